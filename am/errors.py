@@ -1,0 +1,117 @@
+"""The AmError tree: every expected failure, with an exit code and a fix-it message.
+
+The command line turns any AmError into one line on stderr ("Error: ...") and
+its exit code; nothing here knows about click.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AmError",
+    "UsageError",
+    "NotAVaultError",
+    "NotFoundError",
+    "InvalidRecordError",
+    "InvalidIdError",
+    "CollisionError",
+    "DirtyFileError",
+    "LockTimeoutError",
+    "ConflictError",
+    "SecretError",
+    "GitError",
+]
+
+
+class AmError(Exception):
+    """Base of every expected am failure; ``str(err)`` is the message for people."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message}; {hint}")
+
+
+class UsageError(AmError):
+    """The caller asked for something that does not make sense."""
+
+    exit_code = 2
+
+
+class NotAVaultError(AmError):
+    """No vault at the given path, name or enclosing folder."""
+
+    exit_code = 3
+
+
+class NotFoundError(AmError):
+    """A record, vault or repository that was named does not exist."""
+
+    exit_code = 4
+
+
+class InvalidRecordError(AmError):
+    """A record file or a new record fails the format (YAML, schema, links)."""
+
+    exit_code = 5
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.path = path
+        self.field = field
+        self.line = line
+        where = ""
+        if path is not None:
+            where = path if line is None else f"{path}:{line}"
+            where += ": "
+        if field is not None:
+            message = f"field '{field}': {message}"
+        super().__init__(where + message, hint=hint)
+
+
+class InvalidIdError(InvalidRecordError):
+    """An id (or a title turned into one) cannot name a file safely."""
+
+
+class CollisionError(AmError):
+    """A record with that id already exists."""
+
+    exit_code = 6
+
+
+class DirtyFileError(AmError):
+    """A file am must write has uncommitted changes of someone else's."""
+
+    exit_code = 7
+
+
+class LockTimeoutError(AmError):
+    """Another writer held the vault's lock for too long."""
+
+    exit_code = 8
+
+
+class ConflictError(AmError):
+    """A Git operation (revert, merge) would conflict; nothing was changed."""
+
+    exit_code = 9
+
+
+class SecretError(AmError):
+    """Content looks like a credential; history is forever, so it is refused."""
+
+    exit_code = 10
+
+
+class GitError(AmError):
+    """Git itself failed in a way am could not recover from."""
+
+    exit_code = 11
