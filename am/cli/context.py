@@ -1,0 +1,104 @@
+"""Shared plumbing of the commands: the vault of this invocation, output helpers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from am.model import Record
+    from am.vault import Vault, WriteResult
+
+FORMAT_OPTION = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="Output for people (text) or programs (json).",
+)
+
+
+class Options:
+    """Global options given before the command."""
+
+    def __init__(self, vault: str | None, actor: str | None) -> None:
+        self.vault_arg = vault
+        self.actor = actor
+        self._vault: Vault | None = None
+
+
+def open_vault(ctx: click.Context) -> Vault:
+    """Open the vault of this invocation once, closing it when the command ends."""
+    from am.vault import Vault
+
+    opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
+    if opts._vault is None:
+        opts._vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor))
+    return opts._vault
+
+
+def read_text_arg(value: str) -> str:
+    """Return the argument, or standard input when it is '-'."""
+    if value == "-":
+        return sys.stdin.read()
+    return value
+
+
+def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, Any]:
+    """Return the stable JSON shape of a record: its frontmatter, body and path."""
+    from am.records import record_to_meta
+
+    data = record_to_meta(record)
+    data["body"] = record.body
+    if path is not None:
+        data["path"] = str(path)
+    return data
+
+
+def emit_json(data: Any) -> None:
+    """Print JSON, sorted and indented, as UTF-8."""
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True))
+
+
+def report_write(result: WriteResult, fmt: str, verb: str) -> None:
+    """Tell the user what a write did."""
+    if fmt == "json":
+        emit_json({
+            "commit": result.commit,
+            "records": [record_dict(r, p) for r, p in zip(result.records, result.paths)],
+        })
+        return
+    first = result.records[0]
+    click.echo(f"{verb} {first.type} {first.id} ({result.paths[0]}) in commit {result.commit[:10]}")
+    for record, path in zip(result.records[1:], result.paths[1:]):
+        click.echo(f"  also wrote {record.type} {record.id} ({path})")
+
+
+def describe(record: Record, path: PurePosixPath | None = None) -> str:
+    """Return a record as a short block for people."""
+    from am.model import Fact, Relation, Topic
+
+    lines = []
+    if isinstance(record, Topic):
+        lines.append(f"{record.id}  [{record.kind}]  {record.title}")
+        if record.aliases:
+            lines.append(f"  aliases: {', '.join(record.aliases)}")
+    elif isinstance(record, Fact):
+        world = " ".join(
+            f"{k}={v}" for k, v in (("repo", record.repo), ("branch", record.version), ("commit", record.commit)) if v
+        )
+        lines.append(f"{record.id}  {record.status}  {record.confidence}  topics: {', '.join(record.topics)}")
+        lines.append(f"  provenance: {record.provenance}" + (f"  world: {world}" if world else ""))
+        if record.supersedes:
+            lines.append(f"  supersedes: {', '.join(record.supersedes)}")
+        if record.superseded_by:
+            lines.append(f"  superseded by: {record.superseded_by}")
+    elif isinstance(record, Relation):
+        lines.append(f"{record.id}  {record.status}  {record.from_} --{record.rel}--> {record.to}")
+    if path is not None:
+        lines.append(f"  file: {path}")
+    if record.body.strip():
+        lines.append("")
+        lines.extend("  " + line for line in record.body.rstrip("\n").split("\n"))
+    return "\n".join(lines)

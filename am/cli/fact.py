@@ -1,0 +1,170 @@
+"""`am fact`: add, supersede, expire, change status, show and list facts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from am.cli.context import FORMAT_OPTION, describe, emit_json, open_vault, read_text_arg, record_dict, report_write
+
+
+def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--topic", "topics", multiple=True, metavar="ID", help="A topic the fact is about (repeatable)."),
+        click.option("--confidence", type=click.Choice(["high", "medium", "low"]), default=None,
+                     help="How sure the writer is (default: medium, or the old fact's)."),
+        click.option("--provenance", default=None,
+                     help="Where it comes from: human, session:<id>, commit:<sha>, a URL ..."),
+        click.option("--repo", default=None, help="World: the code repository it holds in (registered name)."),
+        click.option("--branch", default=None, help="World: the branch or tag where it was observed."),
+        click.option("--commit", "commit_", default=None, help="World: the commit where it was observed."),
+        click.option("--here", is_flag=True,
+                     help="Fill --repo, --branch and --commit from the Git repository of the current folder."),
+        click.option("--path", "paths", multiple=True, help="Code path the fact is about, watched for staleness."),
+        click.option("--valid-from", default=None, help="Valid time: holds from (ISO date or date-time)."),
+        click.option("--valid-until", default=None, help="Valid time: holds until (exclusive)."),
+        click.option("--axis", type=click.Choice(["subject", "time", "timeless"]), default=None,
+                     help="Which axis decides validity (default: subject when a repo or commit is set)."),
+        click.option("--tag", "tags", multiple=True, help="A tag (repeatable)."),
+        click.option("--pin", is_flag=True, help="Always keep this fact first in a slice."),
+        click.option("--id", "fact_id", default=None, help="A readable id instead of a generated one."),
+        click.option("--create-topic", is_flag=True, help="Create topics that do not exist yet."),
+        click.option("--allow-secret", is_flag=True, help="Write even if the text looks like a credential."),
+        FORMAT_OPTION,
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _world(ctx: click.Context, here: bool, repo: str | None, branch: str | None,
+           commit: str | None) -> tuple[str | None, str | None, str | None]:
+    if not here:
+        return repo, branch, commit
+    from am.here import world_here
+
+    found = world_here()
+    return repo or found[0], branch or found[1], commit or found[2]
+
+
+def _common(kw: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
+    repo, branch, commit = _world(ctx, kw.pop("here"), kw.pop("repo"), kw.pop("branch"), kw.pop("commit_"))
+    return dict(
+        topics=kw.pop("topics"), id=kw.pop("fact_id"), provenance=kw.pop("provenance"),
+        repo=repo, branch=branch, commit=commit, paths=kw.pop("paths"), valid_from=kw.pop("valid_from"),
+        valid_until=kw.pop("valid_until"), tags=kw.pop("tags"), pin=kw.pop("pin"), axis=kw.pop("axis"),
+        create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"),
+    )
+
+
+@click.group()
+def fact() -> None:
+    """Facts: one statement each, with status, confidence, provenance and world.
+
+    Example: am fact add "Alpha uses Redis for sessions" --topic project-alpha --confidence high
+    """
+
+
+@fact.command("add")
+@click.argument("text")
+@_fact_options
+@click.pass_context
+def add(ctx: click.Context, text: str, confidence: str | None, fmt: str, **kw: Any) -> None:
+    """Add a fact (one commit). TEXT is 1-3 sentences, or - to read standard input.
+
+    Example: am fact add "Alpha on main only offers getUser(id)" --topic project-alpha --repo project-alpha --branch main
+    """
+    vault = open_vault(ctx)
+    result = vault.add_fact(read_text_arg(text), confidence=confidence or "medium", **_common(kw, ctx))
+    report_write(result, fmt, "added")
+
+
+@fact.command("supersede")
+@click.argument("old_id", metavar="OLD")
+@click.argument("text")
+@click.option("--reason", required=True, help="What changed.")
+@_fact_options
+@click.pass_context
+def supersede(ctx: click.Context, old_id: str, text: str, reason: str, confidence: str | None, fmt: str,
+              **kw: Any) -> None:
+    """Replace fact OLD with a new fact (one commit touching both files).
+
+    The new fact inherits OLD's topics and world unless you give new ones.
+
+    Example: am fact supersede fact-alpha-getuser-main "Alpha offers getUsers(ids) too" --reason "batch API merged"
+    """
+    vault = open_vault(ctx)
+    result = vault.supersede_fact(old_id, read_text_arg(text), reason=reason, confidence=confidence,
+                                  **_common(kw, ctx))
+    report_write(result, fmt, "superseded by")
+
+
+@fact.command("expire")
+@click.argument("fact_id", metavar="ID")
+@click.option("--reason", required=True, help="Why it no longer holds.")
+@FORMAT_OPTION
+@click.pass_context
+def expire(ctx: click.Context, fact_id: str, reason: str, fmt: str) -> None:
+    """Mark a fact expired: it no longer holds anywhere, and stays in the vault.
+
+    Example: am fact expire f-20260923-1630-3f0e99 --reason "service retired"
+    """
+    report_write(open_vault(ctx).expire_fact(fact_id, reason=reason), fmt, "expired")
+
+
+@fact.command("status")
+@click.argument("fact_id", metavar="ID")
+@click.argument("status", type=click.Choice(["active", "contested", "pending-review", "expired", "superseded"]))
+@click.option("--reason", default=None, help="Why the status changed.")
+@FORMAT_OPTION
+@click.pass_context
+def status(ctx: click.Context, fact_id: str, status: str, reason: str | None, fmt: str) -> None:
+    """Set a fact's status.
+
+    Example: am fact status f-20260923-1630-3f0e99 contested --reason "two sessions disagree"
+    """
+    report_write(open_vault(ctx).set_fact_status(fact_id, status, reason=reason), fmt, "updated")
+
+
+@fact.command("show")
+@click.argument("fact_id", metavar="ID")
+@FORMAT_OPTION
+@click.pass_context
+def show(ctx: click.Context, fact_id: str, fmt: str) -> None:
+    """Show one fact.
+
+    Example: am fact show fact-alpha-getuser-main --format json
+    """
+    from am.model import Fact
+
+    path, record = open_vault(ctx).get_typed(fact_id, Fact, "fact")
+    if fmt == "json":
+        emit_json(record_dict(record, path))
+    else:
+        click.echo(describe(record, path))
+
+
+@fact.command("list")
+@click.option("--topic", default=None, help="Only facts about this topic.")
+@click.option("--status", default=None, help="Only facts with this status (default: all).")
+@click.option("--repo", default=None, help="Only facts of this code repository.")
+@FORMAT_OPTION
+@click.pass_context
+def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str | None, fmt: str) -> None:
+    """List facts, oldest first.
+
+    Example: am fact list --topic project-alpha --status active
+    """
+    facts = open_vault(ctx).list_facts(topic=topic, status=status, repo=repo)
+    if fmt == "json":
+        emit_json([record_dict(f) for f in facts])
+        return
+    for f in facts:
+        first = f.body.strip().split("\n", 1)[0]
+        if len(first) > 90:
+            first = first[:89] + "…"
+        click.echo(f"{f.id:<28} {f.status:<14} {first}")
+    if not facts:
+        click.echo("no facts match", err=True)

@@ -1,0 +1,96 @@
+"""`am init`, `am vault`, `am demo`: creating, naming and trying vaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from am.cli.context import FORMAT_OPTION, emit_json
+
+
+@click.command()
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
+@click.option("--name", default=None, help="The vault's name in the registry (default: the folder's name).")
+@click.pass_context
+def init(ctx: click.Context, path: Path, name: str | None) -> None:
+    """Create a vault in PATH (default: here), or adopt the Git repository there.
+
+    Registers the vault by name in $AM_HOME (default ~/.am).
+
+    Example: am init ~/vaults/alpha --name alpha
+    """
+    from am.vault import Vault
+
+    vault = Vault.init(path, name=name, actor=ctx.obj.actor)
+    click.echo(f"vault {vault.name} ready at {vault.root}")
+    click.echo(f"next: am --vault {vault.name} topic add project-x --title 'Project X'")
+
+
+@click.group()
+def vault() -> None:
+    """The registry of vaults on this machine.
+
+    Example: am vault list
+    """
+
+
+@vault.command("list")
+@FORMAT_OPTION
+def list_(fmt: str) -> None:
+    """List registered vaults.
+
+    Example: am vault list --format json
+    """
+    from am.registry import Registry
+
+    registry = Registry.load()
+    if fmt == "json":
+        emit_json([{"name": n, "path": p} for n, p in sorted(registry.vaults.items())])
+        return
+    for name, path in sorted(registry.vaults.items()):
+        click.echo(f"{name:<24} {path}")
+    if not registry.vaults:
+        click.echo("no vaults registered; create one with: am init PATH", err=True)
+
+
+@vault.command("add")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def add(name: str, path: Path) -> None:
+    """Register an existing vault under NAME.
+
+    Example: am vault add alpha ~/vaults/alpha
+    """
+    from am.errors import NotAVaultError
+    from am.registry import Registry
+
+    root = path.resolve()
+    if not (root / ".am" / "vault.yml").is_file():
+        raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {path}")
+    Registry.load().add_vault(name, root)
+    click.echo(f"registered {name} -> {root}")
+
+
+@click.command()
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path), default="am-demo", required=False)
+def demo(path: Path) -> None:
+    """Create the example vault in PATH (default: ./am-demo) with a short history.
+
+    Example: am demo /tmp/am-demo && cd /tmp/am-demo && git log --oneline
+    """
+    from am.demo import materialise_demo
+
+    v = materialise_demo(path)
+    commits = sum(1 for _ in v.store.walk())
+    click.echo(f"demo vault ready at {v.root} ({commits} commits)")
+    click.echo("try:")
+    for line in (
+        f"cd {v.root}",
+        "am topic list",
+        "am fact list",
+        "am fact show f-20261002-0915-c4f1a5",
+        "git log --format='%h %an %s'",
+        "git log --grep 'Am-Actor: claude-code'",
+    ):
+        click.echo(f"  {line}")

@@ -1,0 +1,355 @@
+"""Strict YAML frontmatter: load what people write, emit am's canonical form.
+
+PyYAML is used with a loader of our own (RELIABILITY.md): no aliases, no
+duplicate keys, no tags beyond the plain JSON types, YAML 1.2 core scalars
+(``no`` stays a string, ``1.10`` in a string field stays ``"1.10"``), no
+implicit timestamps, size caps. Fields that the format declares as strings are
+taken as the raw scalar text, so ``commit: 0123456`` is the string it looks like.
+
+am writes frontmatter in a canonical restricted form (``key: scalar`` and flow
+lists of scalars, one key a line). ``fast_load`` reads exactly that form about
+3x faster than libyaml and returns None for anything else, so the caller falls
+back to ``strict_load``; both give the same mapping (a Hypothesis test holds
+them to it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from am.errors import InvalidRecordError
+
+__all__ = [
+    "MAX_FRONTMATTER_BYTES",
+    "STRING_FIELDS",
+    "LIST_FIELDS",
+    "strict_load",
+    "fast_load",
+    "dump",
+    "format_scalar",
+]
+
+MAX_FRONTMATTER_BYTES = 64 * 1024
+_MAX_DEPTH = 8
+
+# Known fields whose scalars are always strings, whatever they look like.
+STRING_FIELDS = frozenset(
+    {
+        "type", "id", "kind", "title", "status", "created", "confidence", "provenance",
+        "repo", "version", "commit", "axis", "valid_from", "valid_until", "until_commit",
+        "superseded_by", "reason", "rel", "from", "to", "updated",
+    }
+)
+LIST_FIELDS = frozenset({"topics", "aliases", "tags", "supersedes", "paths"})
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_ALLOWED_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _SEQ, _MAP})
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """YAML 1.2 core schema: no yes/no/on/off booleans, no sexagesimals, no timestamps."""
+
+
+_CoreResolver.add_implicit_resolver(
+    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_CoreResolver.add_implicit_resolver(
+    _INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789")
+)
+_CoreResolver.add_implicit_resolver(
+    _FLOAT,
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+_CoreResolver.add_implicit_resolver(_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
+
+_RESOLVER = _CoreResolver()
+
+
+def _resolve_plain(text: str) -> str:
+    return str(_RESOLVER.resolve(yaml.ScalarNode, text, (True, False)))
+
+
+def _scalar_value(tag: str, text: str) -> Any:
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return text.lower() == "true"
+    if tag == _INT:
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text, 10)
+    if tag == _FLOAT:
+        lowered = text.lower()
+        if lowered.endswith(".inf"):
+            return float("-inf") if lowered.startswith("-") else float("inf")
+        if lowered == ".nan":
+            return float("nan")
+        return float(text)
+    return text
+
+
+try:  # libyaml's parser; the pure-Python one is ~5x slower (PERF.md)
+    from yaml import CParser as _Parser
+except ImportError:  # pragma: no cover - only on a PyYAML built without libyaml
+    from yaml.parser import Parser as _Parser  # type: ignore[assignment]
+    from yaml.composer import Composer as _Composer
+    from yaml.reader import Reader as _Reader
+    from yaml.scanner import Scanner as _Scanner
+
+    class _Parser(_Reader, _Scanner, yaml.parser.Parser, _Composer):  # type: ignore[no-redef]
+        def __init__(self, stream: str) -> None:
+            _Reader.__init__(self, stream)
+            _Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+            _Composer.__init__(self)
+
+
+class _Loader(_Parser, _CoreResolver):  # type: ignore[misc,valid-type]
+    def __init__(self, stream: str) -> None:
+        _Parser.__init__(self, stream)
+        _CoreResolver.__init__(self)
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def _construct(node: yaml.Node, *, raw: bool, depth: int, seen: set[int], path: str | None) -> Any:
+    if id(node) in seen:
+        raise InvalidRecordError(
+            "YAML anchors and aliases are not allowed",
+            path=path,
+            line=_line(node),
+            hint="write the value out in full",
+        )
+    seen.add(id(node))
+    if depth > _MAX_DEPTH:
+        raise InvalidRecordError(
+            f"frontmatter is nested deeper than {_MAX_DEPTH} levels", path=path, line=_line(node)
+        )
+    if node.tag not in _ALLOWED_TAGS:
+        raise InvalidRecordError(
+            f"YAML tag {node.tag!r} is not allowed",
+            path=path,
+            line=_line(node),
+            hint="use plain strings, numbers, true/false, lists and mappings",
+        )
+    if isinstance(node, yaml.ScalarNode):
+        if raw and node.tag != _NULL:
+            return node.value
+        if node.style is not None and node.tag == _STR:
+            return node.value
+        try:
+            return _scalar_value(node.tag, node.value)
+        except ValueError:
+            raise InvalidRecordError(
+                f"{node.value!r} is not a valid {node.tag.rsplit(':', 1)[-1]}",
+                path=path,
+                line=_line(node),
+            ) from None
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct(item, raw=raw, depth=depth + 1, seen=seen, path=path) for item in node.value]
+    assert isinstance(node, yaml.MappingNode)
+    result: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise InvalidRecordError("mapping keys must be plain strings", path=path, line=_line(key_node))
+        key = key_node.value
+        if key in result:
+            raise InvalidRecordError(
+                f"duplicate key {key!r}",
+                path=path,
+                line=_line(key_node),
+                hint="keep one of the two lines",
+            )
+        is_raw = depth == 0 and (key in STRING_FIELDS or key in LIST_FIELDS)
+        result[key] = _construct(value_node, raw=is_raw, depth=depth + 1, seen=seen, path=path)
+    return result
+
+
+def strict_load(text: str, *, path: str | None = None, line_offset: int = 0) -> dict[str, Any]:
+    """Load a frontmatter block with the strict rules; raise InvalidRecordError naming the line."""
+    if len(text.encode("utf-8")) > MAX_FRONTMATTER_BYTES:
+        raise InvalidRecordError(
+            f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KiB",
+            path=path,
+            hint="move long text into the body",
+        )
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = None if mark is None else mark.line + 1 + line_offset
+        problem = err.problem or err.context or "invalid YAML"
+        raise InvalidRecordError(f"invalid YAML: {problem}", path=path, line=line) from None
+    except yaml.YAMLError as err:
+        raise InvalidRecordError(f"invalid YAML: {err}", path=path) from None
+    finally:
+        loader.dispose()
+    if node is None:
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        raise InvalidRecordError("frontmatter must be a mapping of keys to values", path=path, line=1 + line_offset)
+    try:
+        value = _construct(node, raw=False, depth=0, seen=set(), path=path)
+    except InvalidRecordError as err:
+        if line_offset and err.line is not None:
+            raise InvalidRecordError(err.message.split(": ", 1)[-1] if err.path else err.message,
+                                     path=path, line=err.line + line_offset, hint=err.hint) from None
+        raise
+    assert isinstance(value, dict)
+    return value
+
+
+# ---------------------------------------------------------------- canonical form
+
+_PLAIN_OK = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\x00-\x1f\x7f\x85\u2028\u2029\ufeff]*$")
+_PLAIN_BAD = re.compile(r": |:$| #|\s$|[\x00-\x1f\x7f\x85\u2028\u2029\ufeff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_FLOW_BAD = re.compile(r"[,\[\]{}]")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?$")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_NEEDS_ESCAPE = re.compile(
+    r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\u200b-\u200f\u202a-\u202e\u2066-\u2069]'
+)
+
+
+def _quote(text: str) -> str:
+    return '"' + _NEEDS_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text) + '"'
+
+
+def _yaml11_plain_is_str(text: str) -> bool:
+    # Other readers (Obsidian, PyYAML's default) use YAML 1.1 rules: never write
+    # a plain scalar that they would turn into a bool, number or null.
+    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))
+    return tag == _STR
+
+
+def format_scalar(value: Any, *, in_flow: bool = False, allow_timestamp: bool = False) -> str:
+    """Render one scalar in canonical form."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return json.dumps(value) if value == value and value not in (float("inf"), float("-inf")) else (
+            ".nan" if value != value else (".inf" if value > 0 else "-.inf")
+        )
+    text = str(value)
+    if allow_timestamp and _TIMESTAMP.match(text):
+        return text
+    if (
+        _PLAIN_OK.match(text)
+        and not _PLAIN_BAD.search(text)
+        and not (in_flow and _FLOW_BAD.search(text))
+        and _resolve_plain(text) == _STR
+        and _yaml11_plain_is_str(text)
+    ):
+        return text
+    return _quote(text)
+
+
+def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozenset()) -> str:
+    """Render a mapping in canonical form, one key a line, keys in the given order."""
+    lines: list[str] = []
+    for key, value in mapping.items():
+        if isinstance(value, (list, tuple)) and all(
+            v is None or isinstance(v, (str, int, float, bool)) for v in value
+        ):
+            items = ", ".join(format_scalar(v, in_flow=True) for v in value)
+            lines.append(f"{key}: [{items}]")
+        elif isinstance(value, (dict, list, tuple)):
+            # Nested values only come from hand-written files; keep them in
+            # flow style so the line-per-key shape still holds.
+            flow = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1 << 30, sort_keys=False)
+            lines.append(f"{key}: {flow.strip()}")
+        else:
+            lines.append(f"{key}: {format_scalar(value, allow_timestamp=key in timestamp_fields)}")
+    return "".join(line + "\n" for line in lines)
+
+
+# ---------------------------------------------------------------- fast path
+
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*): ?(.*)$")
+_DQ = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\ntr]|\\u[0-9a-fA-F]{4})*"')
+_FLOW_ITEM = re.compile(r'\s*(?:("(?:[^"\\\x00-\x1f]|\\["\\ntr]|\\u[0-9a-fA-F]{4})*")|([^,\[\]{}"\'\s][^,\[\]{}]*?))\s*(,|\]$)')
+
+
+def _fast_scalar(text: str, *, raw: bool) -> tuple[bool, Any]:
+    if not text:
+        return True, None
+    if text[0] == '"':
+        if _DQ.fullmatch(text) is None:
+            return False, None
+        return True, json.loads(text)
+    if not _PLAIN_OK.match(text) or _PLAIN_BAD.search(text) or text[0] in "'{[":
+        return False, None
+    tag = _resolve_plain(text)
+    if raw:
+        return True, None if tag == _NULL else text
+    return True, _scalar_value(tag, text)
+
+
+def fast_load(text: str) -> dict[str, Any] | None:
+    """Load canonical frontmatter quickly, or return None to ask for ``strict_load``."""
+    result: dict[str, Any] = {}
+    for line in text.split("\n"):
+        if not line:
+            continue
+        match = _KEY_LINE.match(line)
+        if match is None:
+            return None
+        key, value = match.group(1), match.group(2)
+        if key in result:
+            return None
+        raw = key in STRING_FIELDS or key in LIST_FIELDS
+        if value.startswith("["):
+            if not value.endswith("]"):
+                return None
+            inner = value[1:]
+            items: list[Any] = []
+            if inner.strip() != "]":
+                pos = 0
+                while pos < len(inner):
+                    item = _FLOW_ITEM.match(inner, pos)
+                    if item is None:
+                        return None
+                    token = item.group(1) if item.group(1) is not None else item.group(2).rstrip()
+                    ok, parsed = _fast_scalar(token, raw=raw)
+                    if not ok or (token[0] != '"' and _FLOW_BAD.search(token)):
+                        return None
+                    items.append(parsed)
+                    pos = item.end()
+                    if item.group(3) == "]":
+                        break
+                if pos != len(inner):
+                    return None
+            result[key] = items
+            continue
+        if value.startswith(("{", "'", "&", "*", "!", "|", ">", "- ")) or value == "-":
+            return None
+        ok, parsed = _fast_scalar(value, raw=raw)
+        if not ok:
+            return None
+        result[key] = parsed
+    return result

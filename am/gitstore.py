@@ -1,0 +1,569 @@
+"""The only user of pygit2: the write lock, compare-and-swap commits, and reads of history.
+
+A write follows RELIABILITY.md to the letter:
+
+1. take am's own advisory lock (``.git/am/write.lock``), blocking with a timeout;
+2. check that no file to be written carries someone's uncommitted edit;
+3. write each working-tree file atomically (temp file, fsync, rename, fsync dir);
+4. build the new tree from the branch tip plus exactly the changed files and
+   create the commit with ``create_commit(ref, ..., parents=[tip])``, which
+   libgit2 turns into a compare-and-swap; if someone else moved the branch,
+   rebuild on the new tip and try again, never dropping their commit;
+5. update Git's index for those paths only, holding ``index.lock`` the way git
+   does, so a later ``git add -A && git commit`` keeps am's files.
+
+Failpoints for crash tests: ``AM_FAILPOINT=<name>`` makes the process kill
+itself with SIGKILL at that step (names in ``FAILPOINTS``).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pygit2
+from pygit2 import IndexEntry
+from pygit2.enums import FileMode
+
+from am.errors import ConflictError, DirtyFileError, GitError, LockTimeoutError, NotAVaultError
+
+__all__ = [
+    "FAILPOINTS",
+    "Change",
+    "CommitInfo",
+    "GitStore",
+    "hash_blob",
+]
+
+log = logging.getLogger("am")
+
+# libgit2 ignores core.fsync; memory that a power cut can eat is no memory.
+pygit2.settings.enable_fsync_gitdir(True)
+
+FAILPOINTS = (
+    "before-write",      # lock held, nothing written
+    "after-file",        # working-tree file written, no commit
+    "after-commit",      # commit created and branch moved, Git's index not updated
+    "after-index",       # index updated, cache not yet
+)
+
+_GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
+_GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
+_MAX_CAS_RETRIES = 1000
+
+
+def failpoint(name: str) -> None:
+    """Kill this process at the named step when AM_FAILPOINT asks for it (crash tests)."""
+    wanted = os.environ.get("AM_FAILPOINT")
+    if wanted and wanted == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def hash_blob(data: bytes) -> str:
+    """Return the Git blob id of some bytes."""
+    return str(pygit2.hash(data))
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file a write puts in the tree; ``base`` is the blob it was computed from (None: new)."""
+
+    path: PurePosixPath
+    data: bytes
+    base: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit as am reads it."""
+
+    id: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    time: int
+    offset: int
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+    def trailers(self) -> list[tuple[str, str]]:
+        """Return the (key, value) trailers of the message's last paragraph."""
+        block = self.message.rstrip("\n").rsplit("\n\n", 1)[-1]
+        pairs = []
+        for line in block.split("\n"):
+            key, sep, value = line.partition(": ")
+            if sep and key and " " not in key:
+                pairs.append((key, value))
+        return pairs
+
+
+class _StatEntry(IndexEntry):
+    """An index entry that carries the file's stat data, so `git status` need not rehash it."""
+
+    def __init__(self, path: str, object_id: pygit2.Oid, st: os.stat_result) -> None:
+        super().__init__(path, object_id, FileMode.BLOB)
+        self._st = st
+
+    def _to_c(self) -> Any:
+        centry, ref = super()._to_c()
+        st = self._st
+        centry.ctime.seconds = int(st.st_ctime) & 0xFFFFFFFF
+        centry.ctime.nanoseconds = st.st_ctime_ns % 1_000_000_000
+        centry.mtime.seconds = int(st.st_mtime) & 0xFFFFFFFF
+        centry.mtime.nanoseconds = st.st_mtime_ns % 1_000_000_000
+        centry.dev = st.st_dev & 0xFFFFFFFF
+        centry.ino = st.st_ino & 0xFFFFFFFF
+        centry.uid = st.st_uid & 0xFFFFFFFF
+        centry.gid = st.st_gid & 0xFFFFFFFF
+        centry.file_size = st.st_size & 0xFFFFFFFF
+        return centry, ref
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class GitStore:
+    """A vault's Git repository, seen through the operations am needs."""
+
+    def __init__(self, repo: pygit2.Repository, root: Path) -> None:
+        self.repo = repo
+        self.root = root
+        self.gitdir = Path(repo.path)
+        self._am_dir = self.gitdir / "am"
+
+    # ------------------------------------------------------------ open / init
+
+    @classmethod
+    def open(cls, root: Path) -> GitStore:
+        """Open the repository whose work tree is ``root``."""
+        try:
+            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        except (pygit2.GitError, KeyError):
+            raise NotAVaultError(f"{root} is not a Git repository", hint="run: am init " + str(root)) from None
+        if repo.is_bare or repo.workdir is None:
+            raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree")
+        return cls(repo, Path(repo.workdir).resolve())
+
+    @classmethod
+    def init(cls, root: Path, *, branch: str = "main") -> GitStore:
+        """Create a repository at ``root``, or open the one that is there."""
+        if (root / ".git").exists():
+            return cls.open(root)
+        root.mkdir(parents=True, exist_ok=True)
+        repo = pygit2.init_repository(str(root), initial_head=branch)
+        return cls(repo, Path(repo.workdir).resolve())
+
+    # ------------------------------------------------------------ reading
+
+    def head_ref(self) -> str:
+        """Return the branch HEAD points at, e.g. ``refs/heads/main``."""
+        ref = self.repo.references.get("HEAD")
+        if ref is None:
+            raise GitError("HEAD is missing")
+        target = ref.target
+        if isinstance(target, str):
+            return target
+        raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
+
+    def head(self) -> str | None:
+        """Return the commit id HEAD resolves to, or None on an unborn branch."""
+        try:
+            return str(self.repo.head.target)
+        except (pygit2.GitError, KeyError):
+            return None
+
+    def branch_tip(self, ref: str) -> str | None:
+        """Return the commit a ref points at, or None."""
+        reference = self.repo.references.get(ref)
+        if reference is None:
+            return None
+        return str(reference.resolve().target)
+
+    def resolve(self, rev: str) -> str:
+        """Resolve a revision (sha, branch, tag, HEAD~2) to a commit id."""
+        try:
+            obj = self.repo.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise GitError(f"unknown revision {rev!r}") from None
+        return str(commit.id)
+
+    def read_blob(self, path: PurePosixPath | str, *, commit: str | None = None) -> bytes | None:
+        """Return a file's bytes in a commit (HEAD by default), or None."""
+        oid = self.blob_id(path, commit=commit)
+        if oid is None:
+            return None
+        blob = self.repo[oid]
+        return bytes(blob.data)
+
+    def read_object(self, oid: str) -> bytes:
+        """Return the bytes of a blob by id."""
+        return bytes(self.repo[oid].data)
+
+    def blob_id(self, path: PurePosixPath | str, *, commit: str | None = None) -> str | None:
+        """Return the blob id of a path in a commit (HEAD by default), or None."""
+        commit = commit or self.head()
+        if commit is None:
+            return None
+        tree = self.repo[commit].peel(pygit2.Tree)
+        try:
+            entry = tree[str(path)]
+        except KeyError:
+            return None
+        if entry.type_str != "blob":
+            return None
+        return str(entry.id)
+
+    def tree_files(self, prefixes: Sequence[str], *, commit: str | None = None) -> Iterator[tuple[str, str]]:
+        """Yield (path, blob id) of every file under the given top-level folders."""
+        commit = commit or self.head()
+        if commit is None:
+            return
+        tree = self.repo[commit].peel(pygit2.Tree)
+        for prefix in prefixes:
+            try:
+                entry = tree[prefix]
+            except KeyError:
+                continue
+            if entry.type_str == "tree":
+                yield from self._walk(self.repo[entry.id], prefix)
+
+    def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
+        for entry in tree:
+            path = f"{prefix}/{entry.name}"
+            if entry.type_str == "tree":
+                yield from self._walk(self.repo[entry.id], path)
+            elif entry.type_str == "blob":
+                yield path, str(entry.id)
+
+    def diff_paths(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
+        """Return (path, new blob id or None if deleted) for every file that differs."""
+        def tree_of(c: str | None) -> pygit2.Tree | None:
+            return None if c is None else self.repo[c].peel(pygit2.Tree)
+        old_tree, new_tree = tree_of(old), tree_of(new)
+        if new_tree is None:
+            return [(p, None) for p, _ in self.tree_files(["topics", "facts", "relations"], commit=old)]
+        if old_tree is None:
+            diff = new_tree.diff_to_tree(swap=True)
+        else:
+            diff = self.repo.diff(old_tree, new_tree)
+        out: list[tuple[str, str | None]] = []
+        for delta in diff.deltas:
+            if delta.status_char() == "D":
+                out.append((delta.old_file.path, None))
+            else:
+                if delta.old_file.path != delta.new_file.path:
+                    out.append((delta.old_file.path, None))
+                out.append((delta.new_file.path, str(delta.new_file.id)))
+        return out
+
+    def commit_info(self, oid: str) -> CommitInfo:
+        """Return one commit's metadata."""
+        c = self.repo[oid].peel(pygit2.Commit)
+        return CommitInfo(
+            id=str(c.id), parents=tuple(str(p) for p in c.parent_ids), author=c.author.name,
+            email=c.author.email, time=c.commit_time, offset=c.commit_time_offset, message=c.message,
+        )
+
+    def walk(self, start: str | None = None) -> Iterator[CommitInfo]:
+        """Yield commits reachable from ``start`` (HEAD), newest first."""
+        start = start or self.head()
+        if start is None:
+            return
+        for c in self.repo.walk(start, pygit2.enums.SortMode.TIME | pygit2.enums.SortMode.TOPOLOGICAL):
+            yield CommitInfo(
+                id=str(c.id), parents=tuple(str(p) for p in c.parent_ids), author=c.author.name,
+                email=c.author.email, time=c.commit_time, offset=c.commit_time_offset, message=c.message,
+            )
+
+    def index_mtime(self) -> float:
+        """Return the modification time of Git's index file (0 when there is none)."""
+        try:
+            return (self.gitdir / "index").stat().st_mtime
+        except FileNotFoundError:
+            return 0.0
+
+    def config_value(self, key: str) -> str | None:
+        """Return a git config value, or None."""
+        try:
+            return str(self.repo.config[key])
+        except KeyError:
+            return None
+
+    # ------------------------------------------------------------ locking
+
+    @contextmanager
+    def write_lock(self, *, timeout: float = 30.0, op: str = "write") -> Iterator[None]:
+        """Hold the vault's write lock (an flock on a file of am's own) for one write."""
+        self._am_dir.mkdir(exist_ok=True)
+        path = self._am_dir / "write.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as err:
+                    if err.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    if time.monotonic() >= deadline:
+                        holder = self._lock_holder()
+                        raise LockTimeoutError(
+                            f"the vault's write lock {path} is held by {holder}",
+                            hint="wait for that writer to finish, or stop it",
+                        ) from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+            # The holder note is for people reading a timeout message only; the
+            # flock itself dies with the process, so kill -9 never blocks anyone.
+            note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "op": op, "since": time.time()})
+            try:
+                (self._am_dir / "write.holder").write_text(note)
+            except OSError:
+                pass
+            yield
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def _lock_holder(self) -> str:
+        try:
+            info = json.loads((self._am_dir / "write.holder").read_text())
+            return f"process {info['pid']} on {info['host']} ({info['op']})"
+        except (OSError, ValueError, KeyError):
+            return "another process"
+
+    def _clear_stale_git_lock(self, lock: Path) -> bool:
+        """Move a git lock file aside if it is older than the stale limit; return whether it was."""
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return True
+        if age < _GIT_LOCK_STALE:
+            return False
+        aside = self._am_dir / "stale-locks"
+        aside.mkdir(parents=True, exist_ok=True)
+        target = aside / f"{lock.name}.{int(time.time())}.{os.getpid()}"
+        try:
+            os.replace(lock, target)
+        except FileNotFoundError:
+            return True
+        log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
+        return True
+
+    def _wait_git_lock(self, lock: Path, deadline: float) -> None:
+        if self._clear_stale_git_lock(lock):
+            return
+        if time.monotonic() >= deadline:
+            raise LockTimeoutError(
+                f"Git's lock file {lock} is held",
+                hint="another git command is running; if none is, remove that file",
+            )
+        time.sleep(0.005)
+
+    # ------------------------------------------------------------ writing
+
+    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None,
+                         index: pygit2.Index) -> None:
+        for change in changes:
+            p = str(change.path)
+            try:
+                base_id: str | None = str(base_tree[p].id) if base_tree is not None else None
+            except KeyError:
+                base_id = None
+            if change.base is not None and base_id != change.base:
+                raise ConflictError(
+                    f"{p} changed in the vault while am was writing it",
+                    hint="run the command again; it will start from the new version",
+                )
+            if change.base is None and base_id is not None and base_id != hash_blob(change.data):
+                raise ConflictError(f"{p} already exists in the vault", hint="choose another id")
+            full = self.root / p
+            try:
+                on_disk: str | None = hash_blob(full.read_bytes())
+            except FileNotFoundError:
+                on_disk = None
+            except IsADirectoryError:
+                raise DirtyFileError(f"{p} is a folder in the work tree") from None
+            new_id = hash_blob(change.data)
+            if on_disk not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has uncommitted changes",
+                    hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry",
+                )
+            entry = index[p] if p in index else None
+            staged = None if entry is None else str(entry.id)
+            if staged not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has staged changes",
+                    hint="commit them first (git commit), or unstage them (git restore --staged FILE)",
+                )
+
+    def _safe_target(self, rel: PurePosixPath) -> Path:
+        target = self.root / rel
+        parent = self.root
+        for part in rel.parts[:-1]:
+            parent = parent / part
+            if parent.is_symlink():
+                raise DirtyFileError(f"{parent.relative_to(self.root)} is a symbolic link; am will not write through it")
+        if target.is_symlink():
+            raise DirtyFileError(f"{rel} is a symbolic link; am will not write through it")
+        return target
+
+    def _write_file(self, rel: PurePosixPath, data: bytes) -> None:
+        target = self._safe_target(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.am-{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+
+    def _build_tree(self, base: pygit2.Tree | None, changes: dict[tuple[str, ...], pygit2.Oid]) -> pygit2.Oid:
+        builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
+        groups: dict[str, dict[tuple[str, ...], pygit2.Oid]] = defaultdict(dict)
+        for parts, oid in changes.items():
+            if len(parts) == 1:
+                builder.insert(parts[0], oid, FileMode.BLOB)
+            else:
+                groups[parts[0]][parts[1:]] = oid
+        for name, sub in groups.items():
+            sub_base = None
+            if base is not None and name in base:
+                entry = base[name]
+                if entry.type_str != "tree":
+                    raise ConflictError(f"{name} is a file in the vault where am needs a folder")
+                sub_base = self.repo[entry.id]
+            builder.insert(name, self._build_tree(sub_base, sub), FileMode.TREE)
+        return builder.write()
+
+    def commit(self, changes: Sequence[Change], *, message: str, author: tuple[str, str],
+               committer: tuple[str, str] | None = None) -> str:
+        """Write files and commit them as one commit on HEAD's branch; return the commit id.
+
+        The caller holds ``write_lock``.
+        """
+        if "\x00" in message:
+            raise GitError("a commit message may not contain NUL")
+        ref = self.head_ref()
+        author_sig = pygit2.Signature(*author)
+        committer_sig = pygit2.Signature(*(committer or author))
+        blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
+        failpoint("before-write")
+        written = False
+        for _attempt in range(_MAX_CAS_RETRIES):
+            tip = self.branch_tip(ref)
+            base_tree = None if tip is None else self.repo[tip].peel(pygit2.Tree)
+            index = self.repo.index
+            index.read(False)
+            self._check_not_dirty(changes, base_tree, index)
+            if not written:
+                for c in changes:
+                    self._write_file(c.path, c.data)
+                written = True
+                failpoint("after-file")
+            tree = self._build_tree(base_tree, blobs)
+            try:
+                oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
+            except _Moved:
+                continue
+            failpoint("after-commit")
+            self._update_index([(c.path, blobs[tuple(c.path.parts)]) for c in changes])
+            failpoint("after-index")
+            return str(oid)
+        raise GitError(f"could not move {ref}: it kept changing under am")
+
+    def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
+                       message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + _GIT_LOCK_WAIT
+        while True:
+            try:
+                parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+                return self.repo.create_commit(ref, author, committer, message, tree, parents)
+            except pygit2.GitError as err:
+                # libgit2 re-checks the tip under the ref lock: someone moved it.
+                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                raise GitError(f"could not commit: {err}") from None
+            except OSError as err:
+                if "lock" not in str(err):
+                    raise GitError(f"could not commit: {err}") from None
+                self._wait_git_lock(lock, deadline)
+                if self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+
+    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]]) -> None:
+        """Set Git's index entries for these paths, holding index.lock as git does."""
+        index_path = self.gitdir / "index"
+        lock = self.gitdir / "index.lock"
+        deadline = time.monotonic() + _GIT_LOCK_WAIT
+        while True:
+            try:
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                self._wait_git_lock(lock, deadline)
+        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+        try:
+            if index_path.exists():
+                shutil.copyfile(index_path, tmp)
+            else:
+                tmp.unlink(missing_ok=True)
+            index = pygit2.Index(str(tmp))
+            for rel, oid in entries:
+                index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))
+            index.write()
+            with open(tmp, "rb") as src:
+                data = src.read()
+            os.write(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            fd = -1
+            os.replace(lock, index_path)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            lock.unlink(missing_ok=True)
+            raise
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+class _Moved(Exception):
+    """The branch moved between reading its tip and creating the commit."""

@@ -1,0 +1,165 @@
+"""Ids, slugs and sharded vault paths: the one strict id -> file name function.
+
+An id is lowercase ASCII letters and digits in groups joined by one or two
+hyphens (``project-alpha``, ``f-20260923-1630-3f0e99``,
+``project-alpha--depends-on--tool-redis``). That alphabet has no ``.``, ``/``,
+``\\``, ``:``, spaces, or anything Unicode can fold, so an id can never name a
+path outside its folder, a case or NFC/NFD twin, or a reserved device name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import unicodedata
+from datetime import datetime
+from pathlib import PurePosixPath
+
+from am.errors import InvalidIdError, InvalidRecordError
+
+__all__ = [
+    "ID_PATTERN",
+    "MAX_ID_LENGTH",
+    "RECORD_DIRS",
+    "check_id",
+    "is_valid_id",
+    "slugify",
+    "topic_id",
+    "new_fact_id",
+    "relation_id",
+    "record_path",
+    "check_record_path",
+    "parse_timestamp",
+    "format_timestamp",
+]
+
+ID_PATTERN = r"[a-z0-9]+(?:-{1,2}[a-z0-9]+)*"
+_ID_RE = re.compile(rf"^{ID_PATTERN}$")
+MAX_ID_LENGTH = 120
+_SLUG_LENGTH = 60
+# Device names Windows refuses in any case and with any extension.
+_RESERVED = frozenset(
+    ["con", "prn", "aux", "nul"] + [f"com{i}" for i in range(10)] + [f"lpt{i}" for i in range(10)]
+)
+RECORD_DIRS = {"topic": "topics", "fact": "facts", "relation": "relations"}
+
+
+def is_valid_id(value: object) -> bool:
+    """Return whether ``value`` is a well-formed record id."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_ID_LENGTH
+        and _ID_RE.match(value) is not None
+        and value not in _RESERVED
+    )
+
+
+def check_id(value: object, *, field: str = "id", path: str | None = None) -> str:
+    """Return ``value`` if it is a well-formed id, else raise InvalidIdError."""
+    if is_valid_id(value):
+        assert isinstance(value, str)
+        return value
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    raise InvalidIdError(
+        f"{shown} is not a valid id",
+        path=path,
+        field=field,
+        hint=(
+            "use lowercase ASCII letters and digits joined by '-' "
+            f"(at most {MAX_ID_LENGTH} characters, not a device name), e.g. project-alpha"
+        ),
+    )
+
+
+def slugify(title: str) -> str:
+    """Turn a title into a slug; a title with no ASCII gets a short stable hash."""
+    folded = unicodedata.normalize("NFKD", title)
+    ascii_text = folded.encode("ascii", "ignore").decode("ascii").lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
+    if len(slug) > _SLUG_LENGTH:
+        slug = slug[:_SLUG_LENGTH].rstrip("-")
+    if not slug or slug in _RESERVED:
+        # Stable across machines: depends only on the NFC form of the title.
+        digest = hashlib.sha1(unicodedata.normalize("NFC", title).encode("utf-8")).hexdigest()
+        slug = f"t{digest[:8]}"
+    return slug
+
+
+def topic_id(kind: str, title: str) -> str:
+    """Return the id ``<kind>-<slug>`` for a new topic."""
+    return check_id(f"{kind}-{slugify(title)}")
+
+
+def new_fact_id(now: datetime) -> str:
+    """Return a time-sortable, collision-safe fact id such as ``f-20260923-1630-3f0e99``."""
+    return f"f-{now:%Y%m%d-%H%M}-{secrets.token_hex(3)}"
+
+
+def relation_id(from_id: str, rel: str, to_id: str) -> str:
+    """Return the id ``<from>--<rel>--<to>`` of a relation."""
+    return check_id(f"{from_id}--{rel}--{to_id}", field="relation id")
+
+
+def parse_timestamp(value: str, *, field: str = "created", path: str | None = None) -> datetime:
+    """Parse an ISO 8601 date or date-time as written in frontmatter."""
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidRecordError(
+            f"{value!r} is not an ISO 8601 date or date-time",
+            path=path,
+            field=field,
+            hint="write it like 2026-09-23T12:00:00+08:00 or 2026-09-23",
+        ) from None
+
+
+def format_timestamp(moment: datetime) -> str:
+    """Format a moment the way am writes it: ISO 8601, seconds, with offset."""
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment.isoformat(timespec="seconds")
+
+
+def record_path(record_type: str, record_id: str, created: str | None) -> PurePosixPath:
+    """Return the vault-relative path am writes a new record to."""
+    check_id(record_id)
+    name = f"{record_id}.md"
+    if record_type == "topic":
+        return PurePosixPath("topics", name)
+    if created is None:
+        raise InvalidRecordError("is required to place the file", field="created")
+    day = parse_timestamp(created)
+    if record_type == "fact":
+        return PurePosixPath("facts", f"{day:%Y}", f"{day:%m}", f"{day:%d}", name)
+    if record_type == "relation":
+        return PurePosixPath("relations", f"{day:%Y}", f"{day:%m}", name)
+    raise InvalidRecordError(f"unknown record type {record_type!r}", field="type")
+
+
+_SAFE_PART = re.compile(r"^[^\x00-\x1f\x7f/\\:]+$")
+
+
+def check_record_path(path: PurePosixPath | str) -> PurePosixPath:
+    """Return ``path`` if it is a safe vault-relative record path, else raise."""
+    p = PurePosixPath(path)
+    parts = p.parts
+    if (
+        p.is_absolute()
+        or not parts
+        or parts[0] not in RECORD_DIRS.values()
+        or not p.name.endswith(".md")
+        or any(part in ("", ".", "..") or part.startswith(".") for part in parts)
+        or any(_SAFE_PART.match(part) is None for part in parts)
+        or any(part.lower().split(".")[0] in _RESERVED for part in parts)
+    ):
+        raise InvalidRecordError(
+            f"{str(path)!r} is not a safe record path",
+            hint="records live in topics/, facts/ or relations/ as .md files",
+        )
+    return p

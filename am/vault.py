@@ -1,0 +1,583 @@
+"""The Vault facade: one method per use case, shared by the CLI, hooks and agents.
+
+A vault is a Git repository with ``.am/vault.yml``. Reads come from the work
+tree (so a person's uncommitted edit in Obsidian counts); every write is one
+commit made through ``GitStore.commit``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from am.errors import (
+    CollisionError,
+    InvalidRecordError,
+    NotAVaultError,
+    NotFoundError,
+    SecretError,
+    UsageError,
+)
+from am.gitstore import Change, GitStore, hash_blob
+from am.ids import (
+    RECORD_DIRS,
+    check_id,
+    format_timestamp,
+    is_valid_id,
+    new_fact_id,
+    record_path,
+    relation_id,
+    topic_id,
+)
+from am.model import CONFIDENCES, STATUSES, TOPIC_KINDS, Fact, Record, Relation, Topic, replace
+from am.records import decode_record_bytes, parse_record, render_record
+from am.registry import Registry
+from am.schemas import check_record
+
+__all__ = ["Vault", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
+
+log = logging.getLogger("am")
+
+VAULT_FILE = PurePosixPath(".am/vault.yml")
+FORMAT_VERSION = 1
+_ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did: the commit and the records it wrote."""
+
+    commit: str
+    records: tuple[Record, ...]
+    paths: tuple[PurePosixPath, ...]
+
+    @property
+    def record(self) -> Record:
+        return self.records[0]
+
+
+def one_line(text: str, *, limit: int = 200) -> str:
+    """Collapse text to one safe line for a commit message (no control or bidi characters)."""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _now() -> datetime:
+    fixed = os.environ.get("AM_NOW")
+    if fixed:
+        return datetime.fromisoformat(fixed)
+    return datetime.now().astimezone()
+
+
+def find_vault_root(start: Path) -> Path | None:
+    """Return the nearest folder at or above ``start`` that holds a vault."""
+    for folder in (start, *start.parents):
+        if (folder / ".am" / "vault.yml").is_file():
+            return folder
+    return None
+
+
+class Vault:
+    """One vault: its files, its Git repository and its cache."""
+
+    def __init__(self, root: Path, store: GitStore, *, actor: str | None = None) -> None:
+        self.root = root
+        self.store = store
+        self.settings = self._read_settings()
+        self.name = str(self.settings.get("name") or root.name)
+        self.actor = self._check_actor(actor) if actor else self._default_actor()
+
+    # ------------------------------------------------------------ open / init
+
+    @classmethod
+    def open(cls, where: str | Path | None = None, *, actor: str | None = None) -> Vault:
+        """Open a vault by registered name, path, $AM_VAULT, or the enclosing folder."""
+        where = where or os.environ.get("AM_VAULT") or None
+        if where is None:
+            root = find_vault_root(Path.cwd().resolve())
+            if root is None:
+                raise NotAVaultError(
+                    "not inside a vault",
+                    hint="cd into one, pass --vault NAME|PATH, set AM_VAULT, or create one with: am init",
+                )
+        else:
+            text = str(where)
+            candidate = Path(text).expanduser()
+            if is_valid_id(text) and not candidate.exists():
+                candidate = Registry.load().vault_path(text)
+            root = candidate.resolve()
+            if not (root / ".am" / "vault.yml").is_file():
+                raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {text}")
+        return cls(root, GitStore.open(root), actor=actor)
+
+    @classmethod
+    def init(cls, path: Path, *, name: str | None = None, actor: str | None = None,
+             register: bool = True) -> Vault:
+        """Create a vault at ``path`` (or adopt the Git repository there) and register it."""
+        root = path.expanduser().resolve()
+        if root.exists() and not root.is_dir():
+            raise UsageError(f"{root} is a file, not a folder")
+        vault_name = name or re.sub(r"[^a-z0-9]+", "-", root.name.lower()).strip("-") or "vault"
+        check_id(vault_name, field="vault name")
+        store = GitStore.init(root)
+        vault = cls(root, store, actor=actor)
+        if not (root / ".am" / "vault.yml").is_file():
+            text = f"name: {vault_name}\nformat: {FORMAT_VERSION}\n"
+            changes = [Change(VAULT_FILE, text.encode())]
+            gitignore = root / ".gitignore"
+            current = gitignore.read_bytes() if gitignore.exists() else b""
+            if b".am/cache/" not in current.split(b"\n") and b".am/cache" not in current.split(b"\n"):
+                sep = b"" if not current or current.endswith(b"\n") else b"\n"
+                changes.append(Change(PurePosixPath(".gitignore"), current + sep + b".am/cache/\n",
+                                      base=store.blob_id(".gitignore")))
+            with store.write_lock(op="init"):
+                store.commit(changes, message=vault._message("vault", "init", [], subject=f"vault: init {vault_name}"),
+                             author=vault._author())
+            vault = cls(root, store, actor=actor)
+        if register:
+            Registry.load().add_vault(vault.name, root)
+        return vault
+
+    def close(self) -> None:
+        """Release what the vault holds open."""
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read_settings(self) -> dict[str, Any]:
+        from am.frontmatter import strict_load
+
+        path = self.root / ".am" / "vault.yml"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        data = strict_load(text, path=str(VAULT_FILE))
+        return data
+
+    # ------------------------------------------------------------ actor
+
+    @staticmethod
+    def _check_actor(actor: str) -> str:
+        if not _ACTOR_RE.match(actor):
+            raise UsageError(
+                f"actor {actor!r} is not allowed",
+                hint="use letters, digits and . _ @ + : / - (at most 64), e.g. claude-code",
+            )
+        return actor
+
+    def _default_actor(self) -> str:
+        env = os.environ.get("AM_ACTOR")
+        if env:
+            return self._check_actor(env)
+        name = self.store.config_value("user.name")
+        return one_line(name, limit=64) if name else "am"
+
+    def _author(self) -> tuple[str, str]:
+        email = self.store.config_value("user.email") or "am@localhost"
+        return (self.actor, email)
+
+    def _committer(self) -> tuple[str, str]:
+        name = self.store.config_value("user.name") or self.actor
+        email = self.store.config_value("user.email") or "am@localhost"
+        return (one_line(name, limit=64), email)
+
+    def _message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,
+                 reason: str | None = None, summary: str | None = None) -> str:
+        head = subject or f"{noun}: {verb} {ids[0] if ids else ''}".rstrip()
+        if summary:
+            head += f" {one_line(summary, limit=72)!s}" if subject is None else ""
+        lines = [one_line(head, limit=120), ""]
+        if reason:
+            lines.append(f"Reason: {one_line(reason)}")
+        lines.append(f"Am-Op: {noun}.{verb}")
+        lines += [f"Am-Record: {i}" for i in ids]
+        lines.append(f"Am-Actor: {self.actor}")
+        return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------ reading
+
+    def iter_record_paths(self) -> Iterator[PurePosixPath]:
+        """Yield the vault-relative path of every .md file under topics/, facts/, relations/."""
+        for top in RECORD_DIRS.values():
+            base = self.root / top
+            if not base.is_dir():
+                continue
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                rel_dir = PurePosixPath(Path(dirpath).relative_to(self.root).as_posix())
+                for name in sorted(filenames):
+                    if name.endswith(".md") and not name.startswith("."):
+                        yield rel_dir / name
+
+    def read_path(self, path: PurePosixPath) -> Record:
+        """Parse the record file at a vault-relative path (from the work tree)."""
+        try:
+            data = (self.root / path).read_bytes()
+        except FileNotFoundError:
+            raise NotFoundError(f"{path} does not exist") from None
+        return parse_record(decode_record_bytes(data, path=str(path)), str(path))
+
+    def iter_records(self, *, strict: bool = False) -> Iterator[tuple[PurePosixPath, Record]]:
+        """Yield every record in the work tree; unreadable files are logged (or raised if strict)."""
+        for path in self.iter_record_paths():
+            try:
+                yield path, self.read_path(path)
+            except InvalidRecordError as err:
+                if strict:
+                    raise
+                log.warning("skipping %s", err)
+
+    def locate(self, record_id: str) -> PurePosixPath | None:
+        """Return the path of the record with this id, or None."""
+        check_id(record_id)
+        for guess in self._guess_paths(record_id):
+            if (self.root / guess).is_file():
+                try:
+                    if self.read_path(guess).id == record_id:
+                        return guess
+                except InvalidRecordError:
+                    pass
+        for path in self.iter_record_paths():
+            if path.stem == record_id:
+                try:
+                    if self.read_path(path).id == record_id:
+                        return path
+                except InvalidRecordError:
+                    continue
+        for path, record in self.iter_records():
+            if record.id == record_id:
+                return path
+        return None
+
+    @staticmethod
+    def _guess_paths(record_id: str) -> list[PurePosixPath]:
+        guesses = [PurePosixPath("topics", f"{record_id}.md")]
+        match = re.match(r"^f-(\d{4})(\d{2})(\d{2})-", record_id)
+        if match:
+            guesses.insert(0, PurePosixPath("facts", *match.groups(), f"{record_id}.md"))
+        return guesses
+
+    def get(self, record_id: str) -> tuple[PurePosixPath, Record]:
+        """Return (path, record) for an id, or raise NotFoundError."""
+        path = self.locate(record_id)
+        if path is None:
+            raise NotFoundError(f"no record with id {record_id!r}", hint="list them with: am fact list / am topic list")
+        return path, self.read_path(path)
+
+    def get_typed(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any]:
+        """Return (path, record) for an id that must name a record of the given type."""
+        path, record = self.get(record_id)
+        if not isinstance(record, kind):
+            raise NotFoundError(f"{record_id!r} is a {record.type}, not a {noun}")
+        return path, record
+
+    def get_topic(self, topic_id_: str) -> Topic:
+        """Return a topic by id."""
+        return self.get_typed(topic_id_, Topic, "topic")[1]  # type: ignore[no-any-return]
+
+    def get_fact(self, fact_id: str) -> Fact:
+        """Return a fact by id."""
+        return self.get_typed(fact_id, Fact, "fact")[1]  # type: ignore[no-any-return]
+
+    def get_relation(self, rel_id: str) -> Relation:
+        """Return a relation by id."""
+        return self.get_typed(rel_id, Relation, "relation")[1]  # type: ignore[no-any-return]
+
+    def list_topics(self, *, kind: str | None = None) -> list[Topic]:
+        """Return topics, sorted by id."""
+        out = [r for _, r in self.iter_records() if isinstance(r, Topic) and (kind is None or r.kind == kind)]
+        return sorted(out, key=lambda t: t.id)
+
+    def list_facts(self, *, topic: str | None = None, status: str | None = None,
+                   repo: str | None = None) -> list[Fact]:
+        """Return facts, oldest first."""
+        out = [
+            r for _, r in self.iter_records()
+            if isinstance(r, Fact)
+            and (topic is None or topic in r.topics)
+            and (status is None or r.status == status)
+            and (repo is None or r.repo == repo)
+        ]
+        return sorted(out, key=lambda f: (f.created or "", f.id))
+
+    def list_relations(self, *, topic: str | None = None, status: str | None = None) -> list[Relation]:
+        """Return relations, sorted by id."""
+        out = [
+            r for _, r in self.iter_records()
+            if isinstance(r, Relation)
+            and (topic is None or topic in (r.from_, r.to))
+            and (status is None or r.status == status)
+        ]
+        return sorted(out, key=lambda r: r.id)
+
+    def has_record(self, record_id: str) -> bool:
+        """Return whether a record with this id exists."""
+        return self.locate(record_id) is not None
+
+    # ------------------------------------------------------------ writing
+
+    def _check_secrets(self, records: Sequence[Record], allow_secrets: bool) -> None:
+        if allow_secrets:
+            return
+        from am.secrets import scan_fields
+
+        for record in records:
+            fields: dict[str, object] = {"body": record.body}
+            if isinstance(record, Topic):
+                fields.update(title=record.title, aliases=list(record.aliases))
+            if isinstance(record, (Fact, Relation)) and record.reason:
+                fields["reason"] = record.reason
+            for key, value in record.extra.items():
+                fields[key] = value
+            findings = scan_fields(fields)
+            if findings:
+                first = findings[0]
+                raise SecretError(
+                    f"{record.id}: field '{first.field}' line {first.line} looks like a {first.kind} ({first.excerpt})",
+                    hint="remove it (history is forever), or pass --allow-secret if it is not a credential",
+                )
+
+    def _write(self, items: Sequence[tuple[PurePosixPath, Record, str | None]], *, noun: str, verb: str,
+               ids: Sequence[str], reason: str | None = None, summary: str | None = None,
+               allow_secrets: bool = False, subject: str | None = None) -> WriteResult:
+        records = [r for _, r, _ in items]
+        for path, record, _ in items:
+            check_record(record, path=str(path))
+        self._check_secrets(records, allow_secrets)
+        changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
+        message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
+        with self.store.write_lock(op=f"{noun}.{verb}"):
+            commit = self.store.commit(changes, message=message, author=self._author(), committer=self._committer())
+            self._after_write(commit, [c.path for c in changes])
+        return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
+
+    def _after_write(self, commit: str, paths: Sequence[PurePosixPath]) -> None:
+        """Bring derived state up to date after a write (the cache hooks in here)."""
+
+    def _base_of(self, path: PurePosixPath) -> str | None:
+        return self.store.blob_id(path)
+
+    def _existing_for_update(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any, str]:
+        path, record = self.get_typed(record_id, kind, noun)
+        base = self._base_of(path)
+        on_disk = hash_blob((self.root / path).read_bytes())
+        if base is None:
+            raise UsageError(f"{path} is not committed yet", hint="commit it first (git add/commit), then retry")
+        if on_disk != base:
+            from am.errors import DirtyFileError
+
+            raise DirtyFileError(f"{path} has uncommitted changes",
+                                 hint="commit or discard them first, then retry")
+        return path, record, base
+
+    def _ensure_new(self, record_id: str) -> None:
+        existing = self.locate(record_id)
+        if existing is not None:
+            raise CollisionError(f"a record with id {record_id!r} already exists at {existing}",
+                                 hint="choose another id")
+
+    def add_topic(self, *, title: str, kind: str = "concept", id: str | None = None,
+                  aliases: Sequence[str] = (), tags: Sequence[str] = (), body: str = "") -> WriteResult:
+        """Add a topic; its id is ``<kind>-<slug of title>`` unless given."""
+        if kind not in TOPIC_KINDS:
+            raise InvalidRecordError(f"unknown kind {kind!r}; use one of: {', '.join(TOPIC_KINDS)}", field="kind")
+        tid = check_id(id) if id else topic_id(kind, title)
+        self._ensure_new(tid)
+        topic = Topic(id=tid, kind=kind, title=title.strip(), body=_body(body), aliases=tuple(aliases),
+                      tags=tuple(tags), created=format_timestamp(_now()))
+        path = record_path("topic", tid, topic.created)
+        return self._write([(path, topic, None)], noun="topic", verb="add", ids=[tid], summary=title)
+
+    def _check_topics(self, topics: Sequence[str], *, create: bool) -> list[tuple[PurePosixPath, Topic]]:
+        if not topics:
+            raise UsageError("a fact needs at least one topic", hint="pass --topic ID")
+        missing, created = [], []
+        for t in topics:
+            check_id(t, field="topic")
+            path = self.locate(t)
+            if path is None:
+                missing.append(t)
+            elif not isinstance(self.read_path(path), Topic):
+                raise InvalidRecordError(f"{t!r} is not a topic", field="topics")
+        for t in missing:
+            if not create:
+                raise NotFoundError(
+                    f"unknown topic {t!r}",
+                    hint=f"create it first (am topic add {t} --title ...) or pass --create-topic",
+                )
+            kind = t.split("-", 1)[0]
+            kind = kind if kind in TOPIC_KINDS else "concept"
+            title = t.split("-", 1)[1] if "-" in t and t.split("-", 1)[0] in TOPIC_KINDS else t
+            topic = Topic(id=t, kind=kind, title=title.replace("-", " "), created=format_timestamp(_now()))
+            created.append((record_path("topic", t, None), topic))
+        return created
+
+    def _new_fact(self, text: str, *, topics: Sequence[str], id: str | None, confidence: str,
+                  provenance: str | None, repo: str | None, branch: str | None, commit: str | None,
+                  paths: Sequence[str], valid_from: str | None, valid_until: str | None,
+                  tags: Sequence[str], pin: bool, axis: str | None, supersedes: Sequence[str] = ()) -> Fact:
+        if not text.strip():
+            raise UsageError("the fact's text is empty", hint="say it in one to three sentences")
+        if confidence not in CONFIDENCES:
+            raise InvalidRecordError(f"must be one of: {', '.join(CONFIDENCES)}", field="confidence")
+        now = _now()
+        fid = check_id(id) if id else new_fact_id(now)
+        if axis is None:
+            axis = "subject" if (repo or commit) else ("time" if (valid_from or valid_until) else None)
+        fact = Fact(
+            id=fid, topics=tuple(dict.fromkeys(topics)), body=_body(text), confidence=confidence,
+            provenance=provenance or (f"session:{self.actor}" if self.actor != "am" else "human"),
+            repo=repo, version=branch, commit=commit, axis=axis, created=format_timestamp(now),
+            valid_from=valid_from, valid_until=valid_until, supersedes=tuple(supersedes),
+            paths=tuple(paths), tags=tuple(tags), pinned=pin,
+        )
+        return fact
+
+    def add_fact(self, text: str, *, topics: Sequence[str], id: str | None = None, confidence: str = "medium",
+                 provenance: str | None = None, repo: str | None = None, branch: str | None = None,
+                 commit: str | None = None, paths: Sequence[str] = (), valid_from: str | None = None,
+                 valid_until: str | None = None, tags: Sequence[str] = (), pin: bool = False,
+                 axis: str | None = None, create_topics: bool = False,
+                 allow_secrets: bool = False) -> WriteResult:
+        """Add a fact about one or more topics, in one commit (with any topics it creates)."""
+        new_topics = self._check_topics(topics, create=create_topics)
+        fact = self._new_fact(text, topics=topics, id=id, confidence=confidence, provenance=provenance,
+                              repo=repo, branch=branch, commit=commit, paths=paths, valid_from=valid_from,
+                              valid_until=valid_until, tags=tags, pin=pin, axis=axis)
+        if id:
+            self._ensure_new(fact.id)
+        path = record_path("fact", fact.id, fact.created)
+        items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None)]
+        items += [(p, t, None) for p, t in new_topics]
+        return self._write(items, noun="fact", verb="add", ids=[fact.id] + [t.id for _, t in new_topics],
+                           summary=text, allow_secrets=allow_secrets)
+
+    def supersede_fact(self, old_id: str, text: str, *, reason: str, topics: Sequence[str] = (),
+                       id: str | None = None, confidence: str | None = None, provenance: str | None = None,
+                       repo: str | None = None, branch: str | None = None, commit: str | None = None,
+                       paths: Sequence[str] = (), valid_from: str | None = None, valid_until: str | None = None,
+                       tags: Sequence[str] = (), pin: bool = False, axis: str | None = None,
+                       create_topics: bool = False, allow_secrets: bool = False) -> WriteResult:
+        """Replace a fact with a new one, in one commit touching both files.
+
+        The new fact inherits the old one's topics and world unless given. The old
+        fact is marked superseded only when the new one holds wherever it did (same
+        repo, no narrower branch or later commit); otherwise it stays active and
+        the supersession is resolved per world (DESIGN §5.6).
+        """
+        if not reason.strip():
+            raise UsageError("a supersede needs a reason", hint="pass --reason 'what changed'")
+        old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
+        if old.status in ("superseded", "expired"):
+            raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
+        new_topics = self._check_topics(topics or old.topics, create=create_topics)
+        fact = self._new_fact(
+            text, topics=topics or old.topics, id=id, confidence=confidence or old.confidence,
+            provenance=provenance, repo=repo or old.repo, branch=branch or old.version,
+            commit=commit or old.commit, paths=paths or old.paths, valid_from=valid_from,
+            valid_until=valid_until, tags=tags or old.tags, pin=pin or old.pinned, axis=axis or old.axis,
+            supersedes=[old.id],
+        )
+        fact = replace(fact, reason=one_line(reason))
+        if id:
+            self._ensure_new(fact.id)
+        holds_everywhere = (
+            fact.repo == old.repo
+            and (old.version is None or fact.version in (None, old.version))
+            and (fact.commit is None or fact.commit == old.commit)
+        )
+        updated = replace(old, superseded_by=fact.id, reason=one_line(reason),
+                          status="superseded" if holds_everywhere else old.status)
+        path = record_path("fact", fact.id, fact.created)
+        items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None), (old_path, updated, base)]
+        items += [(p, t, None) for p, t in new_topics]
+        return self._write(items, noun="fact", verb="supersede", ids=[fact.id, old.id], reason=reason,
+                           subject=f"fact: supersede {old.id} -> {fact.id}", allow_secrets=allow_secrets)
+
+    def set_fact_status(self, fact_id: str, status: str, *, reason: str | None = None,
+                        verb: str = "status") -> WriteResult:
+        """Change a fact's status (active, contested, pending-review, expired, superseded)."""
+        if status not in STATUSES:
+            raise InvalidRecordError(f"{status!r} is not a status; use one of: {', '.join(STATUSES)}", field="status")
+        path, fact, base = self._existing_for_update(fact_id, Fact, "fact")
+        if fact.status == status:
+            raise UsageError(f"{fact_id} is already {status}")
+        updated = replace(fact, status=status, reason=one_line(reason) if reason else fact.reason)
+        return self._write([(path, updated, base)], noun="fact", verb=verb, ids=[fact_id], reason=reason,
+                           subject=f"fact: {verb} {fact_id}" + (f" ({status})" if verb == "status" else ""))
+
+    def expire_fact(self, fact_id: str, *, reason: str) -> WriteResult:
+        """Mark a fact expired: it no longer holds anywhere, and stays in the vault."""
+        if not reason.strip():
+            raise UsageError("expiring a fact needs a reason", hint="pass --reason 'why it no longer holds'")
+        return self.set_fact_status(fact_id, "expired", reason=reason, verb="expire")
+
+    def add_relation(self, from_id: str, rel: str, to_id: str, *, note: str = "",
+                     allow_secrets: bool = False) -> WriteResult:
+        """Add a typed edge between two topics or facts (or reactivate an expired one)."""
+        from am.model import RELATION_TYPES
+        from am.schemas import relation_type_error
+
+        if rel not in RELATION_TYPES:
+            raise relation_type_error(rel)
+        for end, value in (("from", from_id), ("to", to_id)):
+            check_id(value, field=end)
+            if self.locate(value) is None:
+                raise NotFoundError(f"unknown record {value!r} in '{end}'",
+                                    hint=f"create it first: am topic add {value} --title ...")
+        rid = relation_id(from_id, rel, to_id)
+        existing = self.locate(rid)
+        body = _body(note) if note.strip() else f"[[{from_id}]] {rel} [[{to_id}]].\n"
+        if existing is not None:
+            path, old, base = self._existing_for_update(rid, Relation, "relation")
+            if old.status == "active":
+                raise CollisionError(f"relation {rid} already exists", hint="it is active; nothing to do")
+            updated = replace(old, status="active", body=body if note.strip() else old.body)
+            return self._write([(path, updated, base)], noun="relation", verb="add", ids=[rid],
+                               allow_secrets=allow_secrets)
+        relation = Relation(id=rid, rel=rel, from_=from_id, to=to_id, body=body, created=format_timestamp(_now()))
+        path = record_path("relation", rid, relation.created)
+        return self._write([(path, relation, None)], noun="relation", verb="add", ids=[rid],
+                           allow_secrets=allow_secrets)
+
+    def expire_relation(self, rel_id: str, *, reason: str | None = None) -> WriteResult:
+        """Mark a relation expired (relations are never deleted)."""
+        path, rel, base = self._existing_for_update(rel_id, Relation, "relation")
+        if rel.status == "expired":
+            raise UsageError(f"{rel_id} is already expired")
+        updated = replace(rel, status="expired", reason=one_line(reason) if reason else rel.reason)
+        return self._write([(path, updated, base)], noun="relation", verb="expire", ids=[rel_id], reason=reason)
+
+    def import_records(self, records: Sequence[Record], *, source: str, batch_size: int = 500,
+                       allow_secrets: bool = False) -> list[WriteResult]:
+        """Write many new records in batches, one commit per batch (the bulk path)."""
+        results = []
+        for start in range(0, len(records), batch_size):
+            chunk = records[start:start + batch_size]
+            items: list[tuple[PurePosixPath, Record, str | None]] = []
+            for record in chunk:
+                created = record.created or format_timestamp(_now())
+                record = replace(record, created=created)
+                items.append((record_path(record.type, record.id, created), record, None))
+            results.append(self._write(
+                items, noun="import", verb="batch", ids=[r.id for _, r, _ in items],
+                subject=f"import: {len(items)} records from {one_line(source, limit=60)}",
+                allow_secrets=allow_secrets,
+            ))
+        return results
+
+
+def _body(text: str) -> str:
+    text = text.strip("\n")
+    return text + "\n" if text else ""
