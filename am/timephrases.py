@@ -1,0 +1,385 @@
+"""Find time phrases in a search query and turn them into a date range.
+
+A query such as ``"last week rate limit"``, ``"上周的限流"`` or ``"先週のデプロイ"``
+carries its own date range; ``parse_query`` takes the phrase out of the text
+and returns the range, so the search narrows by date before it ranks by words.
+
+Semantics, all computed in the timezone of ``now``:
+
+- A day phrase (today, yesterday, 昨天, 前天, 一昨日, "3 days ago", 3天前, 3日前,
+  an ISO date ``2026-11-03``) is that whole calendar day: [00:00, next day 00:00).
+- Weeks start on Monday. "this week" / 本周 / 今週 is [this Monday, next Monday);
+  "last week" / 上周 / 先週 is the Monday..Monday before it. "N weeks ago" /
+  N周前 / N週間前 is the calendar week N weeks before this one, so "a week ago"
+  is the same range as "last week". A trailing 末 (上周末, 今週末) is taken with
+  the phrase and the range stays the whole week.
+- Months and years are calendar months and years; "N months ago" / N个月前 /
+  Nヶ月前 is the calendar month N months back, "N years ago" likewise.
+- "past N days" / "last N days" / 最近N天(内) / 近N天 / 过去N天 / 過去N日(間) is
+  [00:00 of the day N-1 days ago, now): today counts as one of the N days.
+- An ISO range ``2026-11-01..2026-11-15`` (also ``to``, ``~``, 至, 到, から)
+  includes both end days: [2026-11-01 00:00, 2026-11-16 00:00). Reversed ends
+  are swapped.
+- A modifier turns any phrase into an open range: "since X", X以来, X以降, Xから
+  start at X's start; "after X", X之后, X以后 start at X's end; "before X",
+  X之前, X以前, Xより前 end at X's start; Xまで ends at X's end.
+- Only the first (leftmost) phrase narrows the range. Every recognised phrase is
+  removed from the text, so none is searched for as a word; the later ones are
+  listed in ``ParsedQuery.ignored`` for the caller to mention. A particle glued
+  to a phrase (上周的, 先週の, 今日に, yesterday's) is removed with it.
+- English phrases are case-insensitive and must stand apart from ASCII letters,
+  digits, ``_`` and ``-`` (so an id such as ``event-yesterday`` is left alone);
+  Chinese and Japanese phrases may be glued to any text (``限流3天前``).
+- Numbers are digits (ASCII or full-width), English words one..ten and "a"/"an",
+  or Chinese/Japanese numerals 一二两三四五六七八九十 up to 九十九.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, tzinfo
+
+from am.errors import UsageError
+
+__all__ = ["TimeRange", "ParsedQuery", "parse_query", "parse_time"]
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A half-open range of moments, [since, until); None leaves that side open."""
+
+    since: datetime | None
+    until: datetime | None
+    phrase: str
+
+    def describe(self) -> str:
+        """Return the range and the phrase it came from, for people."""
+        start = "*" if self.since is None else self.since.isoformat()
+        end = "*" if self.until is None else self.until.isoformat()
+        return f"{start} .. {end} ({self.phrase})"
+
+    def contains(self, moment: datetime) -> bool:
+        """Return whether a timezone-aware moment falls inside the range."""
+        if self.since is not None and moment < self.since:
+            return False
+        return self.until is None or moment < self.until
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A search query split into its words and the date range it names."""
+
+    text: str
+    range: TimeRange | None
+    ignored: tuple[str, ...] = ()
+
+
+_Bounds = tuple[datetime | None, datetime | None]
+_Builder = Callable[[re.Match[str], datetime], _Bounds]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    build: _Builder
+
+
+@dataclass(frozen=True)
+class _Found:
+    start: int
+    end: int
+    phrase: str
+    since: datetime | None
+    until: datetime | None
+
+
+# --- calendar arithmetic ---------------------------------------------------
+
+
+def _midnight(day: date, tz: tzinfo | None) -> datetime:
+    # combine() rather than now - timedelta: a day is not always 24 hours (DST).
+    return datetime.combine(day, time(0), tzinfo=tz)
+
+
+def _days_ago(n: int, now: datetime) -> _Bounds:
+    day = now.date() - timedelta(days=n)
+    return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
+
+
+def _weeks_ago(n: int, now: datetime) -> _Bounds:
+    monday = now.date() - timedelta(days=now.weekday() + 7 * n)
+    return _midnight(monday, now.tzinfo), _midnight(monday + timedelta(days=7), now.tzinfo)
+
+
+def _month_start(year: int, month0: int, tz: tzinfo | None) -> datetime:
+    carry, month0 = divmod(month0, 12)
+    return _midnight(date(year + carry, month0 + 1, 1), tz)
+
+
+def _months_ago(n: int, now: datetime) -> _Bounds:
+    month0 = now.month - 1 - n
+    return (
+        _month_start(now.year, month0, now.tzinfo),
+        _month_start(now.year, month0 + 1, now.tzinfo),
+    )
+
+
+def _years_ago(n: int, now: datetime) -> _Bounds:
+    year = now.year - n
+    return _midnight(date(year, 1, 1), now.tzinfo), _midnight(date(year + 1, 1, 1), now.tzinfo)
+
+
+def _past_days(n: int, now: datetime) -> _Bounds:
+    if n < 1:
+        raise ValueError("past 0 days is empty")
+    return _midnight(now.date() - timedelta(days=n - 1), now.tzinfo), now
+
+
+_UNIT_BUILDERS: dict[str, Callable[[int, datetime], _Bounds]] = {
+    "day": _days_ago,
+    "week": _weeks_ago,
+    "month": _months_ago,
+    "year": _years_ago,
+}
+
+
+# --- numbers ---------------------------------------------------------------
+
+_EN_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+}  # fmt: skip
+_CJK_DIGITS = {
+    "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
+}  # fmt: skip
+
+
+def _number(word: str) -> int:
+    lowered = word.lower()
+    if lowered in _EN_NUMBERS:
+        return _EN_NUMBERS[lowered]
+    if "十" in word:
+        tens, _, units = word.partition("十")
+        return (_CJK_DIGITS[tens] if tens else 1) * 10 + (_CJK_DIGITS[units] if units else 0)
+    if word in _CJK_DIGITS:
+        return _CJK_DIGITS[word]
+    return int(word)  # int() reads full-width digits as well
+
+
+# --- patterns --------------------------------------------------------------
+
+# English phrases must not be part of a longer ASCII word or id.
+_EN_BEFORE = r"(?<![0-9A-Za-z_-])"
+_EN_AFTER = r"(?![0-9A-Za-z_-])"
+_EN_NUM = r"[0-9]+|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+# The look-behind keeps "13" in "11月13日前" or "1.5天前" from being read as "3".
+_CJK_NUM = (
+    r"(?<![0-9０-９.月])"
+    r"(?:[0-9０-９]+|[一二两三四五六七八九]?十[一二三四五六七八九]?|[一二两三四五六七八九十])"
+)
+_PREFIX = r"(?:" + _EN_BEFORE + r"(?P<pre>since|before|after)\s+)?"
+_SUFFIX = r"(?P<suf>以来|以降|から|之后|以后|之前|以前|より前|まで)?"
+# Particles that glue a phrase to the next word; removed with the phrase so
+# "上周的限流" searches for "限流", not "的限流".
+_PARTICLE = r"(?P<part>的|の|には|に|['’]s(?![0-9A-Za-z]))?"
+_ISO_DATE = r"(?P<y{0}>[0-9]{{4}})-(?P<m{0}>[0-9]{{2}})-(?P<d{0}>[0-9]{{2}})"
+_ISO_BEFORE = r"(?<![0-9A-Za-z_-])"
+_ISO_AFTER = r"(?![0-9A-Za-z_:-])"
+
+
+def _en(words: str) -> str:
+    return _EN_BEFORE + words.replace(" ", r"\s+") + _EN_AFTER
+
+
+def _fixed(build: Callable[[int, datetime], _Bounds], n: int) -> _Builder:
+    return lambda _m, now: build(n, now)
+
+
+def _ago(m: re.Match[str], now: datetime) -> _Bounds:
+    unit = m["unit"].lower()
+    if unit.startswith(("day", "天", "日")):
+        key = "day"
+    elif unit.startswith(("week", "周", "週", "星期", "礼拜", "个星期", "个礼拜")):
+        key = "week"
+    elif unit.startswith("year") or unit == "年":
+        key = "year"
+    else:
+        key = "month"
+    return _UNIT_BUILDERS[key](_number(m["n"]), now)
+
+
+def _past(m: re.Match[str], now: datetime) -> _Bounds:
+    return _past_days(_number(m["n"]), now)
+
+
+def _iso_day(m: re.Match[str], suffix: str) -> date:
+    return date(int(m["y" + suffix]), int(m["m" + suffix]), int(m["d" + suffix]))
+
+
+def _iso(m: re.Match[str], now: datetime) -> _Bounds:
+    day = _iso_day(m, "1")
+    return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
+
+
+def _iso_range(m: re.Match[str], now: datetime) -> _Bounds:
+    first, last = sorted((_iso_day(m, "1"), _iso_day(m, "2")))
+    return _midnight(first, now.tzinfo), _midnight(last + timedelta(days=1), now.tzinfo)
+
+
+_RANGE_JOIN = r"(?:\s*(?:\.\.|~|～|〜|至|到|から)\s*|\s+to\s+)"
+
+_BODIES: list[tuple[str, _Builder]] = [
+    # English
+    (_en("the day before yesterday"), _fixed(_days_ago, 2)),
+    (_en("today"), _fixed(_days_ago, 0)),
+    (_en("yesterday"), _fixed(_days_ago, 1)),
+    (_en("this week"), _fixed(_weeks_ago, 0)),
+    (_en("last week"), _fixed(_weeks_ago, 1)),
+    (_en("this month"), _fixed(_months_ago, 0)),
+    (_en("last month"), _fixed(_months_ago, 1)),
+    (_en("this year"), _fixed(_years_ago, 0)),
+    (_en("last year"), _fixed(_years_ago, 1)),
+    (_en(rf"(?P<n>{_EN_NUM}) (?P<unit>day|week|month|year)s? ago"), _ago),
+    (_en(rf"(?:past|last) (?P<n>{_EN_NUM}) days?"), _past),
+    # Chinese and Japanese (今年 and 去年 are written the same in both)
+    ("今天|今日|本日", _fixed(_days_ago, 0)),
+    ("昨天|昨日", _fixed(_days_ago, 1)),
+    ("前天|一昨日|おととい", _fixed(_days_ago, 2)),
+    ("大前天", _fixed(_days_ago, 3)),
+    ("(?:本周|这周|这个星期|这星期|本星期|今週)末?", _fixed(_weeks_ago, 0)),
+    ("(?:上周|上个星期|上星期|先週)末?", _fixed(_weeks_ago, 1)),
+    ("(?:上上周|上上个?星期|先々週|先先週)末?", _fixed(_weeks_ago, 2)),
+    ("本月|这个月|今月", _fixed(_months_ago, 0)),
+    ("上个月|上月|先月", _fixed(_months_ago, 1)),
+    ("上上个?月|先々月|先先月", _fixed(_months_ago, 2)),
+    ("今年|本年", _fixed(_years_ago, 0)),
+    ("去年|昨年", _fixed(_years_ago, 1)),
+    ("一昨年|おととし", _fixed(_years_ago, 2)),
+    (
+        rf"(?P<n>{_CJK_NUM})\s*"
+        r"(?P<unit>天|日|个?星期|个?礼拜|周|週間?|个月|[ヶかカヵケ箇]月間?|年)"
+        r"\s*(?:以前|之前|前)",
+        _ago,
+    ),
+    (rf"(?:最近|过去|過去|直近|近)\s*(?P<n>{_CJK_NUM})\s*[天日]間?(?:以内|之内|内)?", _past),
+    # ISO dates
+    (
+        _ISO_BEFORE + _ISO_DATE.format("1") + _RANGE_JOIN + _ISO_DATE.format("2")
+        + r"(?:まで)?" + _ISO_AFTER,
+        _iso_range,
+    ),
+    (_ISO_BEFORE + _ISO_DATE.format("1") + _ISO_AFTER, _iso),
+]  # fmt: skip
+
+_RULES = [
+    _Rule(re.compile(_PREFIX + f"(?:{body})" + _SUFFIX + _PARTICLE, re.IGNORECASE), build)
+    for body, build in _BODIES
+]
+
+_SINCE_START = {"since", "以来", "以降", "から"}
+_SINCE_END = {"after", "之后", "以后"}
+_UNTIL_START = {"before", "之前", "以前", "より前"}
+_UNTIL_END = {"まで"}
+
+
+def _modify(modifier: str, since: datetime | None, until: datetime | None) -> _Bounds:
+    modifier = modifier.lower()
+    if modifier in _SINCE_START:
+        return since, None
+    if modifier in _SINCE_END:
+        return until, None
+    if modifier in _UNTIL_START:
+        return None, since
+    assert modifier in _UNTIL_END
+    return None, until
+
+
+def _evaluate(rule: _Rule, m: re.Match[str], now: datetime) -> _Found | None:
+    try:
+        since, until = rule.build(m, now)
+    except (ValueError, OverflowError, KeyError):
+        # Not a real date (2026-02-30, 99999 days ago): the words stay in the query.
+        return None
+    modifier = m["pre"] or m["suf"]
+    if modifier:
+        since, until = _modify(modifier, since, until)
+    phrase_end = m.end() if m["part"] is None else m.start("part")
+    return _Found(m.start(), m.end(), m.string[m.start() : phrase_end], since, until)
+
+
+def _scan(text: str, now: datetime) -> list[_Found]:
+    found = [
+        hit
+        for rule in _RULES
+        for m in rule.pattern.finditer(text)
+        if (hit := _evaluate(rule, m, now)) is not None
+    ]
+    # Leftmost first, and of two at the same place the longer ("上上周", not "上周").
+    found.sort(key=lambda hit: (hit.start, -hit.end))
+    chosen: list[_Found] = []
+    for hit in found:
+        if not chosen or hit.start >= chosen[-1].end:
+            chosen.append(hit)
+    return chosen
+
+
+def _require_aware(now: datetime) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"now must be timezone-aware, got {now.isoformat()}")
+
+
+def parse_query(query: str, *, now: datetime) -> ParsedQuery:
+    """Split a search query into its words and the date range its first time phrase names."""
+    _require_aware(now)
+    text = " ".join(query.split())
+    applied: TimeRange | None = None
+    ignored: list[str] = []
+    # Removing a phrase can bring two pieces together into a new one
+    # ("last today week"), so scan again until nothing is left.
+    while found := _scan(text, now):
+        pieces: list[str] = []
+        position = 0
+        for hit in found:
+            # A space, not nothing: "主分支昨天限流" must stay two words.
+            pieces += [text[position : hit.start], " "]
+            position = hit.end
+            if applied is None:
+                applied = TimeRange(hit.since, hit.until, hit.phrase)
+            else:
+                ignored.append(hit.phrase)
+        pieces.append(text[position:])
+        text = " ".join("".join(pieces).split())
+    return ParsedQuery(text=text, range=applied, ignored=tuple(ignored))
+
+
+_ACCEPTED = (
+    "use an ISO date (2026-11-03), an ISO datetime (2026-11-03T14:00:00+08:00), "
+    "or one time phrase: today, yesterday, this/last week, this/last month, "
+    "this/last year, 3 days ago, 2 weeks ago, past 7 days, since 2026-11-01, "
+    "昨天, 上周, 上个月, 3天前, 最近7天, 昨日, 先週, 先月, 3日前"
+)
+
+
+def parse_time(value: str, *, now: datetime) -> datetime:
+    """Read a --since/--until/--at value: an ISO date or datetime, or one time phrase's start."""
+    _require_aware(now)
+    stripped = value.strip()
+    if re.match(r"[0-9]{4}", stripped):
+        try:
+            moment = datetime.fromisoformat(stripped)
+        except ValueError:
+            pass
+        else:
+            # A date or a naive datetime means wall-clock time where the user is.
+            return moment if moment.tzinfo is not None else moment.replace(tzinfo=now.tzinfo)
+    parsed = parse_query(stripped, now=now)
+    if parsed.range is None or parsed.text or parsed.ignored:
+        raise UsageError(f"cannot read {value!r} as a time", hint=_ACCEPTED)
+    if parsed.range.since is None:
+        raise UsageError(
+            f"{value!r} has no start to use as a time",
+            hint="name the moment itself, e.g. 2026-11-01 instead of before 2026-11-01",
+        )
+    return parsed.range.since
