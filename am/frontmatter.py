@@ -105,7 +105,7 @@ def _scalar_value(tag: str, text: str) -> Any:
 
 
 try:  # libyaml's parser; the pure-Python one is ~5x slower (PERF.md)
-    from yaml import CParser as _Parser
+    from yaml.cyaml import CParser as _Parser  # not re-exported by the yaml package
 except ImportError:  # pragma: no cover - only on a PyYAML built without libyaml
     from yaml.parser import Parser as _Parser  # type: ignore[assignment]
     from yaml.composer import Composer as _Composer
@@ -191,8 +191,9 @@ def strict_load(text: str, *, path: str | None = None, line_offset: int = 0) -> 
             path=path,
             hint="move long text into the body",
         )
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
@@ -202,7 +203,8 @@ def strict_load(text: str, *, path: str | None = None, line_offset: int = 0) -> 
     except yaml.YAMLError as err:
         raise InvalidRecordError(f"invalid YAML: {err}", path=path) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if node is None:
         return {}
     if not isinstance(node, yaml.MappingNode):
@@ -221,12 +223,12 @@ def strict_load(text: str, *, path: str | None = None, line_offset: int = 0) -> 
 # ---------------------------------------------------------------- canonical form
 
 _PLAIN_OK = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\x00-\x1f\x7f\x85\u2028\u2029\ufeff]*$")
-_PLAIN_BAD = re.compile(r": |:$| #|\s$|[\x00-\x1f\x7f\x85\u2028\u2029\ufeff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_PLAIN_BAD = re.compile(r": |:$| #|\s$|[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 _FLOW_BAD = re.compile(r"[,\[\]{}]")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?$")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _NEEDS_ESCAPE = re.compile(
-    r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\u200b-\u200f\u202a-\u202e\u2066-\u2069]'
+    r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\u200b-\u200f\u202a-\u202e\u2066-\u2069]'
 )
 
 

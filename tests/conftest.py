@@ -1,0 +1,103 @@
+"""Shared fixtures: an isolated $AM_HOME, a git identity, fresh vaults, and the git CLI as oracle.
+
+Git state is always checked with the git CLI (``git`` / ``run_git``), never only
+with am's own code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test Person",
+    "GIT_AUTHOR_EMAIL": "person@example.com",
+    "GIT_COMMITTER_NAME": "Test Person",
+    "GIT_COMMITTER_EMAIL": "person@example.com",
+}
+
+# Variables that would make a test depend on the machine it runs on.
+_AM_VARS = ("AM_VAULT", "AM_ACTOR", "AM_NOW", "AM_FAILPOINT")
+
+
+def run_git(root: Path, *args: str, check: bool = True, input: str | None = None) -> str:
+    """Run the git CLI in ``root`` and return its standard output."""
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, input=input,
+        env={**os.environ, **GIT_IDENTITY},
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc.stdout
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Return an environment for child processes that import am from this checkout."""
+    env = {**os.environ, **GIT_IDENTITY, "PYTHONPATH": str(REPO_ROOT)}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(autouse=True)
+def am_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point $AM_HOME at a temporary folder so the registry never touches ~/.am."""
+    home = tmp_path_factory.mktemp("am-home")
+    monkeypatch.setenv("AM_HOME", str(home))
+    for name in _AM_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
+    return home
+
+
+@pytest.fixture
+def vault_path(tmp_path: Path) -> Path:
+    """Return where the test's vault lives (not yet created)."""
+    return tmp_path / "vault"
+
+
+@pytest.fixture
+def vault(vault_path: Path) -> Iterator[object]:
+    """Return a fresh, empty vault written by the actor ``tester``."""
+    from am.vault import Vault
+
+    run_git(vault_path.parent, "init", "-q", "-b", "main", str(vault_path))
+    run_git(vault_path, "config", "user.name", GIT_IDENTITY["GIT_AUTHOR_NAME"])
+    run_git(vault_path, "config", "user.email", GIT_IDENTITY["GIT_AUTHOR_EMAIL"])
+    v = Vault.init(vault_path, name="test", actor="tester")
+    yield v
+    v.close()
+
+
+@pytest.fixture
+def alpha(vault: object) -> object:
+    """Return the fresh vault with one topic, ``project-alpha``."""
+    vault.add_topic(title="Alpha service", kind="project", id="project-alpha")  # type: ignore[attr-defined]
+    return vault
+
+
+@pytest.fixture
+def git(vault_path: Path) -> Callable[..., str]:
+    """Return ``git(*args)``: the git CLI run in the test's vault."""
+
+    def _git(*args: str, check: bool = True, input: str | None = None) -> str:
+        return run_git(vault_path, *args, check=check, input=input)
+
+    return _git
+
+
+def fsck_clean(root: Path) -> None:
+    """Assert that `git fsck --strict` finds nothing wrong."""
+    proc = subprocess.run(["git", "-C", str(root), "fsck", "--strict", "--no-progress"],
+                          capture_output=True, text=True)
+    problems = [line for line in (proc.stdout + proc.stderr).splitlines()
+                if line and not line.startswith(("dangling", "Checking"))]
+    assert proc.returncode == 0 and not problems, proc.stdout + proc.stderr

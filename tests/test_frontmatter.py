@@ -1,0 +1,206 @@
+"""The strict YAML loader, the canonical dump, and the fast path that must agree with it."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from am.errors import InvalidRecordError
+from am.frontmatter import (
+    LIST_FIELDS,
+    MAX_FRONTMATTER_BYTES,
+    STRING_FIELDS,
+    dump,
+    fast_load,
+    format_scalar,
+    strict_load,
+)
+
+ODD_STRINGS = [
+    "no", "yes", "No", "off", "on", "y", "n", "true", "False", "null", "Null", "~", "", "1.10", "0123", "1e3",
+    "0x1f", "0o17", "1_000", "12:30:00", "2026-09-23", ".inf", "-.inf", ".nan", "- x", "-", "a: b", "a:", "#x",
+    "a #b", " leading", "trailing ", "  ", "'quoted'", '"dq"', "[x]", "{x}", "x, y", "&anchor", "*alias",
+    "!tag", "|", ">", "%x", "@x", "`x`", "?x", "a\nb", "tab\there", "back\\slash", "\u2028", "\x85", "\ufeffbom",
+    "zero\u200bwidth", "rtl\u202eevil", "服务", "Alpha 服务", "日本語のテキスト", "emoji 🧠", "a: b # c", "---", "...",
+    "x\ry", "\x7f", "\x00nul",
+]
+
+
+# ---------------------------------------------------------------- hostile YAML
+
+def _refused(text: str) -> InvalidRecordError:
+    with pytest.raises(InvalidRecordError) as err:
+        strict_load(text, path="topics/x.md", line_offset=1)
+    assert "topics/x.md" in str(err.value)
+    return err.value
+
+
+def test_aliases_refused() -> None:
+    err = _refused("type: topic\na: &x [1, 2]\nb: *x\n")
+    assert "aliases" in str(err) and err.line in (3, 4)
+
+
+def test_alias_bomb_refused_fast() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]")
+    start = time.perf_counter()
+    err = _refused("\n".join(lines) + "\n")
+    assert time.perf_counter() - start < 1.0
+    assert "aliases" in str(err)
+
+
+@pytest.mark.parametrize("text", [
+    "a: !!python/object/apply:os.system ['echo pwned']\n",
+    "a: !!python/name:os.system\n",
+    "a: !!binary aGVsbG8=\n",
+    "a: !!timestamp 2026-09-23\n",
+    "a: !custom x\n",
+    "a: !!set {x}\n",
+])
+def test_tags_refused(text: str) -> None:
+    err = _refused(text)
+    assert "tag" in str(err) and err.line == 2
+
+
+def test_duplicate_keys_refused_with_line() -> None:
+    err = _refused("type: fact\nid: a\nstatus: active\nid: b\n")
+    assert "duplicate key 'id'" in str(err) and err.line == 5
+    assert str(err).startswith("topics/x.md:5:")
+
+
+def test_duplicate_keys_in_nested_mapping_refused() -> None:
+    _refused("x: {a: 1, a: 2}\n")
+
+
+def test_huge_frontmatter_refused() -> None:
+    err = _refused("title: " + "x" * (MAX_FRONTMATTER_BYTES + 1) + "\n")
+    assert "KiB" in str(err)
+
+
+def test_deep_nesting_refused() -> None:
+    _refused("a: " + "[" * 20 + "]" * 20 + "\n")
+
+
+def test_syntax_error_names_line() -> None:
+    err = _refused("type: topic\nid: [unclosed\ntitle: x\n")
+    assert err.line is not None and err.line >= 3
+
+
+def test_non_mapping_refused() -> None:
+    _refused("- a\n- b\n")
+
+
+def test_yaml12_scalars() -> None:
+    meta = strict_load("a: no\nb: 1.10\nc: yes\nd: 0123\ne: true\nf: null\ng: 12:30\nh: 2026-09-23\n")
+    assert meta == {"a": "no", "b": 1.1, "c": "yes", "d": 123, "e": True, "f": None, "g": "12:30", "h": "2026-09-23"}
+
+
+def test_string_fields_keep_their_text() -> None:
+    meta = strict_load("commit: 0123456\nversion: 1.10\ntitle: no\nrepo: null\ntopics: [1, yes, 0x1]\n")
+    assert meta == {"commit": "0123456", "version": "1.10", "title": "no", "repo": None, "topics": ["1", "yes", "0x1"]}
+
+
+# ---------------------------------------------------------------- canonical form
+
+@pytest.mark.parametrize("value", ODD_STRINGS)
+def test_odd_strings_survive_dump_and_both_loaders(value: str) -> None:
+    mapping = {"title": value, "x_extra": value, "tags": [value, "b"]}
+    text = dump(mapping)
+    assert strict_load(text) == mapping
+    fast = fast_load(text)
+    assert fast is None or fast == mapping
+    # Other YAML 1.1 readers (Obsidian, PyYAML's default) see the same strings.
+    assert yaml.safe_load(text) == mapping
+
+
+def test_dump_is_one_key_a_line() -> None:
+    text = dump({"type": "fact", "id": "f-1", "topics": ["a", "b"], "pinned": True, "n": 3, "created": "2026-09-23"},
+                timestamp_fields=frozenset({"created"}))
+    assert text == "type: fact\nid: f-1\ntopics: [a, b]\npinned: true\nn: 3\ncreated: 2026-09-23\n"
+    assert fast_load(text) == {"type": "fact", "id": "f-1", "topics": ["a", "b"], "pinned": True, "n": 3,
+                               "created": "2026-09-23"}
+
+
+def test_fast_path_declines_what_it_does_not_know() -> None:
+    assert fast_load("a:\n  - x\n") is None
+    assert fast_load("a: |\n  text\n") is None
+    assert fast_load("a: 'single'\n") is None
+    assert fast_load("a: &x 1\n") is None
+    assert fast_load("a: 1\na: 2\n") is None
+    assert fast_load("# comment\na: 1\n") is None
+
+
+def test_format_scalar_specials() -> None:
+    assert format_scalar(None) == "null"
+    assert format_scalar(True) == "true"
+    assert format_scalar(1.5) == "1.5"
+    assert format_scalar(float("inf")) == ".inf"
+    assert format_scalar("null") == '"null"'
+    assert format_scalar("a\nb") == '"a\\nb"'
+    assert format_scalar("\u202e") == '"\\u202e"'
+
+
+_KEY = st.from_regex(r"\A[a-z][a-z0-9_]{0,12}\Z").filter(lambda k: k not in STRING_FIELDS | LIST_FIELDS)
+_SCALAR = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**63),
+    st.floats(allow_nan=False), st.text(max_size=40), st.sampled_from(ODD_STRINGS),
+)
+_STRING_FIELD_VALUE = st.one_of(st.text(max_size=40), st.sampled_from(ODD_STRINGS))
+
+
+@st.composite
+def _mappings(draw: st.DrawFn) -> dict[str, object]:
+    mapping: dict[str, object] = {}
+    for key in draw(st.lists(st.sampled_from(sorted(STRING_FIELDS)), max_size=6, unique=True)):
+        mapping[key] = draw(_STRING_FIELD_VALUE)
+    for key in draw(st.lists(st.sampled_from(sorted(LIST_FIELDS)), max_size=3, unique=True)):
+        mapping[key] = draw(st.lists(_STRING_FIELD_VALUE, max_size=4))
+    for key in draw(st.lists(_KEY, max_size=4, unique=True)):
+        if key not in mapping:
+            mapping[key] = draw(st.one_of(_SCALAR, st.lists(_SCALAR, max_size=4)))
+    return mapping
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mapping=_mappings())
+@example(mapping={"title": "a:b", "tags": ["a:b", "x]"]})
+@example(mapping={"reason": "a,b", "tags": ["a,b", "[", "{"]})
+def test_fast_and_strict_loaders_agree_on_every_dump(mapping: dict[str, object]) -> None:
+    text = dump(mapping)
+    strict = strict_load(text)
+    assert _same(strict, mapping), (text, strict)
+    fast = fast_load(text)
+    if fast is not None:
+        assert _same(fast, strict), (text, fast, strict)
+    assert dump(strict) == text
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(max_size=200))
+def test_loaders_never_crash_and_fast_never_disagrees(text: str) -> None:
+    try:
+        strict = strict_load(text)
+    except InvalidRecordError:
+        strict = None
+    try:
+        fast = fast_load(text)
+    except InvalidRecordError:
+        fast = None
+    if fast is not None:
+        assert strict is not None and _same(fast, strict), (text, fast, strict)
