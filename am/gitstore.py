@@ -166,6 +166,16 @@ class GitStore:
         return cls(repo, Path(repo.workdir).resolve())
 
     @classmethod
+    def open_code(cls, root: Path) -> GitStore:
+        """Open a code repository (work tree or bare) to read its commit graph."""
+        try:
+            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        except (pygit2.GitError, KeyError):
+            raise GitError(f"{root} is not a Git repository",
+                           hint="give the folder of a local clone (the one holding .git)") from None
+        return cls(repo, Path(repo.workdir or repo.path).resolve())
+
+    @classmethod
     def init(cls, root: Path, *, branch: str = "main") -> GitStore:
         """Create a repository at ``root``, or open the one that is there."""
         if (root / ".git").exists():
@@ -296,6 +306,28 @@ class GitStore:
                 id=str(c.id), parents=tuple(str(p) for p in c.parent_ids), author=c.author.name,
                 email=c.author.email, time=c.commit_time, offset=c.commit_time_offset, message=c.message,
             )
+
+    def find_commit(self, rev: str) -> str | None:
+        """Return the full id of the commit a sha prefix, branch or tag names, or None."""
+        try:
+            return str(self.repo.revparse_single(rev).peel(pygit2.Commit).id)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError, TypeError):
+            return None
+
+    def ancestors(self, tip: str) -> set[str]:
+        """Return ``tip`` and every commit reachable from it, walking the history once."""
+        walker = self.repo.walk(tip, pygit2.enums.SortMode.NONE)
+        return {str(c.id) for c in walker}
+
+    def last_commit_at(self, moment: float, *, start: str | None = None) -> str | None:
+        """Return the newest commit reachable from ``start`` (HEAD) committed at or before a Unix time."""
+        start = start or self.head()
+        if start is None:
+            return None
+        for c in self.repo.walk(start, pygit2.enums.SortMode.TIME):
+            if c.commit_time <= moment:
+                return str(c.id)
+        return None
 
     def index_mtime(self) -> float:
         """Return the modification time of Git's index file (0 when there is none)."""

@@ -1,0 +1,133 @@
+"""The world of a slice: which code repository, branch and commit, and which rule decides.
+
+``setup_world`` turns ``--repo/--branch/--commit`` into a ``World`` and an
+ancestry oracle read from the registered local clone (through GitStore, the
+only pygit2 user). When there is no clone, or the branch or commit is not in
+it, it falls back to the branch-name rule and says why in ``notes``.
+
+The world's history is walked once per slice and kept in memory per
+(clone, commit), so judging N facts costs one walk plus N set lookups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from am.errors import AmError
+from am.gitstore import GitStore
+from am.registry import Registry
+from am.worlds import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
+
+__all__ = ["CommitGraph", "WorldSetup", "setup_world", "open_clone"]
+
+_HISTORY_CACHE: dict[tuple[str, str], frozenset[str]] = {}
+_CACHE_LIMIT = 8
+
+
+class CommitGraph:
+    """An ancestry oracle over one commit's history in a code repository."""
+
+    def __init__(self, store: GitStore, tip: str) -> None:
+        self.store = store
+        self.tip = tip
+        key = (str(store.gitdir), tip)
+        history = _HISTORY_CACHE.get(key)
+        if history is None:
+            history = frozenset(store.ancestors(tip))
+            if len(_HISTORY_CACHE) >= _CACHE_LIMIT:
+                _HISTORY_CACHE.pop(next(iter(_HISTORY_CACHE)))
+            _HISTORY_CACHE[key] = history
+        self.history = history
+        self._resolved: dict[str, str | None] = {}
+
+    def contains(self, commit: str) -> bool | None:
+        """Return whether a commit (id, prefix, tag) is in the history; None if the clone lacks it."""
+        if commit in self.history:
+            return True
+        if commit not in self._resolved:
+            self._resolved[commit] = self.store.find_commit(commit)
+        full = self._resolved[commit]
+        if full is None:
+            return None
+        return full in self.history
+
+
+@dataclass(frozen=True)
+class WorldSetup:
+    """A world, the oracle that judges commits in it, and how it was decided."""
+
+    world: World
+    oracle: CommitGraph | None
+    rule: str
+    notes: tuple[str, ...] = ()
+    clone: str | None = None
+    commit_source: str | None = None
+
+    @property
+    def history_size(self) -> int:
+        return 0 if self.oracle is None else len(self.oracle.history)
+
+
+def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | None, str | None]:
+    """Open the registered clone of a code repository; return (store, why not)."""
+    registry = registry or Registry.load()
+    path = registry.repos.get(name)
+    if path is None:
+        return None, f"repo {name} is not registered on this machine (register its clone: am repo add {name} PATH)"
+    try:
+        return GitStore.open_code(Path(path).expanduser()), None
+    except AmError as err:
+        return None, f"the clone of {name} at {path} cannot be read ({err.message})"
+
+
+def _branch_tip(store: GitStore, branch: str) -> str | None:
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", f"refs/tags/{branch}"):
+        tip = store.find_commit(ref)
+        if tip is not None:
+            return tip
+    return None
+
+
+def _current_branch(store: GitStore) -> str | None:
+    try:
+        return store.head_ref().removeprefix("refs/heads/")
+    except AmError:
+        return None
+
+
+def setup_world(repo: str | None, branch: str | None = None, commit: str | None = None, *,
+                at: datetime | None = None, include_pending: bool = False,
+                registry: Registry | None = None) -> WorldSetup:
+    """Build the world of a slice and its ancestry oracle, falling back to branch names."""
+    def world(b: str | None, c: str | None) -> World:
+        return World(repo=repo, branch=b, commit=c, at=at, include_pending=include_pending)
+
+    if repo is None:
+        return WorldSetup(world(branch, commit), None, RULE_NONE,
+                          ("no repo given: only records that name no repo hold",))
+    store, why = open_clone(repo, registry)
+    notes: list[str] = []
+    if store is not None:
+        if commit is not None:
+            tip, source = store.find_commit(commit), "given"
+            if tip is None:
+                why = f"commit {commit} is not in the clone at {store.root} (fetch it, or check the id)"
+        elif branch is not None:
+            tip, source = _branch_tip(store, branch), "branch tip"
+            if tip is None:
+                why = f"branch {branch} is not in the clone at {store.root} (fetch it, or check the name)"
+        else:
+            tip, source = store.head(), "HEAD of the clone"
+            branch = _current_branch(store)
+            if tip is None:
+                why = f"the clone at {store.root} has no commits"
+        if tip is not None:
+            oracle = CommitGraph(store, tip)
+            return WorldSetup(world(branch, tip), oracle, RULE_ANCESTRY, tuple(notes), str(store.root), source)
+    assert why is not None
+    notes.append(why)
+    if branch is None:
+        notes.append("no branch given: only records that name no branch hold")
+    return WorldSetup(world(branch, commit), None, RULE_BRANCH, tuple(notes))

@@ -1,0 +1,126 @@
+"""`am slice` (the context pack) and `am repo` (code repositories and their clones)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from am.cli.context import FORMAT_OPTION, emit_json, open_vault
+
+
+def _time(value: str | None, flag: str) -> tuple[object, str | None]:
+    if value is None:
+        return None, None
+    from am.slice import now
+    from am.timephrases import parse_time
+
+    moment = parse_time(value, now=now())
+    return moment, value
+
+
+@click.command("slice")
+@click.option("--repo", default=None, metavar="NAME",
+              help="The code repository of the world (default: the registered repo of the current folder).")
+@click.option("--branch", default=None, help="The branch of the world (default: the clone's current branch).")
+@click.option("--commit", "commit_", default=None, help="The commit of the world (default: the branch tip).")
+@click.option("--at", default=None, metavar="TIME",
+              help="Valid time: what holds at this moment (ISO date, date-time or a phrase; default: now).")
+@click.option("--as-of", "as_of", default=None, metavar="TIME",
+              help="Record time: read the vault as it was at its last commit at or before TIME.")
+@click.option("--topic", default=None, metavar="ID", help="Only the neighbourhood of this topic.")
+@click.option("--depth", default=1, show_default=True, type=click.IntRange(0, 10),
+              help="How many hops of relations and [[links]] --topic reaches.")
+@click.option("--query", default=None, metavar="TEXT", help="Only records about this query (vector, full text, graph).")
+@click.option("--max-tokens", default=8000, show_default=True, type=click.IntRange(0),
+              help="Token budget; the lowest-ranked records are left out and counted (0: no budget).")
+@click.option("--include-pending", is_flag=True, help="Also show facts waiting for review.")
+@click.option("--follow-links", is_flag=True, help="Follow [[vault:id]] links to other vaults, one hop.")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
+              help="Markdown for an agent's context, or JSON for programs.")
+@click.pass_context
+def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, at: str | None,
+           as_of: str | None, topic: str | None, depth: int, query: str | None, max_tokens: int,
+           include_pending: bool, follow_links: bool, fmt: str) -> None:
+    """Print the context pack: what holds in a world (repo, branch, commit, time), grouped by topic.
+
+    Facts are ranked (pinned, confidence, recency) and cut to --max-tokens; the
+    pack says how many were left out and how to get them. The same vault commit
+    and arguments give byte-identical output.
+
+    Example: am slice --repo project-alpha --branch main --max-tokens 2000
+    """
+    from am.slice import SliceRequest, render_json, render_markdown, slice_vault
+
+    vault = open_vault(ctx)
+    if repo is None and branch is None and commit_ is None:
+        repo, branch, commit_ = _here_world()
+    at_moment, at_label = _time(at, "--at")
+    as_of_moment, as_of_label = _time(as_of, "--as-of")
+    request = SliceRequest(
+        repo=repo, branch=branch, commit=commit_, at=at_moment, at_label=at_label or "now",  # type: ignore[arg-type]
+        as_of=as_of_moment, as_of_label=as_of_label, topic=topic, depth=depth, query=query,  # type: ignore[arg-type]
+        max_tokens=max_tokens, include_pending=include_pending, follow_links=follow_links,
+    )
+    pack = slice_vault(vault, request)
+    text = render_json(pack) if fmt == "json" else render_markdown(pack)
+    click.echo(text, nl=False)
+
+
+def _here_world() -> tuple[str | None, str | None, str | None]:
+    """Take the world from the registered code repository around the current folder, if any."""
+    from am.errors import AmError
+    from am.here import world_here
+
+    try:
+        return world_here()
+    except AmError:
+        return None, None, None
+
+
+@click.group()
+def repo() -> None:
+    """Code repositories: names that records' `repo` uses, mapped to local clones.
+
+    Example: am repo add project-alpha ~/src/alpha
+    """
+
+
+@repo.command("add")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def repo_add(name: str, path: Path) -> None:
+    """Register the local clone at PATH as code repository NAME (per machine).
+
+    Slices then judge facts of NAME by the clone's commit graph.
+
+    Example: am repo add project-alpha ~/src/alpha
+    """
+    from am.gitstore import GitStore
+    from am.registry import Registry
+
+    store = GitStore.open_code(path.expanduser().resolve())
+    Registry.load().add_repo(name, store.root)
+    click.echo(f"registered repo {name} -> {store.root}")
+
+
+@repo.command("list")
+@FORMAT_OPTION
+def repo_list(fmt: str) -> None:
+    """List the registered code repositories and their clones.
+
+    Example: am repo list --format json
+    """
+    from am.registry import Registry
+
+    repos = Registry.load().repos
+    if fmt == "json":
+        emit_json([{"name": n, "path": p} for n, p in sorted(repos.items())])
+        return
+    for name, path in sorted(repos.items()):
+        click.echo(f"{name:<24} {path}")
+    if not repos:
+        click.echo("no code repositories registered; add one with: am repo add NAME PATH", err=True)
+
+
+COMMANDS = [slice_, repo]

@@ -1,0 +1,197 @@
+"""Find the records a query is about, degrading from vectors to full text to the graph.
+
+Levels, tried in order, each within what is left of a time budget:
+
+1. ``vector``: an embedding backend, when one is configured (``embeddings:
+   module:factory`` in ``.am/vault.yml``, or ``$AM_EMBEDDINGS``). None ships
+   with am, so by default this level reports ``vector: not configured``.
+2. ``full-text``: the cache's full-text index (any ``search(query, limit)``
+   callable returning ids, best first).
+3. ``graph``: topics whose id, title or aliases match a word of the query,
+   and their neighbours one hop away in the relation-and-link graph.
+4. ``none``: nothing matched; the caller shows the world's top-ranked records
+   and says so.
+
+Only hits among the records that hold in the world count, so a level whose
+hits all lie elsewhere lets the next one try. Every level that was tried is
+named in ``Retrieved.notes``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from am.model import Fact, Relation, Topic
+
+__all__ = [
+    "EmbeddingBackend",
+    "Retrieved",
+    "load_backend",
+    "retrieve",
+    "neighbourhood",
+    "link_edges",
+]
+
+SearchFn = Callable[[str, int], Sequence[str]]
+
+
+class EmbeddingBackend(Protocol):
+    """A semantic search backend: returns (record id, score) pairs, best first."""
+
+    name: str
+
+    def search(self, query: str, *, limit: int) -> list[tuple[str, float]]:
+        """Return up to ``limit`` (record id, score) pairs for the query, best first."""
+        ...
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What a query found: ranked record ids, the level that served, and what each level said."""
+
+    level: str
+    ids: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[EmbeddingBackend | None, str]:
+    """Return the configured embedding backend (or None) and a note saying what happened."""
+    spec = os.environ.get("AM_EMBEDDINGS") or (settings or {}).get("embeddings")
+    if not spec:
+        return None, "vector: not configured"
+    module_name, _, attr = str(spec).partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr or "backend")
+        backend: EmbeddingBackend = factory()
+    except Exception as err:  # a broken optional backend must never break a slice
+        return None, f"vector: backend {spec} failed to load ({type(err).__name__}: {err})"
+    return backend, f"vector: {getattr(backend, 'name', spec)}"
+
+
+def _words(query: str) -> list[str]:
+    return [w for w in re.split(r"[\s,.;:!?，。；：！？、()\[\]\"'`]+", query.casefold()) if w]
+
+
+def link_edges(records: Iterable[Topic | Fact]) -> list[tuple[str, str]]:
+    """Return (topic, link target) edges from topic and fact bodies' [[links]] (same vault only)."""
+    from am.links import parse_links
+
+    edges: list[tuple[str, str]] = []
+    for record in records:
+        if "[[" not in record.body:
+            continue
+        sources = (record.id,) if isinstance(record, Topic) else record.topics
+        for link in parse_links(record.body):
+            if link.vault is None:
+                edges.extend((s, link.target) for s in sources if s != link.target)
+    return edges
+
+
+def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
+                  relations: Mapping[str, Relation]) -> dict[str, int]:
+    """Return {topic id: distance} within ``depth`` hops of the start topics (relations and links)."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_nodes_from(sorted(topics))
+    for rel in relations.values():
+        graph.add_edge(rel.from_, rel.to)
+    for a, b in link_edges([*topics.values(), *facts.values()]):
+        graph.add_edge(a, b)
+    # Relations may end at a fact: step through it to the fact's topics.
+    for fid, fact in facts.items():
+        if fid in graph:
+            for t in fact.topics:
+                graph.add_edge(fid, t)
+    found: dict[str, int] = {}
+    for s in start:
+        if s not in graph:
+            continue
+        for node, dist in nx.single_source_shortest_path_length(graph, s, cutoff=depth).items():
+            if node in topics and dist < found.get(node, depth + 1):
+                found[node] = dist
+    return found
+
+
+def _graph_level(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
+                 relations: Mapping[str, Relation]) -> list[str]:
+    words = _words(query)
+    whole = query.casefold().strip()
+    seeds = []
+    for tid in sorted(topics):
+        t = topics[tid]
+        names = [n.casefold() for n in (tid, t.title, *t.aliases) if n]
+        # Chinese has no spaces: a name inside the query counts as well as a word inside a name.
+        if any(n in whole for n in names if len(n) >= 2) or any(w in n for w in words if len(w) >= 2 for n in names):
+            seeds.append(tid)
+    if not seeds:
+        return []
+    near = neighbourhood(seeds, 1, topics=topics, facts=facts, relations=relations)
+    return sorted(near, key=lambda tid: (near[tid], tid))
+
+
+def _in_time(budget_s: float, began: float) -> float:
+    return budget_s - (time.monotonic() - began)
+
+
+def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
+             relations: Mapping[str, Relation], search: SearchFn | None = None,
+             backend: EmbeddingBackend | None = None, backend_note: str = "vector: not configured",
+             limit: int = 200, budget_s: float = 2.0) -> Retrieved:
+    """Return the ids (facts and topics that hold) a query is about, and the level that served."""
+    began = time.monotonic()
+    notes: list[str] = []
+    held = set(facts) | set(topics)
+
+    def keep(ids: Iterable[str]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(i for i in ids if i in held))
+
+    if backend is None:
+        notes.append(backend_note)
+    else:
+        pool = ThreadPoolExecutor(max_workers=1)
+        try:
+            future = pool.submit(backend.search, query, limit=limit)
+            hits = keep(i for i, _ in future.result(timeout=max(0.05, _in_time(budget_s, began) / 2)))
+        except FutureTimeout:
+            hits = ()
+            notes.append(f"vector: timed out after {budget_s / 2:.1f} s")
+        except Exception as err:  # an optional backend's failure must not cost the user the answer
+            hits = ()
+            notes.append(f"vector: failed ({type(err).__name__}: {err})")
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if hits:
+            notes.append(f"vector: {len(hits)} hits")
+            return Retrieved("vector", hits, tuple(notes))
+        if not any(n.startswith("vector: ") and ("failed" in n or "timed" in n) for n in notes):
+            notes.append("vector: no match in this world")
+    if search is None:
+        notes.append("full-text: index unavailable")
+    elif _in_time(budget_s, began) <= 0:
+        notes.append("full-text: skipped, out of time")
+    else:
+        try:
+            hits = keep(search(query, limit))
+        except Exception as err:  # a damaged cache degrades to the graph; it is rebuilt next time
+            hits = ()
+            notes.append(f"full-text: failed ({type(err).__name__}: {err})")
+        else:
+            if hits:
+                notes.append(f"full-text: {len(hits)} hits")
+                return Retrieved("full-text", hits, tuple(notes))
+            notes.append("full-text: no match in this world")
+    hits = keep(_graph_level(query, topics=topics, facts=facts, relations=relations))
+    if hits:
+        notes.append(f"graph: {len(hits)} topics from matching names")
+        return Retrieved("graph", hits, tuple(notes))
+    notes.append("graph: no topic name matches")
+    return Retrieved("none", (), tuple(notes))

@@ -1,0 +1,243 @@
+"""Validity of records in a world (DESIGN §5); pure, given an ancestry oracle.
+
+A world is (repo, branch, commit, time). ``resolve(records, world, oracle)``
+decides, for every record, whether it holds there and, if not, why:
+
+1. status: ``active`` holds, ``contested`` holds and is flagged,
+   ``pending-review`` only on request, ``expired``/``superseded`` never;
+2. repo: a record with ``repo`` holds only in that repo's worlds;
+3. commit ancestry (the repo's clone is registered and the world's commit is
+   known): observed at ``commit`` C, the record holds iff C is an ancestor of
+   (or equal to) the world's commit, and its ``until_commit`` is not;
+4. branch name, the fallback (no clone, or the record's commit is not in the
+   clone): ``version`` must equal the branch or be absent;
+5. valid time: ``valid_from <= at < valid_until`` where set;
+6. per-world supersession: a record is hidden where a record that supersedes
+   it holds (``supersedes`` on the new record or ``superseded_by`` on the old,
+   whichever a writer left).
+
+The ancestry oracle answers "is this commit in the world's history?" from one
+walk of that history (``am.ancestry``), so the cost per slice grows with the
+history plus the facts, never with their product.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from am.model import Fact, Record, Relation, Topic
+
+__all__ = [
+    "AncestryOracle",
+    "SetAncestry",
+    "World",
+    "Verdict",
+    "Resolution",
+    "RULE_ANCESTRY",
+    "RULE_BRANCH",
+    "RULE_NONE",
+    "judge",
+    "resolve",
+    "to_moment",
+]
+
+RULE_ANCESTRY = "commit-ancestry"
+RULE_BRANCH = "branch-name"
+RULE_NONE = "repo-less"
+
+# Reasons a record does not hold, as counted in a pack's header.
+WHY_PENDING = "pending-review"
+WHY_REPO = "other repo"
+WHY_HISTORY = "not in this commit's history"
+WHY_UNTIL = "ended at an earlier commit"
+WHY_BRANCH = "other branch"
+WHY_TIME = "outside its valid time"
+WHY_SUPERSEDED = "superseded here"
+
+
+class AncestryOracle(Protocol):
+    """Answers whether a commit is in the world's history."""
+
+    def contains(self, commit: str) -> bool | None:
+        """Return True if ``commit`` is the world's commit or an ancestor, False if not, None if unknown."""
+        ...
+
+
+class SetAncestry:
+    """An oracle from the full ids of the world's history and of other commits known to exist."""
+
+    def __init__(self, history: Iterable[str], known: Iterable[str] = ()) -> None:
+        self.history = frozenset(h.lower() for h in history)
+        self._all = sorted(self.history | {k.lower() for k in known})
+
+    def contains(self, commit: str) -> bool | None:
+        """Return whether ``commit`` (a full id, or a unique prefix of 4+ hex digits) is in the history."""
+        c = commit.lower()
+        if c in self.history:
+            return True
+        if len(c) < 4:
+            return None
+        # Bisect, so a short sha costs log(commits), not a scan of the history.
+        i = bisect.bisect_left(self._all, c)
+        matches = []
+        while i < len(self._all) and self._all[i].startswith(c) and len(matches) < 2:
+            matches.append(self._all[i])
+            i += 1
+        if len(matches) != 1:
+            return None
+        return matches[0] in self.history
+
+
+@dataclass(frozen=True)
+class World:
+    """Where a question is asked: repo, branch, commit and valid time."""
+
+    repo: str | None = None
+    branch: str | None = None
+    commit: str | None = None
+    at: datetime | None = None
+    include_pending: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether one record holds in a world, why not, and which rule decided."""
+
+    holds: bool
+    why: str | None = None
+    rule: str = RULE_NONE
+    flagged: bool = False
+
+
+@dataclass
+class Resolution:
+    """Every record sorted into what holds in a world and what does not."""
+
+    topics: dict[str, Topic] = field(default_factory=dict)
+    facts: dict[str, Fact] = field(default_factory=dict)
+    relations: dict[str, Relation] = field(default_factory=dict)
+    all_topics: dict[str, Topic] = field(default_factory=dict)
+    excluded: dict[str, int] = field(default_factory=dict)
+    superseded_here: dict[str, str] = field(default_factory=dict)
+    rules: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def contested(self) -> list[Fact]:
+        return [f for f in self.facts.values() if f.status == "contested"]
+
+
+def to_moment(value: str, *, like: datetime | None = None) -> datetime | None:
+    """Read a frontmatter date or date-time; a naive value takes ``like``'s timezone."""
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=like.tzinfo if like is not None else None)
+        if moment.tzinfo is None:
+            moment = moment.astimezone()
+    return moment
+
+
+def _time_ok(record: Fact | Relation, at: datetime | None) -> bool:
+    if at is None or (record.valid_from is None and record.valid_until is None):
+        return True
+    if record.valid_from is not None:
+        start = to_moment(record.valid_from, like=at)
+        if start is not None and at < start:
+            return False
+    if record.valid_until is not None:
+        end = to_moment(record.valid_until, like=at)
+        if end is not None and at >= end:
+            return False
+    return True
+
+
+def judge(record: Fact | Relation, world: World, oracle: AncestryOracle | None) -> Verdict:
+    """Decide whether a fact or relation holds in a world, before supersession."""
+    status = record.status
+    if status in ("expired", "superseded"):
+        return Verdict(False, status)
+    if status == "pending-review" and not world.include_pending:
+        return Verdict(False, WHY_PENDING)
+    if record.repo is not None and record.repo != world.repo:
+        return Verdict(False, WHY_REPO)
+    rule = RULE_NONE
+    if record.repo is not None:
+        rule = RULE_BRANCH
+        decided = False
+        if oracle is not None and record.commit:
+            seen = oracle.contains(record.commit)
+            if seen is not None:
+                rule, decided = RULE_ANCESTRY, True
+                if not seen:
+                    return Verdict(False, WHY_HISTORY, rule)
+        if oracle is not None and record.until_commit:
+            ended = oracle.contains(record.until_commit)
+            if ended:
+                return Verdict(False, WHY_UNTIL, RULE_ANCESTRY)
+        if not decided and record.version is not None and record.version != world.branch:
+            return Verdict(False, WHY_BRANCH, rule)
+    if not _time_ok(record, world.at):
+        return Verdict(False, WHY_TIME, rule)
+    return Verdict(True, None, rule, flagged=status == "contested")
+
+
+def _count(counter: dict[str, int], key: str) -> None:
+    counter[key] = counter.get(key, 0) + 1
+
+
+def resolve(records: Iterable[Record], world: World, oracle: AncestryOracle | None) -> Resolution:
+    """Sort records into what holds in ``world``, applying supersession per world."""
+    out = Resolution()
+    candidates: dict[str, Fact] = {}
+    rule_of: dict[str, str] = {}
+    relations: dict[str, Relation] = {}
+    for record in records:
+        if isinstance(record, Topic):
+            out.all_topics[record.id] = record
+            if record.status in ("active", "contested") or (
+                    record.status == "pending-review" and world.include_pending):
+                out.topics[record.id] = record
+            continue
+        verdict = judge(record, world, oracle)
+        if not verdict.holds:
+            if isinstance(record, Fact):
+                _count(out.excluded, verdict.why or record.status)
+            continue
+        if isinstance(record, Fact):
+            candidates[record.id] = record
+            rule_of[record.id] = verdict.rule
+        else:
+            relations[record.id] = record
+    # A pending-review fact is not yet believed, so it supersedes nothing.
+    believed = {fid: f for fid, f in candidates.items() if f.status in ("active", "contested")}
+    hidden: dict[str, str] = {}
+    for fid in sorted(believed):
+        for old in believed[fid].supersedes:
+            if old in candidates and old != fid:
+                hidden.setdefault(old, fid)
+    for fid in sorted(candidates):
+        successor = candidates[fid].superseded_by
+        if successor and successor in believed and successor != fid:
+            hidden.setdefault(fid, successor)
+    for fid in sorted(candidates):
+        if fid in hidden:
+            out.superseded_here[fid] = hidden[fid]
+            _count(out.excluded, WHY_SUPERSEDED)
+            continue
+        out.facts[fid] = candidates[fid]
+        _count(out.rules, rule_of[fid])
+    for rid in sorted(relations):
+        rel = relations[rid]
+        if rel.from_ in hidden or rel.to in hidden:
+            continue
+        out.relations[rid] = rel
+    return out
