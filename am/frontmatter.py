@@ -225,7 +225,7 @@ def strict_load(text: str, *, path: str | None = None, line_offset: int = 0) -> 
 _PLAIN_OK = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\x00-\x1f\x7f\x85\u2028\u2029\ufeff]*$")
 _PLAIN_BAD = re.compile(r": |:$| #|\s$|[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 _FLOW_BAD = re.compile(r"[,\[\]{}]")
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?\Z")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _NEEDS_ESCAPE = re.compile(
     r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\u200b-\u200f\u202a-\u202e\u2066-\u2069]'

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 ID_PATTERN = r"[a-z0-9]+(?:-{1,2}[a-z0-9]+)*"
-_ID_RE = re.compile(rf"^{ID_PATTERN}$")
+_ID_RE = re.compile(rf"^{ID_PATTERN}\Z")  # \Z: "$" would allow a trailing newline
 MAX_ID_LENGTH = 120
 _SLUG_LENGTH = 60
 # Device names Windows refuses in any case and with any extension.
@@ -142,7 +142,7 @@ def record_path(record_type: str, record_id: str, created: str | None) -> PurePo
     raise InvalidRecordError(f"unknown record type {record_type!r}", field="type")
 
 
-_SAFE_PART = re.compile(r"^[^\x00-\x1f\x7f/\\:]+$")
+_SAFE_PART = re.compile(r"^[^\x00-\x1f\x7f/\\:]+\Z")
 
 
 def check_record_path(path: PurePosixPath | str) -> PurePosixPath:

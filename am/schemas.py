@@ -20,8 +20,8 @@ from am.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, F
 
 __all__ = ["load_schema", "schema_problems", "check_record", "relation_type_error"]
 
-_TS = re.compile(r"^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$")
-_HEX = re.compile(r"^[0-9a-fA-F]{4,64}$")
+_TS = re.compile(r"^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?\Z")
+_HEX = re.compile(r"^[0-9a-fA-F]{4,64}\Z")
 
 
 @lru_cache(maxsize=None)
@@ -36,6 +36,22 @@ def load_schema(record_type: str) -> dict[str, Any]:
     return schema
 
 
+@lru_cache(maxsize=None)
+def _validator_class() -> Any:
+    import jsonschema
+
+    def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Any:
+        # JSON Schema regexes are ECMA-262, where "$" is the end of input; in
+        # Python "$" also matches before a final newline, so "id\n" would pass.
+        if validator.is_type(instance, "string"):
+            anchored = patrn[:-1] + r"\Z" if patrn.endswith("$") and not patrn.endswith("\\$") else patrn
+            if re.search(anchored, instance) is None:
+                yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, {"pattern": pattern})
+
+
 def schema_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
     """Validate a frontmatter mapping against its schema; return (field, message) pairs."""
     import jsonschema  # deferred: only check and hooks pay for it
@@ -43,7 +59,7 @@ def schema_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
     rtype = meta.get("type")
     if rtype not in ("topic", "fact", "relation"):
         return [("type", f"unknown record type {rtype!r}; use one of: topic, fact, relation")]
-    validator = jsonschema.Draft202012Validator(load_schema(str(rtype)))
+    validator = _validator_class()(load_schema(str(rtype)))
     problems = []
     for error in sorted(validator.iter_errors(meta), key=lambda e: list(e.absolute_path)):
         field = ".".join(str(p) for p in error.absolute_path) or (

@@ -46,7 +46,7 @@ log = logging.getLogger("am")
 
 VAULT_FILE = PurePosixPath(".am/vault.yml")
 FORMAT_VERSION = 1
-_ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}$")
+_ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
 
 

@@ -1,0 +1,117 @@
+"""The JSON Schemas and the fast write-time check give the same verdict on every record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from am.errors import InvalidRecordError
+from am.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Relation, Topic
+from am.records import parse_record, record_to_meta
+from am.schemas import check_record, load_schema, schema_problems
+
+from test_records import DEMO, _ID, facts, relations, topics
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def _check_ok(record: Topic | Fact | Relation) -> bool:
+    try:
+        check_record(record, path="x.md")
+    except InvalidRecordError:
+        return False
+    return True
+
+
+def _schema_ok(record: Topic | Fact | Relation) -> bool:
+    return not schema_problems(record_to_meta(record))
+
+
+def test_schemas_are_valid_json_schema_and_ship_the_vocabularies() -> None:
+    import jsonschema
+
+    for kind in ("topic", "fact", "relation"):
+        schema = json.loads((SCHEMAS / f"{kind}.json").read_text())
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert load_schema(kind) == schema
+        assert schema["properties"]["status"]["enum"] == list(STATUSES)
+    assert load_schema("relation")["properties"]["rel"]["enum"] == list(RELATION_TYPES)
+    assert load_schema("topic")["properties"]["kind"]["enum"] == list(TOPIC_KINDS)
+    assert load_schema("fact")["properties"]["confidence"]["enum"] == list(CONFIDENCES)
+    assert load_schema("fact")["properties"]["axis"]["enum"] == list(AXES)
+
+
+def test_demo_records_pass_both() -> None:
+    for path in DEMO.rglob("*.md"):
+        record = parse_record(path.read_text(encoding="utf-8"), str(path))
+        assert _check_ok(record) and _schema_ok(record), path
+
+
+def test_relation_type_outside_the_seven_lists_them() -> None:
+    rel = Relation(id="a--related-to--b", rel="related-to", from_="a", to="b")
+    with pytest.raises(InvalidRecordError) as err:
+        check_record(rel, path="relations/x.md")
+    message = str(err.value)
+    assert "relations/x.md" in message and "'related-to' is not allowed" in message
+    assert all(r in message for r in RELATION_TYPES)
+    assert [f for f, _ in schema_problems(record_to_meta(rel))] == ["rel"]
+
+
+@pytest.mark.parametrize("meta,field", [
+    ({"type": "fact", "id": "f-1", "topics": [], "status": "active", "created": "2026-09-23"}, "topics"),
+    ({"type": "fact", "id": "f-1", "topics": ["a"], "status": "gone", "created": "2026-09-23"}, "status"),
+    ({"type": "fact", "id": "f-1", "topics": ["a"], "status": "active"}, "created"),
+    ({"type": "fact", "id": "f-1\n", "topics": ["a"], "status": "active", "created": "2026-09-23"}, "id"),
+    ({"type": "topic", "id": "x", "kind": "thing", "title": "X"}, "kind"),
+    ({"type": "note", "id": "x"}, "type"),
+])
+def test_schema_problems_name_the_field(meta: dict[str, object], field: str) -> None:
+    assert field in [f for f, _ in schema_problems(meta)]
+
+
+_BAD_TEXT = st.sampled_from(["", "x\n", "2026-09-23\n", "abc", "zz", "1a2b3c4\n", " 2026-09-23", "g123"])
+_MAYBE_TS = st.one_of(st.none(), st.sampled_from(["2026-09-23", "2026-09-23T12:00:00+08:00", "2026-09-23 12:00"]),
+                      _BAD_TEXT)
+_MAYBE_HEX = st.one_of(st.none(), st.sampled_from(["1a2b3c4", "ABCDEF0123", "a" * 64]), _BAD_TEXT)
+_MAYBE_ID = st.one_of(_ID, st.sampled_from(["", "Bad", "a\n", "../x", "a" * 121]))
+_MAYBE_LIST = st.lists(st.one_of(st.text(min_size=1, max_size=5), st.just("")), max_size=3).map(tuple)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> Topic | Fact | Relation:
+    base = draw(st.one_of(topics(), facts(), relations()))
+    changes: dict[str, object] = {"id": draw(_MAYBE_ID), "tags": draw(_MAYBE_LIST),
+                                  "status": draw(st.sampled_from(STATUSES + ("gone", "")))}
+    if isinstance(base, Topic):
+        changes.update(kind=draw(st.sampled_from(TOPIC_KINDS + ("thing",))),
+                       title=draw(st.sampled_from(["", "x", "t" * 300, "t" * 301, "服务"])),
+                       created=draw(_MAYBE_TS), aliases=draw(_MAYBE_LIST))
+    else:
+        changes.update(repo=draw(st.one_of(st.none(), st.sampled_from(["", "alpha"]))),
+                       version=draw(st.one_of(st.none(), st.sampled_from(["", "main", "1.10"]))),
+                       commit=draw(_MAYBE_HEX), until_commit=draw(_MAYBE_HEX),
+                       axis=draw(st.one_of(st.none(), st.sampled_from(AXES + ("space",)))),
+                       valid_from=draw(_MAYBE_TS), valid_until=draw(_MAYBE_TS), created=draw(_MAYBE_TS))
+    if isinstance(base, Fact):
+        changes.update(topics=tuple(draw(st.lists(_MAYBE_ID, max_size=3))),
+                       confidence=draw(st.sampled_from(CONFIDENCES + ("certain",))),
+                       provenance=draw(st.sampled_from(["human", "", "session:x"])),
+                       supersedes=tuple(draw(st.lists(_MAYBE_ID, max_size=2))),
+                       superseded_by=draw(st.one_of(st.none(), _MAYBE_ID)), paths=draw(_MAYBE_LIST))
+    if isinstance(base, Relation):
+        changes.update(rel=draw(st.sampled_from(RELATION_TYPES + ("related-to",))),
+                       from_=draw(_MAYBE_ID), to=draw(_MAYBE_ID))
+    fields = draw(st.lists(st.sampled_from(sorted(changes)), unique=True, max_size=4))
+    from dataclasses import replace
+
+    return replace(base, **{k: changes[k] for k in fields})
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record=mutated())
+def test_check_record_and_schema_agree(record: Topic | Fact | Relation) -> None:
+    assert _check_ok(record) == _schema_ok(record), (record, schema_problems(record_to_meta(record)))
