@@ -544,6 +544,11 @@ def _follow_links(pack: Pack, vault: Vault) -> None:
         pack.foreign.append((name, record))
 
 
+def _search_fn(vault: Vault) -> Any:
+    """Return the cache's full-text search as ``search(query, limit) -> ids``, or None without a cache."""
+    return None
+
+
 def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record] | None = None) -> Pack:
     """Build the pack of a vault for a request: choose the record source, the world and the retrieval."""
     from am.ancestry import setup_world
@@ -569,6 +574,7 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
         from am.retrieval import load_backend
 
         backend, note = load_backend(vault.settings)
+        search = _search_fn(vault)
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
                       search=search, backend=backend, backend_note=note)
     if request.follow_links:
