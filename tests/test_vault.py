@@ -1,0 +1,388 @@
+"""The Vault facade: every mutation is one commit touching only its records, checked with the git CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from am.errors import (
+    CollisionError,
+    DirtyFileError,
+    InvalidIdError,
+    InvalidRecordError,
+    NotAVaultError,
+    NotFoundError,
+    UsageError,
+)
+from am.model import Fact, Relation, Topic
+from am.records import render_record
+from am.schemas import check_record
+from am.vault import Vault
+
+from conftest import fsck_clean, run_git
+
+Git = Callable[..., str]
+
+
+def _head(git: Git) -> str:
+    return git("rev-parse", "HEAD").strip()
+
+
+def _count(git: Git) -> int:
+    return int(git("rev-list", "--count", "HEAD"))
+
+
+def _files_of(git: Git, rev: str = "HEAD") -> set[str]:
+    return {line for line in git("show", "--name-only", "--format=", rev).splitlines() if line}
+
+
+def _trailer(git: Git, key: str, rev: str = "HEAD") -> list[str]:
+    out = git("log", "-1", f"--format=%(trailers:key={key},valueonly)", rev)
+    return [line for line in out.splitlines() if line]
+
+
+def _assert_valid_vault(root: Path) -> int:
+    vault = Vault.open(root, actor="checker")
+    count = 0
+    for path, record in vault.iter_records(strict=True):
+        check_record(record, path=str(path))
+        count += 1
+    return count
+
+
+def test_init_makes_one_commit_and_registers(vault: Vault, git: Git, am_home: Path) -> None:
+    assert _count(git) == 1
+    assert _files_of(git) == {".am/vault.yml", ".gitignore"}
+    assert ".am/cache/" in (vault.root / ".gitignore").read_text()
+    assert "test:" in (am_home / "registry.yml").read_text()
+    assert _trailer(git, "Am-Op") == ["vault.init"]
+    assert Vault.open("test").root == vault.root
+    # Adopting it again changes nothing.
+    Vault.init(vault.root, name="test")
+    assert _count(git) == 1
+
+
+def test_init_adopts_an_existing_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    (repo / ".gitignore").write_text("*.pyc")
+    (repo / "README").write_text("hello\n")
+    run_git(repo, "add", "-A")
+    run_git(repo, "commit", "-q", "-m", "first")
+    Vault.init(repo, name="adopted", actor="tester")
+    assert run_git(repo, "show", "HEAD:.gitignore") == "*.pyc\n.am/cache/\n"
+    assert int(run_git(repo, "rev-list", "--count", "HEAD")) == 2
+    assert run_git(repo, "status", "--porcelain") == ""
+
+
+def test_every_mutation_is_exactly_one_commit(vault: Vault, git: Git) -> None:
+    start = _count(git)
+    steps: list[tuple[str, set[str], list[str]]] = []
+
+    def step(op: str, result: object) -> None:
+        paths = {str(p) for p in result.paths}  # type: ignore[attr-defined]
+        ids = [r.id for r in result.records]  # type: ignore[attr-defined]
+        assert _head(git) == result.commit  # type: ignore[attr-defined]
+        steps.append((op, paths, ids))
+        assert _count(git) == start + len(steps)
+        assert _files_of(git) == paths, op
+        assert _trailer(git, "Am-Op") == [op]
+        assert _trailer(git, "Am-Actor") == ["tester"]
+        assert set(_trailer(git, "Am-Record")) == set(ids)
+        assert git("log", "-1", "--format=%an").strip() == "tester"
+        assert git("status", "--porcelain") == "", op
+
+    step("topic.add", vault.add_topic(title="Alpha service", kind="project", id="project-alpha"))
+    step("topic.add", vault.add_topic(title="Redis", kind="tool"))
+    first = vault.add_fact("Alpha on main only offers getUser(id).", topics=["project-alpha"],
+                           repo="project-alpha", branch="main", commit="1a2b3c4", confidence="high")
+    step("fact.add", first)
+    newer = vault.supersede_fact(first.record.id, "Alpha also offers getUsers(ids).", reason="batch API merged")
+    step("fact.supersede", newer)
+    assert newer.paths[1].name == f"{first.record.id}.md"
+    step("fact.status", vault.set_fact_status(newer.record.id, "contested", reason="two sessions disagree"))
+    temp = vault.add_fact("Alpha runs on port 8080.", topics=["project-alpha", "tool-redis"])
+    step("fact.add", temp)
+    step("fact.expire", vault.expire_fact(temp.record.id, reason="moved to 9090"))
+    rel = vault.add_relation("project-alpha", "depends-on", "tool-redis", note="sessions are cached there")
+    step("relation.add", rel)
+    step("relation.expire", vault.expire_relation(rel.record.id, reason="moved to memcached"))
+    step("fact.add", vault.add_fact("Alpha 使用 Redis 缓存会话。", topics=["project-alpha", "tool-new"],
+                                    create_topics=True))
+    assert len(steps[-1][1]) == 2
+
+    assert _count(git) == start + len(steps) == start + 10
+    fsck_clean(vault.root)
+    assert git("log", "--merges", "--format=%H") == ""
+    # The files say what happened.
+    old = vault.get_fact(first.record.id)
+    assert old.status == "superseded" and old.superseded_by == newer.record.id
+    assert vault.get_fact(newer.record.id).supersedes == (first.record.id,)
+    assert vault.get_fact(temp.record.id).status == "expired"
+    assert vault.get_relation(rel.record.id).status == "expired"
+    assert _assert_valid_vault(vault.root) == 8
+
+
+def _am_commits(git: Git) -> list[str]:
+    return git("log", "--format=%H", "--grep=^Am-Op: ", "--", "topics", "facts", "relations").split()
+
+
+def test_git_revert_of_any_independent_commit_applies_and_leaves_a_valid_vault(
+        alpha: Vault, git: Git, tmp_path: Path) -> None:
+    vault = alpha
+    vault.add_topic(title="Redis", kind="tool")
+    a = vault.add_fact("fact a", topics=["project-alpha"])
+    b = vault.add_fact("fact b", topics=["tool-redis"])
+    vault.supersede_fact(a.record.id, "fact a2", reason="changed")
+    vault.set_fact_status(b.record.id, "pending-review")
+    rel = vault.add_relation("project-alpha", "depends-on", "tool-redis")
+    vault.expire_relation(rel.record.id)
+    vault.add_relation("tool-redis", "part-of", "project-alpha")
+    commits = _am_commits(git)
+    assert len(commits) == 9
+    # Undo one write: every commit whose files no later commit touched.
+    touched_later: set[str] = set()
+    for sha in commits:  # newest first
+        files = _files_of(git, sha)
+        if not files & touched_later:
+            clone = tmp_path / f"clone-{sha[:8]}"
+            run_git(tmp_path, "clone", "-q", str(vault.root), str(clone))
+            run_git(clone, "revert", "--no-edit", sha)
+            assert run_git(clone, "status", "--porcelain") == ""
+            assert _assert_valid_vault(clone) >= 1
+            fsck_clean(clone)
+        touched_later |= files
+    # And undo them all, newest first: each revert applies cleanly.
+    for sha in commits:
+        git("revert", "--no-edit", sha)
+        assert git("status", "--porcelain") == ""
+        _assert_valid_vault(vault.root)
+    assert not list(Vault.open(vault.root).iter_record_paths())
+    fsck_clean(vault.root)
+
+
+def test_external_commit_right_after_a_write_keeps_ams_file(alpha: Vault, git: Git) -> None:
+    result = alpha.add_fact("kept", topics=["project-alpha"])
+    path = str(result.paths[0])
+    # Git's index entry is right: nothing to stage, and a hand commit keeps the file.
+    assert git("diff", "--cached", "--name-only") == ""
+    assert git("ls-files", "--stage", path).split()[1] == git("rev-parse", f"HEAD:{path}").strip()
+    (alpha.root / "notes.txt").write_text("mine\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "hand commit")
+    assert _files_of(git) == {"notes.txt"}
+    assert git("ls-tree", "--name-only", "HEAD", path).strip() == path
+    assert git("status", "--porcelain") == ""
+    # And `git status` does not need to rehash am's file (stat data recorded).
+    assert git("diff-files", "--name-only") == ""
+
+
+def test_users_uncommitted_edit_is_refused_and_left_alone(alpha: Vault, git: Git) -> None:
+    fact = alpha.add_fact("original", topics=["project-alpha"])
+    full = alpha.root / fact.paths[0]
+    edited = full.read_text() + "my edit\n"
+    full.write_text(edited)
+    head = _head(git)
+    with pytest.raises(DirtyFileError) as err:
+        alpha.set_fact_status(fact.record.id, "contested")
+    assert str(fact.paths[0]) in str(err.value) and "commit or discard" in str(err.value)
+    with pytest.raises(DirtyFileError):
+        alpha.supersede_fact(fact.record.id, "new", reason="x")
+    assert full.read_text() == edited and _head(git) == head
+    # A staged edit is refused too.
+    git("add", str(fact.paths[0]))
+    with pytest.raises(DirtyFileError):
+        alpha.expire_fact(fact.record.id, reason="x")
+    assert full.read_text() == edited and _head(git) == head
+    assert git("diff", "--cached", "--name-only").strip() == str(fact.paths[0])
+
+
+def test_untracked_file_in_the_way_is_refused(alpha: Vault, git: Git) -> None:
+    (alpha.root / "topics" / "tool-redis.md").write_text("my draft, not yet a record\n")
+    head = _head(git)
+    with pytest.raises((DirtyFileError, InvalidRecordError)) as err:
+        alpha.add_topic(title="Redis", kind="tool")
+    assert "topics/tool-redis.md" in str(err.value)
+    assert (alpha.root / "topics" / "tool-redis.md").read_text() == "my draft, not yet a record\n"
+    assert _head(git) == head
+
+
+def test_id_collision(alpha: Vault, git: Git) -> None:
+    head = _head(git)
+    with pytest.raises(CollisionError) as err:
+        alpha.add_topic(title="Other Alpha", kind="project", id="project-alpha")
+    assert "project-alpha" in str(err.value) and "choose another id" in str(err.value)
+    alpha.add_fact("one", topics=["project-alpha"], id="fact-one")
+    head = _head(git)
+    with pytest.raises(CollisionError):
+        alpha.add_fact("two", topics=["project-alpha"], id="fact-one")
+    with pytest.raises(CollisionError):
+        alpha.add_fact("three", topics=["project-alpha"], id="project-alpha")
+    assert _head(git) == head
+
+
+def test_unknown_topic_and_relation_type(alpha: Vault, git: Git) -> None:
+    head = _head(git)
+    with pytest.raises(NotFoundError) as err:
+        alpha.add_fact("x", topics=["project-nope"])
+    assert "--create-topic" in str(err.value)
+    with pytest.raises(InvalidRecordError) as err2:
+        alpha.add_relation("project-alpha", "related-to", "project-alpha")
+    assert "depends-on, part-of, belongs-to, authored-by, references, conflicts-with, supersedes" in str(err2.value)
+    with pytest.raises(NotFoundError):
+        alpha.add_relation("project-alpha", "depends-on", "tool-nope")
+    assert _head(git) == head
+
+
+def test_hand_edited_invalid_file_is_named_and_nothing_written(alpha: Vault, git: Git) -> None:
+    path = alpha.root / "topics" / "project-alpha.md"
+    path.write_text(path.read_text().replace("kind: project\n", "kind: project\nkind: tool\n"))
+    git("commit", "-q", "-am", "hand edit")
+    head = _head(git)
+    with pytest.raises(InvalidRecordError) as err:
+        alpha.add_fact("x", topics=["project-alpha"])
+    assert "topics/project-alpha.md:" in str(err.value) and "duplicate key 'kind'" in str(err.value)
+    with pytest.raises(InvalidRecordError):
+        alpha.get_topic("project-alpha")
+    assert _head(git) == head and git("status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("title", ["../x", "/etc/passwd", "C:\\x", "CON", ".git", "\u200c.git", "a\u200bb",
+                                   "x" * 256, "..", "nul"])
+def test_hostile_titles_stay_in_topics(alpha: Vault, git: Git, title: str) -> None:
+    result = alpha.add_topic(title=title, kind="concept")
+    (path,) = result.paths
+    assert path.parent.as_posix() == "topics"
+    assert (alpha.root / path).resolve().parent == (alpha.root / "topics").resolve()
+    assert alpha.get_topic(result.record.id).title == title.strip()
+    assert _files_of(git) == {str(path)}
+
+
+def test_nfc_nfd_and_case_twins_collide(alpha: Vault) -> None:
+    alpha.add_topic(title="Caf\u00e9", kind="concept")
+    with pytest.raises(CollisionError):
+        alpha.add_topic(title="Cafe\u0301", kind="concept")
+    with pytest.raises(CollisionError):
+        alpha.add_topic(title="CAFÉ", kind="concept")
+
+
+@pytest.mark.parametrize("bad", ["../x", "/etc/passwd", "CON", ".git", "Project-Alpha", "a\nb", "x" * 200])
+def test_hostile_ids_refused_before_anything_is_written(alpha: Vault, git: Git, bad: str) -> None:
+    head = _head(git)
+    with pytest.raises(InvalidIdError):
+        alpha.add_topic(title="x", id=bad)
+    with pytest.raises(InvalidIdError):
+        alpha.add_fact("x", topics=["project-alpha"], id=bad)
+    with pytest.raises(InvalidIdError):
+        alpha.add_fact("x", topics=[bad])
+    assert _head(git) == head and git("status", "--porcelain") == ""
+
+
+def test_symlinked_folder_is_refused(vault: Vault, git: Git, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, vault.root / "topics")
+    head = _head(git)
+    with pytest.raises(DirtyFileError) as err:
+        vault.add_topic(title="Alpha", kind="project")
+    assert "symbolic link" in str(err.value)
+    assert list(outside.iterdir()) == [] and _head(git) == head
+
+
+@pytest.mark.parametrize("text", [
+    "line one\nAm-Actor: root\nAm-Op: vault.init",
+    "nul\x00byte", "esc \x1b[31mred\x1b[0m", "bidi \u202eevil", "\n\nAm-Record: project-alpha\n",
+])
+def test_commit_messages_are_sanitised(alpha: Vault, git: Git, text: str) -> None:
+    result = alpha.add_fact(text, topics=["project-alpha"])
+    alpha.set_fact_status(result.record.id, "contested", reason=text)
+    alpha.expire_fact(result.record.id, reason=text)
+    for rev in ("HEAD", "HEAD~1", "HEAD~2"):
+        raw = git("cat-file", "commit", rev)
+        message = raw.split("\n\n", 1)[1]
+        assert "\x00" not in raw and "\x1b" not in raw and "\u202e" not in raw
+        assert _trailer(git, "Am-Actor", rev) == ["tester"]
+        assert len(_trailer(git, "Am-Op", rev)) == 1
+        assert _trailer(git, "Am-Record", rev) == [result.record.id]
+        assert all(not line.startswith("Am-") or line.split(":")[0] in ("Am-Op", "Am-Record", "Am-Actor")
+                   for line in message.splitlines())
+        # Only the lines am writes in the trailer block start with "Am-".
+        lines = message.splitlines()
+        assert sum(1 for line in lines if line.startswith("Am-Actor:")) == 1
+
+
+@pytest.mark.parametrize("actor", ["a\nAm-Op: x", " x", "x y", "a" * 65, "-x", "x\n", "名字"])
+def test_bad_actor_names_are_refused(vault_path: Path, vault: Vault, actor: str) -> None:
+    with pytest.raises(UsageError):
+        Vault.open(vault_path, actor=actor)
+
+
+def test_actor_from_environment(vault_path: Path, vault: Vault, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AM_ACTOR", "claude-code")
+    v = Vault.open(vault_path)
+    v.add_topic(title="Alpha", kind="project")
+    assert git("log", "-1", "--format=%an|%cn").strip() == "claude-code|Test Person"
+    assert _trailer(git, "Am-Actor") == ["claude-code"]
+
+
+def test_not_a_vault(tmp_path: Path) -> None:
+    with pytest.raises(NotAVaultError) as err:
+        Vault.open(tmp_path)
+    assert "am init" in str(err.value)
+    with pytest.raises(NotFoundError):
+        Vault.open("no-such-vault")
+
+
+def test_reads_see_hand_written_records_anywhere(alpha: Vault, git: Git) -> None:
+    folder = alpha.root / "topics" / "people"
+    folder.mkdir()
+    (folder / "Li Wei.md").write_text("---\ntype: topic\nid: person-li-wei\nkind: person\ntitle: 李伟\n---\nHi.\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "written in Obsidian")
+    alpha = Vault.open(alpha.root, actor="tester")  # a new invocation, as from the command line
+    assert alpha.get_topic("person-li-wei").title == "李伟"
+    assert [t.id for t in alpha.list_topics()] == ["person-li-wei", "project-alpha"]
+    alpha.add_fact("Li Wei owns Alpha.", topics=["person-li-wei", "project-alpha"])
+    assert len(alpha.list_facts(topic="person-li-wei")) == 1
+
+
+def test_import_records_commits_in_batches(vault: Vault, git: Git) -> None:
+    records = [Topic(id="project-alpha", kind="project", title="Alpha", created="2026-09-23T12:00:00+08:00")]
+    records += [Fact(id=f"f-20260923-1200-{i:06x}", topics=("project-alpha",), body=f"fact {i}\n",
+                     created="2026-09-23T12:00:00+08:00") for i in range(25)]
+    records.append(Relation(id="project-alpha--references--f-20260923-1200-000000", rel="references",
+                            from_="project-alpha", to="f-20260923-1200-000000", created="2026-09-23T12:00:00+08:00"))
+    start = _count(git)
+    results = vault.import_records(records, source="test", batch_size=10)
+    assert len(results) == 3 and _count(git) == start + 3
+    assert len(git("ls-files", "facts").split()) == 25
+    assert _trailer(git, "Am-Op") == ["import.batch"]
+    assert git("status", "--porcelain") == ""
+    for record in records:
+        on_disk = vault.get(record.id)[1]
+        assert render_record(on_disk) == render_record(record)
+    fsck_clean(vault.root)
+
+
+def test_cli_git_sees_fsync_durable_objects_after_kill(alpha: Vault, tmp_path: Path) -> None:
+    """A write acknowledged by a process that is then killed is in HEAD (nothing buffered)."""
+    script = (
+        "import os, signal, sys\n"
+        "from am.vault import Vault\n"
+        f"v = Vault.open({str(alpha.root)!r}, actor='killer')\n"
+        "r = v.add_fact('acknowledged', topics=['project-alpha'])\n"
+        "print(r.record.id, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    from conftest import PYTHON, subprocess_env
+
+    proc = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, env=subprocess_env())
+    fact_id = proc.stdout.strip()
+    assert fact_id.startswith("f-")
+    assert fact_id in run_git(alpha.root, "log", "-1", "--format=%B")
+    assert run_git(alpha.root, "status", "--porcelain") == ""
+    fsck_clean(alpha.root)
