@@ -227,8 +227,10 @@ def _check_references(path: str, record: Record, exists: Callable[[str], bool],
             if value and not exists(value):
                 issues.append(Issue("error", "missing-target", path, f"{field} names {value!r}, which does not exist",
                                     field))
+    # A relation's own ends are already reported as missing targets.
+    ends = {record.from_, record.to} if isinstance(record, Relation) else set()
     for link in parse_links(record.body):
-        if link.vault is None and link.target and not exists(link.target):
+        if link.vault is None and link.target and not exists(link.target) and link.target not in ends:
             issues.append(Issue("warning", "dangling-link", path, f"[[{link.target}]] links to no record",
                                 "body", link.line))
 

@@ -177,29 +177,15 @@ def run_chained(gitdir: Path, name: str, args: Sequence[str], stdin: bytes | Non
 def refresh_cache(vault: Any) -> str | None:
     """Bring the cache up to date if this am has one; return a warning on failure."""
     try:
-        from am import index as index_module  # the cache is optional for the hooks
+        from am.index import Index  # the cache is optional for the hooks
     except ImportError:
         return None
     try:
-        for name in ("refresh", "update", "sync"):
-            fn = getattr(index_module, name, None)
-            if callable(fn):
-                fn(vault)
-                return None
-        cls = getattr(index_module, "Index", None)
-        if cls is not None:
-            opener = getattr(cls, "open", None) or cls
-            idx = opener(vault)
-            for name in ("refresh", "update", "sync"):
-                fn = getattr(idx, name, None)
-                if callable(fn):
-                    fn()
-                    break
-            close = getattr(idx, "close", None)
-            if callable(close):
-                close()
+        # Opening the cache repairs it if needed and refreshes it from the Git diff.
+        with Index.open(vault):
+            pass
     except Exception as err:  # the cache is disposable; a failure must not break a commit
-        return f"could not update the cache ({err}); it will be rebuilt by the next am command"
+        return f"could not update the cache ({err}); the next am command rebuilds it"
     return None
 
 

@@ -243,18 +243,19 @@ def diagnose(vault: Any, *, scan_objects: bool = False) -> list[Finding]:
 
 
 def _cache_findings(vault: Any) -> list[Finding]:
+    """Open the cache, which checks it and rebuilds it when it is corrupt; report a rebuild."""
     try:
-        from am import index as index_module
+        from am.index import Index
     except ImportError:
         return []
-    check = getattr(index_module, "check_cache", None) or getattr(index_module, "integrity_problems", None)
-    if not callable(check):
-        return []
     try:
-        problems = check(vault)
-    except Exception as err:  # the cache is disposable; say so and rebuild
-        problems = [str(err)]
-    return [Finding("cache", ".am/cache", str(p), True) for p in problems or []]
+        with Index.open(vault) as index:
+            rebuilt = index.rebuilt
+    except Exception as err:  # the cache is disposable; report and let the next command rebuild it
+        return [Finding("cache", ".am/cache", f"the cache could not be opened: {err}", True)]
+    if rebuilt and rebuilt != "missing":
+        return [Finding("cache-rebuilt", ".am/cache", f"the cache was {rebuilt}; moved aside and rebuilt", False)]
+    return []
 
 
 def repair(vault: Any) -> list[str]:
@@ -307,14 +308,12 @@ def repair(vault: Any) -> list[str]:
 
 def _rebuild_cache(vault: Any) -> list[str]:
     try:
-        from am import index as index_module
+        from am.index import Index
     except ImportError:
         return []
-    rebuild = getattr(index_module, "rebuild", None)
-    if not callable(rebuild):
-        return []
     try:
-        rebuild(vault)
-    except Exception as err:  # report, never fail the repair of the truth over the cache
+        with Index.open(vault, refresh=False) as index:
+            index.rebuild()
+    except Exception as err:  # report; the truth is the files, never the cache
         return [f"could not rebuild the cache: {err}"]
     return ["rebuilt the cache"]

@@ -1,0 +1,120 @@
+"""am check: every rule of the format, its severities, and the exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from am.check import check_vault
+from am.cli.main import cli
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def fact_text(fid: str, *, topics: str = "[project-alpha]", extra: str = "", body: str = "A fact.") -> str:
+    return (f"---\ntype: fact\nid: {fid}\ntopics: {topics}\nstatus: active\nconfidence: medium\n"
+            f"provenance: human\n{extra}created: 2026-09-23T12:00:00+08:00\n---\n{body}\n")
+
+
+def relation_text(rid: str, rel: str, a: str, b: str) -> str:
+    return (f"---\ntype: relation\nid: {rid}\nrel: {rel}\nfrom: {a}\nto: {b}\nstatus: active\n"
+            f"created: 2026-09-23T12:00:00+08:00\n---\n[[{a}]] {rel} [[{b}]].\n")
+
+
+def codes(report: object) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for issue in report.issues:  # type: ignore[attr-defined]
+        out.setdefault(issue.code, set()).add(issue.path)
+    return out
+
+
+def test_demo_vault_is_clean(tmp_path: Path) -> None:
+    from am.demo import materialise_demo
+    from am.vault import Vault
+
+    materialise_demo(tmp_path / "demo")
+    with Vault.open(tmp_path / "demo") as v:
+        report = check_vault(v)
+    assert report.records >= 10
+    assert report.issues == ()
+    assert report.exit_code(strict=True) == 0
+
+
+def test_each_rule_is_reported(alpha: object, vault_path: Path) -> None:
+    day = "facts/2026/09/23"
+    write(vault_path, "relations/2026/09/project-alpha--likes--tool-redis.md",
+          relation_text("project-alpha--likes--tool-redis", "likes", "project-alpha", "tool-redis"))
+    write(vault_path, f"{day}/fact-name-differs.md", fact_text("fact-other-name"))
+    write(vault_path, f"{day}/fact-dup.md", fact_text("fact-dup"))
+    write(vault_path, "facts/2026/09/24/fact-dup.md", fact_text("fact-dup").replace("09-23", "09-24"))
+    write(vault_path, f"{day}/fact-a.md", fact_text("fact-a", extra="supersedes: [fact-b]\nsuperseded_by: fact-b\n"))
+    write(vault_path, f"{day}/fact-b.md", fact_text("fact-b", extra="supersedes: [fact-a]\nsuperseded_by: fact-a\n"))
+    write(vault_path, f"{day}/fact-new.md", fact_text("fact-new", extra="supersedes: [fact-old]\n"))
+    write(vault_path, f"{day}/fact-old.md", fact_text("fact-old"))
+    write(vault_path, f"{day}/fact-orphan-topic.md", fact_text("fact-orphan-topic", topics="[project-nowhere]"))
+    write(vault_path, f"{day}/fact-no-topics.md", fact_text("fact-no-topics", topics="[]"))
+    write(vault_path, f"{day}/fact-links.md",
+          fact_text("fact-links", body="See [[project-alpha]], [[ghost-topic]] and `[[in-code]]`, [[other:x]]."))
+    write(vault_path, "relations/2026/09/project-alpha--references--tool-ghost.md",
+          relation_text("project-alpha--references--tool-ghost", "references", "project-alpha", "tool-ghost"))
+    write(vault_path, "topics/fact-in-topics.md", fact_text("fact-in-topics"))
+    write(vault_path, "facts/fact-top-level.md", fact_text("fact-top-level"))
+    write(vault_path, f"{day}/fact-broken.md", "---\ntype: fact\nid: [unclosed\n---\nx\n")
+
+    report = check_vault(alpha)
+    found = codes(report)
+    assert found["relation-type"] == {"relations/2026/09/project-alpha--likes--tool-redis.md"}
+    likes = [i for i in report.issues if i.code == "relation-type"][0]
+    assert "depends-on" in likes.message and likes.field == "rel" and likes.severity == "error"
+    assert found["id-file-name"] == {f"{day}/fact-name-differs.md"}
+    assert found["duplicate-id"] == {"facts/2026/09/24/fact-dup.md"}
+    assert len(found["supersede-cycle"]) == 1
+    assert f"{day}/fact-new.md" in found["half-supersession"]
+    assert found["unknown-topic"] == {f"{day}/fact-orphan-topic.md"}
+    assert f"{day}/fact-no-topics.md" in found["schema"]
+    dangling = [i for i in report.issues if i.code == "dangling-link"]
+    assert [(i.path, i.severity) for i in dangling] == [(f"{day}/fact-links.md", "warning")]
+    assert "ghost-topic" in dangling[0].message and dangling[0].line == 1
+    assert found["missing-target"] == {"relations/2026/09/project-alpha--references--tool-ghost.md",
+                                       "relations/2026/09/project-alpha--likes--tool-redis.md"}
+    assert found["misplaced"] == {"topics/fact-in-topics.md", "facts/fact-top-level.md"}
+    assert all(i.severity == "note" for i in report.issues if i.code == "misplaced")
+    assert found["parse"] == {f"{day}/fact-broken.md"}
+    assert report.exit_code() != 0
+
+
+def test_warnings_fail_only_under_strict(alpha: object, vault_path: Path) -> None:
+    write(vault_path, "facts/2026/09/23/fact-links.md", fact_text("fact-links", body="See [[ghost]]."))
+    runner = CliRunner()
+    plain = runner.invoke(cli, ["--vault", str(vault_path), "check"])
+    assert plain.exit_code == 0, plain.output
+    assert "dangling-link" in plain.output
+    strict = runner.invoke(cli, ["--vault", str(vault_path), "check", "--strict", "--format", "json"])
+    assert strict.exit_code == 5
+    data = json.loads(strict.output)
+    assert data["ok"] is False and data["warnings"] == 1 and data["errors"] == 0
+    assert data["issues"][0]["code"] == "dangling-link"
+
+
+def test_errors_set_the_exit_code(alpha: object, vault_path: Path) -> None:
+    write(vault_path, "relations/2026/09/a--likes--b.md", relation_text("a--likes--b", "likes", "project-alpha",
+                                                                         "project-alpha"))
+    result = CliRunner().invoke(cli, ["--vault", str(vault_path), "check"])
+    assert result.exit_code == 5
+    assert "relation type 'likes' is not allowed" in result.output
+
+
+@pytest.mark.parametrize("subset", [True, False])
+def test_subset_check_sees_the_rest(alpha: object, vault_path: Path, subset: bool) -> None:
+    write(vault_path, "facts/2026/09/23/fact-old.md", fact_text("fact-old", extra="superseded_by: fact-new\n"))
+    write(vault_path, "facts/2026/09/23/fact-new.md", fact_text("fact-new", extra="supersedes: [fact-old]\n"))
+    paths = ["facts/2026/09/23/fact-new.md"] if subset else None
+    report = check_vault(alpha, paths=paths)
+    assert report.issues == ()

@@ -1,0 +1,278 @@
+"""Git hooks, run for real by the git CLI: hand commits are validated, chained hooks kept, code commits watched."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.hooks import CODE_HOOKS, MARKER, VAULT_HOOKS
+
+from conftest import GIT_IDENTITY, run_git
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def am(*args: str, input: str | None = None) -> str:
+    result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def git_commit(root: Path, message: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Commit what is staged with the git CLI, hooks and all."""
+    return subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", message], capture_output=True, text=True,
+                          env={**os.environ, **GIT_IDENTITY, **env})
+
+
+def head(root: Path) -> str:
+    return run_git(root, "rev-parse", "HEAD").strip()
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def relation_text(rel: str, a: str, b: str) -> str:
+    return (f"---\ntype: relation\nid: {a}--{rel}--{b}\nrel: {rel}\nfrom: {a}\nto: {b}\nstatus: active\n"
+            f"created: 2026-11-01T10:00:00+00:00\n---\n[[{a}]] {rel} [[{b}]].\n")
+
+
+def fact_text(fid: str, body: str) -> str:
+    return (f"---\ntype: fact\nid: {fid}\ntopics: [project-alpha]\nstatus: active\nconfidence: high\n"
+            f"provenance: human\ncreated: 2026-11-01T10:00:00+00:00\n---\n{body}\n")
+
+
+@pytest.fixture
+def hooked(alpha: object, vault_path: Path) -> object:
+    """The alpha vault with tool-redis, and am's hooks installed."""
+    alpha.add_topic(title="Redis", kind="tool", id="tool-redis")  # type: ignore[attr-defined]
+    am("--vault", str(vault_path), "hooks", "install")
+    return alpha
+
+
+def test_shims_run_the_installed_am_in_isolated_mode(hooked: object, vault_path: Path) -> None:
+    for name in VAULT_HOOKS:
+        text = (vault_path / ".git" / "hooks" / name).read_text()
+        lines = text.splitlines()
+        assert lines[0] == "#!/bin/sh" and lines[1] == MARKER and len(lines) == 3
+        assert lines[2].startswith("exec /") and " -I " in lines[2] and f"hook {name} \"$@\"" in lines[2]
+        assert os.access(vault_path / ".git" / "hooks" / name, os.X_OK)
+    for name in (*VAULT_HOOKS, *(f"code-{n}" for n in CODE_HOOKS)):
+        shipped = (REPO_ROOT / "hooks" / name).read_text()
+        assert MARKER in shipped and "exec am " in shipped and os.access(REPO_ROOT / "hooks" / name, os.X_OK)
+
+
+def test_unknown_relation_type_is_refused_and_head_stays(hooked: object, vault_path: Path) -> None:
+    before = head(vault_path)
+    rel = "relations/2026/11/project-alpha--likes--tool-redis.md"
+    write(vault_path, rel, relation_text("likes", "project-alpha", "tool-redis"))
+    run_git(vault_path, "add", rel)
+    proc = git_commit(vault_path, "hand-written relation")
+    assert proc.returncode != 0
+    assert rel in proc.stderr and "'likes' is not allowed" in proc.stderr and "depends-on" in proc.stderr
+    assert head(vault_path) == before
+    assert run_git(vault_path, "log", "--format=%s", "-1").strip() != "hand-written relation"
+
+
+def test_valid_hand_commit_becomes_memory(hooked: object, vault_path: Path) -> None:
+    from am.vault import Vault
+
+    rel = "relations/2026/11/project-alpha--depends-on--tool-redis.md"
+    fact = "facts/2026/11/01/fact-alpha-hand-written.md"
+    write(vault_path, rel, relation_text("depends-on", "project-alpha", "tool-redis"))
+    write(vault_path, fact, fact_text("fact-alpha-hand-written", "Alpha keeps sessions in Redis zebracorn."))
+    run_git(vault_path, "add", "-A")
+    proc = git_commit(vault_path, "by hand in Obsidian")
+    assert proc.returncode == 0, proc.stderr
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    with Vault.open(vault_path) as v:
+        assert v.get_fact("fact-alpha-hand-written").confidence == "high"
+        assert [r.id for r in v.list_relations(topic="tool-redis")] == ["project-alpha--depends-on--tool-redis"]
+    # The cache and the commands that read through it see the hand commit too.
+    try:
+        from am.index import Index
+    except ImportError:
+        Index = None  # noqa: N806  (the cache is another module; without it there is nothing more to check)
+    if Index is not None:
+        with Vault.open(vault_path) as v, Index.open(v) as index:
+            assert [h.id for h in index.search("zebracorn")] == ["fact-alpha-hand-written"]
+    commands = {c for c in cli.commands}
+    if "search" in commands:
+        out = am("--vault", str(vault_path), "search", "zebracorn", "--format", "json")
+        assert "fact-alpha-hand-written" in out
+    if "slice" in commands:
+        out = am("--vault", str(vault_path), "slice", "--topic", "project-alpha", "--format", "json")
+        assert "fact-alpha-hand-written" in out
+
+
+def test_post_commit_prints_lint_warnings(hooked: object, vault_path: Path) -> None:
+    fact = "facts/2026/11/01/fact-with-dangling.md"
+    write(vault_path, fact, fact_text("fact-with-dangling", "See [[tool-nowhere]] for details."))
+    run_git(vault_path, "add", fact)
+    proc = git_commit(vault_path, "dangling link")
+    assert proc.returncode == 0, proc.stderr
+    assert "dangling-link" in proc.stderr and "tool-nowhere" in proc.stderr
+
+
+def test_secrets_refused_by_the_hook_with_an_override(hooked: object, vault_path: Path) -> None:
+    from am.secrets import scan_fields
+    from test_secrets import _cases
+
+    # The hook must refuse exactly what the am write path refuses (scan_fields over the body).
+    by_kind: dict[str, str] = {}
+    for kind, text, _ in _cases():
+        if kind not in by_kind and scan_fields({"body": text + "\n"}):
+            by_kind[kind] = text
+    families = sorted(by_kind)
+    assert len(families) >= 10
+    # One commit per family would take a while; a few in full, the rest in one file each staged together.
+    for i, kind in enumerate(families[:4]):
+        fact = f"facts/2026/11/01/fact-secret-{i}.md"
+        write(vault_path, fact, fact_text(f"fact-secret-{i}", by_kind[kind]))
+        run_git(vault_path, "add", fact)
+        before = head(vault_path)
+        proc = git_commit(vault_path, "oops")
+        assert proc.returncode != 0, kind
+        assert kind in proc.stderr and fact in proc.stderr
+        assert head(vault_path) == before
+        run_git(vault_path, "reset", "-q", "--", fact)
+        (vault_path / fact).unlink()
+    staged = []
+    for i, kind in enumerate(families):
+        fact = f"facts/2026/11/02/fact-secret-all-{i}.md"
+        write(vault_path, fact, fact_text(f"fact-secret-all-{i}", by_kind[kind]))
+        staged.append((kind, fact))
+    run_git(vault_path, "add", "-A")
+    before = head(vault_path)
+    proc = git_commit(vault_path, "many secrets")
+    assert proc.returncode != 0 and head(vault_path) == before
+    for kind, fact in staged:
+        assert fact in proc.stderr, f"{kind} not caught"
+    proc = git_commit(vault_path, "I know these are fake", AM_ALLOW_SECRET="1")
+    assert proc.returncode == 0, proc.stderr
+    assert head(vault_path) != before
+
+
+def test_chained_hook_runs_and_uninstall_restores_it(alpha: object, vault_path: Path, tmp_path: Path) -> None:
+    log = tmp_path / "chained.log"
+    original = f"#!/bin/sh\necho \"pre-commit ran $#\" >> {log}\n"
+    hook = vault_path / ".git" / "hooks" / "pre-commit"
+    hook.write_text(original)
+    hook.chmod(0o755)
+    out = am("--vault", str(vault_path), "hooks", "install", "--format", "json")
+    actions = {a["name"]: a["action"] for a in json.loads(out)}
+    assert actions["pre-commit"] == "chained" and actions["post-commit"] == "installed"
+    assert MARKER in hook.read_text()
+    again = json.loads(am("--vault", str(vault_path), "hooks", "install", "--format", "json"))
+    assert {a["action"] for a in again} == {"updated"}
+    write(vault_path, "notes.txt", "not a record\n")
+    run_git(vault_path, "add", "notes.txt")
+    assert git_commit(vault_path, "plain file").returncode == 0
+    assert log.read_text() == "pre-commit ran 0\n"
+    am("--vault", str(vault_path), "hooks", "uninstall")
+    assert hook.read_text() == original and os.access(hook, os.X_OK)
+    for name in VAULT_HOOKS[1:]:
+        assert not (vault_path / ".git" / "hooks" / name).exists()
+
+
+def test_hooks_never_run_code_from_the_vault(hooked: object, vault_path: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    payload = f"open({str(marker)!r}, 'w').write('x')\n"
+    for rel in ("am/__init__.py", "am/cli/__init__.py", "am/cli/main.py", "sitecustomize.py", "usercustomize.py"):
+        write(vault_path, rel, payload)
+    run_git(vault_path, "add", "-A")
+    proc = git_commit(vault_path, "planted code", PYTHONPATH=str(vault_path))
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+
+
+# ------------------------------------------------------------------ code repositories
+
+
+@pytest.fixture
+def code_repo(tmp_path: Path) -> Path:
+    root = tmp_path / "alpha-code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(root))
+    for rel in ("src/api/users.py", "src/api/orders.py", "src/db/pool.py", "docs/api.md", "README.md"):
+        write(root, rel, f"# {rel}\n")
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+def test_code_commit_marks_exactly_the_watching_facts(alpha: object, vault_path: Path, code_repo: Path) -> None:
+    from am.vault import Vault
+
+    v = alpha
+    watch = {
+        "fact-users-folder": ("project-alpha", ["src/api/"]),
+        "fact-users-file": ("project-alpha", ["src/api/users.py"]),
+        "fact-docs-glob": ("project-alpha", ["docs/*.md"]),
+        "fact-db": ("project-alpha", ["src/db"]),
+        "fact-other-repo": ("project-beta", ["src/api/users.py"]),
+        "fact-no-paths": ("project-alpha", []),
+        "fact-prefix-trap": ("project-alpha", ["src/ap"]),
+    }
+    for fid, (repo, paths) in watch.items():
+        v.add_fact(f"{fid} holds.", topics=["project-alpha"], id=fid, repo=repo, paths=paths)  # type: ignore[attr-defined]
+    v.add_fact("expired one.", topics=["project-alpha"], id="fact-expired", repo="project-alpha",  # type: ignore[attr-defined]
+               paths=["src/api/"])
+    v.expire_fact("fact-expired", reason="gone")  # type: ignore[attr-defined]
+    am("--vault", str(vault_path), "hooks", "install", "--code-repo", str(code_repo), "--repo", "project-alpha")
+    vault_before = head(vault_path)
+
+    write(code_repo, "src/api/users.py", "def get_users(ids): ...\n")
+    write(code_repo, "docs/api.md", "# API\nbatch\n")
+    run_git(code_repo, "add", "-A")
+    proc = git_commit(code_repo, "batch users API")
+    assert proc.returncode == 0, proc.stderr
+    code_sha = head(code_repo)
+
+    assert run_git(vault_path, "rev-list", "--count", f"{vault_before}..HEAD").strip() == "1"
+    message = run_git(vault_path, "log", "-1", "--format=%an%n%B")
+    assert message.startswith("am-watch\n") and code_sha in message and "Am-Actor: am-watch" in message
+    with Vault.open(vault_path) as fresh:
+        status = {f.id: f.status for f in fresh.list_facts()}
+    marked = {fid for fid, s in status.items() if s == "pending-review"}
+    assert marked == {"fact-users-folder", "fact-users-file", "fact-docs-glob"}
+    assert status["fact-expired"] == "expired"
+    touched = run_git(vault_path, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(Path(p).stem for p in touched) == sorted(marked)
+
+    # A commit that touches nothing watched makes no vault commit.
+    write(code_repo, "README.md", "readme\n")
+    run_git(code_repo, "add", "-A")
+    assert git_commit(code_repo, "readme").returncode == 0
+    assert run_git(vault_path, "rev-list", "--count", f"{vault_before}..HEAD").strip() == "1"
+
+    am("--vault", str(vault_path), "hooks", "uninstall", "--code-repo", str(code_repo))
+    assert not (code_repo / ".git" / "hooks" / "post-commit").exists()
+
+
+def test_stale_on_demand(alpha: object, vault_path: Path, code_repo: Path) -> None:
+    alpha.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-pool",  # type: ignore[attr-defined]
+                   repo="project-alpha", paths=["src/db/pool.py"])
+    start = head(code_repo)
+    write(code_repo, "src/db/pool.py", "POOL = 20\n")
+    run_git(code_repo, "commit", "-q", "-am", "pool 20")
+    write(code_repo, "README.md", "x\n")
+    run_git(code_repo, "commit", "-q", "-am", "readme")
+    dry = json.loads(am("--vault", str(vault_path), "stale", "--repo", "project-alpha", "--code-repo",
+                        str(code_repo), "--since", start, "--dry-run", "--format", "json"))
+    assert dry["marked"] == ["fact-pool"] and dry["vault_commit"] is None
+    # Without --since only the last commit is looked at: README only.
+    none = json.loads(am("--vault", str(vault_path), "stale", "--repo", "project-alpha", "--code-repo",
+                         str(code_repo), "--format", "json"))
+    assert none["marked"] == [] and none["changed_paths"] == ["README.md"]
+    done = json.loads(am("--vault", str(vault_path), "stale", "--repo", "project-alpha", "--code-repo",
+                         str(code_repo), "--since", start, "--format", "json"))
+    assert done["marked"] == ["fact-pool"] and done["vault_commit"] == head(vault_path)
+    assert run_git(vault_path, "log", "-1", "--format=%an").strip() == "am-watch"
