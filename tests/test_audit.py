@@ -1,0 +1,144 @@
+"""am log / history / blame / undo, checked against the git CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.errors import AmError
+from am.vault import Vault
+
+from conftest import fsck_clean, run_git
+
+
+class Ran:
+    """A command's exit code (as `am` would exit, AmError included) and its output."""
+
+    def __init__(self, args: list[str]) -> None:
+        result = CliRunner().invoke(cli, args)
+        err = result.exception
+        self.exit_code = err.exit_code if isinstance(err, AmError) else result.exit_code
+        self.output = result.output + (str(err) if isinstance(err, AmError) else "")
+
+
+def run(*args: str) -> Ran:
+    return Ran(list(args))
+
+
+def invoke(*args: str, code: int = 0) -> str:
+    result = run(*args)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+@pytest.fixture
+def superseded(alpha: Vault, vault_path: Path) -> tuple[str, str, str]:
+    """A fact by claude-code superseded by codex; return (old id, new id, supersede commit)."""
+    old = Vault.open(vault_path, actor="claude-code").add_fact(
+        "Alpha only offers getUser(id).", topics=["project-alpha"], id="fact-alpha-getuser")
+    result = Vault.open(vault_path, actor="codex").supersede_fact(
+        old.record.id, "Alpha offers getUsers(ids) too.", reason="batch API merged", id="fact-alpha-getusers")
+    return "fact-alpha-getuser", "fact-alpha-getusers", result.commit
+
+
+def test_log_filters_by_trailers(superseded: tuple[str, str, str], vault_path: Path) -> None:
+    v = str(vault_path)
+    entries = json.loads(invoke("--vault", v, "log", "--format", "json"))
+    assert [e["op"] for e in entries][:3] == ["fact.supersede", "fact.add", "topic.add"]
+    assert entries[0]["actor"] == "codex" and entries[0]["reason"] == "batch API merged"
+    assert entries[0]["commit"] == run_git(vault_path, "rev-parse", "HEAD").strip()
+    by_actor = json.loads(invoke("--vault", v, "log", "--actor", "claude-code", "--format", "json"))
+    assert [e["records"] for e in by_actor] == [["fact-alpha-getuser"]]
+    assert len(json.loads(invoke("--vault", v, "log", "--op", "fact", "--format", "json"))) == 2
+    by_record = json.loads(invoke("--vault", v, "log", "--record", "fact-alpha-getuser", "--format", "json"))
+    assert [e["op"] for e in by_record] == ["fact.supersede", "fact.add"]
+    assert json.loads(invoke("--vault", v, "log", "--since", "2999-01-01", "--format", "json")) == []
+    assert len(json.loads(invoke("--vault", v, "log", "-n", "1", "--format", "json"))) == 1
+
+
+def test_log_shows_hand_commits(alpha: Vault, vault_path: Path) -> None:
+    path = vault_path / "topics" / "project-alpha.md"
+    path.write_text(path.read_text().replace("Alpha service", "Alpha user service"))
+    run_git(vault_path, "commit", "-q", "-am", "retitle by hand")
+    entry = json.loads(invoke("--vault", str(vault_path), "log", "-n", "1", "--format", "json"))[0]
+    assert entry["manual"] is True and entry["op"] == "manual"
+    assert entry["records"] == ["project-alpha"] and entry["actor"] == "Test Person"
+
+
+def test_history_and_chain(superseded: tuple[str, str, str], vault_path: Path) -> None:
+    old, new, commit = superseded
+    data = json.loads(invoke("--vault", str(vault_path), "history", old, "--format", "json"))
+    assert data["supersede_chain"] == [old, new]
+    statuses = [(v["op"], v["frontmatter"]["status"], v["actor"]) for v in data["versions"]]
+    assert statuses == [("fact.add", "active", "claude-code"), ("fact.supersede", "superseded", "codex")]
+    assert data["versions"][1]["commit"] == commit
+    assert json.loads(invoke("--vault", str(vault_path), "history", new, "--format", "json"))[
+        "supersede_chain"] == [old, new]
+    invoke("--vault", str(vault_path), "history", "fact-nowhere", code=4)
+
+
+def test_blame_names_who_set_each_field(superseded: tuple[str, str, str], vault_path: Path) -> None:
+    old, _, commit = superseded
+    lines = {b["field"]: b for b in json.loads(invoke("--vault", str(vault_path), "blame", old, "--format", "json"))}
+    assert lines["status"]["actor"] == "codex" and lines["status"]["commit"] == commit
+    assert lines["superseded_by"]["value"] == "fact-alpha-getusers"
+    assert lines["body"]["actor"] == "claude-code" and lines["topics"]["actor"] == "claude-code"
+
+
+def test_undo_supersede_makes_the_old_fact_active(superseded: tuple[str, str, str], vault_path: Path,
+                                                  git: object) -> None:
+    old, new, commit = superseded
+    before = run_git(vault_path, "rev-parse", "HEAD").strip()
+    out = json.loads(invoke("--vault", str(vault_path), "--actor", "li-wei", "undo", commit[:10], "--format", "json"))
+    assert out["reverted"] == commit
+    assert run_git(vault_path, "rev-parse", "HEAD~1").strip() == before
+    with Vault.open(vault_path) as v:
+        fact = v.get_fact(old)
+        assert fact.status == "active" and fact.superseded_by is None
+        assert v.locate(new) is None
+    old_path = run_git(vault_path, "ls-files", f"*{old}.md").strip()
+    assert "status: active" in run_git(vault_path, "show", f"HEAD:{old_path}")
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    message = run_git(vault_path, "log", "-1", "--format=%an%n%B")
+    assert message.startswith("li-wei\nundo: fact: supersede")
+    assert f"Am-Reverts: {commit}" in message and "Am-Op: undo" in message
+    fsck_clean(vault_path)
+    again = run("--vault", str(vault_path), "undo", commit)
+    assert again.exit_code == 2 and "already undone" in again.output
+
+
+def test_undo_refuses_a_conflict_and_changes_nothing(alpha: Vault, vault_path: Path) -> None:
+    added = alpha.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-pool")
+    alpha.set_fact_status("fact-pool", "contested", reason="someone saw 20")
+    before = run_git(vault_path, "rev-parse", "HEAD").strip()
+    result = run("--vault", str(vault_path), "undo", added.commit)
+    assert result.exit_code == 9 and "conflicts" in result.output and "fact-pool" in result.output
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == before
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+
+
+def test_undo_never_overwrites_an_uncommitted_edit(alpha: Vault, vault_path: Path) -> None:
+    first = alpha.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-pool")
+    second = alpha.set_fact_status("fact-pool", "contested", reason="someone saw 20")
+    path = vault_path / first.paths[0]
+    edited = path.read_text() + "My own note.\n"
+    path.write_text(edited)
+    before = run_git(vault_path, "rev-parse", "HEAD").strip()
+    result = run("--vault", str(vault_path), "undo", second.commit)
+    assert result.exit_code == 7, result.output
+    assert path.read_text() == edited
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == before
+
+
+def test_undo_of_an_add_removes_the_file_and_index_entry(alpha: Vault, vault_path: Path) -> None:
+    added = alpha.add_fact("Temporary.", topics=["project-alpha"], id="fact-temp")
+    invoke("--vault", str(vault_path), "undo", added.commit)
+    assert not (vault_path / added.paths[0]).exists()
+    assert run_git(vault_path, "ls-files", str(added.paths[0])).strip() == ""
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    # The record is still in history.
+    assert "Temporary." in run_git(vault_path, "show", f"{added.commit}:{added.paths[0]}")
