@@ -519,27 +519,61 @@ class GitStore:
         blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
         failpoint("before-write")
         written = False
-        for _attempt in range(_MAX_CAS_RETRIES):
-            tip = self.branch_tip(ref)
-            base_tree = None if tip is None else self.repo[tip].peel(pygit2.Tree)
-            index = self.repo.index
-            index.read(False)
-            self._check_not_dirty(changes, base_tree, index)
-            if not written:
-                for c in changes:
-                    self._write_file(c.path, c.data)
-                written = True
-                failpoint("after-file")
-            tree = self._build_tree(base_tree, blobs)
-            try:
-                oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
-            except _Moved:
+        committed = False
+        previous: dict[PurePosixPath, bytes | None] = {}
+        try:
+            for _attempt in range(_MAX_CAS_RETRIES):
+                tip = self.branch_tip(ref)
+                base_tree = None if tip is None else self.repo[tip].peel(pygit2.Tree)
+                index = self.repo.index
+                index.read(False)
+                self._check_not_dirty(changes, base_tree, index)
+                if not written:
+                    for c in changes:
+                        previous[c.path] = self._read_or_none(c.path)
+                        self._write_file(c.path, c.data)
+                    written = True
+                    failpoint("after-file")
+                tree = self._build_tree(base_tree, blobs)
+                try:
+                    oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
+                except _Moved:
+                    continue
+                committed = True
+                failpoint("after-commit")
+                try:
+                    self._update_index([(c.path, blobs[tuple(c.path.parts)]) for c in changes])
+                except LockTimeoutError as err:
+                    # The write is committed and durable; only Git's index lags, and doctor repairs that.
+                    log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
+                                str(oid)[:10], err)
+                failpoint("after-index")
+                return str(oid)
+            raise GitError(f"could not move {ref}: it kept changing under am")
+        except BaseException:
+            if written and not committed:
+                self._roll_back(changes, previous)
+            raise
+
+    def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
+        try:
+            return (self.root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    def _roll_back(self, changes: Sequence[Change], previous: dict[PurePosixPath, bytes | None]) -> None:
+        """Put back the work-tree files of a write that failed before its commit (only if still ours)."""
+        for c in changes:
+            if self._read_or_none(c.path) != c.data or c.path not in previous:
                 continue
-            failpoint("after-commit")
-            self._update_index([(c.path, blobs[tuple(c.path.parts)]) for c in changes])
-            failpoint("after-index")
-            return str(oid)
-        raise GitError(f"could not move {ref}: it kept changing under am")
+            before = previous[c.path]
+            try:
+                if before is None:
+                    (self.root / c.path).unlink()
+                else:
+                    self._write_file(c.path, before)
+            except OSError as err:
+                log.warning("could not put back %s after a failed write: %s", c.path, err)
 
     def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
                        message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:

@@ -173,8 +173,13 @@ def _candidates(vault: Any) -> tuple[dict[str, str], dict[str, str], dict[str, s
     return head, staged, status
 
 
-def diagnose(vault: Any, *, scan_objects: bool = False) -> list[Finding]:
-    """Return what is wrong with the vault's repository and work tree; change nothing."""
+def diagnose(vault: Any) -> list[Finding]:
+    """Return what is wrong with the vault's repository and work tree; change nothing.
+
+    Lost commits count only when a reflog shows the branch once held them: an
+    unreachable commit found by scanning objects may be a write that failed
+    before it moved the branch, so only ``am recover`` lists those.
+    """
     from am.gitstore import hash_blob
 
     store = vault.store
@@ -230,7 +235,7 @@ def diagnose(vault: Any, *, scan_objects: bool = False) -> list[Finding]:
             findings.append(Finding("uncommitted", path, f"uncommitted edit left alone: {why}", False))
     findings += _cache_findings(vault)
     try:
-        lost = find_lost(vault, scan_objects=scan_objects)
+        lost = find_lost(vault, scan_objects=False)
     except AmError as err:
         findings.append(Finding("history", "", f"could not read the reflog: {err}", False))
         lost = []
@@ -299,7 +304,7 @@ def repair(vault: Any) -> list[str]:
     if any(f.kind == "cache" for f in findings):
         done += _rebuild_cache(vault)
     if any(f.kind == "branch-moved-back" for f in findings):
-        results = restore(vault, find_lost(vault))
+        results = restore(vault, find_lost(vault, scan_objects=False))
         ok = [r for r in results if r.outcome == "restored"]
         done.append(f"restored {len(ok)} of {len(results)} lost am commits")
         done += [f"could not restore {r.lost[:10]}: {r.detail}" for r in results if r.outcome == "conflict"]

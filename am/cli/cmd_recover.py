@@ -61,7 +61,7 @@ def doctor(ctx: click.Context, fix: bool, fmt: str) -> None:
 
     vault = open_vault(ctx)
     done = repair(vault) if fix else []
-    findings = diagnose(vault, scan_objects=not fix)
+    findings = diagnose(vault)
     if fmt == "json":
         emit_json({"fixed": done, "findings": [f.to_json() for f in findings]})
     else:

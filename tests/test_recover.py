@@ -1,0 +1,196 @@
+"""am recover and am doctor: lost commits come back, debris of interrupted writes goes away."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.errors import AmError
+from am.vault import Vault
+
+from conftest import PYTHON, fsck_clean, run_git, subprocess_env
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    err = result.exception
+    if isinstance(err, AmError):
+        return err.exit_code, result.output + str(err)
+    return result.exit_code, result.output
+
+
+def ok(*args: str) -> str:
+    code, out = run(*args)
+    assert code == 0, out
+    return out
+
+
+def fact_files(root: Path) -> set[str]:
+    return {p for p in run_git(root, "ls-files", "facts").split() if p.endswith(".md")}
+
+
+def test_reset_hard_then_recover_restores_5_of_5(alpha: Vault, vault_path: Path) -> None:
+    base = fact_files(vault_path)
+    ids = [alpha.add_fact(f"Fact number {i}.", topics=["project-alpha"], id=f"fact-n{i}").record.id
+           for i in range(5)]
+    added = fact_files(vault_path) - base
+    assert len(added) == 5
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~5")
+    assert fact_files(vault_path) == base
+
+    listed = json.loads(ok("--vault", str(vault_path), "recover", "--format", "json"))
+    assert [c["records"] for c in listed["lost"]] == [[i] for i in ids]
+    assert {c["found_by"] for c in listed["lost"]} == {"reflog"}
+    assert fact_files(vault_path) == base  # listing changes nothing
+
+    done = json.loads(ok("--vault", str(vault_path), "recover", "--apply", "--format", "json"))
+    assert [r["outcome"] for r in done["restored"]] == ["restored"] * 5
+    assert fact_files(vault_path) == base | added
+    with Vault.open(vault_path) as v:
+        assert {f.id for f in v.list_facts()} >= set(ids)
+    assert run_git(vault_path, "rev-list", "--merges", "HEAD").strip() == ""
+    messages = run_git(vault_path, "log", "-5", "--format=%B%x00").split("\x00")
+    lost_ids = {c["commit"] for c in listed["lost"]}
+    assert {line.split(": ")[1] for m in messages for line in m.splitlines()
+            if line.startswith("Am-Restored-From: ")} == lost_ids
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    fsck_clean(vault_path)
+    again = json.loads(ok("--vault", str(vault_path), "recover", "--format", "json"))
+    assert again["lost"] == []
+
+
+def test_recover_without_reflogs_scans_objects(alpha: Vault, vault_path: Path) -> None:
+    alpha.add_fact("Kept only as an object.", topics=["project-alpha"], id="fact-object")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")
+    run_git(vault_path, "reflog", "expire", "--expire=now", "--all")
+    quick = json.loads(ok("--vault", str(vault_path), "recover", "--reflog-only", "--format", "json"))
+    assert quick["lost"] == []
+    deep = json.loads(ok("--vault", str(vault_path), "recover", "--apply", "--format", "json"))
+    assert [(c["records"], c["found_by"]) for c in deep["lost"]] == [(["fact-object"], "unreachable")]
+    with Vault.open(vault_path) as v:
+        assert v.get_fact("fact-object").body == "Kept only as an object.\n"
+
+
+def test_recover_reports_conflicts(alpha: Vault, vault_path: Path) -> None:
+    alpha.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-pool")
+    alpha.set_fact_status("fact-pool", "contested", reason="saw 20")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")
+    alpha.set_fact_status("fact-pool", "pending-review", reason="asked for review")
+    before = run_git(vault_path, "rev-parse", "HEAD").strip()
+    code, out = run("--vault", str(vault_path), "recover", "--apply")
+    assert code == 9 and "conflict" in out
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == before
+
+
+def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
+    from am.model import Fact
+    from am.records import render_record
+
+    facts = vault_path / "facts" / "2026" / "11" / "01"
+    facts.mkdir(parents=True)
+    # An orphan in am's canonical form: what a write killed before its commit leaves.
+    orphan = Fact(id="fact-orphan", topics=("project-alpha",), body="Left by a killed write.\n",
+                  created="2026-11-01T10:00:00+00:00")
+    (facts / "fact-orphan.md").write_text(render_record(orphan))
+    # A person's note, not canonical: left alone.
+    (facts / "fact-person.md").write_text("---\ntype: fact\nid: fact-person\ntopics: [project-alpha]\n"
+                                          "created: 2026-11-01\n---\nMy draft.\n")
+    # A half-written temp file of a dead process.
+    dead = subprocess.run([PYTHON, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    temp = facts / f".fact-x.md.am-{dead.stdout.strip()}.tmp"
+    temp.write_text("partial")
+    # A stale index.lock.
+    lock = vault_path / ".git" / "index.lock"
+    lock.write_text("")
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+
+    code, out = run("--vault", str(vault_path), "doctor", "--format", "json")
+    assert code == 1
+    kinds = {(f["kind"], Path(f["path"]).name) for f in json.loads(out)["findings"]}
+    assert ("orphan", "fact-orphan.md") in kinds
+    assert ("uncommitted", "fact-person.md") in kinds
+    assert ("temp-file", temp.name) in kinds
+    assert ("stale-lock", "index.lock") in kinds
+
+    code, out = run("--vault", str(vault_path), "doctor", "--fix", "--format", "json")
+    data = json.loads(out)
+    assert code == 0, out
+    assert {(f["kind"], Path(f["path"]).name) for f in data["findings"]} == {("uncommitted", "fact-person.md")}
+    assert not lock.exists() and list((vault_path / ".git" / "am" / "stale-locks").iterdir())
+    assert not temp.exists()
+    assert "facts/2026/11/01/fact-orphan.md" in run_git(vault_path, "ls-files")
+    assert (facts / "fact-person.md").read_text().endswith("My draft.\n")
+    assert run_git(vault_path, "status", "--porcelain").strip() == "?? facts/2026/11/01/fact-person.md"
+    fsck_clean(vault_path)
+
+
+def test_doctor_reports_a_branch_moved_back_and_restores_it(alpha: Vault, vault_path: Path) -> None:
+    alpha.add_fact("Will be reset away.", topics=["project-alpha"], id="fact-reset")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")
+    code, out = run("--vault", str(vault_path), "doctor")
+    assert code == 1 and "branch-moved-back" in out
+    code, out = run("--vault", str(vault_path), "doctor", "--fix")
+    assert code == 0 and "restored 1 of 1" in out
+    assert any(p.endswith("fact-reset.md") for p in fact_files(vault_path))
+
+
+# ------------------------------------------------------------------ stale and fresh Git locks during a write
+
+
+def _add(vault_path: Path, text: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(vault_path), "fact", "add", text,
+                           "--topic", "project-alpha"], capture_output=True, text=True,
+                          env=subprocess_env(**env))
+
+
+@pytest.mark.parametrize("lock_name", ["index.lock", "refs/heads/main.lock"])
+def test_stale_git_lock_is_moved_aside_with_a_warning(alpha: Vault, vault_path: Path, lock_name: str) -> None:
+    lock = vault_path / ".git" / lock_name
+    lock.write_text("")
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    before = run_git(vault_path, "rev-parse", "HEAD").strip()
+    proc = _add(vault_path, "Written past a stale lock.", AM_GIT_LOCK_STALE="60", AM_GIT_LOCK_WAIT="2")
+    assert proc.returncode == 0, proc.stderr
+    assert "stale Git lock" in proc.stderr and lock.name in proc.stderr
+    assert not lock.exists()
+    assert any(p.name.startswith(lock.name) for p in (vault_path / ".git" / "am" / "stale-locks").iterdir())
+    assert run_git(vault_path, "rev-parse", "HEAD~1").strip() == before
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+
+
+def test_fresh_ref_lock_fails_clearly_and_changes_nothing(alpha: Vault, vault_path: Path) -> None:
+    lock = vault_path / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_text("")
+    before = run_git(vault_path, "rev-parse", "HEAD").strip()
+    proc = _add(vault_path, "Blocked by a fresh lock.", AM_GIT_LOCK_STALE="600", AM_GIT_LOCK_WAIT="0.5")
+    assert proc.returncode == 8, proc.stderr
+    assert str(lock) in proc.stderr
+    assert lock.exists()
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == before
+    # The work-tree file it wrote first was put back: nothing is left behind.
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    lock.unlink()
+    assert _add(vault_path, "Next write.").returncode == 0
+
+
+def test_fresh_index_lock_commits_and_doctor_repairs_the_index(alpha: Vault, vault_path: Path) -> None:
+    lock = vault_path / ".git" / "index.lock"
+    lock.write_text("")
+    proc = _add(vault_path, "Committed though the index is locked.", AM_GIT_LOCK_STALE="600",
+                AM_GIT_LOCK_WAIT="0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "index was not updated" in proc.stderr and "am doctor --fix" in proc.stderr
+    assert lock.exists()
+    assert "Committed though" in run_git(vault_path, "show", "HEAD", "--format=")
+    lock.unlink()
+    ok("--vault", str(vault_path), "doctor", "--fix")
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
