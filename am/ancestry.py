@@ -11,6 +11,7 @@ The world's history is walked once per slice and kept in memory per
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -41,17 +42,31 @@ class CommitGraph:
             _HISTORY_CACHE[key] = history
         self.history = history
         self._resolved: dict[str, str | None] = {}
+        self._sorted: list[str] | None = None
 
     def contains(self, commit: str) -> bool | None:
         """Return whether a commit (id, prefix, tag) is in the history; None if the clone lacks it."""
         if commit in self.history:
             return True
         if commit not in self._resolved:
-            self._resolved[commit] = self.store.find_commit(commit)
+            self._resolved[commit] = self._in_history(commit) or self.store.find_commit(commit)
         full = self._resolved[commit]
         if full is None:
             return None
         return full in self.history
+
+    def _in_history(self, prefix: str) -> str | None:
+        """Return the one history commit a hex prefix names (bisect; no object lookups)."""
+        prefix = prefix.lower()
+        if len(prefix) < 4 or len(prefix) >= 40 or not all(c in "0123456789abcdef" for c in prefix):
+            return None
+        if self._sorted is None:
+            self._sorted = sorted(self.history)
+        i = bisect.bisect_left(self._sorted, prefix)
+        found = self._sorted[i] if i < len(self._sorted) and self._sorted[i].startswith(prefix) else None
+        if found is None or (i + 1 < len(self._sorted) and self._sorted[i + 1].startswith(prefix)):
+            return None  # absent or ambiguous here: let Git decide
+        return found
 
 
 @dataclass(frozen=True)

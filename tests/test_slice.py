@@ -302,3 +302,27 @@ def test_fact_add_here_fills_the_world(alpha: Any, code: Path, monkeypatch: pyte
     # A slice run inside the clone takes its world from there too.
     here = am(alpha, "slice")
     assert "repo `project-alpha`, branch `main`" in here and record["id"] in shown_ids(here)
+
+
+def test_query_served_by_the_full_text_cache(demo: Any) -> None:
+    out = am(demo, "slice", "--query", "TTL", "--repo", "project-alpha", "--branch", "main")
+    assert "served by: full-text" in out and "vector: not configured" in out
+    assert shown_ids(out) == {"f-20260923-1210-8d2e41"}
+    zh = am(demo, "slice", "--query", "令牌桶", "--repo", "project-alpha", "--branch", "feat-rate-limit")
+    assert "served by: full-text" in zh and shown_ids(zh) == {"f-20261005-1630-e5d2aa"}
+    # A hit that does not hold in this world does not count: main has no token-bucket fact.
+    main = am(demo, "slice", "--query", "令牌桶", "--repo", "project-alpha", "--branch", "main")
+    assert "full-text: no match in this world" in main
+
+
+def test_plain_slice_does_not_import_graph_or_schema_libraries(demo: Any) -> None:
+    probe = (
+        "import sys\nfrom am.cli.main import main\n"
+        f"sys.argv = ['am', '--vault', {str(demo.root)!r}, 'slice', '--repo', 'project-alpha', '--branch', 'main']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('HEAVY:' + ','.join(m for m in ('networkx', 'jsonschema') if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=subprocess_env(),
+                          cwd=REPO_ROOT)
+    assert "# Context pack" in done.stdout, done.stderr
+    assert "HEAVY:\n" in done.stderr
