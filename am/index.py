@@ -666,7 +666,10 @@ class Index:
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
 
     def _sweep_due(self, meta: dict[str, str]) -> bool:
-        interval = float(os.environ.get("AM_CACHE_SWEEP", "300"))
+        # Spend at most ~1% of the time on sweeps: a sweep that took 30 ms (10k
+        # files) is due again after 3 s, one of 0.4 s (100k) after 40 s.
+        setting = os.environ.get("AM_CACHE_SWEEP")
+        interval = float(setting) if setting else max(2.0, 100 * float(meta.get("sweep_seconds") or 0.05))
         return time.time() - float(meta.get("swept_at") or 0) >= interval
 
     def _changed_dirs(self) -> list[tuple[str, int]]:
@@ -715,6 +718,7 @@ class Index:
 
     def _update(self, head: str | None, git_index: str, sweep: bool,
                 trusted_paths: Sequence[str]) -> tuple[int, int, int]:
+        began = time.perf_counter()
         meta = self._meta()  # again, under the lock: another process may have done the work
         old_head = meta.get("head") or None
         candidates: set[str] = set(trusted_paths)
@@ -759,8 +763,8 @@ class Index:
             row = self.conn.execute("SELECT blob FROM files WHERE path = ?", (path,)).fetchone()
             if row is not None and (head is None or self.store.blob_id(path, commit=head) != row[0]):
                 dirty.append(path)
-        self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty),
-                       **({"swept_at": str(time.time())} if sweep else {}))
+        swept = {"swept_at": str(time.time()), "sweep_seconds": f"{time.perf_counter() - began:.4f}"} if sweep else {}
+        self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty), **swept)
         return checked, len(changes) - removed, removed
 
     def _scan_dir(self, path: str, mtime: int) -> set[str]:
@@ -904,11 +908,14 @@ class Index:
             rows = self.conn.execute(sql, [expression, *args, limit]).fetchall()
         return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in rows]
 
-    def ids_with_prefix(self, prefix: str, *, limit: int = 20, statuses: Sequence[str] | None = None) -> list[Hit]:
-        """Return records whose id starts with ``prefix``, sorted by id."""
-        where, args = self._filters(statuses=statuses)
-        sql = ("SELECT id, path, type, status, created FROM records r WHERE id >= ? AND id < ? "
-               + "".join(f" AND {w}" for w in where) + " ORDER BY id, path LIMIT ?")
+    def ids_with_prefix(self, prefix: str, *, limit: int = 20, since: datetime | None = None,
+                        until: datetime | None = None, statuses: Sequence[str] | None = None,
+                        topic: str | None = None, repo: str | None = None,
+                        types: Sequence[str] | None = None) -> list[Hit]:
+        """Return records whose id starts with ``prefix`` and pass the filters, sorted by id."""
+        where, args = self._filters(topic=topic, statuses=statuses, repo=repo, types=types, since=since, until=until)
+        sql = ("SELECT r.id, r.path, r.type, r.status, r.created FROM records r WHERE r.id >= ? AND r.id < ?"
+               + "".join(f" AND {w}" for w in where) + " ORDER BY r.id, r.path LIMIT ?")
         rows = self.conn.execute(sql, [prefix, prefix + "\U0010ffff", *args, limit]).fetchall()
         return [Hit(i, PurePosixPath(p), t, s, c, 0.0) for i, p, t, s, c in rows]
 

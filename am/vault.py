@@ -147,6 +147,19 @@ class Vault:
 
     def close(self) -> None:
         """Release what the vault holds open."""
+        cache = self.__dict__.pop("_cache", None)
+        if cache is not None:
+            cache.close()
+
+    def cache(self) -> Any:
+        """Return the vault's cache (am/index.py), brought up to date; None when it cannot be used."""
+        from am.index import open_cache
+
+        return open_cache(self)
+
+    def _record_pairs(self, rtype: str) -> Any:
+        cache = self.cache()
+        return cache.records(type=rtype) if cache is not None else self.iter_records()
 
     def __enter__(self) -> Vault:
         return self
@@ -241,20 +254,20 @@ class Vault:
     def locate(self, record_id: str) -> PurePosixPath | None:
         """Return the path of the record with this id, or None."""
         check_id(record_id)
+        # A file named after the id that does not parse is raised, not skipped:
+        # "unknown topic" would send the user to create a twin of a broken file.
+        cache = self.cache()
+        if cache is not None:
+            found = cache.lookup(record_id)
+            for broken in cache.invalid_paths(record_id) if found is None else ():
+                self.read_path(broken)
+            return found  # type: ignore[no-any-return]
         for guess in self._guess_paths(record_id):
-            if (self.root / guess).is_file():
-                try:
-                    if self.read_path(guess).id == record_id:
-                        return guess
-                except InvalidRecordError:
-                    pass
+            if (self.root / guess).is_file() and self.read_path(guess).id == record_id:
+                return guess
         for path in self.iter_record_paths():
-            if path.stem == record_id:
-                try:
-                    if self.read_path(path).id == record_id:
-                        return path
-                except InvalidRecordError:
-                    continue
+            if path.stem == record_id and self.read_path(path).id == record_id:
+                return path
         for path, record in self.iter_records():
             if record.id == record_id:
                 return path
@@ -296,14 +309,14 @@ class Vault:
 
     def list_topics(self, *, kind: str | None = None) -> list[Topic]:
         """Return topics, sorted by id."""
-        out = [r for _, r in self.iter_records() if isinstance(r, Topic) and (kind is None or r.kind == kind)]
+        out = [r for _, r in self._record_pairs("topic") if isinstance(r, Topic) and (kind is None or r.kind == kind)]
         return sorted(out, key=lambda t: t.id)
 
     def list_facts(self, *, topic: str | None = None, status: str | None = None,
                    repo: str | None = None) -> list[Fact]:
         """Return facts, oldest first."""
         out = [
-            r for _, r in self.iter_records()
+            r for _, r in self._record_pairs("fact")
             if isinstance(r, Fact)
             and (topic is None or topic in r.topics)
             and (status is None or r.status == status)
@@ -314,7 +327,7 @@ class Vault:
     def list_relations(self, *, topic: str | None = None, status: str | None = None) -> list[Relation]:
         """Return relations, sorted by id."""
         out = [
-            r for _, r in self.iter_records()
+            r for _, r in self._record_pairs("relation")
             if isinstance(r, Relation)
             and (topic is None or topic in (r.from_, r.to))
             and (status is None or r.status == status)
@@ -364,6 +377,9 @@ class Vault:
 
     def _after_write(self, commit: str, paths: Sequence[PurePosixPath]) -> None:
         """Bring derived state up to date after a write (the cache hooks in here)."""
+        cache = self.__dict__.get("_cache")
+        if cache is not None:
+            cache.after_commit(commit, paths)
 
     def _base_of(self, path: PurePosixPath) -> str | None:
         return self.store.blob_id(path)

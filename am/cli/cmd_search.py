@@ -1,0 +1,169 @@
+"""`am search` and `am index`: full-text search, and the cache behind it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from am.cli.context import FORMAT_OPTION, emit_json, open_vault
+
+
+def progress_bar(label: str = "indexing") -> Callable[[int, int], None]:
+    """Return a progress callback that shows a bar on stderr once the work passes one second."""
+    began = time.monotonic()
+    state: dict[str, Any] = {"bar": None, "done": 0}
+
+    def update(done: int, total: int) -> None:
+        bar = state["bar"]
+        if bar is None:
+            if time.monotonic() - began < 1.0 or done >= total:
+                return
+            bar = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+            state["bar"] = bar
+        bar.update(done - state["done"])
+        state["done"] = done
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    return update
+
+
+def _cache(ctx: click.Context) -> Any:
+    from am.errors import AmError
+    from am.index import Index
+
+    vault = open_vault(ctx)
+    # A rebuild started by this command shows the bar (the library only calls back).
+    Index.progress_hook = progress_bar
+    cache = vault.cache()
+    if cache is None:
+        raise AmError("the search cache cannot be opened (see the warning above)",
+                      hint="check that .am/cache/ is writable, then run: am index rebuild")
+    return cache
+
+
+@click.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--topic", metavar="ID", help="Only records about this topic (a fact's topics, a relation's ends).")
+@click.option("--status", default=None, help="Only records with this status (default: all but superseded/expired).")
+@click.option("--repo", metavar="NAME", help="Only records of this code repository (and those with no repo).")
+@click.option("--since", metavar="WHEN", help="Created at or after: ISO date/time or a phrase (yesterday, 上周).")
+@click.option("--until", metavar="WHEN", help="Created before: ISO date/time or a phrase.")
+@click.option("--include-superseded", is_flag=True, help="Also show superseded and expired records.")
+@click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
+@FORMAT_OPTION
+@click.pass_context
+def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status: str | None, repo: str | None,
+           since: str | None, until: str | None, include_superseded: bool, limit: int, fmt: str) -> None:
+    """Search facts, topics and relations (English, Chinese, Japanese; BM25 ranking).
+
+    Time phrases in the query narrow the date range and are not searched for:
+    today, yesterday, last week, this month, 3 days ago, 2 weeks ago, ISO dates
+    and ranges; 今天, 昨天, 上周, 本月, 3天前; 昨日, 先週, 3日前. A word that looks
+    like an id (f-2026, project-alpha) also matches ids starting with it.
+
+    Example: am search 限流 last week --topic project-alpha
+    """
+    from am.search import search as run_search
+
+    cache = _cache(ctx)
+    result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,
+                        include_superseded=include_superseded, limit=limit)
+    vault = open_vault(ctx)
+    if fmt == "json":
+        emit_json({
+            "query": result.query,
+            "text": result.text,
+            "range": None if result.range is None else {
+                "since": result.range.since.isoformat() if result.range.since else None,
+                "until": result.range.until.isoformat() if result.range.until else None,
+                "phrase": result.range.phrase,
+            },
+            "ignored_phrases": list(result.ignored),
+            "statuses": list(result.statuses),
+            "hits": [{
+                "id": h.id, "type": h.type, "status": h.status, "title": h.title, "topics": list(h.topics),
+                "created": h.created, "path": str(h.path), "file": str(vault.root / h.path),
+                "snippet": h.snippet, "rank": round(h.rank, 4),
+            } for h in result.hits],
+        })
+        return
+    if result.range is not None:
+        click.echo(f"range: {result.range.describe()}")
+    for phrase in result.ignored:
+        click.echo(f"note: only the first time phrase narrows the range; ignored {phrase!r}")
+    if not result.hits:
+        hidden = "" if status or include_superseded else " (superseded and expired are hidden; --include-superseded)"
+        click.echo(f"no results{hidden}")
+        return
+    for h in result.hits:
+        day = (h.created or "")[:10]
+        about = h.title if h.type == "topic" else "topics: " + ", ".join(h.topics)
+        click.echo(f"{click.style(h.id, bold=True)}  {h.type}  {h.status}  {day}  {about}")
+        click.echo(f"  {h.snippet}")
+        click.echo(f"  {h.path}")
+
+
+@click.group("index")
+def index() -> None:
+    """The cache behind search and lookups (.am/cache/index.sqlite; safe to delete).
+
+    Example: am index status
+    """
+
+
+@index.command("rebuild")
+@FORMAT_OPTION
+@click.pass_context
+def rebuild(ctx: click.Context, fmt: str) -> None:
+    """Rebuild the cache from the files (it normally updates itself).
+
+    Example: am index rebuild
+    """
+    cache = _cache(ctx)
+    began = time.perf_counter()
+    files = cache.rebuild(progress=progress_bar("rebuilding"))
+    seconds = time.perf_counter() - began
+    if fmt == "json":
+        emit_json({"files": files, "seconds": round(seconds, 3)})
+    else:
+        click.echo(f"rebuilt the cache from {files} files in {seconds:.1f} s")
+
+
+@index.command("status")
+@FORMAT_OPTION
+@click.pass_context
+def status(ctx: click.Context, fmt: str) -> None:
+    """Show what the cache holds: counts, the commit it reflects, files it could not read.
+
+    Example: am index status --format json
+    """
+    cache = _cache(ctx)
+    st = cache.status()
+    data = {
+        "path": str(st.path), "schema": st.schema, "head": st.head, "records": st.counts, "files": st.files,
+        "invalid": [{"path": p, "error": e} for p, e in st.invalid], "uncommitted": st.dirty,
+        "duplicate_ids": st.duplicates, "bytes": st.bytes, "rebuilt": cache.rebuilt,
+    }
+    if fmt == "json":
+        emit_json(data)
+        return
+    counts = ", ".join(f"{n} {t}s" for t, n in sorted(st.counts.items())) or "no records"
+    click.echo(f"{st.path}  ({st.bytes / 1048576:.1f} MiB, schema {st.schema})")
+    click.echo(f"reflects commit {st.head[:10] if st.head else '(none)'} plus the working tree: {counts}")
+    if cache.rebuilt:
+        click.echo(f"rebuilt just now: {cache.rebuilt}")
+    for path in st.dirty:
+        click.echo(f"  uncommitted: {path}")
+    for path, error in st.invalid:
+        click.echo(f"  not a record: {error}")
+    for rid in st.duplicates:
+        click.echo(f"  duplicate id: {rid}")
+
+
+COMMANDS = [search, index]

@@ -1,0 +1,311 @@
+"""The cache: incremental updates equal a fresh rebuild, corruption is repaired, lookups go through it.
+
+Each scenario changes the vault the way a person or Git would (the git CLI is
+the independent actor), lets the cache catch up incrementally, and compares
+everything it holds with a cache built from scratch in another folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from am.index import Index, body_links, segment
+from am.links import link_targets
+from am.textseg import segment_for_index
+from am.vault import Vault
+from tests.conftest import subprocess_env
+
+
+def fact_text(fid: str, body: str, *, topics: str = "[project-alpha]", status: str = "active",
+              created: str = "2026-09-23T12:00:00+08:00") -> str:
+    return (f"---\ntype: fact\nid: {fid}\ntopics: {topics}\nstatus: {status}\nconfidence: high\n"
+            f"provenance: human\ncreated: {created}\n---\n{body}\n")
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def fresh_dump(vault_path: Path, tmp_path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Return the content of a cache built from scratch over a copy of the vault."""
+    copy = tmp_path / f"copy-{len(list(tmp_path.glob('copy-*')))}"
+    shutil.copytree(vault_path, copy, ignore=shutil.ignore_patterns("cache"))
+    with Vault.open(copy) as v:
+        index = Index.open(v)
+        try:
+            assert index.rebuilt == "missing"
+            return index.dump()
+        finally:
+            index.close()
+
+
+def assert_same_as_fresh(index: Index, vault_path: Path, tmp_path: Path) -> None:
+    result = index.refresh()
+    assert result.rebuilt is None
+    mine, fresh = index.dump(), fresh_dump(vault_path, tmp_path)
+    for table in fresh:
+        assert mine[table] == fresh[table], table
+
+
+@pytest.fixture
+def seeded(alpha: Vault, vault_path: Path, git: Callable[..., str]) -> Vault:
+    """Return a vault with a topic, three facts (English, Chinese, Japanese) and a relation, committed."""
+    alpha.add_topic(title="Redis", kind="tool", id="tool-redis", aliases=["缓存"])
+    alpha.add_fact("Alpha keeps sessions in [[tool-redis]]; see [[ghost-topic]].", topics=["project-alpha"],
+                   id="fact-sessions")
+    alpha.add_fact("主分支上没有限流，查询走从库。", topics=["project-alpha"], id="fact-zh")
+    alpha.add_fact("先週のデプロイで障害が発生した。", topics=["project-alpha"], id="fact-ja")
+    alpha.add_relation("project-alpha", "depends-on", "tool-redis")
+    return alpha
+
+
+def test_lookup_and_lists_go_through_the_cache(seeded: Vault, vault_path: Path) -> None:
+    cache = seeded.cache()
+    assert cache is not None
+    assert (vault_path / ".am/cache/index.sqlite").is_file()
+    assert seeded.locate("fact-zh") == cache.lookup("fact-zh")
+    assert str(seeded.locate("fact-zh")).endswith("/fact-zh.md")
+    assert seeded.locate("nothing-here") is None
+    assert [t.id for t in seeded.list_topics()] == ["project-alpha", "tool-redis"]
+    assert {f.id for f in seeded.list_facts()} == {"fact-sessions", "fact-zh", "fact-ja"}
+    assert [r.id for r in seeded.list_relations(topic="tool-redis")] == ["project-alpha--depends-on--tool-redis"]
+    # The same records a scan of the files gives.
+    scanned = sorted((str(p), r) for p, r in seeded.iter_records())
+    assert sorted((str(p), r) for p, r in cache.records()) == scanned
+
+
+def test_own_write_updates_the_cache_in_the_same_step(seeded: Vault, git: Callable[..., str]) -> None:
+    cache = seeded.cache()
+    result = seeded.add_fact("Batch lookups landed.", topics=["project-alpha"], id="fact-batch")
+    assert cache.head == result.commit == git("rev-parse", "HEAD").strip()
+    assert cache.lookup("fact-batch") == result.paths[0]
+    assert cache.refresh().checked == 0  # nothing left to do
+
+
+def test_unchanged_vault_reads_no_file(seeded: Vault) -> None:
+    cache = seeded.cache()
+    cache.refresh(full=True)
+    result = cache.refresh()
+    assert (result.checked, result.changed, result.removed) == (0, 0, 0)
+
+
+def test_links_and_dangling(seeded: Vault) -> None:
+    links = seeded.cache().links(source="fact-sessions")
+    assert [(link.target, link.dangling) for link in links] == [("ghost-topic", True), ("tool-redis", False)]
+    assert [link.source for link in seeded.cache().links(dangling=True)] == ["fact-sessions"]
+
+
+# ---------------------------------------------------------------- incremental == fresh
+
+
+def test_add_modify_delete_by_hand_commit(seeded: Vault, vault_path: Path, tmp_path: Path,
+                                          git: Callable[..., str]) -> None:
+    index = seeded.cache()
+    write(vault_path, "facts/2026/09/24/fact-new.md", fact_text("fact-new", "A new one about [[tool-redis]]."))
+    git("add", "-A")
+    git("commit", "-qm", "add")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-new") is not None
+    path = vault_path / str(seeded.locate("fact-zh"))
+    path.write_text(path.read_text(encoding="utf-8").replace("没有限流", "已经限流"), encoding="utf-8")
+    git("commit", "-qam", "modify")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    git("rm", "-q", str(seeded.locate("fact-ja")))
+    git("commit", "-qm", "delete")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-ja") is None
+
+
+def test_rename(seeded: Vault, vault_path: Path, tmp_path: Path, git: Callable[..., str]) -> None:
+    index = seeded.cache()
+    old = str(seeded.locate("fact-zh"))
+    git("mv", old, "facts/moved-by-hand.md")
+    git("commit", "-qm", "rename")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-zh") == PurePosixPath("facts/moved-by-hand.md")
+
+
+def test_branch_switch_reset_and_merge(seeded: Vault, vault_path: Path, tmp_path: Path,
+                                       git: Callable[..., str]) -> None:
+    index = seeded.cache()
+    git("switch", "-qc", "feat")
+    write(vault_path, "facts/2026/10/01/fact-feat.md", fact_text("fact-feat", "Only on the branch."))
+    git("add", "-A")
+    git("commit", "-qm", "feat")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    git("switch", "-q", "main")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-feat") is None
+    write(vault_path, "facts/2026/10/02/fact-main.md", fact_text("fact-main", "On main meanwhile."))
+    git("add", "-A")
+    git("commit", "-qm", "main")
+    git("merge", "-q", "--no-edit", "feat")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-feat") is not None and index.lookup("fact-main") is not None
+    git("reset", "-q", "--hard", "HEAD~3")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-feat") is None
+
+
+def test_uncommitted_hand_edits(seeded: Vault, vault_path: Path, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    index = seeded.cache()
+    # A new, untracked file changes its folder: found without a sweep.
+    write(vault_path, "facts/2026/09/23/fact-untracked.md", fact_text("fact-untracked", "Not committed."))
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.status().dirty == ["facts/2026/09/23/fact-untracked.md"]
+    # Saved again, in place: a known dirty file is re-checked on every command.
+    write(vault_path, "facts/2026/09/23/fact-untracked.md", fact_text("fact-untracked", "Edited again."))
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    # An in-place edit of a clean tracked file is found by the sweep.
+    monkeypatch.setenv("AM_CACHE_SWEEP", "0")
+    rel = str(seeded.locate("fact-sessions"))
+    path = vault_path / rel
+    path.write_text(path.read_text(encoding="utf-8").replace("keeps sessions", "keeps tokens"), encoding="utf-8")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert rel in index.status().dirty
+    # Deleted without Git.
+    path.unlink()
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-sessions") is None
+
+
+def test_broken_file_is_listed_and_lookup_names_it(seeded: Vault, vault_path: Path, tmp_path: Path) -> None:
+    write(vault_path, "topics/tool-broken.md", "---\ntype: topic\nid: [oops\n---\n")
+    index = seeded.cache()
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert [p for p, _ in index.status().invalid] == ["topics/tool-broken.md"]
+    from am.errors import InvalidRecordError
+
+    with pytest.raises(InvalidRecordError):
+        seeded.locate("tool-broken")
+
+
+def test_another_process_sees_the_same(seeded: Vault, vault_path: Path) -> None:
+    seeded.close()
+    code = ("import sys; from am.vault import Vault\n"
+            f"v = Vault.open({str(vault_path)!r}); print(v.cache().lookup('fact-ja')); v.close()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("fact-ja.md")
+
+
+# ---------------------------------------------------------------- corruption
+
+
+def _damage(db: Path, mode: str) -> None:
+    data = db.read_bytes()
+    if mode == "garbage-header":
+        db.write_bytes(b"this is not sqlite" + data[18:])
+    elif mode == "truncated":
+        db.write_bytes(data[: len(data) // 2 + 100])
+    elif mode == "flipped-page":
+        page = 4096
+        middle = (len(data) // page // 2) * page
+        db.write_bytes(data[:middle] + bytes(b ^ 0xFF for b in data[middle:middle + page]) + data[middle + page:])
+    elif mode == "zero-length":
+        db.write_bytes(b"")
+    else:
+        raise AssertionError(mode)
+
+
+@pytest.mark.parametrize("mode", ["garbage-header", "truncated", "flipped-page", "zero-length"])
+def test_corrupt_file_is_moved_aside_and_rebuilt(seeded: Vault, vault_path: Path, tmp_path: Path,
+                                                 mode: str) -> None:
+    seeded.close()
+    db = vault_path / ".am/cache/index.sqlite"
+    _damage(db, mode)
+    with Vault.open(vault_path) as v:
+        index = v.cache()
+        assert index.rebuilt is not None
+        assert index.lookup("fact-zh") is not None
+        assert index.dump() == fresh_dump(vault_path, tmp_path)
+    if mode != "zero-length":
+        assert list((vault_path / ".am/cache/aside").glob("index.sqlite.*"))
+
+
+def test_deleted_wal_loses_only_what_git_can_redo(seeded: Vault, vault_path: Path, tmp_path: Path) -> None:
+    seeded.close()
+    # A process writes to the cache and dies without closing it: the WAL holds its work.
+    code = ("import os; from am.vault import Vault\n"
+            f"v = Vault.open({str(vault_path)!r}, actor='tester')\n"
+            "v.add_fact('Written just before the crash.', topics=['project-alpha'], id='fact-crash')\n"
+            "os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env())
+    assert out.returncode == 0, out.stderr
+    wal = vault_path / ".am/cache/index.sqlite-wal"
+    assert wal.exists() and wal.stat().st_size > 0
+    wal.unlink()
+    with Vault.open(vault_path) as v:
+        index = v.cache()
+        assert index.lookup("fact-crash") is not None
+        assert index.dump() == fresh_dump(vault_path, tmp_path)
+
+
+def test_older_format_is_rebuilt(seeded: Vault, vault_path: Path) -> None:
+    cache = seeded.cache()
+    cache.conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    seeded.close()
+    with Vault.open(vault_path) as v:
+        assert v.cache().rebuilt == "older format 0"
+        assert v.cache().lookup("fact-zh") is not None
+
+
+def test_missing_cache_folder_is_rebuilt(seeded: Vault, vault_path: Path) -> None:
+    seeded.close()
+    shutil.rmtree(vault_path / ".am/cache")
+    with Vault.open(vault_path) as v:
+        assert v.cache().rebuilt == "missing"
+        assert len(v.list_facts()) == 3
+
+
+def test_unreadable_cache_falls_back_to_the_files(seeded: Vault, vault_path: Path) -> None:
+    seeded.close()
+    shutil.rmtree(vault_path / ".am/cache")
+    (vault_path / ".am/cache").write_text("a file where the folder should be")
+    with Vault.open(vault_path) as v:
+        assert v.cache() is None
+        assert str(v.locate("fact-zh")).endswith("fact-zh.md")
+        assert len(v.list_facts()) == 3
+    (vault_path / ".am/cache").unlink()
+
+
+# ---------------------------------------------------------------- fast paths equal the reference
+
+
+_TEXT = st.text(alphabet=st.sampled_from(list("ab Z9_-.,，。限流查询先週のデプロイ한국ｶﾀ１\n\t々〆") + ["é", "²"]), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+def test_segment_equals_textseg(text: str) -> None:
+    assert segment(text) == segment_for_index(text)
+
+
+_MD = st.lists(st.sampled_from(list("[]|#:ab-x `<>\\&~\n*") + ["[[a]]", "[[b|c]]", "    ", "[[v:d]]", "\n\n"]),
+               max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MD)
+def test_body_links_equal_links_module(body: str) -> None:
+    mine = [f"{v}:{t}" if v else t for t, v in body_links(body)]
+    assert mine == link_targets(body)
+
+
+def test_progress_is_reported_on_rebuild(seeded: Vault) -> None:
+    calls: list[tuple[int, int]] = []
+    seeded.cache().rebuild(progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1][0] == calls[-1][1] == 6
+    assert os.path.exists(seeded.cache().path)
