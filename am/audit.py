@@ -76,8 +76,8 @@ def entry_of(store: Any, info: Any) -> LogEntry:
     trailers: dict[str, list[str]] = {}
     for key, value in info.trailers():
         trailers.setdefault(key, []).append(value)
-    op = (trailers.get("Am-Op") or [None])[0]
-    reason = (trailers.get("Reason") or [None])[0]
+    op = trailers["Am-Op"][0] if trailers.get("Am-Op") else None
+    reason = trailers["Reason"][0] if trailers.get("Reason") else None
     extra = {k: v for k, v in trailers.items() if k.startswith("Am-") and k not in ("Am-Op", "Am-Record", "Am-Actor")}
     if op is None:
         records = _record_ids_changed(store, info.id) if len(info.parents) <= 1 else ()

@@ -314,10 +314,25 @@ class GitStore:
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError, TypeError):
             return None
 
-    def ancestors(self, tip: str) -> set[str]:
-        """Return ``tip`` and every commit reachable from it, walking the history once."""
+    def ancestors(self, tip: str, *, known: str | None = None) -> set[str]:
+        """Return ``tip`` and every commit reachable from it, walking the history once.
+
+        With ``known`` (an ancestor whose history the caller already has), walk
+        only the commits reachable from ``tip`` and not from ``known``.
+        """
         walker = self.repo.walk(tip, pygit2.enums.SortMode.NONE)
+        if known is not None:
+            walker.hide(known)
         return {str(c.id) for c in walker}
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Return whether ``ancestor`` is ``descendant`` or reachable from it."""
+        if ancestor == descendant:
+            return True
+        try:
+            return bool(self.repo.descendant_of(descendant, ancestor))
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
 
     def last_commit_at(self, moment: float, *, start: str | None = None) -> str | None:
         """Return the newest commit reachable from ``start`` (HEAD) committed at or before a Unix time."""
@@ -659,13 +674,13 @@ class GitStore:
         for entry in tree:
             path = f"{prefix}{entry.name}"
             if entry.type_str == "tree":
-                yield from self._all_files(self.repo[entry.id], path + "/")
+                yield from self._all_files(self.repo[entry.id].peel(pygit2.Tree), path + "/")
             elif entry.type_str == "blob":
                 yield path, entry.id
 
     def _tree_of(self, commit: str | None) -> pygit2.Tree:
         if commit is None:
-            return self.repo[self.repo.TreeBuilder().write()]
+            return self.repo[self.repo.TreeBuilder().write()].peel(pygit2.Tree)
         return self.repo[commit].peel(pygit2.Tree)
 
     def revert_tree(self, commit: str, onto: str) -> str:
@@ -716,8 +731,8 @@ class GitStore:
             base_tree = self._tree_of(tip)
             if tree_id == str(base_tree.id):
                 return None
-            new_tree = self.repo[tree_id]
-            diff = self.repo.diff(base_tree, new_tree)
+            new_tree = self.repo[tree_id].peel(pygit2.Tree)
+            diff = self.repo.diff(base_tree, new_tree)  # type: ignore[call-overload]
             writes: list[tuple[PurePosixPath, pygit2.Oid, str | None]] = []
             removes: list[tuple[PurePosixPath, str]] = []
             for delta in diff.deltas:

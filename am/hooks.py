@@ -254,9 +254,10 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
         if PurePosixPath(p).stem not in renamed_ids:
             out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
                       "but Git history keeps it\n")
-    for issue in report.warnings:
-        out.write(f"am: {issue.describe()}\n")
     if refused:
+        # Warnings ride along with a refusal; on success post-commit prints them once.
+        for issue in report.warnings:
+            out.write(f"am: {issue.describe()}\n")
         out.write("am: commit refused; the staged records break the vault's format:\n")
         for line in refused:
             out.write(f"  {line}\n")
