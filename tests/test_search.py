@@ -1,0 +1,171 @@
+"""Search: Chinese, Japanese and mixed queries, status hiding, id prefixes, time phrases, the command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.search import search, snippet
+from am.vault import Vault
+from tests.conftest import subprocess_env
+
+NOW = datetime.fromisoformat("2026-11-29T12:00:00+08:00")  # a Sunday
+
+
+def fact(fid: str, body: str, created: str, *, status: str = "active", topics: str = "[project-alpha]",
+         extra: str = "") -> tuple[str, str]:
+    day = created[:10].replace("-", "/")
+    text = (f"---\ntype: fact\nid: {fid}\ntopics: {topics}\nstatus: {status}\nconfidence: high\n"
+            f"provenance: human\n{extra}created: {created}\n---\n{body}\n")
+    return f"facts/{day}/{fid}.md", text
+
+
+FACTS = [
+    fact("fact-zh-limit", "主分支上没有限流，查询走从库。", "2026-11-28T10:00:00+08:00"),
+    fact("fact-zh-cache", "会话缓存三十分钟过期。", "2026-11-26T09:00:00+08:00"),
+    fact("fact-ja-deploy", "先週のデプロイで障害が発生した。", "2026-11-18T15:00:00+08:00"),
+    fact("fact-mixed", "Alpha 在 feat-rate-limit 分支上启用了限流 (Token Bucket).", "2026-11-03T08:00:00+08:00",
+         extra="repo: project-alpha\n"),
+    fact("fact-en-old", "Alpha has no Rate Limit on main.", "2026-10-01T08:00:00+08:00", status="superseded",
+         extra="superseded_by: fact-mixed\n"),
+    fact("fact-en-expired", "Redis was the session store.", "2026-09-01T08:00:00+08:00", status="expired"),
+    fact("fact-other-topic", "Redis 查询超时五秒。", "2026-11-27T08:00:00+08:00", topics="[tool-redis]",
+         extra="repo: project-beta\n"),
+]
+
+
+@pytest.fixture
+def corpus(alpha: Vault, vault_path: Path, git: Callable[..., str]) -> Vault:
+    alpha.add_topic(title="Redis", kind="tool", id="tool-redis", aliases=["缓存服务"])
+    for rel, text in FACTS:
+        path = vault_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    git("add", "-A")
+    git("commit", "-qm", "facts by hand")
+    alpha.cache().refresh()  # the open vault refreshes at most once a second by itself
+    return alpha
+
+
+def ids(vault: Vault, query: str, **kw: object) -> list[str]:
+    return sorted(h.id for h in search(vault.cache(), query, at=NOW, **kw).hits)  # type: ignore[arg-type]
+
+
+def test_two_character_chinese_words_inside_running_text(corpus: Vault) -> None:
+    assert ids(corpus, "限流") == ["fact-mixed", "fact-zh-limit"]
+    assert ids(corpus, "查询") == ["fact-other-topic", "fact-zh-limit"]
+    assert ids(corpus, "缓存") == ["fact-zh-cache", "tool-redis"]  # a topic's alias counts
+    assert ids(corpus, "从库") == ["fact-zh-limit"]
+    # Not across punctuation: "限流，查询" holds no "流查".
+    assert ids(corpus, "流查") == []
+
+
+def test_japanese(corpus: Vault) -> None:
+    assert ids(corpus, "障害") == ["fact-ja-deploy"]
+    assert ids(corpus, "デプロイ") == ["fact-ja-deploy"]
+
+
+def test_mixed_and_english_case_insensitive(corpus: Vault) -> None:
+    assert ids(corpus, "Alpha 限流") == ["fact-mixed"]
+    assert ids(corpus, "token bucket") == ["fact-mixed"]
+    assert ids(corpus, "REDIS") == ["fact-other-topic", "tool-redis"]
+
+
+def test_superseded_and_expired_hidden_unless_asked(corpus: Vault) -> None:
+    assert ids(corpus, "rate limit") == ["fact-mixed"]
+    assert ids(corpus, "rate limit", include_superseded=True) == ["fact-en-old", "fact-mixed"]
+    assert ids(corpus, "redis", include_superseded=True) == ["fact-en-expired", "fact-other-topic", "tool-redis"]
+    assert ids(corpus, "redis", status="expired") == ["fact-en-expired"]
+
+
+def test_id_prefix(corpus: Vault) -> None:
+    assert ids(corpus, "fact-zh") == ["fact-zh-cache", "fact-zh-limit"]
+    assert ids(corpus, "tool-red") == ["tool-redis"]
+
+
+def test_filters(corpus: Vault) -> None:
+    assert ids(corpus, "查询", topic="tool-redis") == ["fact-other-topic"]
+    # A record without a repo holds in every repo.
+    assert ids(corpus, "限流", repo="project-alpha") == ["fact-mixed", "fact-zh-limit"]
+    assert ids(corpus, "查询", repo="project-alpha") == ["fact-zh-limit"]
+
+
+@pytest.mark.parametrize("phrase", ["yesterday", "昨天", "昨日"])
+def test_yesterday_in_three_languages(corpus: Vault, phrase: str) -> None:
+    result = search(corpus.cache(), f"{phrase} 限流", at=NOW)
+    assert [h.id for h in result.hits] == ["fact-zh-limit"]
+    assert result.text == "限流"
+    assert result.range is not None
+    assert (result.range.since, result.range.until) == (datetime.fromisoformat("2026-11-28T00:00:00+08:00"),
+                                                        datetime.fromisoformat("2026-11-29T00:00:00+08:00"))
+
+
+@pytest.mark.parametrize("phrase", ["last week", "上周", "先週"])
+def test_last_week_in_three_languages(corpus: Vault, phrase: str) -> None:
+    # Only a time phrase: every record of that week, newest first (topics were made today, in real time).
+    assert [h.id for h in search(corpus.cache(), phrase, at=NOW, types=("fact",)).hits] == ["fact-ja-deploy"]
+
+
+@pytest.mark.parametrize("phrase", ["3 days ago", "3天前", "3日前"])
+def test_days_ago_in_three_languages(corpus: Vault, phrase: str) -> None:
+    assert [h.id for h in search(corpus.cache(), phrase, at=NOW, types=("fact",)).hits] == ["fact-zh-cache"]
+
+
+def test_iso_range_and_since_until(corpus: Vault) -> None:
+    assert ids(corpus, "2026-11-01..2026-11-27 限流") == ["fact-mixed"]
+    assert ids(corpus, "限流", since="2026-11-10") == ["fact-zh-limit"]
+    assert ids(corpus, "限流", until="2026-11-10") == ["fact-mixed"]
+    assert ids(corpus, "this month", types=("fact",)) == [
+        "fact-ja-deploy", "fact-mixed", "fact-other-topic", "fact-zh-cache", "fact-zh-limit"]
+
+
+def test_snippet_marks_the_match() -> None:
+    assert snippet("主分支上没有限流，查询走从库。", ["限流"]) == "主分支上没有**限流**，查询走从库。"
+    long = "word " * 100 + "needle " + "word " * 100
+    cut = snippet(long, ["needle"])
+    assert "**needle**" in cut and cut.startswith("…") and cut.endswith("…") and len(cut) < 200
+
+
+def test_search_command_json_and_text(corpus: Vault, vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AM_NOW", NOW.isoformat())
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--vault", str(vault_path), "search", "限流", "yesterday", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert [h["id"] for h in data["hits"]] == ["fact-zh-limit"]
+    hit = data["hits"][0]
+    assert hit["path"] == "facts/2026/11/28/fact-zh-limit.md" and hit["file"].endswith(hit["path"])
+    assert hit["topics"] == ["project-alpha"] and "**限流**" in hit["snippet"]
+    assert data["range"]["since"].startswith("2026-11-28T00:00:00")
+    out = runner.invoke(cli, ["--vault", str(vault_path), "search", "rate", "limit"])
+    assert out.exit_code == 0
+    assert "fact-mixed" in out.output and "fact-en-old" not in out.output
+    assert "facts/2026/11/03/fact-mixed.md" in out.output
+    out = runner.invoke(cli, ["--vault", str(vault_path), "search", "nothing-like-this-anywhere"])
+    assert out.exit_code == 0 and "no results" in out.output
+
+
+def test_index_commands(corpus: Vault, vault_path: Path) -> None:
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--vault", str(vault_path), "index", "status", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["records"] == {"fact": 7, "topic": 2}
+    out = runner.invoke(cli, ["--vault", str(vault_path), "index", "rebuild"])
+    assert out.exit_code == 0 and "rebuilt the cache from 9 files" in out.output
+
+
+def test_search_as_a_process(corpus: Vault, vault_path: Path) -> None:
+    corpus.close()
+    proc = subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(vault_path), "search", "障害"],
+                          capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("fact-ja-deploy")
