@@ -5,13 +5,17 @@ ancestry oracle read from the registered local clone (through GitStore, the
 only pygit2 user). When there is no clone, or the branch or commit is not in
 it, it falls back to the branch-name rule and says why in ``notes``.
 
-The world's history is walked once per slice and kept in memory per
-(clone, commit), so judging N facts costs one walk plus N set lookups.
+The world's history is walked once and kept in memory per (clone, commit),
+and on disk in the vault's cache (``HistoryFiles``), so judging N facts costs
+one walk (or a short walk from a cached older tip) plus N set lookups.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
+import logging
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -21,22 +25,90 @@ from am.gitstore import GitStore
 from am.registry import Registry
 from am.worlds import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
 
-__all__ = ["CommitGraph", "WorldSetup", "setup_world", "open_clone"]
+__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone"]
+
+log = logging.getLogger("am")
 
 _HISTORY_CACHE: dict[tuple[str, str], frozenset[str]] = {}
 _CACHE_LIMIT = 8
+_FILES_PER_CLONE = 8
+_SUFFIX = ".hist"
+
+
+class HistoryFiles:
+    """Histories of commits kept on disk (in the vault's disposable cache), one file per commit.
+
+    A commit's ancestors never change, so a file named by the commit is valid
+    for ever. When a branch moves on, the new history is the cached history of
+    an older tip plus a short walk from the new tip down to it.
+    """
+
+    def __init__(self, folder: Path, store: GitStore) -> None:
+        self.store = store
+        self.folder = folder / hashlib.sha1(str(store.gitdir).encode()).hexdigest()[:16]
+
+    def _path(self, tip: str) -> Path:
+        return self.folder / f"{tip}{_SUFFIX}"
+
+    def load(self, tip: str) -> frozenset[str] | None:
+        """Return the cached history of a commit, or None."""
+        try:
+            data = self._path(tip).read_bytes()
+        except OSError:
+            return None
+        if len(data) % 20:
+            return None
+        history = frozenset(data[i:i + 20].hex() for i in range(0, len(data), 20))
+        return history if tip in history else None
+
+    def save(self, tip: str, history: frozenset[str]) -> None:
+        """Write a commit's history atomically, keeping the newest few files per clone."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = self.folder / f".{tip}.{os.getpid()}.tmp"
+            tmp.write_bytes(b"".join(bytes.fromhex(h) for h in sorted(history)))
+            os.replace(tmp, self._path(tip))
+            files = sorted(self.folder.glob(f"*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in files[_FILES_PER_CLONE:]:
+                old.unlink(missing_ok=True)
+        except OSError as err:  # a cache that cannot be written only costs time
+            log.warning("could not cache the history of %s: %s", tip[:12], err)
+
+    def history(self, tip: str) -> frozenset[str]:
+        """Return the history of ``tip``: cached, extended from a cached ancestor, or walked."""
+        found = self.load(tip)
+        if found is not None:
+            return found
+        try:
+            files = sorted(self.folder.glob(f"*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:
+            files = []
+        for path in files[:3]:
+            base = path.name[: -len(_SUFFIX)]
+            if self.store.is_ancestor(base, tip):
+                older = self.load(base)
+                if older is not None:
+                    history = older | self.store.ancestors(tip, known=base)
+                    self.save(tip, history)
+                    return history
+        history = frozenset(self.store.ancestors(tip))
+        self.save(tip, history)
+        return history
 
 
 class CommitGraph:
     """An ancestry oracle over one commit's history in a code repository."""
 
-    def __init__(self, store: GitStore, tip: str) -> None:
+    def __init__(self, store: GitStore, tip: str, *, cache_dir: Path | None = None) -> None:
         self.store = store
         self.tip = tip
         key = (str(store.gitdir), tip)
         history = _HISTORY_CACHE.get(key)
         if history is None:
-            history = frozenset(store.ancestors(tip))
+            if cache_dir is not None:
+                history = HistoryFiles(cache_dir, store).history(tip)
+            else:
+                history = frozenset(store.ancestors(tip))
             if len(_HISTORY_CACHE) >= _CACHE_LIMIT:
                 _HISTORY_CACHE.pop(next(iter(_HISTORY_CACHE)))
             _HISTORY_CACHE[key] = history
@@ -114,7 +186,7 @@ def _current_branch(store: GitStore) -> str | None:
 
 def setup_world(repo: str | None, branch: str | None = None, commit: str | None = None, *,
                 at: datetime | None = None, include_pending: bool = False,
-                registry: Registry | None = None) -> WorldSetup:
+                registry: Registry | None = None, cache_dir: Path | None = None) -> WorldSetup:
     """Build the world of a slice and its ancestry oracle, falling back to branch names."""
     def world(b: str | None, c: str | None) -> World:
         return World(repo=repo, branch=b, commit=c, at=at, include_pending=include_pending)
@@ -139,7 +211,7 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
             if tip is None:
                 why = f"the clone at {store.root} has no commits"
         if tip is not None:
-            oracle = CommitGraph(store, tip)
+            oracle = CommitGraph(store, tip, cache_dir=cache_dir)
             return WorldSetup(world(branch, tip), oracle, RULE_ANCESTRY, tuple(notes), str(store.root), source)
     assert why is not None
     notes.append(why)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from am.errors import NotFoundError, UsageError
+from am.errors import AmError, NotFoundError, UsageError
 from am.gitstore import GitStore
 from am.registry import Registry
 
@@ -17,13 +17,14 @@ def world_here(cwd: Path | None = None) -> tuple[str, str | None, str]:
     top = next((p for p in (start, *start.parents) if (p / ".git").exists()), None)
     if top is None:
         raise UsageError(f"{start} is not inside a Git repository", hint="run it from your code repository, or pass --repo")
-    store = GitStore.open(top)
+    # A code repository, not a vault: open it read-only, whatever its layout.
+    store = GitStore.open_code(top)
     commit = store.head()
     if commit is None:
         raise UsageError(f"{top} has no commits yet")
     try:
         branch: str | None = store.head_ref().removeprefix("refs/heads/")
-    except Exception:
+    except AmError:  # a detached HEAD has no branch; the commit still places the fact
         branch = None
     registry = Registry.load()
     for name, path in sorted(registry.repos.items()):

@@ -593,7 +593,7 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
         raise UsageError("--depth must be 0 or more")
     at = request.at or now()
     setup = setup_world(request.repo, request.branch, request.commit, at=at,
-                        include_pending=request.include_pending)
+                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry")
     commit = vault.store.head()
     index = None
     if request.as_of is not None:

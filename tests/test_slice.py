@@ -326,3 +326,15 @@ def test_plain_slice_does_not_import_graph_or_schema_libraries(demo: Any) -> Non
                           cwd=REPO_ROOT)
     assert "# Context pack" in done.stdout, done.stderr
     assert "HEAVY:\n" in done.stderr
+
+
+def test_fact_add_here_on_a_detached_head(alpha: Any, code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    c1 = code_commit(code, "a.py", "x = 1")
+    code_commit(code, "b.py", "y = 2")
+    run_git(code, "checkout", "-q", "--detach", c1)
+    am(alpha, "repo", "add", "project-alpha", str(code))
+    monkeypatch.chdir(code)
+    out = json.loads(am(alpha, "fact", "add", "Alpha had x.", "--topic", "project-alpha", "--here",
+                        "--format", "json"))
+    record = out["records"][0]
+    assert (record["repo"], record.get("version"), record["commit"]) == ("project-alpha", None, c1)

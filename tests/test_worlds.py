@@ -181,3 +181,35 @@ def test_setup_world_rules(clone: dict[str, str]) -> None:
     assert missing.rule == RULE_BRANCH and "branch nope is not in the clone" in missing.notes[0]
     head = setup_world("alpha", registry=registry)
     assert head.world.branch == "main" and head.world.commit == clone["c3"]
+
+
+def test_history_files_cache_and_extend(clone: dict[str, str], tmp_path: Path) -> None:
+    from am import ancestry
+
+    root = Path(clone["root"])
+    store = GitStore.open_code(root)
+    files = ancestry.HistoryFiles(tmp_path / "cache", store)
+    first = files.history(clone["c3"])
+    assert first == set(run_git(root, "rev-list", "main").split())
+    assert files.load(clone["c3"]) == first
+    # main moves on: the new history is the cached one plus a short walk.
+    c4 = _commit(root, "d.txt", "c4")
+    run_git(root, "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
+    tip = run_git(root, "rev-parse", "HEAD").strip()
+    assert files.history(tip) == set(run_git(root, "rev-list", "main").split())
+    assert c4 in files.history(tip) and clone["c2"] in files.history(tip)
+    # A damaged file is ignored and rewritten.
+    (files.folder / f"{tip}.hist").write_bytes(b"garbage")
+    assert files.load(tip) is None
+    assert files.history(tip) == set(run_git(root, "rev-list", "main").split())
+
+
+def test_setup_world_uses_the_history_files(clone: dict[str, str], tmp_path: Path) -> None:
+    from am import ancestry
+
+    registry = Registry.load()
+    registry.add_repo("alpha", Path(clone["root"]))
+    ancestry._HISTORY_CACHE.clear()
+    setup = setup_world("alpha", "main", registry=registry, cache_dir=tmp_path / "cache")
+    assert setup.history_size == 2  # c1 and c3; c2 is on feat
+    assert list((tmp_path / "cache").glob("*/*.hist"))
