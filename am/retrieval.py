@@ -80,23 +80,35 @@ def _words(query: str) -> list[str]:
     return [w for w in re.split(r"[\s,.;:!?，。；：！？、()\[\]\"'`]+", query.casefold()) if w]
 
 
-def link_edges(records: Iterable[Topic | Fact]) -> list[tuple[str, str]]:
-    """Return (topic, link target) edges from topic and fact bodies' [[links]] (same vault only)."""
-    from am.links import parse_links
+def link_edges(records: Iterable[Topic | Fact],
+               links: Iterable[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    """Return (topic, link target) edges of same-vault [[links]] in topic and fact bodies.
 
+    ``links`` are (source id, target id) pairs already known (the cache's link
+    table); without them the bodies are parsed.
+    """
+    by_id = {r.id: r for r in records}
+    pairs: Iterable[tuple[str, str]]
+    if links is None:
+        from am.links import parse_links
+
+        pairs = [(r.id, link.target) for r in by_id.values() if "[[" in r.body
+                 for link in parse_links(r.body) if link.vault is None]
+    else:
+        pairs = links
     edges: list[tuple[str, str]] = []
-    for record in records:
-        if "[[" not in record.body:
-            continue
+    for source, target in pairs:
+        record = by_id.get(source)
+        if record is None:
+            continue  # a record that does not hold here links nothing here
         sources = (record.id,) if isinstance(record, Topic) else record.topics
-        for link in parse_links(record.body):
-            if link.vault is None:
-                edges.extend((s, link.target) for s in sources if s != link.target)
+        edges.extend((s, target) for s in sources if s != target)
     return edges
 
 
 def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
-                  relations: Mapping[str, Relation]) -> dict[str, int]:
+                  relations: Mapping[str, Relation],
+                  links: Iterable[tuple[str, str]] | None = None) -> dict[str, int]:
     """Return {topic id: distance} within ``depth`` hops of the start topics (relations and links)."""
     import networkx as nx
 
@@ -104,7 +116,7 @@ def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topi
     graph.add_nodes_from(sorted(topics))
     for rel in relations.values():
         graph.add_edge(rel.from_, rel.to)
-    for a, b in link_edges([*topics.values(), *facts.values()]):
+    for a, b in link_edges([*topics.values(), *facts.values()], links):
         graph.add_edge(a, b)
     # Relations may end at a fact: step through it to the fact's topics.
     for fid, fact in facts.items():
@@ -122,7 +134,7 @@ def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topi
 
 
 def _graph_level(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
-                 relations: Mapping[str, Relation]) -> list[str]:
+                 relations: Mapping[str, Relation], links: Iterable[tuple[str, str]] | None) -> list[str]:
     words = _words(query)
     whole = query.casefold().strip()
     seeds = []
@@ -134,7 +146,7 @@ def _graph_level(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str,
             seeds.append(tid)
     if not seeds:
         return []
-    near = neighbourhood(seeds, 1, topics=topics, facts=facts, relations=relations)
+    near = neighbourhood(seeds, 1, topics=topics, facts=facts, relations=relations, links=links)
     return sorted(near, key=lambda tid: (near[tid], tid))
 
 
@@ -145,7 +157,8 @@ def _in_time(budget_s: float, began: float) -> float:
 def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
              relations: Mapping[str, Relation], search: SearchFn | None = None,
              backend: EmbeddingBackend | None = None, backend_note: str = "vector: not configured",
-             limit: int = 200, budget_s: float = 2.0) -> Retrieved:
+             links: Iterable[tuple[str, str]] | None = None, limit: int = 200,
+             budget_s: float = 2.0) -> Retrieved:
     """Return the ids (facts and topics that hold) a query is about, and the level that served."""
     began = time.monotonic()
     notes: list[str] = []
@@ -189,7 +202,7 @@ def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fac
                 notes.append(f"full-text: {len(hits)} hits")
                 return Retrieved("full-text", hits, tuple(notes))
             notes.append("full-text: no match in this world")
-    hits = keep(_graph_level(query, topics=topics, facts=facts, relations=relations))
+    hits = keep(_graph_level(query, topics=topics, facts=facts, relations=relations, links=links))
     if hits:
         notes.append(f"graph: {len(hits)} topics from matching names")
         return Retrieved("graph", hits, tuple(notes))

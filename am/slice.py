@@ -233,7 +233,8 @@ def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | 
 
 def build_pack(records: Iterable[Record], request: SliceRequest, setup: WorldSetup, *,
                vault_name: str, vault_commit: str | None, search: Any = None,
-               backend: Any = None, backend_note: str = "vector: not configured") -> Pack:
+               backend: Any = None, backend_note: str = "vector: not configured",
+               links: Any = None) -> Pack:
     """Resolve records in the world, choose the scope, rank, and fill the budget."""
     res = resolve(records, setup.world, setup.oracle)
     near: dict[str, int] | None = None
@@ -244,13 +245,13 @@ def build_pack(records: Iterable[Record], request: SliceRequest, setup: WorldSet
         from am.retrieval import neighbourhood
 
         near = neighbourhood([request.topic], request.depth, topics=res.topics, facts=res.facts,
-                             relations=res.relations)
+                             relations=res.relations, links=links)
         near.setdefault(request.topic, 0)
     elif request.query:
         from am.retrieval import retrieve
 
         retrieved = retrieve(request.query, topics=res.topics, facts=res.facts, relations=res.relations,
-                             search=search, backend=backend, backend_note=backend_note)
+                             search=search, backend=backend, backend_note=backend_note, links=links)
     facts, topic_ids, scope = _scope_facts(res, request, retrieved, near)
     order = {} if retrieved is None else {i: n for n, i in enumerate(retrieved.ids)}
     facts.sort(key=lambda f: _rank_key(f, order))
@@ -607,7 +608,8 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
         index = _open_index(vault)
         if index is not None:
             commit = index.head or commit
-            records = [r for _, r in index.records()]
+            fast = getattr(index, "record_values", None)
+            records = fast() if fast is not None else [r for _, r in index.records()]
         else:
             records = (r for _, r in vault.iter_records())
     backend, note = (None, "vector: not configured")
@@ -617,9 +619,13 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
 
         backend, note = load_backend(vault.settings)
         search = _search_fn(index)
+    links = None
+    if index is not None and (request.topic or request.query):
+        # The cache already parsed every body's links; parsing 10k bodies again costs seconds.
+        links = [(link.source, link.target) for link in index.links() if link.vault is None]
     # The cache belongs to the vault, which closes it.
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
-                      search=search, backend=backend, backend_note=note)
+                      search=search, backend=backend, backend_note=note, links=links)
     if request.follow_links:
         _follow_links(pack, vault)
     return pack

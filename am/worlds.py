@@ -200,7 +200,12 @@ def resolve(records: Iterable[Record], world: World, oracle: AncestryOracle | No
     candidates: dict[str, Fact] = {}
     rule_of: dict[str, str] = {}
     relations: dict[str, Relation] = {}
+    seen: set[str] = set()
     for record in records:
+        # Two files with one id (a person's copy): the first wins, as in the cache's lookup.
+        if record.id in seen:
+            continue
+        seen.add(record.id)
         if isinstance(record, Topic):
             out.all_topics[record.id] = record
             if record.status in ("active", "contested") or (

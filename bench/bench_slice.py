@@ -19,6 +19,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -109,9 +110,11 @@ def bench_in_process(vault_path: Path, runs: int) -> dict[str, float]:
     return out
 
 
-def bench_process(vault_path: Path, runs: int) -> dict[str, float]:
+def bench_process(vault_path: Path, runs: int, registered: Path | None = None) -> dict[str, float]:
     """Time the whole `am slice` process against importing pygit2 alone."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Measure as installed: compiled modules are cached (PERF.md: this machine sets DONTWRITEBYTECODE).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     python = sys.executable
     slice_cmd = [python, "-m", "am.cli.main", "--vault", str(vault_path), "slice", "--repo", "project-alpha",
                  "--branch", "main"]
@@ -123,6 +126,15 @@ def bench_process(vault_path: Path, runs: int) -> dict[str, float]:
         "am slice (whole process)": _median(
             lambda: subprocess.run(slice_cmd, env=env, capture_output=True, check=True), runs),
     }
+    if registered is not None:
+        from am.registry import Registry
+
+        home = vault_path.parent / "am-home-registered"
+        Registry.load(home).add_repo("project-alpha", registered)
+        env2 = {**env, "AM_HOME": str(home)}
+        subprocess.run(slice_cmd, env=env2, capture_output=True, check=True)
+        out["am slice, project-alpha's clone registered (history from the disk cache)"] = _median(
+            lambda: subprocess.run(slice_cmd, env=env2, capture_output=True, check=True), runs)
     probe = ("import sys\nfrom am.cli.main import main\nsys.argv=['am','--vault',%r,'slice','--repo','project-alpha',"
              "'--branch','main']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
              "print(','.join(m for m in ('networkx','jsonschema','markdown_it') if m in sys.modules), file=sys.stderr)"
@@ -152,7 +164,26 @@ def bench_ancestry(code: Path, facts: int, runs: int) -> dict[str, float]:
         ancestry._HISTORY_CACHE.clear()
         ancestry.setup_world("bench-code", "main")
 
-    out = {"walk the world's history once (cold)": _median(cold_setup, runs)}
+    cache_dir = Path(tempfile.mkdtemp(prefix="am-hist-"))
+
+    def file_cached() -> None:
+        ancestry._HISTORY_CACHE.clear()
+        ancestry.setup_world("bench-code", "main", cache_dir=cache_dir)
+
+    out = {"walk the world's history once (no cache)": _median(cold_setup, runs)}
+    file_cached()
+    out["read the history from the disk cache (new process)"] = _median(file_cached, runs)
+    parent = store.find_commit("main~10") or ""
+    ancestry._HISTORY_CACHE.clear()
+    ancestry.CommitGraph(store, parent, cache_dir=cache_dir)
+    tip = store.find_commit("main") or ""
+
+    def extend() -> None:
+        ancestry._HISTORY_CACHE.clear()
+        (ancestry.HistoryFiles(cache_dir, store)._path(tip)).unlink(missing_ok=True)
+        ancestry.CommitGraph(store, tip, cache_dir=cache_dir)
+
+    out["extend a cached history by 10 new commits"] = _median(extend, runs)
     setup = ancestry.setup_world("bench-code", "main")
     out[f"judge {facts} facts at random commits (warm history)"] = _median(
         lambda: resolve(records, setup.world, ancestry.CommitGraph(store, setup.world.commit or "")), runs)
@@ -171,17 +202,17 @@ def main() -> None:
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("AM_HOME", str(args.work / "am-home"))
+    code = ensure_code_repo(args.work, args.commits)
     for n in args.facts:
         print(f"== {n} facts")
         vault = ensure_vault(args.work, n)
         for name, value in bench_in_process(vault, args.runs).items():
             print(f"  in-process, warm: {name}: {_ms(value)}")
-        figures = bench_process(vault, args.runs)
+        figures = bench_process(vault, args.runs, registered=code)
         base = figures['python -c "import pygit2"']
         for name, value in figures.items():
             print(f"  process: {name}: {_ms(value)} ({value / base:.2f}x import pygit2)")
     print(f"== code repository of {args.commits} commits")
-    code = ensure_code_repo(args.work, args.commits)
     for name, value in bench_ancestry(code, 10000, args.runs).items():
         print(f"  ancestry: {name}: {_ms(value)}")
 

@@ -338,3 +338,11 @@ def test_fact_add_here_on_a_detached_head(alpha: Any, code: Path, monkeypatch: p
                         "--format", "json"))
     record = out["records"][0]
     assert (record["repo"], record.get("version"), record["commit"]) == ("project-alpha", None, c1)
+
+
+def test_cache_and_file_scan_give_the_same_pack(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = ["slice", "--repo", "project-alpha", "--branch", "main", "--max-tokens", "0"]
+    topic = ["slice", "--topic", "project-alpha", "--depth", "2"]
+    with_cache = [am(demo, *args), am(demo, *topic)]
+    monkeypatch.setattr("am.slice._open_index", lambda vault: None)
+    assert [am(demo, *args), am(demo, *topic)] == with_cache
