@@ -110,7 +110,7 @@ def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topi
                   relations: Mapping[str, Relation],
                   links: Iterable[tuple[str, str]] | None = None) -> dict[str, int]:
     """Return {topic id: distance} within ``depth`` hops of the start topics (relations and links)."""
-    import networkx as nx
+    import networkx as nx  # type: ignore[import-untyped]
 
     graph = nx.Graph()
     graph.add_nodes_from(sorted(topics))

@@ -332,6 +332,10 @@ def _fill(pack: Pack, facts: list[Fact], topic_ids: set[str], relations: list[Re
     pack.needed = needed
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
 def _is_home(topic_id: str, repo: str | None) -> bool:
     return repo is not None and topic_id in (repo, f"project-{repo}")
 
@@ -388,9 +392,10 @@ def _header(pack: Pack, tokens: int) -> str:
     contested = len(res.contested)
     lines.append(f"- Holds here: {held} fact{'s' * (held != 1)}"
                  + (f" ({contested} contested)" if contested else "")
-                 + f", {len(res.topics)} topics, {len(res.relations)} relations" + _excluded_line(res))
+                 + f", {_n(len(res.topics), 'topic')}, {_n(len(res.relations), 'relation')}" + _excluded_line(res))
     shown_topics = sum(1 for _, fs in pack.sections)
-    lines.append(f"- Shown: {pack.shown_facts} facts, {shown_topics} topics, {len(pack.relations)} relations"
+    lines.append(f"- Shown: {_n(pack.shown_facts, 'fact')}, {_n(shown_topics, 'topic')}, "
+                 f"{_n(len(pack.relations), 'relation')}"
                  f"; about {tokens} tokens"
                  + (f" (budget {req.max_tokens})" if req.max_tokens else " (no budget)"))
     return "\n".join(lines) + "\n\n" + _DATA_NOTE + "\n"
@@ -592,6 +597,8 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
 
     if request.depth < 0:
         raise UsageError("--depth must be 0 or more")
+    if request.topic and request.query:
+        raise UsageError("--topic and --query choose the scope in two ways; give one of them")
     at = request.at or now()
     setup = setup_world(request.repo, request.branch, request.commit, at=at,
                         include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry")

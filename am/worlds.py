@@ -83,7 +83,7 @@ class SetAncestry:
             return None
         # Bisect, so a short sha costs log(commits), not a scan of the history.
         i = bisect.bisect_left(self._all, c)
-        matches = []
+        matches: list[str] = []
         while i < len(self._all) and self._all[i].startswith(c) and len(matches) < 2:
             matches.append(self._all[i])
             i += 1

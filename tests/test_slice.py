@@ -346,3 +346,8 @@ def test_cache_and_file_scan_give_the_same_pack(demo: Any, monkeypatch: pytest.M
     with_cache = [am(demo, *args), am(demo, *topic)]
     monkeypatch.setattr("am.slice._open_index", lambda vault: None)
     assert [am(demo, *args), am(demo, *topic)] == with_cache
+
+
+def test_topic_and_query_together_is_a_usage_error(demo: Any) -> None:
+    result = CliRunner().invoke(cli, ["--vault", str(demo.root), "slice", "--topic", "tool-redis", "--query", "x"])
+    assert result.exit_code != 0 and "give one of them" in str(result.exception)
