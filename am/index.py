@@ -166,25 +166,24 @@ def segment(text: str) -> str:
 
 
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
-# Characters and line starts that can put a "[[" inside code, HTML, an escape,
-# an entity or a table cell; a body with none of them needs no Markdown parser.
-_MARKDOWN_RISK = re.compile(r"[`<\\&|~]|^(?: {4}|\t)|^ {0,3}\[[^\]\n]*\]:", re.MULTILINE)
+# Characters that can put a "[[" inside code, HTML, an escape, an entity or a
+# table cell; with none of them (and no indented line or "]:" reference
+# definition) the wikilinks are exactly the regex's matches, no parser needed.
+_MARKDOWN_RISK = re.compile(r"[`<\\&|~\t]|    |\]:")
 
 
 def body_links(body: str) -> list[tuple[str, str | None]]:
     """Return the distinct (target, vault) wikilinks of a body, as am/links.py finds them."""
     if "[[" not in body:
         return []
+    from am import links
+
     if _MARKDOWN_RISK.search(body):
-        from am.links import parse_links
-
-        found = [(link.target, link.vault) for link in parse_links(body)]
+        found = [(link.target, link.vault) for link in links.parse_links(body)]
     else:
-        from am.links import _split
-
         found = []
         for match in _WIKILINK.finditer(body):
-            parts = _split(match.group(1))
+            parts = links._split(match.group(1))
             if parts is not None:
                 found.append((parts[0], parts[1]))
     return list(dict.fromkeys(found))
@@ -672,11 +671,13 @@ class Index:
         interval = float(setting) if setting else max(2.0, 100 * float(meta.get("sweep_seconds") or 0.05))
         return time.time() - float(meta.get("swept_at") or 0) >= interval
 
-    def _changed_dirs(self) -> list[tuple[str, int]]:
+    def _changed_dirs(self, only: set[str] | None = None) -> list[tuple[str, int]]:
         out = []
-        for path, mtime in self.conn.execute("SELECT path, mtime_ns FROM dirs"):
+        root, stat = f"{self.root}/", os.stat  # this loop is most of a no-change check
+        rows = self.conn.execute("SELECT path, mtime_ns FROM dirs").fetchall()
+        for path, mtime in rows if only is None else [r for r in rows if r[0] in only]:
             try:
-                now = os.stat(os.path.join(self.root, path)).st_mtime_ns
+                now = stat(root + path).st_mtime_ns
             except (FileNotFoundError, NotADirectoryError):
                 now = -1
             if now != mtime:
@@ -723,12 +724,21 @@ class Index:
         old_head = meta.get("head") or None
         candidates: set[str] = set(trusted_paths)
         candidates.update(json.loads(meta.get("dirty") or "[]"))
-        if head != old_head:
+        # am's own commit on top of what the cache knew: the diff is exactly its paths.
+        own = bool(trusted_paths) and head is not None and self.store.commit_info(head).parents[:1] == (
+            (old_head,) if old_head else ())
+        if head != old_head and not own:
             try:
                 candidates.update(p for p, _ in self.store.diff_paths(old_head, head) if _is_record_path(p))
             except (KeyError, ValueError, AmError):
                 sweep = True  # the old commit is gone (gc after a rebase): look at everything
-        for path, mtime in self._changed_dirs():
+        folders = None
+        if own:
+            # Only the folders am just wrote into; others keep their old times
+            # and are looked at by the next command's check.
+            folders = {str(PurePosixPath(p).parents[i]) for p in trusted_paths
+                       for i in range(len(PurePosixPath(p).parts) - 1)}
+        for path, mtime in self._changed_dirs(folders):
             candidates.update(self._scan_dir(path, mtime))
         if sweep:
             dirs, files = self._walk()
@@ -737,10 +747,15 @@ class Index:
             candidates.update(files)
             candidates.update(p for (p,) in self.conn.execute("SELECT path FROM files"))
         checked, changes = len(candidates), []
-        known = {}
-        for path in candidates:
-            row = self.conn.execute("SELECT blob, mtime_ns, size, ino FROM files WHERE path = ?", (path,)).fetchone()
-            known[path] = row
+        rows: dict[str, tuple[Any, ...]] | None = None
+        if len(candidates) > 500:
+            rows = {r[0]: r[1:] for r in self.conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files")}
+        for path in sorted(candidates):
+            if rows is not None:
+                row = rows.get(path)
+            else:
+                row = self.conn.execute("SELECT blob, mtime_ns, size, ino FROM files WHERE path = ?",
+                                        (path,)).fetchone()
             try:
                 st = os.stat(os.path.join(self.root, path))
             except (FileNotFoundError, NotADirectoryError):
@@ -758,11 +773,17 @@ class Index:
         removed = 0
         for start in range(0, len(changes), _BATCH):
             removed += self._upsert(changes[start:start + _BATCH])
-        dirty = []
-        for path in sorted(candidates):
-            row = self.conn.execute("SELECT blob FROM files WHERE path = ?", (path,)).fetchone()
-            if row is not None and (head is None or self.store.blob_id(path, commit=head) != row[0]):
-                dirty.append(path)
+        # Files whose working copy differs from HEAD (or is untracked): re-checked every time.
+        if sweep:
+            tree = dict(self.store.tree_files(_TOPS, commit=head)) if head else {}
+            dirty = [p for p, blob in self.conn.execute("SELECT path, blob FROM files ORDER BY path")
+                     if tree.get(p) != blob]
+        else:
+            dirty = []
+            for path in sorted(candidates):
+                row = self.conn.execute("SELECT blob FROM files WHERE path = ?", (path,)).fetchone()
+                if row is not None and (head is None or self.store.blob_id(path, commit=head) != row[0]):
+                    dirty.append(path)
         swept = {"swept_at": str(time.time()), "sweep_seconds": f"{time.perf_counter() - began:.4f}"} if sweep else {}
         self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty), **swept)
         return checked, len(changes) - removed, removed
