@@ -16,16 +16,22 @@ import bisect
 import hashlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from am.errors import AmError
 from am.gitstore import GitStore
 from am.registry import Registry
 from am.worlds import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
 
-__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone"]
+if TYPE_CHECKING:
+    from am.model import Record
+    from am.vault import Vault
+
+__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "now", "records_at"]
 
 log = logging.getLogger("am")
 
@@ -218,3 +224,27 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     if branch is None:
         notes.append("no branch given: only records that name no branch hold")
     return WorldSetup(world(branch, commit), None, RULE_BRANCH, tuple(notes))
+
+
+def now() -> datetime:
+    """Return the current moment ($AM_NOW when set, for tests and replays)."""
+    fixed = os.environ.get("AM_NOW")
+    if fixed:
+        moment = datetime.fromisoformat(fixed)
+        return moment if moment.tzinfo else moment.astimezone()
+    return datetime.now().astimezone()
+
+
+def records_at(vault: Vault, commit: str) -> Iterator[Record]:
+    """Yield the records in a vault commit's tree (record time: --as-of)."""
+    from am.errors import InvalidRecordError
+    from am.records import decode_record_bytes, parse_record
+
+    store = vault.store
+    for path, blob in sorted(store.tree_files(["topics", "facts", "relations"], commit=commit)):
+        if not path.endswith(".md"):
+            continue
+        try:
+            yield parse_record(decode_record_bytes(store.read_object(blob), path=path), path)
+        except InvalidRecordError as err:
+            log.warning("skipping %s", err)

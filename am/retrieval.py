@@ -27,9 +27,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from am.model import Fact, Relation, Topic
+from am.model import Fact, Record, Relation, Topic
+
+if TYPE_CHECKING:
+    from am.ancestry import WorldSetup
 
 __all__ = [
     "EmbeddingBackend",
@@ -38,6 +41,7 @@ __all__ = [
     "retrieve",
     "neighbourhood",
     "link_edges",
+    "follow_links",
 ]
 
 SearchFn = Callable[[str, int], Sequence[str]]
@@ -208,3 +212,61 @@ def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fac
         return Retrieved("graph", hits, tuple(notes))
     notes.append("graph: no topic name matches")
     return Retrieved("none", (), tuple(notes))
+
+
+def follow_links(facts: Iterable[Fact], vault_name: str,
+                 setup: WorldSetup) -> tuple[list[tuple[str, Record]], list[str]]:
+    """Return the records that facts link in other vaults ([[vault:id]], one hop), judged in the same world.
+
+    Returns (vault name, record) pairs and a note for every link that could not be followed.
+    """
+    from am.errors import AmError
+    from am.links import parse_links
+    from am.registry import Registry
+    from am.vault import Vault
+    from am.worlds import judge
+
+    wanted: dict[tuple[str, str], None] = {}
+    for fact in facts:
+        if "[[" in fact.body and ":" in fact.body:
+            for link in parse_links(fact.body):
+                if link.vault and link.vault != vault_name:
+                    wanted.setdefault((link.vault, link.target), None)
+    found: list[tuple[str, Record]] = []
+    notes: list[str] = []
+    if not wanted:
+        return found, notes
+    registry = Registry.load()
+    opened: dict[str, Vault | None] = {}
+    try:
+        for name, target in sorted(wanted):
+            shown = f"[[{name}:{target}]]"
+            if name not in opened:
+                opened[name] = None
+                if name not in registry.vaults:
+                    notes.append(f"{shown} not followed: no vault named {name} is registered")
+                    continue
+                try:
+                    opened[name] = Vault.open(registry.vaults[name])
+                except AmError as err:  # one broken neighbour must not break the pack
+                    notes.append(f"{shown} not followed: vault {name} cannot be opened ({err.message})")
+                    continue
+            other = opened[name]
+            if other is None:
+                if name not in registry.vaults:
+                    notes.append(f"{shown} not followed: no vault named {name} is registered")
+                continue
+            try:
+                _, record = other.get(target)
+            except AmError:
+                notes.append(f"{shown} not followed: vault {name} has no record {target}")
+                continue
+            if isinstance(record, (Fact, Relation)) and not judge(record, setup.world, setup.oracle).holds:
+                notes.append(f"{shown} does not hold in this world")
+                continue
+            found.append((name, record))
+    finally:
+        for other in opened.values():
+            if other is not None:
+                other.close()
+    return found, notes

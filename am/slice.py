@@ -15,7 +15,6 @@ whatever does not fit is counted in the pack, with the way to get it.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,7 +39,6 @@ __all__ = [
     "render_markdown",
     "render_json",
     "slice_vault",
-    "records_at",
 ]
 
 DEFAULT_MAX_TOKENS = 8000
@@ -126,7 +124,6 @@ class Pack:
     foreign: list[tuple[str, Record]] = field(default_factory=list)
     foreign_notes: list[str] = field(default_factory=list)
     retrieval: Retrieved | None = None
-    in_scope: dict[str, int] = field(default_factory=dict)
     left_out: dict[str, int] = field(default_factory=dict)
     needed: int = 0
     tokens: int = 0
@@ -258,8 +255,6 @@ def build_pack(records: Iterable[Record], request: SliceRequest, setup: WorldSet
     pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved)
     relations = sorted((r for r in res.relations.values()
                         if r.from_ in topic_ids and r.to in topic_ids), key=lambda r: r.id)
-    pack.in_scope = {"facts": len(facts), "topics": len(topic_ids | {t for f in facts for t in f.topics[:1]}),
-                     "relations": len(relations)}
     _fill(pack, facts, topic_ids, relations, res)
     return pack
 
@@ -496,73 +491,6 @@ def render_json(pack: Pack) -> str:
 # ---------------------------------------------------------------- I/O around the pure core
 
 
-def now() -> datetime:
-    """Return the current moment ($AM_NOW when set, for tests and replays)."""
-    fixed = os.environ.get("AM_NOW")
-    if fixed:
-        moment = datetime.fromisoformat(fixed)
-        return moment if moment.tzinfo else moment.astimezone()
-    return datetime.now().astimezone()
-
-
-def records_at(vault: Vault, commit: str) -> Iterable[Record]:
-    """Yield the records in a vault commit's tree (for --as-of)."""
-    import logging
-
-    from am.errors import InvalidRecordError
-    from am.records import decode_record_bytes, parse_record
-
-    store = vault.store
-    for path, blob in sorted(store.tree_files(["topics", "facts", "relations"], commit=commit)):
-        if not path.endswith(".md"):
-            continue
-        try:
-            yield parse_record(decode_record_bytes(store.read_object(blob), path=path), path)
-        except InvalidRecordError as err:
-            logging.getLogger("am").warning("skipping %s", err)
-
-
-def _follow_links(pack: Pack, vault: Vault) -> None:
-    """Add the records that shown facts link in other vaults, one hop, judged in the same world."""
-    from am.links import parse_links
-    from am.registry import Registry
-    from am.vault import Vault as VaultType
-    from am.worlds import judge
-
-    shown = [f for _, fs in pack.sections for f in fs] + pack.contested + pack.pending
-    wanted: dict[tuple[str, str], None] = {}
-    for fact in shown:
-        if "[[" in fact.body and ":" in fact.body:
-            for link in parse_links(fact.body):
-                if link.vault and link.vault != vault.name:
-                    wanted.setdefault((link.vault, link.target), None)
-    registry = Registry.load()
-    opened: dict[str, VaultType | None] = {}
-    for name, target in sorted(wanted):
-        if name not in opened:
-            opened[name] = None
-            if name in registry.vaults:
-                try:
-                    opened[name] = VaultType.open(registry.vaults[name])
-                except Exception as err:  # one broken neighbour must not break the pack
-                    pack.foreign_notes.append(f"[[{name}:{target}]] not followed: vault {name} cannot be opened ({err})")
-                    continue
-        other = opened[name]
-        if other is None:
-            if name not in registry.vaults:
-                pack.foreign_notes.append(f"[[{name}:{target}]] not followed: no vault named {name} is registered")
-            continue
-        try:
-            _, record = other.get(target)
-        except Exception:
-            pack.foreign_notes.append(f"[[{name}:{target}]] not followed: vault {name} has no record {target}")
-            continue
-        if isinstance(record, (Fact, Relation)) and not judge(record, pack.setup.world, pack.setup.oracle).holds:
-            pack.foreign_notes.append(f"[[{name}:{target}]] does not hold in this world")
-            continue
-        pack.foreign.append((name, record))
-
-
 def _open_index(vault: Vault) -> Any:
     """Return the vault's cache, fresh, or None when it cannot be used (then the files are scanned)."""
     opener = getattr(vault, "cache", None)
@@ -593,7 +521,7 @@ def _search_fn(index: Any) -> Any:
 
 def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record] | None = None) -> Pack:
     """Build the pack of a vault for a request: choose the record source, the world and the retrieval."""
-    from am.ancestry import setup_world
+    from am.ancestry import now, records_at, setup_world
 
     if request.depth < 0:
         raise UsageError("--depth must be 0 or more")
@@ -634,5 +562,10 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
                       search=search, backend=backend, backend_note=note, links=links)
     if request.follow_links:
-        _follow_links(pack, vault)
+        from am.retrieval import follow_links
+
+        found, notes = follow_links([f for _, fs in pack.sections for f in fs] + pack.contested + pack.pending,
+                                    vault.name, setup)
+        pack.foreign.extend(found)
+        pack.foreign_notes.extend(notes)
     return pack

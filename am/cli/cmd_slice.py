@@ -12,7 +12,7 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault
 def _time(value: str | None, flag: str) -> tuple[object, str | None]:
     if value is None:
         return None, None
-    from am.slice import now
+    from am.ancestry import now
     from am.timephrases import parse_time
 
     moment = parse_time(value, now=now())
