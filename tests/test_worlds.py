@@ -213,3 +213,14 @@ def test_setup_world_uses_the_history_files(clone: dict[str, str], tmp_path: Pat
     setup = setup_world("alpha", "main", registry=registry, cache_dir=tmp_path / "cache")
     assert setup.history_size == 2  # c1 and c3; c2 is on feat
     assert list((tmp_path / "cache").glob("*/*.hist"))
+
+
+def test_missing_clone_falls_back_with_a_note(clone: dict[str, str]) -> None:
+    import shutil
+
+    registry = Registry.load()
+    registry.add_repo("alpha", Path(clone["root"]))
+    shutil.rmtree(clone["root"])
+    setup = setup_world("alpha", "main", registry=Registry.load())
+    assert setup.rule == RULE_BRANCH and setup.oracle is None
+    assert "cannot be read" in setup.notes[0] and "is not a Git repository" in setup.notes[0]
