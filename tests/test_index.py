@@ -309,3 +309,24 @@ def test_progress_is_reported_on_rebuild(seeded: Vault) -> None:
     seeded.cache().rebuild(progress=lambda done, total: calls.append((done, total)))
     assert calls and calls[-1][0] == calls[-1][1] == 6
     assert os.path.exists(seeded.cache().path)
+
+
+def test_concurrent_writers_and_readers_keep_the_cache_exact(seeded: Vault, vault_path: Path,
+                                                             tmp_path: Path) -> None:
+    seeded.close()
+    code = ("import sys; from am.vault import Vault\n"
+            f"v = Vault.open({str(vault_path)!r}, actor='w' + sys.argv[1])\n"
+            "for i in range(4):\n"
+            "    v.add_fact(f'writer {sys.argv[1]} fact {i} 限流', topics=['project-alpha'], id=f'fact-w{sys.argv[1]}-{i}')\n"
+            "    assert v.cache().lookup(f'fact-w{sys.argv[1]}-{i}') is not None\n"
+            "v.close()\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(n)], env=subprocess_env(),
+                              stderr=subprocess.PIPE, text=True) for n in range(4)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    with Vault.open(vault_path) as v:
+        index = v.cache()
+        assert index.rebuilt is None
+        assert len([r for r in index.record_values(type="fact") if r.id.startswith("fact-w")]) == 16
+        assert index.dump() == fresh_dump(vault_path, tmp_path)
