@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import socket
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -141,6 +142,47 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _flock_within(fd: int, timeout: float) -> bool:
+    """Take an exclusive flock on ``fd``, waiting at most ``timeout`` seconds; return whether it was taken.
+
+    Waiting is a blocking flock in a helper thread, not polling: with polling,
+    a writer that just released the lock wins it back before sleepers wake, and
+    16 busy writers starved one past a 30 s timeout. The thread waits on a dup
+    of ``fd`` (same open file, same lock); if we give up first, it drops its
+    dup when it finally gets the lock, which releases it.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as err:
+        if err.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+    waiter_fd = os.dup(fd)
+    got = threading.Event()
+    guard = threading.Lock()
+    abandoned = False
+
+    def wait() -> None:
+        try:
+            fcntl.flock(waiter_fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(waiter_fd)
+            return
+        with guard:
+            if not abandoned:
+                got.set()
+        os.close(waiter_fd)  # abandoned: this was the last reference, so the lock goes with it
+
+    threading.Thread(target=wait, name="am-write-lock", daemon=True).start()
+    if got.wait(timeout):
+        return True
+    with guard:
+        if got.is_set():
+            return True
+        abandoned = True
+    return False
 
 
 class GitStore:
@@ -367,24 +409,13 @@ class GitStore:
         self._am_dir.mkdir(exist_ok=True)
         path = self._am_dir / "write.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        delay = 0.001
         try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as err:
-                    if err.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
-                    if time.monotonic() >= deadline:
-                        holder = self._lock_holder()
-                        raise LockTimeoutError(
-                            f"the vault's write lock {path} is held by {holder}",
-                            hint="wait for that writer to finish, or stop it",
-                        ) from None
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.05)
+            if not _flock_within(fd, timeout):
+                holder = self._lock_holder()
+                raise LockTimeoutError(
+                    f"the vault's write lock {path} is held by {holder}",
+                    hint="wait for that writer to finish, or stop it",
+                )
             # The holder note is for people reading a timeout message only; the
             # flock itself dies with the process, so kill -9 never blocks anyone.
             note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "op": op, "since": time.time()})
