@@ -59,6 +59,7 @@ import sqlite3
 import time
 import unicodedata
 import weakref
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -80,13 +81,15 @@ __all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERS
 
 log = logging.getLogger("am")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CACHE_DIR = PurePosixPath(".am/cache")
 DB_NAME = "index.sqlite"
 _TOPS = tuple(RECORD_DIRS.values())
 _MAGIC = b"SQLite format 3\x00"
 _KEEP_ASIDE = 3
 _BATCH = 1000
+_SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
+_SWEEP_FILES = 1000  # about this many files per command, ~2 ms
 Progress = Callable[[int, int], None]
 
 
@@ -237,7 +240,8 @@ def _is_record_path(path: str) -> bool:
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, size INTEGER,
-                   ino INTEGER, error TEXT) WITHOUT ROWID;
+                   ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX files_slot ON files(slot);
 CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
 CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL,
                      type TEXT NOT NULL, status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT,
@@ -603,7 +607,7 @@ class Index:
                 record = parse_record(decode_record_bytes(data, path=path), path)
             except AmError as err:
                 error, record = str(err), None
-            files.append((path, blob, st.st_mtime_ns, st.st_size, st.st_ino, error))
+            files.append((path, blob, st.st_mtime_ns, st.st_size, st.st_ino, error, zlib.crc32(path.encode()) % _SLOTS))
             if record is None:
                 continue
             rowid += 1
@@ -619,7 +623,7 @@ class Index:
             members += [(rowid, t) for t in dict.fromkeys(ends)]
             links += [(rowid, target, vault or "") for target, vault in body_links(record.body)]
             texts.append((rowid, segment(title), segment(record.body), segment(aliases), segment(tags)))
-        self.conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)", files)
+        self.conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", files)
         self.conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
         self.conn.executemany("INSERT OR IGNORE INTO members VALUES (?, ?)", members)
         self.conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
@@ -669,12 +673,27 @@ class Index:
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
 
-    def _sweep_due(self, meta: dict[str, str]) -> bool:
-        # Spend at most ~1% of the time on sweeps: a sweep that took 30 ms (10k
-        # files) is due again after 3 s, one of 0.4 s (100k) after 40 s.
-        setting = os.environ.get("AM_CACHE_SWEEP")
-        interval = float(setting) if setting else max(2.0, 100 * float(meta.get("sweep_seconds") or 0.05))
-        return time.time() - float(meta.get("swept_at") or 0) >= interval
+    def _full_sweep_always(self) -> bool:
+        return os.environ.get("AM_CACHE_SWEEP") == "0"
+
+    def _rolling_sweep(self) -> list[str]:
+        """Return files of this second's slots whose stat data changed (an in-place save)."""
+        count = self.conn.execute("SELECT count(*) FROM files").fetchone()[0] or 1
+        width = max(1, min(_SLOTS, _SLOTS * _SWEEP_FILES // count))
+        first = (int(time.time()) * width) % _SLOTS
+        slots = [(first + i) % _SLOTS for i in range(width)]
+        rows = self.conn.execute(
+            f"SELECT path, mtime_ns, size, ino FROM files WHERE slot IN ({','.join(map(str, slots))})").fetchall()
+        root, stat, out = f"{self.root}/", os.stat, []
+        for path, mtime, size, ino in rows:
+            try:
+                st = stat(root + path)
+            except (FileNotFoundError, NotADirectoryError):
+                out.append(path)
+                continue
+            if (st.st_mtime_ns, st.st_size, st.st_ino) != (mtime, size, ino):
+                out.append(path)
+        return out
 
     def _changed_dirs(self, only: set[str] | None = None) -> list[tuple[str, int]]:
         out = []
@@ -694,9 +713,10 @@ class Index:
         head = self.store.head()
         git_index = self._git_index_stamp()
         dirty: list[str] = json.loads(meta.get("dirty") or "[]")
-        sweep = full or self._sweep_due(meta)
+        sweep = full or self._full_sweep_always()
         if not (sweep or trusted_paths or head != (meta.get("head") or None)
-                or git_index != meta.get("git_index") or self._changed_dirs() or self._stale(dirty)):
+                or git_index != meta.get("git_index") or self._changed_dirs() or self._stale(dirty)
+                or self._rolling_sweep()):
             return Refresh(0, 0, 0, seconds=time.perf_counter() - began)
         with self._locked(exclusive=True):
             self.conn.execute("BEGIN IMMEDIATE")
@@ -724,19 +744,21 @@ class Index:
 
     def _update(self, head: str | None, git_index: str, sweep: bool,
                 trusted_paths: Sequence[str]) -> tuple[int, int, int]:
-        began = time.perf_counter()
         meta = self._meta()  # again, under the lock: another process may have done the work
         old_head = meta.get("head") or None
-        candidates: set[str] = set(trusted_paths)
-        candidates.update(json.loads(meta.get("dirty") or "[]"))
+        # Paths whose dirtiness (working copy != HEAD) may have changed.
+        recheck: set[str] = set(trusted_paths) | set(json.loads(meta.get("dirty") or "[]"))
         # am's own commit on top of what the cache knew: the diff is exactly its paths.
         own = bool(trusted_paths) and head is not None and self.store.commit_info(head).parents[:1] == (
             (old_head,) if old_head else ())
         if head != old_head and not own:
             try:
-                candidates.update(p for p, _ in self.store.diff_paths(old_head, head) if _is_record_path(p))
+                recheck.update(p for p, _ in self.store.diff_paths(old_head, head) if _is_record_path(p))
             except (KeyError, ValueError, AmError):
                 sweep = True  # the old commit is gone (gc after a rebase): look at everything
+        candidates = set(recheck)
+        if not own:
+            candidates.update(self._rolling_sweep())
         folders = None
         if own:
             # Only the folders am just wrote into; others keep their old times
@@ -766,6 +788,7 @@ class Index:
             except (FileNotFoundError, NotADirectoryError):
                 if row is not None:
                     changes.append((path, None, None))
+                    recheck.add(path)
                 continue
             if row is not None and tuple(row[1:]) == (st.st_mtime_ns, st.st_size, st.st_ino):
                 continue
@@ -775,6 +798,7 @@ class Index:
                                   (st.st_mtime_ns, st.st_size, st.st_ino, path))  # type: ignore[union-attr]
                 continue
             changes.append((path, st, data))
+            recheck.add(path)
         removed = 0
         for start in range(0, len(changes), _BATCH):
             removed += self._upsert(changes[start:start + _BATCH])
@@ -785,11 +809,11 @@ class Index:
                      if tree.get(p) != blob]
         else:
             dirty = []
-            for path in sorted(candidates):
+            for path in sorted(recheck):
                 row = self.conn.execute("SELECT blob FROM files WHERE path = ?", (path,)).fetchone()
                 if row is not None and (head is None or self.store.blob_id(path, commit=head) != row[0]):
                     dirty.append(path)
-        swept = {"swept_at": str(time.time()), "sweep_seconds": f"{time.perf_counter() - began:.4f}"} if sweep else {}
+        swept = {"swept_at": str(time.time())} if sweep else {}
         self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty), **swept)
         return checked, len(changes) - removed, removed
 
@@ -870,12 +894,6 @@ class Index:
         order = _FIELDS[Fact]
         cols = ", ".join(f"json_extract(data, '$[{order.index(name)}]')" for name in fields)
         return self.conn.execute(f"SELECT id, {cols} FROM records WHERE type = 'fact' ORDER BY id, path").fetchall()
-
-    def record_values(self) -> list[Record]:
-        """Return every record without its path, sorted by id then path (a slice's fast read)."""
-        # Building 10k PurePosixPaths costs as much as decoding the records (bench_slice).
-        rows = self.conn.execute("SELECT type, data FROM records ORDER BY id, path")
-        return [_record_from_json(t, d) for t, d in rows]
 
     def record_values(self, *, type: str | None = None) -> list[Record]:
         """Return every record of the working tree (or of one type), sorted by id then path."""

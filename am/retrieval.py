@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from am.model import Fact, Record, Relation, Topic
+from am.worlds import FactView
 
 if TYPE_CHECKING:
     from am.ancestry import WorldSetup
@@ -84,7 +85,7 @@ def _words(query: str) -> list[str]:
     return [w for w in re.split(r"[\s,.;:!?，。；：！？、()\[\]\"'`]+", query.casefold()) if w]
 
 
-def link_edges(records: Iterable[Topic | Fact],
+def link_edges(records: Iterable[Topic | Fact | FactView],
                links: Iterable[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
     """Return (topic, link target) edges of same-vault [[links]] in topic and fact bodies.
 
@@ -110,7 +111,7 @@ def link_edges(records: Iterable[Topic | Fact],
     return edges
 
 
-def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
+def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact | FactView],
                   relations: Mapping[str, Relation],
                   links: Iterable[tuple[str, str]] | None = None) -> dict[str, int]:
     """Return {topic id: distance} within ``depth`` hops of the start topics (relations and links)."""
@@ -137,7 +138,7 @@ def neighbourhood(start: Sequence[str], depth: int, *, topics: Mapping[str, Topi
     return found
 
 
-def _graph_level(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
+def _graph_level(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact | FactView],
                  relations: Mapping[str, Relation], links: Iterable[tuple[str, str]] | None) -> list[str]:
     words = _words(query)
     whole = query.casefold().strip()
@@ -158,7 +159,7 @@ def _in_time(budget_s: float, began: float) -> float:
     return budget_s - (time.monotonic() - began)
 
 
-def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact],
+def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact | FactView],
              relations: Mapping[str, Relation], search: SearchFn | None = None,
              backend: EmbeddingBackend | None = None, backend_note: str = "vector: not configured",
              links: Iterable[tuple[str, str]] | None = None, limit: int = 200,

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from am.errors import NotFoundError, UsageError
 from am.model import Fact, Record, Relation, Topic
-from am.worlds import RULE_ANCESTRY, RULE_BRANCH, Resolution, resolve, to_moment
+from am.worlds import RULE_ANCESTRY, RULE_BRANCH, FactView, Resolution, resolve, to_moment
+
+Loader = Callable[[Sequence[str]], Mapping[str, Fact]]
 
 if TYPE_CHECKING:
     from am.ancestry import WorldSetup
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_TOKENS = 8000
+_LEFT_OUT_FACT_TOKENS = 120
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 # Invisible and bidi control characters can hide instructions from a reader; a
 # pack served to an agent never carries them (RELIABILITY: prompt injection).
@@ -144,19 +147,27 @@ def _item(text: str) -> str:
     return "\\" + line if _BLOCK_START.match(line) else line
 
 
-def _created(record: Fact) -> float:
+_NO_TIME = datetime(1, 1, 2, tzinfo=timezone.utc)
+
+
+def _created(record: Fact | FactView) -> datetime:
+    """Return when a fact was written, as an aware moment (naive: local time; unknown: long ago)."""
     if not record.created:
-        return 0.0
+        return _NO_TIME
     try:
-        return datetime.fromisoformat(record.created).timestamp()
+        moment = datetime.fromisoformat(record.created)
     except ValueError:
-        moment = to_moment(record.created)
-        return moment.timestamp() if moment is not None else 0.0
+        moment = to_moment(record.created) or _NO_TIME
+    return moment if moment.tzinfo is not None else moment.astimezone()
 
 
-def _rank_key(fact: Fact, order: Mapping[str, int]) -> tuple[Any, ...]:
-    return (not fact.pinned, order.get(fact.id, len(order)), _CONFIDENCE_RANK.get(fact.confidence, 3),
-            -_created(fact), fact.id)
+def _rank(facts: list[Fact | FactView], order: Mapping[str, int]) -> None:
+    """Sort facts best first: pinned, retrieval order, confidence, newest, id."""
+    # Stable sorts applied from the last key to the first; each key is cheap to compare.
+    facts.sort(key=lambda f: f.id)
+    facts.sort(key=_created, reverse=True)
+    last = len(order)
+    facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _CONFIDENCE_RANK.get(f.confidence, 3)))
 
 
 def _where(fact: Fact) -> str:
@@ -217,7 +228,7 @@ def _placeholder(tid: str) -> Topic:
 
 
 def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | None,
-                 near: Mapping[str, int] | None) -> tuple[list[Fact], set[str], str]:
+                 near: Mapping[str, int] | None) -> tuple[list[Fact | FactView], set[str], str]:
     """Return the facts and topics in scope, and a description of the scope."""
     facts = list(res.facts.values())
     if near is not None:
@@ -235,11 +246,15 @@ def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | 
     return facts, set(res.topics), "every topic"
 
 
-def build_pack(records: Iterable[Record], request: SliceRequest, setup: WorldSetup, *,
+def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setup: WorldSetup, *,
                vault_name: str, vault_commit: str | None, search: Any = None,
                backend: Any = None, backend_note: str = "vector: not configured",
-               links: Any = None) -> Pack:
-    """Resolve records in the world, choose the scope, rank, and fill the budget."""
+               links: Any = None, load: Loader | None = None) -> Pack:
+    """Resolve records in the world, choose the scope, rank, and fill the budget.
+
+    Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
+    full facts, and is asked only for the facts the budget admits.
+    """
     res = resolve(records, setup.world, setup.oracle)
     near: dict[str, int] | None = None
     retrieved: Retrieved | None = None
@@ -258,16 +273,27 @@ def build_pack(records: Iterable[Record], request: SliceRequest, setup: WorldSet
                              search=search, backend=backend, backend_note=backend_note, links=links)
     facts, topic_ids, scope = _scope_facts(res, request, retrieved, near)
     order = {} if retrieved is None else {i: n for n, i in enumerate(retrieved.ids)}
-    facts.sort(key=lambda f: _rank_key(f, order))
+    _rank(facts, order)
     pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved)
     relations = sorted((r for r in res.relations.values()
                         if r.from_ in topic_ids and r.to in topic_ids), key=lambda r: r.id)
-    _fill(pack, facts, topic_ids, relations, res)
+    _fill(pack, facts, topic_ids, relations, res, load)
     return pack
 
 
-def _fill(pack: Pack, facts: list[Fact], topic_ids: set[str], relations: list[Relation],
-          res: Resolution) -> None:
+def _full(facts: list[Fact | FactView], n: int, cache: dict[str, Fact], load: Loader | None) -> Fact | None:
+    """Return the n-th fact in full, loading it and the next few in one batch when needed."""
+    fact = facts[n]
+    if isinstance(fact, Fact):
+        return fact
+    if fact.id not in cache and load is not None:
+        batch = [f.id for f in facts[n:n + 200] if not isinstance(f, Fact)]
+        cache.update(load(batch))
+    return cache.get(fact.id)
+
+
+def _fill(pack: Pack, facts: list[Fact | FactView], topic_ids: set[str], relations: list[Relation],
+          res: Resolution, load: Loader | None) -> None:
     """Admit facts, topic headings and relations in rank order while the budget lasts."""
     budget = pack.request.max_tokens or None
     # Room for the header and the closing note, whose size barely depends on the content.
@@ -283,11 +309,17 @@ def _fill(pack: Pack, facts: list[Fact], topic_ids: set[str], relations: list[Re
         return budget is None or used + cost <= budget
 
     full = False
-    for n, fact in enumerate(facts):
+    loaded: dict[str, Fact] = {}
+    for n, view in enumerate(facts):
         if full:
-            # The cut is a prefix of the ranking; what follows is only counted (and roughly sized).
+            # The cut is a prefix of the ranking; what follows is only counted, with a generous
+            # size per fact (1-3 sentences and a meta line), so the hint gets them all.
             left["facts"] += 1
-            needed += (len(fact.body) // 4 if fact.body.isascii() else len(fact.body)) + 30
+            needed += _LEFT_OUT_FACT_TOKENS
+            continue
+        fact = _full(facts, n, loaded, load)
+        if fact is None:  # its file went away between the two reads of the cache
+            left["facts"] += 1
             continue
         section = next((t for t in fact.topics if t in topic_ids), fact.topics[0] if fact.topics else "")
         cost = estimate_tokens(_fact_md(fact, section))
@@ -514,6 +546,40 @@ def _open_index(vault: Vault) -> Any:
         return None
 
 
+def _from_cache(index: Any) -> tuple[list[Record | FactView], Loader | None]:
+    """Read topics and relations in full and facts as views; return them and the loader of full facts."""
+    rows = getattr(index, "fact_world_rows", None)
+    if rows is None:
+        return [r for _, r in index.records()], None
+    values = getattr(index, "record_values", None)
+    if values is not None:
+        out: list[Record | FactView] = [*values(type="topic"), *values(type="relation")]
+    else:
+        out = [r for _, r in index.records(type="topic")] + [r for _, r in index.records(type="relation")]
+    for (fid, status, confidence, repo, version, commit, until, start, end, supersedes, successor, pinned,
+         created, topics) in rows():
+        out.append(FactView(fid, status or "active", confidence or "medium", repo, version, commit, until, start,
+                            end, _ids(supersedes), successor, bool(pinned), created, _ids(topics)))
+
+    def load(ids: Sequence[str]) -> dict[str, Fact]:
+        found: dict[str, Fact] = {}
+        for _, record in index.records(ids=ids):
+            if isinstance(record, Fact):
+                found.setdefault(record.id, record)
+        return found
+
+    return out, load
+
+
+def _ids(text: str | None) -> tuple[str, ...]:
+    if not text or text == "[]":
+        return ()
+    if "\\" in text:
+        return tuple(json.loads(text))
+    # Without escapes, a JSON list of strings splits plainly (and ten times faster than json.loads).
+    return tuple(text[2:-2].split('","'))
+
+
 def _search_fn(index: Any) -> Any:
     """Return the cache's full-text search as ``search(query, limit) -> ids``, or None without a cache."""
     if index is None:
@@ -526,7 +592,7 @@ def _search_fn(index: Any) -> Any:
     return search
 
 
-def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record] | None = None) -> Pack:
+def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record | FactView] | None = None) -> Pack:
     """Build the pack of a vault for a request: choose the record source, the world and the retrieval."""
     from am.ancestry import now, records_at, setup_world
 
@@ -539,6 +605,7 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
                         include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry")
     commit = vault.store.head()
     index = None
+    load: Loader | None = None
     if request.as_of is not None:
         past = vault.store.last_commit_at(request.as_of.timestamp())
         if past is None:
@@ -550,8 +617,7 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
         index = _open_index(vault)
         if index is not None:
             commit = index.head or commit
-            fast = getattr(index, "record_values", None)
-            records = fast() if fast is not None else [r for _, r in index.records()]
+            records, load = _from_cache(index)
         else:
             records = (r for _, r in vault.iter_records())
     backend, note = (None, "vector: not configured")
@@ -567,7 +633,7 @@ def slice_vault(vault: Vault, request: SliceRequest, *, records: Iterable[Record
         links = [(link.source, link.target) for link in index.links() if link.vault is None]
     # The cache belongs to the vault, which closes it.
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
-                      search=search, backend=backend, backend_note=note, links=links)
+                      search=search, backend=backend, backend_note=note, links=links, load=load)
     if request.follow_links:
         from am.retrieval import follow_links
 

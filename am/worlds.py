@@ -27,7 +27,7 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from am.model import Fact, Record, Relation, Topic
 
@@ -43,6 +43,7 @@ __all__ = [
     "judge",
     "resolve",
     "to_moment",
+    "FactView",
 ]
 
 RULE_ANCESTRY = "commit-ancestry"
@@ -92,6 +93,37 @@ class SetAncestry:
         return matches[0] in self.history
 
 
+class FactView(NamedTuple):
+    """A fact's world fields without its body: all that judging and ranking need.
+
+    The cache hands these out for every fact, and full facts only for the few a
+    pack shows, so a slice of 100k facts does not decode 100k bodies.
+    """
+
+    id: str
+    status: str
+    confidence: str
+    repo: str | None
+    version: str | None
+    commit: str | None
+    until_commit: str | None
+    valid_from: str | None
+    valid_until: str | None
+    supersedes: tuple[str, ...]
+    superseded_by: str | None
+    pinned: bool
+    created: str | None
+    topics: tuple[str, ...]
+
+    @property
+    def type(self) -> str:
+        return "fact"
+
+    @property
+    def body(self) -> str:
+        return ""
+
+
 @dataclass(frozen=True)
 class World:
     """Where a question is asked: repo, branch, commit and valid time."""
@@ -118,7 +150,7 @@ class Resolution:
     """Every record sorted into what holds in a world and what does not."""
 
     topics: dict[str, Topic] = field(default_factory=dict)
-    facts: dict[str, Fact] = field(default_factory=dict)
+    facts: dict[str, Fact | FactView] = field(default_factory=dict)
     relations: dict[str, Relation] = field(default_factory=dict)
     all_topics: dict[str, Topic] = field(default_factory=dict)
     excluded: dict[str, int] = field(default_factory=dict)
@@ -126,7 +158,7 @@ class Resolution:
     rules: dict[str, int] = field(default_factory=dict)
 
     @property
-    def contested(self) -> list[Fact]:
+    def contested(self) -> list[Fact | FactView]:
         return [f for f in self.facts.values() if f.status == "contested"]
 
 
@@ -146,7 +178,7 @@ def to_moment(value: str, *, like: datetime | None = None) -> datetime | None:
     return moment
 
 
-def _time_ok(record: Fact | Relation, at: datetime | None) -> bool:
+def _time_ok(record: Fact | FactView | Relation, at: datetime | None) -> bool:
     if at is None or (record.valid_from is None and record.valid_until is None):
         return True
     if record.valid_from is not None:
@@ -160,7 +192,7 @@ def _time_ok(record: Fact | Relation, at: datetime | None) -> bool:
     return True
 
 
-def judge(record: Fact | Relation, world: World, oracle: AncestryOracle | None) -> Verdict:
+def judge(record: Fact | FactView | Relation, world: World, oracle: AncestryOracle | None) -> Verdict:
     """Decide whether a fact or relation holds in a world, before supersession."""
     status = record.status
     if status in ("expired", "superseded"):
@@ -194,18 +226,19 @@ def _count(counter: dict[str, int], key: str) -> None:
     counter[key] = counter.get(key, 0) + 1
 
 
-def resolve(records: Iterable[Record], world: World, oracle: AncestryOracle | None) -> Resolution:
+def resolve(records: Iterable[Record | FactView], world: World, oracle: AncestryOracle | None) -> Resolution:
     """Sort records into what holds in ``world``, applying supersession per world."""
     out = Resolution()
-    candidates: dict[str, Fact] = {}
+    candidates: dict[str, Fact | FactView] = {}
     rule_of: dict[str, str] = {}
     relations: dict[str, Relation] = {}
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for record in records:
         # Two files with one id (a person's copy): the first wins, as in the cache's lookup.
-        if record.id in seen:
+        key = (record.type, record.id)
+        if key in seen:
             continue
-        seen.add(record.id)
+        seen.add(key)
         if isinstance(record, Topic):
             out.all_topics[record.id] = record
             if record.status in ("active", "contested") or (
@@ -214,14 +247,14 @@ def resolve(records: Iterable[Record], world: World, oracle: AncestryOracle | No
             continue
         verdict = judge(record, world, oracle)
         if not verdict.holds:
-            if isinstance(record, Fact):
+            if not isinstance(record, Relation):
                 _count(out.excluded, verdict.why or record.status)
             continue
-        if isinstance(record, Fact):
+        if isinstance(record, Relation):
+            relations[record.id] = record
+        else:
             candidates[record.id] = record
             rule_of[record.id] = verdict.rule
-        else:
-            relations[record.id] = record
     # A pending-review fact is not yet believed, so it supersedes nothing.
     believed = {fid: f for fid, f in candidates.items() if f.status in ("active", "contested")}
     hidden: dict[str, str] = {}
