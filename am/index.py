@@ -34,11 +34,10 @@ How it stays fresh without scanning (docs/cache.md): every command compares
 HEAD with the commit the cache recorded and diffs the two trees
 (``GitStore.diff_paths``); compares the modification times of the record
 folders (a new, deleted or renamed file, and every file Git checks out, change
-its folder); and re-checks the files that were dirty or untracked last time.
-Blob ids tell an unchanged file from a changed one. Editing a tracked file in
-place without committing changes none of those, so a full stat sweep runs when
-the last one is older than ``AM_CACHE_SWEEP`` seconds (default 300; 0 sweeps
-on every command).
+its folder); re-checks the files that were dirty or untracked last time; and
+stats a rolling ~1,000 of the other files (an in-place save changes none of
+the above). Blob ids tell an unchanged file from a changed one.
+``AM_CACHE_SWEEP=0`` stats every file on every command.
 
 Integrity: the main database file only changes under am's cache lock, after
 which am records its size, time and inode in ``index.sqlite.stamp``. A file

@@ -93,6 +93,14 @@ def test_own_write_updates_the_cache_in_the_same_step(seeded: Vault, git: Callab
     assert cache.refresh().checked == 0  # nothing left to do
 
 
+def test_full_sweep_on_every_command_when_asked(seeded: Vault, vault_path: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AM_CACHE_SWEEP", "0")
+    path = vault_path / str(seeded.locate("fact-ja"))
+    path.write_text(path.read_text(encoding="utf-8").replace("障害", "遅延"), encoding="utf-8")
+    assert_same_as_fresh(seeded.cache(), vault_path, tmp_path)
+
+
 def test_unchanged_vault_reads_no_file(seeded: Vault) -> None:
     cache = seeded.cache()
     cache.refresh(full=True)
@@ -158,8 +166,7 @@ def test_branch_switch_reset_and_merge(seeded: Vault, vault_path: Path, tmp_path
     assert index.lookup("fact-feat") is None
 
 
-def test_uncommitted_hand_edits(seeded: Vault, vault_path: Path, tmp_path: Path,
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_uncommitted_hand_edits(seeded: Vault, vault_path: Path, tmp_path: Path) -> None:
     index = seeded.cache()
     # A new, untracked file changes its folder: found without a sweep.
     write(vault_path, "facts/2026/09/23/fact-untracked.md", fact_text("fact-untracked", "Not committed."))
@@ -168,8 +175,8 @@ def test_uncommitted_hand_edits(seeded: Vault, vault_path: Path, tmp_path: Path,
     # Saved again, in place: a known dirty file is re-checked on every command.
     write(vault_path, "facts/2026/09/23/fact-untracked.md", fact_text("fact-untracked", "Edited again."))
     assert_same_as_fresh(index, vault_path, tmp_path)
-    # An in-place edit of a clean tracked file is found by the sweep.
-    monkeypatch.setenv("AM_CACHE_SWEEP", "0")
+    # An in-place edit of a clean tracked file is found by the rolling sweep
+    # (which covers every file on every command in a vault this small).
     rel = str(seeded.locate("fact-sessions"))
     path = vault_path / rel
     path.write_text(path.read_text(encoding="utf-8").replace("keeps sessions", "keeps tokens"), encoding="utf-8")
