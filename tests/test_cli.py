@@ -1,0 +1,227 @@
+"""The command line: thin, one clear error line for every expected mistake, stable JSON, nothing changed on error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from am.cli.main import cli, main
+
+from conftest import PYTHON, REPO_ROOT, run_git, subprocess_env
+
+
+def am(*args: str, input: str | None = None) -> tuple[int, str, str]:
+    """Run `am ARGS` in-process through main() (the real error handling); return (code, stdout, stderr)."""
+    runner = CliRunner()
+    with runner.isolation(input=input) as streams:
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        out, err = streams[0].getvalue().decode(), streams[1].getvalue().decode()
+    return code, out, err
+
+
+@pytest.fixture
+def cli_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "v"
+    code, out, err = am("--actor", "tester", "init", str(root), "--name", "clivault")
+    assert code == 0, err
+    code, _, err = am("--vault", str(root), "--actor", "tester", "topic", "add", "project-alpha",
+                      "--title", "Alpha service", "--alias", "Alpha", "--alias", "Alpha 服务")
+    assert code == 0, err
+    return root
+
+
+def _head(root: Path) -> str:
+    return run_git(root, "rev-parse", "HEAD").strip()
+
+
+def _one_error(code: int, out: str, err: str, *needles: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code != 0
+    assert len(lines) == 1, err
+    assert lines[0].startswith("Error: "), err
+    assert "Traceback" not in err + out
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def test_init_add_show_list(cli_vault: Path) -> None:
+    v = str(cli_vault)
+    code, out, err = am("--vault", v, "--actor", "claude-code", "fact", "add",
+                        "Alpha on main only offers getUser(id).", "--topic", "project-alpha", "--repo", "project-alpha",
+                        "--branch", "main", "--commit", "1a2b3c4", "--confidence", "high", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert set(data) == {"commit", "records"}
+    fact = data["records"][0]
+    assert data["commit"] == _head(cli_vault)
+    assert {"type", "id", "topics", "status", "confidence", "provenance", "repo", "version", "commit", "axis",
+            "created", "body", "path"} <= set(fact)
+    assert fact["topics"] == ["project-alpha"] and fact["version"] == "main" and fact["axis"] == "subject"
+    assert run_git(cli_vault, "log", "-1", "--format=%an").strip() == "claude-code"
+
+    code, out, _ = am("--vault", v, "fact", "show", fact["id"], "--format", "json")
+    assert code == 0 and json.loads(out) == fact
+    code, out, _ = am("--vault", v, "fact", "show", fact["id"])
+    assert fact["id"] in out and "getUser" in out
+    code, out, _ = am("--vault", v, "fact", "list", "--format", "json")
+    assert [f["id"] for f in json.loads(out)] == [fact["id"]]
+    code, out, _ = am("--vault", v, "topic", "list", "--format", "json")
+    topics = json.loads(out)
+    assert [t["id"] for t in topics] == ["project-alpha"] and topics[0]["aliases"] == ["Alpha", "Alpha 服务"]
+    code, out, _ = am("--vault", v, "topic", "show", "project-alpha", "--format", "json")
+    assert json.loads(out)["path"] == "topics/project-alpha.md"
+    code, out, _ = am("vault", "list", "--format", "json")
+    assert {"name": "clivault", "path": str(cli_vault.resolve())} in json.loads(out)
+
+
+def test_supersede_expire_status_and_relations(cli_vault: Path) -> None:
+    v = str(cli_vault)
+    _, out, _ = am("--vault", v, "fact", "add", "old", "--topic", "project-alpha", "--format", "json")
+    old = json.loads(out)["records"][0]["id"]
+    code, out, err = am("--vault", v, "fact", "supersede", old, "new", "--reason", "changed", "--format", "json")
+    assert code == 0, err
+    records = json.loads(out)["records"]
+    assert records[0]["supersedes"] == [old] and records[1]["status"] == "superseded"
+    assert len(run_git(cli_vault, "show", "--name-only", "--format=", "HEAD").split()) == 2
+    new = records[0]["id"]
+    assert am("--vault", v, "fact", "status", new, "contested")[0] == 0
+    assert am("--vault", v, "fact", "expire", new, "--reason", "gone")[0] == 0
+    _, out, _ = am("--vault", v, "fact", "list", "--status", "expired", "--format", "json")
+    assert [f["id"] for f in json.loads(out)] == [new]
+    assert am("--vault", v, "topic", "add", "--title", "Redis", "--kind", "tool")[0] == 0
+    code, out, err = am("--vault", v, "relation", "add", "project-alpha", "depends-on", "tool-redis",
+                        "--note", "sessions", "--format", "json")
+    assert code == 0, err
+    rid = json.loads(out)["records"][0]["id"]
+    assert rid == "project-alpha--depends-on--tool-redis"
+    _, out, _ = am("--vault", v, "relation", "list", "--format", "json")
+    assert [r["id"] for r in json.loads(out)] == [rid] and json.loads(out)[0]["from"] == "project-alpha"
+    assert am("--vault", v, "relation", "expire", rid)[0] == 0
+    _, out, _ = am("--vault", v, "relation", "list", "--format", "json")
+    assert json.loads(out) == []
+    _, out, _ = am("--vault", v, "relation", "list", "--all", "--format", "json")
+    assert json.loads(out)[0]["status"] == "expired"
+
+
+def test_fact_text_from_stdin(cli_vault: Path) -> None:
+    code, out, err = am("--vault", str(cli_vault), "fact", "add", "-", "--topic", "project-alpha", "--format", "json",
+                        input="来自标准输入的事实。\n")
+    assert code == 0, err
+    assert json.loads(out)["records"][0]["body"] == "来自标准输入的事实。\n"
+
+
+def test_vault_from_environment_and_enclosing_folder(cli_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AM_VAULT", "clivault")
+    assert am("topic", "show", "project-alpha")[0] == 0
+    monkeypatch.delenv("AM_VAULT")
+    monkeypatch.chdir(cli_vault / "topics")
+    code, out, _ = am("topic", "list")
+    assert code == 0 and "project-alpha" in out
+
+
+@pytest.mark.parametrize("case", ["relation-type", "unknown-topic", "collision", "invalid-file", "dirty", "bad-id",
+                                  "unknown-fact", "bad-actor", "empty-text"])
+def test_expected_mistakes_print_one_line_and_change_nothing(cli_vault: Path, case: str) -> None:
+    v = str(cli_vault)
+    _, out, _ = am("--vault", v, "fact", "add", "a fact", "--topic", "project-alpha", "--format", "json")
+    fact = json.loads(out)["records"][0]
+    if case == "invalid-file":
+        path = cli_vault / "topics" / "project-alpha.md"
+        path.write_text(path.read_text().replace("kind: project\n", "kind: project\nkind: tool\n"))
+        run_git(cli_vault, "commit", "-q", "-am", "hand edit")
+    if case == "dirty":
+        (cli_vault / fact["path"]).write_text((cli_vault / fact["path"]).read_text() + "edit\n")
+    head = _head(cli_vault)
+    status = run_git(cli_vault, "status", "--porcelain")
+    args, needles = {
+        "relation-type": (["relation", "add", "project-alpha", "related-to", "project-alpha"],
+                          ["'related-to' is not allowed", "depends-on, part-of"]),
+        "unknown-topic": (["fact", "add", "x", "--topic", "project-nope"], ["project-nope", "--create-topic"]),
+        "collision": (["topic", "add", "project-alpha", "--title", "Again"], ["project-alpha", "another id"]),
+        "invalid-file": (["fact", "add", "x", "--topic", "project-alpha"],
+                         ["topics/project-alpha.md:", "duplicate key 'kind'"]),
+        "dirty": (["fact", "status", fact["id"], "contested"], [fact["path"], "uncommitted", "commit or discard"]),
+        "bad-id": (["topic", "add", "../etc", "--title", "x"], ["not a valid id", "lowercase"]),
+        "unknown-fact": (["fact", "show", "f-20990101-0000-000000"], ["no record", "am fact list"]),
+        "bad-actor": (["--actor", "evil\nAm-Op: x", "fact", "add", "x", "--topic", "project-alpha"], ["actor"]),
+        "empty-text": (["fact", "add", "  ", "--topic", "project-alpha"], ["empty"]),
+    }[case]
+    code, out, err = am("--vault", v, *args)
+    _one_error(code, out, err, *needles)
+    assert _head(cli_vault) == head
+    assert run_git(cli_vault, "status", "--porcelain") == status
+
+
+def test_not_a_vault(tmp_path: Path) -> None:
+    code, out, err = am("--vault", str(tmp_path), "topic", "list")
+    line = _one_error(code, out, err, str(tmp_path), "am init")
+    assert code == 3 and "not an am vault" in line
+
+
+def test_exit_codes_are_stable(cli_vault: Path) -> None:
+    v = str(cli_vault)
+    assert am("--vault", v, "fact", "add", "x", "--topic", "project-nope")[0] == 4
+    assert am("--vault", v, "topic", "add", "project-alpha", "--title", "x")[0] == 6
+    assert am("--vault", v, "relation", "add", "project-alpha", "related-to", "project-alpha")[0] == 5
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    runner = CliRunner()
+    names = []
+    for name, command in cli.commands.items():
+        subs = command.commands.items() if isinstance(command, click.Group) else [("", command)]
+        for sub, _ in subs:
+            args = [name, sub, "--help"] if sub else [name, "--help"]
+            result = runner.invoke(cli, args)
+            assert result.exit_code == 0, args
+            assert "Example:" in result.output, args
+            names.append(" ".join(args[:-1]))
+    assert {"init", "demo", "vault list", "topic add", "fact add", "fact supersede", "relation add"} <= set(names)
+
+
+# ---------------------------------------------------------------- the real process
+
+def _run(*args: str, cwd: Path | None = None, am_home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "am.cli.main", *args], capture_output=True, text=True, cwd=cwd,
+                          env=subprocess_env(AM_HOME=str(am_home)))
+
+
+def test_end_to_end_in_a_subprocess(tmp_path: Path, am_home: Path) -> None:
+    root = tmp_path / "e2e"
+    assert _run("init", str(root), am_home=am_home).returncode == 0
+    proc = _run("--vault", str(root), "--actor", "claude-code", "fact", "add", "Redis caches sessions.",
+                "--topic", "tool-redis", "--create-topic", "--format", "json", am_home=am_home)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [r["type"] for r in data["records"]] == ["fact", "topic"]
+    assert run_git(root, "log", "-1", "--format=%an %(trailers:key=Am-Actor,valueonly)").split() == [
+        "claude-code", "claude-code"]
+    proc = _run("fact", "list", cwd=root, am_home=am_home)
+    assert proc.returncode == 0 and "Redis caches sessions." in proc.stdout
+    head = run_git(root, "rev-parse", "HEAD")
+    proc = _run("--vault", str(root), "relation", "add", "tool-redis", "somewhat-related-to", "tool-redis",
+                am_home=am_home)
+    assert proc.returncode == 5 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr
+    assert run_git(root, "rev-parse", "HEAD") == head
+    proc = _run("--vault", str(tmp_path), "fact", "list", am_home=am_home)
+    assert proc.returncode == 3 and proc.stderr.startswith("Error: ") and proc.stderr.count("\n") == 1
+
+
+def test_demo_from_the_command_line(tmp_path: Path, am_home: Path) -> None:
+    proc = _run("demo", str(tmp_path / "demo"), am_home=am_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "demo vault ready" in proc.stdout and "am fact list" in proc.stdout
+    proc = _run("--vault", "demo", "topic", "list", "--format", "json", am_home=am_home)
+    assert proc.returncode == 0 and "project-alpha" in proc.stdout
+    assert REPO_ROOT.is_dir()
