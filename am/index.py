@@ -156,6 +156,8 @@ _RUN = re.compile(rf"((?:(?=[{_CJK_CLASS}])[^\W_])+)|((?:(?![{_CJK_CLASS}])[^\W_
 
 def segment(text: str) -> str:
     """Return text as the FTS column stores it: exactly textseg.segment_for_index, faster."""
+    if not text:
+        return ""
     if text.isascii():
         return " ".join(_ASCII_WORD.findall(text)).lower()
     tokens: list[str] = []
@@ -212,8 +214,8 @@ _TUPLES = {cls: tuple(i for i, f in enumerate(fields(cls)) if str(f.type).starts
 
 def _record_json(record: Record) -> str:
     # A JSON array in field order: the cache's own format, rebuilt without re-validation.
-    values = [getattr(record, name) for name in _FIELDS[type(record)]]
-    return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+    # A dataclass's __dict__ holds its fields in declaration order.
+    return json.dumps(list(record.__dict__.values()), separators=(",", ":"))
 
 
 def _record_from_json(rtype: str, text: str) -> Record:
@@ -456,11 +458,7 @@ class Index:
             except _Corrupt as again:
                 reason = str(again)
             self._move_aside(reason)
-            handle.conn = self._connect()
-            handle.conn.executescript(_SCHEMA)
-            self._set_meta(schema=str(SCHEMA_VERSION))
-            self._rebuild_rows(progress)
-            handle.write_stamp()
+            self._build_fresh(progress)
         self.rebuilt = reason
 
     def _move_aside(self, reason: str) -> None:
@@ -510,26 +508,37 @@ class Index:
     def rebuild(self, *, progress: Progress | None = None) -> int:
         """Rebuild the cache from the working tree; return the number of files read."""
         with self._locked(exclusive=True):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                for table in ("files", "dirs", "records", "members", "links", "search"):
-                    self.conn.execute(f"DELETE FROM {table}")
-                count = self._fill(progress)
-                self.conn.execute("COMMIT")
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self._write_stamp()
-        return count
+            if self._handle.conn is not None:
+                self._handle.conn.close()
+                self._handle.conn = None
+            return self._build_fresh(progress)
 
-    def _rebuild_rows(self, progress: Progress | None) -> int:
-        self.conn.execute("BEGIN IMMEDIATE")
+    def _build_fresh(self, progress: Progress | None) -> int:
+        """Build a new file beside the old one and move it into place; the lock is held."""
+        handle = self._handle
+        for stale in self.path.parent.glob(f"{DB_NAME}.build-*"):
+            stale.unlink(missing_ok=True)  # left by a crash: builds only happen under the lock
+        tmp = self.path.with_name(f"{DB_NAME}.build-{os.getpid()}")
+        conn = sqlite3.connect(tmp, isolation_level=None, check_same_thread=False)
+        handle.conn = conn
         try:
+            # No journal while building: a crash leaves only this temporary file.
+            conn.execute("PRAGMA journal_mode=OFF")
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.executescript(_SCHEMA)
+            conn.execute("BEGIN")
             count = self._fill(progress)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+            self._set_meta(schema=str(SCHEMA_VERSION))
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+            handle.conn = None
+        for suffix in ("-wal", "-shm"):
+            self.path.with_name(DB_NAME + suffix).unlink(missing_ok=True)
+        os.replace(tmp, self.path)
+        handle.conn = self._connect()
+        handle.write_stamp()
         return count
 
     def _walk(self) -> tuple[list[tuple[str, int]], list[str]]:
@@ -772,7 +781,8 @@ class Index:
             self.conn.executemany("INSERT INTO dirs VALUES (?, ?)", dirs)
             candidates.update(files)
             candidates.update(p for (p,) in self.conn.execute("SELECT path FROM files"))
-        checked, changes = len(candidates), []
+        checked = len(candidates)
+        changes: list[tuple[str, os.stat_result | None, bytes | None]] = []
         rows: dict[str, tuple[Any, ...]] | None = None
         if len(candidates) > 500:
             rows = {r[0]: r[1:] for r in self.conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files")}
@@ -791,12 +801,14 @@ class Index:
                 continue
             if row is not None and tuple(row[1:]) == (st.st_mtime_ns, st.st_size, st.st_ino):
                 continue
-            st, data = self._read(path)
-            if data is not None and row is not None and hash_blob(data) == row[0]:
+            fresh, data = self._read(path)
+            if fresh is not None and data is not None and row is not None and hash_blob(data) == row[0]:
                 self.conn.execute("UPDATE files SET mtime_ns=?, size=?, ino=? WHERE path=?",
-                                  (st.st_mtime_ns, st.st_size, st.st_ino, path))  # type: ignore[union-attr]
+                                  (fresh.st_mtime_ns, fresh.st_size, fresh.st_ino, path))
                 continue
-            changes.append((path, st, data))
+            if fresh is None and row is None:
+                continue  # appeared and vanished again
+            changes.append((path, fresh, data))
             recheck.add(path)
         removed = 0
         for start in range(0, len(changes), _BATCH):
