@@ -571,8 +571,7 @@ class GitStore:
             for _attempt in range(_MAX_CAS_RETRIES):
                 tip = self.branch_tip(ref)
                 base_tree = None if tip is None else self.repo[tip].peel(pygit2.Tree)
-                index = self.repo.index
-                index.read(False)
+                index = self._read_index()
                 self._check_not_dirty(changes, base_tree, index)
                 if not written:
                     for c in changes:
@@ -600,6 +599,25 @@ class GitStore:
             if written and not committed:
                 self._roll_back(changes, previous)
             raise
+
+    def _read_index(self) -> pygit2.Index:
+        """Return Git's index, read afresh; retry a torn read.
+
+        libgit2 takes the index file's size with stat() and then reads it, so
+        a `git add` replacing the file in between gives "extension is
+        truncated" or "could not read"; 16 writers racing a `git commit` loop
+        hit it. The file itself is always whole (git renames it into place).
+        """
+        for attempt in range(50):
+            try:
+                index = self.repo.index
+                index.read(attempt > 0)
+                return index
+            except (pygit2.GitError, OSError) as err:
+                if attempt == 49:
+                    raise GitError(f"could not read Git's index: {err}") from None
+                time.sleep(0.002)
+        raise AssertionError("unreachable")
 
     def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
         try:
