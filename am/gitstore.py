@@ -18,6 +18,7 @@ itself with SIGKILL at that step (names in ``FAILPOINTS``).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import json
@@ -64,6 +65,23 @@ FAILPOINTS = (
 _GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
 _GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
 _MAX_CAS_RETRIES = 1000
+# From this many files in one commit, objects and files are flushed with one
+# syncfs per file system instead of an fsync each (see GitStore.commit).
+_BATCH_SYNC_MIN = 16
+# libgit2's fsync switch is process-wide: writers in other threads must not
+# create objects while a batch has it off.
+_OBJECT_WRITES = threading.RLock()
+
+
+def _load_syncfs() -> Any:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syncfs
+    except (OSError, AttributeError):  # not Linux: keep an fsync per object
+        return None
+
+
+_syncfs = _load_syncfs()
 
 
 def failpoint(name: str) -> None:
@@ -514,7 +532,7 @@ class GitStore:
             raise DirtyFileError(f"{rel} is a symbolic link; am will not write through it")
         return target
 
-    def _write_file(self, rel: PurePosixPath, data: bytes) -> None:
+    def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True) -> None:
         target = self._safe_target(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f".{target.name}.am-{os.getpid()}.tmp"
@@ -524,14 +542,16 @@ class GitStore:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         except BaseException:
             os.close(fd)
             tmp.unlink(missing_ok=True)
             raise
         os.close(fd)
         os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        if sync:
+            _fsync_dir(target.parent)
 
     def _build_tree(self, base: pygit2.Tree | None, changes: dict[tuple[str, ...], pygit2.Oid]) -> pygit2.Oid:
         builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
@@ -562,7 +582,17 @@ class GitStore:
         ref = self.head_ref()
         author_sig = pygit2.Signature(*author)
         committer_sig = pygit2.Signature(*(committer or author))
-        blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
+        # Bulk writes sync once per batch instead of twice per object and file
+        # (git's core.fsyncMethod=batch): nothing is committed before syncfs returns.
+        batch = len(changes) >= _BATCH_SYNC_MIN and _syncfs is not None
+        with _OBJECT_WRITES:
+            if batch:
+                pygit2.settings.enable_fsync_gitdir(False)
+            try:
+                blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
+            finally:
+                if batch:
+                    pygit2.settings.enable_fsync_gitdir(True)
         failpoint("before-write")
         written = False
         committed = False
@@ -576,12 +606,15 @@ class GitStore:
                 if not written:
                     for c in changes:
                         previous[c.path] = self._read_or_none(c.path)
-                        self._write_file(c.path, c.data)
+                        self._write_file(c.path, c.data, sync=not batch)
                     written = True
+                    if batch:
+                        self._sync_filesystems()
                     failpoint("after-file")
-                tree = self._build_tree(base_tree, blobs)
                 try:
-                    oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
+                    with _OBJECT_WRITES:
+                        tree = self._build_tree(base_tree, blobs)
+                        oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
                 except _Moved:
                     continue
                 committed = True
@@ -599,6 +632,17 @@ class GitStore:
             if written and not committed:
                 self._roll_back(changes, previous)
             raise
+
+    def _sync_filesystems(self) -> None:
+        """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
+        assert _syncfs is not None
+        for folder in {self.root, self.gitdir / "objects"}:
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                if _syncfs(fd) != 0:
+                    raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(fd)
 
     def _read_index(self) -> pygit2.Index:
         """Return Git's index, read afresh; retry a torn read.

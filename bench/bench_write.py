@@ -1,0 +1,129 @@
+"""Write throughput: safe single writes as the vault grows, the bulk path, and the CLI process.
+
+Figures, all from one run so the ratios hold on a busy machine:
+
+* in-process ``Vault.add_fact`` (file, commit, Git index entry, cache) in
+  commits/s at each vault size, and as a ratio to the smallest size (flat = 1.0)
+  and to the 200/s target; the git CLI's ``add`` + ``commit`` on the same vault
+  is the baseline;
+* the bulk path ``Vault.import_records`` in facts/s while building each vault
+  (target >= 500/s at 10k);
+* one ``am fact add`` process against ``python -c "import pygit2"`` (target <= 2x)
+  and ``python -c pass``; pass ``--python`` to time an installed copy.
+
+Usage: python bench/bench_write.py [--sizes 1000,10000,50000] [--commits 100] [--python PY]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.corpus import make_records  # noqa: E402
+
+from am.model import Fact, Topic  # noqa: E402
+from am.vault import Vault  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def build(root: Path, facts: int, *, batch: int) -> tuple[Vault, float]:
+    """Create a vault of ``facts`` facts through the bulk path; return it and the facts/s."""
+    vault = Vault.init(root, name=f"bench-{facts}", actor="bench", register=False)
+    records = [r for r in make_records(facts) if isinstance(r, (Topic, Fact))]
+    # Supersede links point at records of the same import; keep the files as they are.
+    n_facts = sum(isinstance(r, Fact) for r in records)
+    began = time.perf_counter()
+    vault.import_records(records, source="bench", batch_size=batch)
+    return vault, n_facts / (time.perf_counter() - began)
+
+
+def single_writes(vault: Vault, commits: int) -> float:
+    """Return add_fact commits/s."""
+    topic = next(iter(vault.list_topics())).id
+    vault.add_fact("warm-up write.", topics=[topic])
+    began = time.perf_counter()
+    for i in range(commits):
+        vault.add_fact(f"Bench fact number {i}: the cache keeps sessions for 30 minutes.", topics=[topic])
+    return commits / (time.perf_counter() - began)
+
+
+def git_cli_commits(root: Path, commits: int) -> float:
+    """Return commits/s of `git add FILE && git commit` on the same vault (the baseline)."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@x"}
+    folder = root / "notes"
+    folder.mkdir(exist_ok=True)
+    began = time.perf_counter()
+    for i in range(commits):
+        (folder / f"n{i}.txt").write_text(f"{i}\n")
+        subprocess.run(["git", "-C", str(root), "add", f"notes/n{i}.txt"], check=True, env=env)
+        subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", f"n{i}"], check=True, env=env)
+    return commits / (time.perf_counter() - began)
+
+
+def process_times(python: str, vault_root: Path, runs: int) -> dict[str, float]:
+    """Return the median wall time (s) of `am fact add` and of the baselines."""
+    env = {**os.environ, "AM_HOME": str(vault_root.parent / "am-home")}
+    if python == sys.executable:
+        env["PYTHONPATH"] = str(REPO)
+    topic = next(iter(Vault.open(vault_root).list_topics())).id
+
+    def median(argv: list[str]) -> float:
+        times = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+            times.append(time.perf_counter() - began)
+        return statistics.median(times)
+
+    return {
+        "python -c pass": median([python, "-c", "pass"]),
+        "python -c 'import pygit2'": median([python, "-c", "import pygit2"]),
+        "am fact add": median([python, "-m", "am.cli.main", "--vault", str(vault_root), "fact", "add",
+                               "A fact from the command line.", "--topic", topic]),
+        "am --version": median([python, "-m", "am.cli.main", "--version"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--commits", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--python", default=sys.executable, help="interpreter for the process timing")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="am-bench-write-"))
+    os.environ.setdefault("AM_HOME", str(work / "am-home"))
+    print(f"workdir {work}")
+    rates: dict[int, float] = {}
+    for size in sizes:
+        root = work / f"v{size}"
+        vault, bulk = build(root, size, batch=args.batch)
+        rate = single_writes(vault, args.commits)
+        rates[size] = rate
+        base = git_cli_commits(root, min(30, args.commits))
+        print(f"{size:>6} facts | import {bulk:7.0f} facts/s ({bulk / 500:4.2f}x of 500/s) | "
+              f"add_fact {rate:6.1f} commits/s ({rate / 200:4.2f}x of 200/s, "
+              f"{rate / rates[sizes[0]]:4.2f}x of {sizes[0]}) | git CLI add+commit {base:5.1f}/s "
+              f"(am = {rate / base:4.1f}x git)", flush=True)
+    times = process_times(args.python, work / f"v{sizes[0]}", args.runs)
+    floor = times["python -c 'import pygit2'"]
+    for name, seconds in times.items():
+        print(f"{name:<28} {seconds * 1000:7.1f} ms  ({seconds / floor:4.2f}x import pygit2)")
+
+
+if __name__ == "__main__":
+    main()
