@@ -115,3 +115,20 @@ def mutated(draw: st.DrawFn) -> Topic | Fact | Relation:
 @given(record=mutated())
 def test_check_record_and_schema_agree(record: Topic | Fact | Relation) -> None:
     assert _check_ok(record) == _schema_ok(record), (record, schema_problems(record_to_meta(record)))
+
+
+DOCS = SCHEMAS.parent / "docs" / "format"
+
+
+@pytest.mark.parametrize("kind", ["topic", "fact", "relation"])
+def test_format_docs_match_the_schema(kind: str) -> None:
+    schema = load_schema(kind)
+    rows = [line.split("|")[1:-1] for line in (DOCS / f"{kind}.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| `")]
+    table = {cells[0].strip().strip("`"): [c.strip() for c in cells[1:]] for cells in rows}
+    assert list(table) == list(schema["properties"]), "the key table must list the schema's keys, in order"
+    for key, (value, required, _meaning) in table.items():
+        assert (required == "yes") == (key in schema["required"]), key
+        prop = schema["properties"][key]
+        for choice in prop.get("enum", []):
+            assert f"`{choice}`" in value, (key, choice)
