@@ -969,7 +969,8 @@ class Index:
                types: Sequence[str] | None = None) -> list[Hit]:
         """Return records matching a user's text (all words, CJK found inside runs), best BM25 first.
 
-        With empty text, return the newest records that pass the filters.
+        Ties are broken by id, so the answer depends only on the files. With
+        empty text, return the newest records that pass the filters.
         """
         where, args = self._filters(topic=topic, statuses=statuses, repo=repo, types=types,
                                     since=since, until=until)
@@ -981,12 +982,48 @@ class Index:
                 sql += " WHERE " + " AND ".join(where)
             sql += " ORDER BY r.created_ts DESC, r.id LIMIT ?"
             rows = self.conn.execute(sql, [*args, limit]).fetchall()
+            return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in rows]
+        # Rank inside FTS5 alone (2-3x faster than ranking through a join on a
+        # word found in 10k records), then read the best records a few at a time.
+        narrowing = any(x is not None for x in (since, until, topic, repo, types))
+        cut = None if narrowing else limit * 4 + 50
+        while True:
+            found, complete = self._best(expression, cols, where, args, limit, cut, narrowing)
+            if complete or cut is None:
+                return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in found]
+            cut = None  # the best few were not enough (filtered out, or tied at the cut): rank all
+
+    def _best(self, expression: str, cols: str, where: list[str], args: list[Any], limit: int,
+              cut: int | None, narrowing: bool) -> tuple[list[tuple[Any, ...]], bool]:
+        """Return the best ``limit`` hits among the ``cut`` best-ranked matches, and whether that is exact."""
+        if cut is None:
+            pairs = self.conn.execute(f"SELECT rowid, {_BM25} FROM search WHERE search MATCH ?",
+                                      (expression,)).fetchall()
+            if narrowing:
+                # Apply the filters to the set first; a narrow one (a week, a topic) leaves little to rank.
+                allowed = {r for (r,) in self.conn.execute(
+                    "SELECT r.rowid FROM records r WHERE " + " AND ".join(where), args)}
+                pairs = [p for p in pairs if p[0] in allowed]
+                where, args = [], []
+            pairs.sort(key=lambda p: p[1])
         else:
-            sql = (f"SELECT {cols}, {_BM25} AS rank FROM search JOIN records r ON r.rowid = search.rowid "
-                   f"WHERE search MATCH ?" + "".join(f" AND {w}" for w in where) +
-                   " ORDER BY rank, r.id LIMIT ?")
-            rows = self.conn.execute(sql, [expression, *args, limit]).fetchall()
-        return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in rows]
+            pairs = self.conn.execute(f"SELECT rowid, {_BM25} AS rank FROM search WHERE search MATCH ? "
+                                      f"ORDER BY rank LIMIT {cut}", (expression,)).fetchall()
+        sql = (f"SELECT {cols}, r.rowid FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?))"
+               + "".join(f" AND {w}" for w in where))
+        ranks = dict(pairs)
+        found: list[tuple[Any, ...]] = []
+        at, step = 0, limit * 2 + 10
+        while at < len(pairs):
+            if len(found) >= limit and pairs[at][1] > ranks[found[limit - 1][-1]]:
+                break  # nothing further can come before or tie with the last kept hit
+            chunk = [rowid for rowid, _ in pairs[at:at + step]]
+            at, step = at + step, step * 2
+            found += self.conn.execute(sql, [json.dumps(chunk), *args]).fetchall()
+            found.sort(key=lambda row: (ranks[row[-1]], row[0]))
+        complete = (cut is None or len(pairs) < cut
+                    or (len(found) >= limit and pairs[-1][1] > ranks[found[limit - 1][-1]]))
+        return [(*row[:-1], ranks[row[-1]]) for row in found[:limit]], complete
 
     def ids_with_prefix(self, prefix: str, *, limit: int = 20, since: datetime | None = None,
                         until: datetime | None = None, statuses: Sequence[str] | None = None,

@@ -169,3 +169,24 @@ def test_search_as_a_process(corpus: Vault, vault_path: Path) -> None:
                           capture_output=True, text=True, env=subprocess_env())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("fact-ja-deploy")
+
+
+def test_ranking_equals_one_plain_join_query(tmp_path: Path) -> None:
+    """The two-step ranking (FTS5 alone, then the records) gives exactly the join's answer, ties by id."""
+    from am.index import _BM25
+    from am.textseg import build_match
+    from bench.corpus import write_vault
+
+    write_vault(tmp_path / "bench", 400)
+    with Vault.open(tmp_path / "bench") as v:
+        index = v.cache()
+        for query in ("retries", "限流", "session cache", "缓存 依赖", "the", "用户服务"):
+            for filters in ({}, {"statuses": ("active",)}, {"topic": "project-t00005"},
+                            {"since": datetime.fromisoformat("2024-06-01T00:00:00+08:00")}):
+                for limit in (1, 5, 20, 200):
+                    where, args = index._filters(**filters)
+                    sql = (f"SELECT r.id FROM search JOIN records r ON r.rowid = search.rowid WHERE search MATCH ?"
+                           + "".join(f" AND {w}" for w in where) + f" ORDER BY {_BM25}, r.id LIMIT ?")
+                    expected = [i for (i,) in index.conn.execute(sql, [build_match(query), *args, limit])]
+                    got = [h.id for h in index.search(query, limit=limit, **filters)]  # type: ignore[arg-type]
+                    assert got == expected, (query, filters, limit)
