@@ -173,7 +173,7 @@ def test_search_as_a_process(corpus: Vault, vault_path: Path) -> None:
 
 def test_ranking_equals_one_plain_join_query(tmp_path: Path) -> None:
     """The two-step ranking (FTS5 alone, then the records) gives exactly the join's answer, ties by id."""
-    from am.index import _BM25
+    from am.indexquery import BM25 as _BM25
     from am.textseg import build_match
     from bench.corpus import write_vault
 

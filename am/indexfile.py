@@ -1,0 +1,125 @@
+"""The cache's database file: its lock, its stamp, the cheap damage checks, moving it aside.
+
+No SQL here (am/index.py owns the connection): this module only looks at the
+file. The main database file changes only when the WAL is checkpointed, and am
+does that under ``.am/cache/index.lock``, after which it records the file's
+size, modification time and inode in ``index.sqlite.stamp``. A file that does
+not match its stamp was changed by something else (a crash before the stamp,
+or damage) and must be checked before it is trusted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DB_NAME", "CacheDamaged", "CacheFile"]
+
+log = logging.getLogger("am")
+
+DB_NAME = "index.sqlite"
+_MAGIC = b"SQLite format 3\x00"
+_KEEP_ASIDE = 3
+
+
+class CacheDamaged(Exception):
+    """The cache file cannot be trusted; the message says why."""
+
+
+class CacheFile:
+    """The database file, its lock and its stamp; closes cleanly even from a finalizer."""
+
+    def __init__(self, path: Path, *, schema: int) -> None:
+        self.path = path
+        self.schema = schema
+        self.lock_path = path.with_name("index.lock")
+        self.stamp_path = path.with_name(DB_NAME + ".stamp")
+        self.conn: Any = None  # the open sqlite3 connection, set by am/index.py
+
+    @contextmanager
+    def locked(self, *, exclusive: bool) -> Iterator[None]:
+        """Hold the cache lock: shared to open and check, exclusive to write or checkpoint."""
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    def file_stamp(self) -> list[int] | None:
+        """Return [size, mtime_ns, inode] of the database file, or None if it is missing."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+    def write_stamp(self) -> None:
+        """Record the file as am leaves it (call under the exclusive lock)."""
+        tmp = self.stamp_path.with_name(f"{self.stamp_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"schema": self.schema, "db": self.file_stamp()}))
+        os.replace(tmp, self.stamp_path)
+
+    def close(self) -> None:
+        """Close the connection; the last one to close checkpoints, so do it under the lock and stamp."""
+        if self.conn is None:
+            return
+        try:
+            with self.locked(exclusive=True):
+                self.conn.close()
+                self.write_stamp()
+        except OSError:
+            pass
+        self.conn = None
+
+    def check(self) -> bool:
+        """Raise CacheDamaged on a missing, empty, foreign or truncated file; return whether it matches its stamp."""
+        stamp = self.file_stamp()
+        if stamp is None:
+            raise CacheDamaged("missing")
+        if stamp[0] == 0:
+            raise CacheDamaged("zero-length file")
+        with open(self.path, "rb") as handle:
+            header = handle.read(100)
+        if len(header) < 100 or not header.startswith(_MAGIC):
+            raise CacheDamaged("not an SQLite file (bad header)")
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        pages = int.from_bytes(header[28:32], "big")
+        # The header's page count is valid only when its version number matches the change counter.
+        valid = header[24:28] == header[92:96]
+        if page_size < 512 or stamp[0] % page_size or (valid and stamp[0] < pages * page_size):
+            raise CacheDamaged("truncated file")
+        try:
+            recorded = json.loads(self.stamp_path.read_text())
+        except (OSError, ValueError):
+            return False
+        return bool(recorded.get("schema") == self.schema and recorded.get("db") == stamp)
+
+    def move_aside(self, reason: str) -> None:
+        """Move the file (and its WAL) to .am/cache/aside/, keeping the last few for a post-mortem."""
+        if reason != "missing":
+            log.warning("the search cache %s was %s; moved it aside and rebuilding", self.path, reason)
+        aside = self.path.parent / "aside"
+        when = time.strftime("%Y%m%d-%H%M%S")
+        for suffix in ("", "-wal", "-shm"):
+            source = self.path.with_name(DB_NAME + suffix)
+            if not source.exists():
+                continue
+            if source.stat().st_size == 0:
+                source.unlink()
+                continue
+            aside.mkdir(exist_ok=True)
+            os.replace(source, aside / f"{DB_NAME}.{when}.{os.getpid()}{suffix}")
+        self.stamp_path.unlink(missing_ok=True)
+        if aside.is_dir():
+            kept = sorted(aside.glob(f"{DB_NAME}.*"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in kept[_KEEP_ASIDE * 3:]:
+                old.unlink(missing_ok=True)
