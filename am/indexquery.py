@@ -76,7 +76,10 @@ class IndexQueries:
         fields = ("status", "confidence", "repo", "version", "commit", "until_commit", "valid_from",
                   "valid_until", "supersedes", "superseded_by", "pinned", "created", "topics")
         order = RECORD_FIELDS[Fact]
-        cols = ", ".join(f"json_extract(data, '$[{order.index(name)}]')" for name in fields)
+        # Fields that have a column of their own are read from it: each json_extract parses the row's JSON.
+        columns = {"status", "repo", "version", "pinned", "created"}
+        cols = ", ".join(name if name in columns else f"json_extract(data, '$[{order.index(name)}]')"
+                         for name in fields)
         rows: list[tuple[Any, ...]] = self.conn.execute(
             f"SELECT id, {cols} FROM records WHERE type = 'fact' ORDER BY id, path").fetchall()
         return rows

@@ -27,7 +27,7 @@ import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 from am.model import Fact, Record, Relation, Topic
 
@@ -93,13 +93,7 @@ class SetAncestry:
         return matches[0] in self.history
 
 
-class FactView(NamedTuple):
-    """A fact's world fields without its body: all that judging and ranking need.
-
-    The cache hands these out for every fact, and full facts only for the few a
-    pack shows, so a slice of 100k facts does not decode 100k bodies.
-    """
-
+class _FactFields(NamedTuple):
     id: str
     status: str
     confidence: str
@@ -115,13 +109,18 @@ class FactView(NamedTuple):
     created: str | None
     topics: tuple[str, ...]
 
-    @property
-    def type(self) -> str:
-        return "fact"
 
-    @property
-    def body(self) -> str:
-        return ""
+class FactView(_FactFields):
+    """A fact's world fields without its body: all that judging and ranking need.
+
+    The cache hands these out for every fact, and full facts only for the few a
+    pack shows, so a slice of 100k facts does not decode 100k bodies.
+    """
+
+    __slots__ = ()
+    # Class attributes, not fields: a view of a fact has the fact's type and no body.
+    type: ClassVar[str] = "fact"
+    body: ClassVar[str] = ""
 
 
 @dataclass(frozen=True)
@@ -192,17 +191,30 @@ def _time_ok(record: Fact | FactView | Relation, at: datetime | None) -> bool:
     return True
 
 
+_VERDICTS: dict[tuple[bool, str | None, str, bool], Verdict] = {}
+
+
+def _verdict(holds: bool, why: str | None = None, rule: str = RULE_NONE, flagged: bool = False) -> Verdict:
+    # Verdicts are values; sharing them saves building one per record (100k per slice).
+    key = (holds, why, rule, flagged)
+    found = _VERDICTS.get(key)
+    if found is None:
+        found = _VERDICTS[key] = Verdict(holds, why, rule, flagged)
+    return found
+
+
 def judge(record: Fact | FactView | Relation, world: World, oracle: AncestryOracle | None) -> Verdict:
     """Decide whether a fact or relation holds in a world, before supersession."""
     status = record.status
     if status in ("expired", "superseded"):
-        return Verdict(False, status)
+        return _verdict(False, status)
     if status == "pending-review" and not world.include_pending:
-        return Verdict(False, WHY_PENDING)
-    if record.repo is not None and record.repo != world.repo:
-        return Verdict(False, WHY_REPO)
+        return _verdict(False, WHY_PENDING)
+    repo = record.repo
     rule = RULE_NONE
-    if record.repo is not None:
+    if repo is not None:
+        if repo != world.repo:
+            return _verdict(False, WHY_REPO)
         rule = RULE_BRANCH
         decided = False
         if oracle is not None and record.commit:
@@ -210,16 +222,15 @@ def judge(record: Fact | FactView | Relation, world: World, oracle: AncestryOrac
             if seen is not None:
                 rule, decided = RULE_ANCESTRY, True
                 if not seen:
-                    return Verdict(False, WHY_HISTORY, rule)
+                    return _verdict(False, WHY_HISTORY, rule)
         if oracle is not None and record.until_commit:
-            ended = oracle.contains(record.until_commit)
-            if ended:
-                return Verdict(False, WHY_UNTIL, RULE_ANCESTRY)
+            if oracle.contains(record.until_commit):
+                return _verdict(False, WHY_UNTIL, RULE_ANCESTRY)
         if not decided and record.version is not None and record.version != world.branch:
-            return Verdict(False, WHY_BRANCH, rule)
-    if not _time_ok(record, world.at):
-        return Verdict(False, WHY_TIME, rule)
-    return Verdict(True, None, rule, flagged=status == "contested")
+            return _verdict(False, WHY_BRANCH, rule)
+    if (record.valid_from is not None or record.valid_until is not None) and not _time_ok(record, world.at):
+        return _verdict(False, WHY_TIME, rule)
+    return _verdict(True, None, rule, status == "contested")
 
 
 def _count(counter: dict[str, int], key: str) -> None:
