@@ -25,7 +25,7 @@ def demo_source() -> Path:
     """Return the folder that holds the demo vault's files."""
     try:
         root = Path(str(resources.files("am._demo")))
-        if (root / ".am" / "vault.yml").is_file():
+        if (root / "topics").is_dir():
             return root
     except (ModuleNotFoundError, TypeError):
         pass
@@ -49,6 +49,8 @@ def materialise_demo(dest: Path, *, register: bool = True) -> Vault:
     for path in sorted(source.rglob("*.md")):
         rel = PurePosixPath(path.relative_to(source).as_posix())
         records.append((rel, parse_record(path.read_text(encoding="utf-8"), str(rel))))
+    if not records:
+        raise UsageError(f"the demo vault's files are missing from {source}", hint="reinstall am")
     vault = Vault.init(dest, name="demo", register=register)
     store = vault.store
     by_id = {r.id: (p, r) for p, r in records}
