@@ -93,19 +93,25 @@ def bench_in_process(vault_path: Path, runs: int) -> dict[str, float]:
     out["whole slice_vault + render"] = _median(lambda: render_markdown(slice_vault(vault, request)), runs)
     cache = vault.cache() if hasattr(vault, "cache") else None
     if cache is not None:
-        out["read records from the cache"] = _median(lambda: cache.records(), runs)
+        from am.slice import _from_cache
+
+        out["read topics, relations and fact views from the cache"] = _median(lambda: _from_cache(cache), runs)
+        out["read every record in full from the cache (for comparison)"] = _median(
+            lambda: cache.record_values(), runs)
         records = [r for _, r in cache.records()]
     else:
         records = [r for _, r in vault.iter_records()]
-    out["read records by scanning the files"] = _median(lambda: list(vault.iter_records()), max(1, runs // 3))
+    out["read records by scanning the files (no cache)"] = _median(lambda: list(vault.iter_records()), 1)
     setup = setup_world("project-alpha", "main")
-    out["resolve + rank + budget + render (records in memory)"] = _median(
+    out["resolve + rank + budget + render (full records in memory)"] = _median(
         lambda: render_markdown(build_pack(records, request, setup, vault_name="bench", vault_commit=None)), runs)
     topic = next(r.id for r in records if r.type == "topic")
     topic_request = SliceRequest(repo="project-alpha", branch="main", topic=topic, depth=2)
-    out["--topic X --depth 2 (records in memory)"] = _median(
-        lambda: render_markdown(build_pack(records, topic_request, setup, vault_name="bench", vault_commit=None)),
-        runs)
+    out["whole slice_vault --topic X --depth 2 (links from the cache)"] = _median(
+        lambda: render_markdown(slice_vault(vault, topic_request)), runs)
+    query_request = SliceRequest(repo="project-alpha", branch="main", query="session cache TTL")
+    out["whole slice_vault --query (full-text level)"] = _median(
+        lambda: render_markdown(slice_vault(vault, query_request)), runs)
     vault.close()
     return out
 
