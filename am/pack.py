@@ -197,7 +197,9 @@ def relation_markdown(rel: Relation) -> str:
 
 def placeholder_topic(tid: str) -> Topic:
     """Return a stand-in for a topic that facts name but no file defines."""
-    return Topic(id=tid, kind=tid.split("-", 1)[0], title=tid)
+    if not tid:
+        return Topic(id="", kind="none", title="Facts without a topic")
+    return Topic(id=tid, kind="no topic file", title=tid)
 
 
 def _n(count: int, noun: str) -> str:
