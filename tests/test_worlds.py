@@ -6,6 +6,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from am.ancestry import CommitGraph, setup_world
 from am.gitstore import GitStore
@@ -224,3 +226,42 @@ def test_missing_clone_falls_back_with_a_note(clone: dict[str, str]) -> None:
     setup = setup_world("alpha", "main", registry=Registry.load())
     assert setup.rule == RULE_BRANCH and setup.oracle is None
     assert "cannot be read" in setup.notes[0] and "is not a Git repository" in setup.notes[0]
+
+
+# ------------------------------------------------------------------ properties
+
+_IDS = [f"f{i}" for i in range(6)]
+
+
+@st.composite
+def _facts(draw: st.DrawFn) -> list[Fact]:
+    out = []
+    for fid in draw(st.lists(st.sampled_from(_IDS), unique=True, max_size=6)):
+        out.append(fact(
+            fid,
+            status=draw(st.sampled_from(["active", "contested", "pending-review", "expired", "superseded"])),
+            repo=draw(st.sampled_from([None, "alpha", "beta"])),
+            version=draw(st.sampled_from([None, "main", "feat"])),
+            commit=draw(st.sampled_from([None, C1, C2, C3[:7]])),
+            supersedes=tuple(draw(st.lists(st.sampled_from(_IDS), max_size=2, unique=True))),
+            superseded_by=draw(st.sampled_from([None, *_IDS])),
+        ))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(_facts(), st.randoms(use_true_random=False), st.booleans())
+def test_resolution_does_not_depend_on_record_order(facts: list[Fact], rnd: object, pending: bool) -> None:
+    oracle = SetAncestry([C1, C2], known=[C3])
+    world = World(repo="alpha", branch="main", commit=C2, include_pending=pending)
+    first = resolve(facts, world, oracle)
+    shuffled = list(facts)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    second = resolve(shuffled, world, oracle)
+    assert sorted(first.facts) == sorted(second.facts)
+    assert first.excluded == second.excluded and first.superseded_here == second.superseded_here
+    # Whatever is shown holds on its own, and nothing shown is hidden by a shown superseder.
+    for fid, f in first.facts.items():
+        assert judge(f, world, oracle).holds
+        assert not any(fid in g.supersedes for g in first.facts.values()
+                       if g.status in ("active", "contested") and g.id != fid)
