@@ -15,7 +15,12 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
     from am.ancestry import now
     from am.timephrases import parse_time
 
-    moment = parse_time(value, now=now())
+    from am.errors import UsageError
+
+    try:
+        moment = parse_time(value, now=now())
+    except UsageError as err:
+        raise UsageError(f"{flag}: {err.message}", hint=err.hint) from None
     return moment, value
 
 
