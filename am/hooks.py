@@ -95,6 +95,15 @@ def _hooks_dir(root: Path) -> tuple[Path, Path]:
         hooks = Path(configured).expanduser()
         if not hooks.is_absolute():
             hooks = store.root / hooks
+        try:
+            hooks.resolve().relative_to(store.root)
+        except ValueError:
+            pass
+        else:
+            # Hook files there are versioned content; am neither moves nor writes them.
+            raise UsageError(f"core.hooksPath points inside the repository ({configured})",
+                             hint="point it outside (or unset it: git config --unset core.hooksPath), "
+                                  "then run am hooks install again")
     else:
         hooks = store.gitdir / "hooks"
     return hooks, store.gitdir / "am"
@@ -175,15 +184,17 @@ def run_chained(gitdir: Path, name: str, args: Sequence[str], stdin: bytes | Non
 
 
 def refresh_cache(vault: Any) -> str | None:
-    """Bring the cache up to date if this am has one; return a warning on failure."""
-    try:
-        from am.index import Index  # the cache is optional for the hooks
-    except ImportError:
+    """Bring the vault's cache up to date, if this am has one; return a warning on failure."""
+    opener = getattr(vault, "cache", None)
+    if not callable(opener):
         return None
     try:
-        # Opening the cache repairs it if needed and refreshes it from the Git diff.
-        with Index.open(vault):
-            pass
+        # The vault's own handle: a second one in this process would only contend for the cache's lock.
+        index = opener()
+        if index is not None:
+            index.refresh()
+    except ImportError:
+        return None
     except Exception as err:  # the cache is disposable; a failure must not break a commit
         return f"could not update the cache ({err}); the next am command rebuilds it"
     return None

@@ -249,15 +249,18 @@ def diagnose(vault: Any) -> list[Finding]:
 
 def _cache_findings(vault: Any) -> list[Finding]:
     """Open the cache, which checks it and rebuilds it when it is corrupt; report a rebuild."""
-    try:
-        from am.index import Index
-    except ImportError:
+    opener = getattr(vault, "cache", None)
+    if not callable(opener):
         return []
     try:
-        with Index.open(vault) as index:
-            rebuilt = index.rebuilt
+        index = opener()
+    except ImportError:
+        return []
     except Exception as err:  # the cache is disposable; report and let the next command rebuild it
         return [Finding("cache", ".am/cache", f"the cache could not be opened: {err}", True)]
+    if index is None:
+        return [Finding("cache", ".am/cache", "the cache cannot be used; am reads the files instead", True)]
+    rebuilt = getattr(index, "rebuilt", None)
     if rebuilt and rebuilt != "missing":
         return [Finding("cache-rebuilt", ".am/cache", f"the cache was {rebuilt}; moved aside and rebuilt", False)]
     return []
@@ -312,13 +315,12 @@ def repair(vault: Any) -> list[str]:
 
 
 def _rebuild_cache(vault: Any) -> list[str]:
+    opener = getattr(vault, "cache", None)
     try:
-        from am.index import Index
-    except ImportError:
-        return []
-    try:
-        with Index.open(vault, refresh=False) as index:
-            index.rebuild()
+        index = opener() if callable(opener) else None
+        if index is None:
+            return []
+        index.rebuild()
     except Exception as err:  # report; the truth is the files, never the cache
         return [f"could not rebuild the cache: {err}"]
     return ["rebuilt the cache"]

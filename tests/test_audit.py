@@ -38,10 +38,11 @@ def invoke(*args: str, code: int = 0) -> str:
 @pytest.fixture
 def superseded(alpha: Vault, vault_path: Path) -> tuple[str, str, str]:
     """A fact by claude-code superseded by codex; return (old id, new id, supersede commit)."""
-    old = Vault.open(vault_path, actor="claude-code").add_fact(
-        "Alpha only offers getUser(id).", topics=["project-alpha"], id="fact-alpha-getuser")
-    result = Vault.open(vault_path, actor="codex").supersede_fact(
-        old.record.id, "Alpha offers getUsers(ids) too.", reason="batch API merged", id="fact-alpha-getusers")
+    with Vault.open(vault_path, actor="claude-code") as claude:
+        old = claude.add_fact("Alpha only offers getUser(id).", topics=["project-alpha"], id="fact-alpha-getuser")
+    with Vault.open(vault_path, actor="codex") as codex:
+        result = codex.supersede_fact(old.record.id, "Alpha offers getUsers(ids) too.", reason="batch API merged",
+                                      id="fact-alpha-getusers")
     return "fact-alpha-getuser", "fact-alpha-getusers", result.commit
 
 
@@ -142,3 +143,13 @@ def test_undo_of_an_add_removes_the_file_and_index_entry(alpha: Vault, vault_pat
     assert run_git(vault_path, "status", "--porcelain").strip() == ""
     # The record is still in history.
     assert "Temporary." in run_git(vault_path, "show", f"{added.commit}:{added.paths[0]}")
+
+
+def test_undo_keeps_an_open_cache_in_step(alpha: Vault, vault_path: Path) -> None:
+    from am.audit import undo
+
+    added = alpha.add_fact("Cached then undone.", topics=["project-alpha"], id="fact-cached")
+    assert alpha.locate("fact-cached") is not None
+    undo(alpha, added.commit)
+    assert alpha.locate("fact-cached") is None
+    assert "fact-cached" not in {f.id for f in alpha.list_facts()}

@@ -276,3 +276,16 @@ def test_stale_on_demand(alpha: object, vault_path: Path, code_repo: Path) -> No
                          str(code_repo), "--since", start, "--format", "json"))
     assert done["marked"] == ["fact-pool"] and done["vault_commit"] == head(vault_path)
     assert run_git(vault_path, "log", "-1", "--format=%an").strip() == "am-watch"
+
+
+def test_install_refuses_a_hooks_path_inside_the_vault(alpha: object, vault_path: Path) -> None:
+    from am.errors import UsageError
+
+    run_git(vault_path, "config", "core.hooksPath", ".githooks")
+    result = CliRunner().invoke(cli, ["--vault", str(vault_path), "hooks", "install"])
+    assert isinstance(result.exception, UsageError) and "core.hooksPath" in str(result.exception)
+    assert not (vault_path / ".githooks").exists()
+    outside = vault_path.parent / "shared-hooks"
+    run_git(vault_path, "config", "core.hooksPath", str(outside))
+    am("--vault", str(vault_path), "hooks", "install")
+    assert MARKER in (outside / "pre-commit").read_text()

@@ -194,3 +194,16 @@ def test_fresh_index_lock_commits_and_doctor_repairs_the_index(alpha: Vault, vau
     lock.unlink()
     ok("--vault", str(vault_path), "doctor", "--fix")
     assert run_git(vault_path, "status", "--porcelain").strip() == ""
+
+
+def test_doctor_reports_a_corrupt_cache_rebuilt(alpha: Vault, vault_path: Path) -> None:
+    pytest.importorskip("am.index")
+    alpha.close()
+    db = vault_path / ".am" / "cache" / "index.sqlite"
+    ok("--vault", str(vault_path), "doctor")
+    assert db.exists()
+    db.write_bytes(b"this is not a database" * 100)
+    code, out = run("--vault", str(vault_path), "doctor", "--format", "json")
+    kinds = [f["kind"] for f in json.loads(out)["findings"]]
+    assert code == 0 and kinds == ["cache-rebuilt"], out
+    assert ok("--vault", str(vault_path), "doctor").strip() == "all good"
