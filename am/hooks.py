@@ -39,6 +39,7 @@ __all__ = [
     "install_hooks",
     "uninstall_hooks",
     "run_vault_hook",
+    "run_code_hook",
     "run_chained",
     "refresh_cache",
 ]
