@@ -12,6 +12,11 @@ Figures, all from one run so the ratios hold on a busy machine:
   and ``python -c pass``; pass ``--python`` to time an installed copy.
 
 Usage: python bench/bench_write.py [--sizes 1000,10000,50000] [--commits 100] [--python PY]
+
+PYTHONDONTWRITEBYTECODE=1 is set on these machines, so a source checkout
+recompiles every module on each start; for the process figure pass an
+interpreter that runs an installed (byte-compiled) copy, e.g. a wrapper script
+that sets PYTHONPATH to a compiled copy of am.
 """
 
 from __future__ import annotations
@@ -82,7 +87,8 @@ def process_times(python: str, vault_root: Path, runs: int) -> dict[str, float]:
         times = []
         for _ in range(runs):
             began = time.perf_counter()
-            subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+            # cwd outside the checkout, so `-m am.cli.main` finds the am that --python means.
+            subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL, cwd=vault_root.parent)
             times.append(time.perf_counter() - began)
         return statistics.median(times)
 

@@ -97,8 +97,10 @@ def test_concurrent_writers_in_threads_share_the_lock(alpha: Vault) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def write(n: int) -> str:
-        v = Vault.open(alpha.root, actor=f"t{n}")
-        return v.add_fact(f"thread {n}", topics=["project-alpha"]).record.id
+        # Closed explicitly: a vault left to the garbage collector closes its cache in a
+        # finalizer, which can run in a thread holding the cache lock (see the report).
+        with Vault.open(alpha.root, actor=f"t{n}") as v:
+            return v.add_fact(f"thread {n}", topics=["project-alpha"]).record.id
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         ids = list(pool.map(write, range(12)))
