@@ -388,3 +388,48 @@ def test_cli_git_sees_fsync_durable_objects_after_kill(alpha: Vault, tmp_path: P
     assert fact_id in run_git(alpha.root, "log", "-1", "--format=%B")
     assert run_git(alpha.root, "status", "--porcelain") == ""
     fsck_clean(alpha.root)
+
+
+@pytest.mark.parametrize("corrupt,needle", [
+    (lambda t: t.replace("kind: project\n", "kind: &k project\nx: *k\n"), "aliases"),
+    (lambda t: t.replace("kind: project\n", "kind: !!python/object/apply:os.system ['touch /tmp/pwned']\n"), "tag"),
+    (lambda t: t.replace("kind: project\n", "kind: project\ntitle: " + "x" * 70_000 + "\n"), "KiB"),
+    (lambda t: t.replace("kind: project\n", "kind: [unclosed\n"), "invalid YAML"),
+    (lambda t: t.replace("---\n", "", 1), "---"),
+])
+def test_hostile_yaml_in_a_hand_edited_file(alpha: Vault, git: Git, corrupt: Callable[[str], str],
+                                            needle: str) -> None:
+    path = alpha.root / "topics" / "project-alpha.md"
+    path.write_text(corrupt(path.read_text()))
+    git("commit", "-q", "-am", "hand edit")
+    head = _head(git)
+    with pytest.raises(InvalidRecordError) as err:
+        alpha.add_fact("x", topics=["project-alpha"])
+    assert "topics/project-alpha.md" in str(err.value) and needle in str(err.value)
+    assert _head(git) == head and git("status", "--porcelain") == ""
+    assert not Path("/tmp/pwned").exists() or Path("/tmp/pwned").stat().st_mtime < os.path.getmtime(path)
+
+
+def test_bad_utf8_and_bom_in_hand_edited_files(alpha: Vault, git: Git) -> None:
+    path = alpha.root / "topics" / "project-alpha.md"
+    good = path.read_bytes()
+    path.write_bytes(good.replace(b"Alpha service", b"Alpha \xff service"))
+    git("commit", "-q", "-am", "bad bytes")
+    with pytest.raises(InvalidRecordError) as err:
+        alpha.get_topic("project-alpha")
+    assert "topics/project-alpha.md:" in str(err.value) and "UTF-8" in str(err.value)
+    path.write_bytes(b"\xef\xbb\xbf" + good)
+    git("commit", "-q", "-am", "bom")
+    assert alpha.get_topic("project-alpha").title == "Alpha service"
+
+
+def test_crlf_file_keeps_crlf_when_am_rewrites_it(alpha: Vault, git: Git) -> None:
+    fact = alpha.add_fact("line endings", topics=["project-alpha"])
+    path = alpha.root / fact.paths[0]
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    git("commit", "-q", "-am", "edited on Windows")
+    alpha.set_fact_status(fact.record.id, "contested")
+    data = path.read_bytes()
+    assert b"status: contested\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    # The commit holds exactly these bytes (text mode would hide the CRs, so compare blob ids).
+    assert git("rev-parse", f"HEAD:{fact.paths[0]}").strip() == git("hash-object", str(fact.paths[0])).strip()
