@@ -143,7 +143,8 @@ class Index(IndexQueries):
     progress_hook: ClassVar[Callable[[], Progress | None] | None] = None
 
     def __init__(self, vault: Vault, path: Path) -> None:
-        self.vault = vault
+        # No reference to the vault itself: the vault holds its cache, and a cycle
+        # would leave closing to the garbage collector at an arbitrary moment.
         self.root = vault.root
         self.store = vault.store
         self.path = path

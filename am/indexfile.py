@@ -14,6 +14,7 @@ import fcntl
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,45 @@ class CacheDamaged(Exception):
     """The cache file cannot be trusted; the message says why."""
 
 
+class _ProcessLock:
+    """One lock file as this process holds it: re-entrant across its threads and finalizers.
+
+    flock belongs to an open file, so two opens of the same lock file in one
+    process exclude each other: a thread (or a garbage-collector finalizer
+    running inside it) that took the lock and asks again would wait for itself
+    forever. So a process holds each lock file through one descriptor, counted.
+    """
+
+    def __init__(self) -> None:
+        self.mutex = threading.RLock()
+        self.depth = 0
+        self.fd = -1
+        self.exclusive = False
+
+
+_LOCKS: dict[str, _ProcessLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _process_lock(path: Path) -> _ProcessLock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(str(path), _ProcessLock())
+
+
+def _flock(fd: int, mode: int, deadline: float | None) -> bool:
+    if deadline is None:
+        fcntl.flock(fd, mode)
+        return True
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+
+
 class CacheFile:
     """The database file, its lock and its stamp; closes cleanly even from a finalizer."""
 
@@ -44,14 +84,33 @@ class CacheFile:
         self.conn: Any = None  # the open sqlite3 connection, set by am/index.py
 
     @contextmanager
-    def locked(self, *, exclusive: bool) -> Iterator[None]:
-        """Hold the cache lock: shared to open and check, exclusive to write or checkpoint."""
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    def locked(self, *, exclusive: bool, timeout: float | None = None) -> Iterator[bool]:
+        """Hold the cache lock (shared to open and check, exclusive to write); yield False on timeout."""
+        lock = _process_lock(self.lock_path)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not lock.mutex.acquire(timeout=-1 if timeout is None else timeout):
+            yield False
+            return
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            yield
+            if lock.depth == 0:
+                lock.fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                lock.exclusive = False
+            held = True
+            if exclusive and not lock.exclusive:
+                held = _flock(lock.fd, fcntl.LOCK_EX, deadline)
+                lock.exclusive = held
+            elif lock.depth == 0:
+                held = _flock(lock.fd, fcntl.LOCK_SH, deadline)
+            lock.depth += 1
+            try:
+                yield held
+            finally:
+                lock.depth -= 1
+                if lock.depth == 0:
+                    os.close(lock.fd)  # releases the flock
+                    lock.fd = -1
         finally:
-            os.close(fd)
+            lock.mutex.release()
 
     def file_stamp(self) -> list[int] | None:
         """Return [size, mtime_ns, inode] of the database file, or None if it is missing."""
@@ -69,15 +128,19 @@ class CacheFile:
 
     def close(self) -> None:
         """Close the connection; the last one to close checkpoints, so do it under the lock and stamp."""
-        if self.conn is None:
+        conn, self.conn = self.conn, None
+        if conn is None:
             return
         try:
-            with self.locked(exclusive=True):
-                self.conn.close()
-                self.write_stamp()
+            # Bounded: this also runs from a finalizer, which must never hang a
+            # thread. Without the lock the stamp is left alone; if the file then
+            # changed, the next open checks it (quick_check) before trusting it.
+            with self.locked(exclusive=True, timeout=5.0) as held:
+                conn.close()
+                if held:
+                    self.write_stamp()
         except OSError:
             pass
-        self.conn = None
 
     def check(self) -> bool:
         """Raise CacheDamaged on a missing, empty, foreign or truncated file; return whether it matches its stamp."""

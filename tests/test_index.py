@@ -337,3 +337,27 @@ def test_concurrent_writers_and_readers_keep_the_cache_exact(seeded: Vault, vaul
         assert index.rebuilt is None
         assert len([r for r in index.record_values(type="fact") if r.id.startswith("fact-w")]) == 16
         assert index.dump() == fresh_dump(vault_path, tmp_path)
+
+
+def test_a_cache_closed_by_the_garbage_collector_inside_a_locked_section_does_not_hang(
+        seeded: Vault, vault_path: Path) -> None:
+    import gc
+    import threading
+
+    leaked = Vault.open(vault_path)
+    assert leaked.cache() is not None
+    index = seeded.cache()
+    done = threading.Event()
+
+    def work() -> None:
+        nonlocal leaked
+        with index._handle.locked(exclusive=True):
+            del leaked  # its cache's finalizer runs here, in the thread that holds the lock
+            gc.collect()
+        done.set()
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert done.is_set(), "closing a cache from a finalizer deadlocked"
+    assert index.refresh().rebuilt is None
