@@ -292,7 +292,8 @@ def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozense
 
 # ---------------------------------------------------------------- fast path
 
-_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*): ?(.*)$")
+# "key: value" or "key:" — never "key:value", which YAML reads as one plain string.
+_KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?\Z")
 _DQ = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\ntr]|\\u[0-9a-fA-F]{4})*"')
 _FLOW_ITEM = re.compile(r'\s*(?:("(?:[^"\\\x00-\x1f]|\\["\\ntr]|\\u[0-9a-fA-F]{4})*")|([^,\[\]{}"\'\s][^,\[\]{}]*?))\s*(,|\]$)')
 
@@ -321,7 +322,7 @@ def fast_load(text: str) -> dict[str, Any] | None:
         match = _KEY_LINE.match(line)
         if match is None:
             return None
-        key, value = match.group(1), match.group(2)
+        key, value = match.group(1), match.group(2) or ""
         if key in result:
             return None
         raw = key in STRING_FIELDS or key in LIST_FIELDS

@@ -193,6 +193,9 @@ def test_fast_and_strict_loaders_agree_on_every_dump(mapping: dict[str, object])
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(max_size=200))
+@example(text="A:0")
+@example(text="a: 1\nb:2\n")
+@example(text="a:  x\n")
 def test_loaders_never_crash_and_fast_never_disagrees(text: str) -> None:
     try:
         strict = strict_load(text)
