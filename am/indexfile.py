@@ -169,7 +169,7 @@ class CacheFile:
     def move_aside(self, reason: str) -> None:
         """Move the file (and its WAL) to .am/cache/aside/, keeping the last few for a post-mortem."""
         if reason != "missing":
-            log.warning("the search cache %s was %s; moved it aside and rebuilding", self.path, reason)
+            log.info("the search cache %s was %s; moved it aside and rebuilding", self.path, reason)
         aside = self.path.parent / "aside"
         when = time.strftime("%Y%m%d-%H%M%S")
         for suffix in ("", "-wal", "-shm"):
