@@ -361,3 +361,28 @@ def test_a_cache_closed_by_the_garbage_collector_inside_a_locked_section_does_no
     worker.join(timeout=20)
     assert done.is_set(), "closing a cache from a finalizer deadlocked"
     assert index.refresh().rebuilt is None
+
+
+def test_rebase_and_a_garbage_collected_old_head(seeded: Vault, vault_path: Path, tmp_path: Path,
+                                                 git: Callable[..., str]) -> None:
+    index = seeded.cache()
+    git("switch", "-qc", "feat")
+    write(vault_path, "facts/2026/10/01/fact-feat.md", fact_text("fact-feat", "On the branch."))
+    git("add", "-A")
+    git("commit", "-qm", "feat")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    git("switch", "-q", "main")
+    write(vault_path, "facts/2026/10/02/fact-main.md", fact_text("fact-main", "On main."))
+    git("add", "-A")
+    git("commit", "-qm", "main")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    git("switch", "-q", "feat")
+    git("rebase", "-q", "main")
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    # Rewrite the branch again and collect the commit the cache knew: no diff is possible.
+    git("commit", "-q", "--amend", "-m", "feat, reworded")
+    git("reflog", "expire", "--expire=now", "--all")
+    git("gc", "-q", "--prune=now")
+    write(vault_path, "facts/2026/10/01/fact-feat.md", fact_text("fact-feat", "Edited after the gc."))
+    assert_same_as_fresh(index, vault_path, tmp_path)
+    assert index.lookup("fact-main") is not None and index.lookup("fact-feat") is not None
