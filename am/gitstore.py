@@ -65,12 +65,22 @@ FAILPOINTS = (
 _GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
 _GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
 _MAX_CAS_RETRIES = 1000
-# From this many files in one commit, objects and files are flushed with one
-# syncfs per file system instead of an fsync each (see GitStore.commit).
-_BATCH_SYNC_MIN = 16
 # libgit2's fsync switch is process-wide: writers in other threads must not
-# create objects while a batch has it off.
+# create objects while a write has it off.
 _OBJECT_WRITES = threading.RLock()
+
+
+@contextmanager
+def _fsync_paused(active: bool) -> Iterator[None]:
+    """Turn libgit2's per-object fsync off for a block whose objects are flushed by syncfs (hold _OBJECT_WRITES)."""
+    if not active:
+        yield
+        return
+    pygit2.settings.enable_fsync_gitdir(False)
+    try:
+        yield
+    finally:
+        pygit2.settings.enable_fsync_gitdir(True)
 
 
 def _load_syncfs() -> Any:
@@ -584,17 +594,13 @@ class GitStore:
         ref = self.head_ref()
         author_sig = pygit2.Signature(*author)
         committer_sig = pygit2.Signature(*(committer or author))
-        # Bulk writes sync once per batch instead of twice per object and file
-        # (git's core.fsyncMethod=batch): nothing is committed before syncfs returns.
-        batch = len(changes) >= _BATCH_SYNC_MIN and _syncfs is not None
-        with _OBJECT_WRITES:
-            if batch:
-                pygit2.settings.enable_fsync_gitdir(False)
-            try:
-                blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
-            finally:
-                if batch:
-                    pygit2.settings.enable_fsync_gitdir(True)
+        # Objects and files are flushed with one syncfs per write instead of an
+        # fsync (and a folder fsync) each, as git's core.fsyncMethod=batch does:
+        # the branch moves only after syncfs returned, and the ref itself is
+        # fsynced. Without syncfs (not Linux) every object is fsynced.
+        batch = _syncfs is not None
+        with _OBJECT_WRITES, _fsync_paused(batch):
+            blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
         failpoint("before-write")
         written = False
         committed = False
@@ -610,13 +616,14 @@ class GitStore:
                         previous[c.path] = self._read_or_none(c.path)
                         self._write_file(c.path, c.data, sync=not batch)
                     written = True
-                    if batch:
-                        self._sync_filesystems()
                     failpoint("after-file")
                 try:
                     with _OBJECT_WRITES:
-                        tree = self._build_tree(base_tree, blobs)
-                        oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
+                        if batch:
+                            oid = self._commit_synced(ref, author_sig, committer_sig, message, base_tree, blobs, tip)
+                        else:
+                            tree = self._build_tree(base_tree, blobs)
+                            oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
                 except _Moved:
                     continue
                 committed = True
@@ -687,6 +694,38 @@ class GitStore:
                     self._write_file(c.path, before)
             except OSError as err:
                 log.warning("could not put back %s after a failed write: %s", c.path, err)
+
+    def _commit_synced(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature, message: str,
+                       base_tree: pygit2.Tree | None, blobs: dict[tuple[str, ...], pygit2.Oid],
+                       tip: str | None) -> pygit2.Oid:
+        """Write trees and the commit unsynced, flush them with syncfs, then move the branch by compare-and-swap."""
+        with _fsync_paused(True):
+            tree = self._build_tree(base_tree, blobs)
+            parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+            oid = self.repo.create_commit(None, author, committer, message, tree, parents)
+        self._sync_filesystems()
+        reflog = "commit: " + message.split("\n", 1)[0]
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + _GIT_LOCK_WAIT
+        while True:
+            try:
+                if tip is None:
+                    self.repo.create_reference_direct(ref, oid, False, message=reflog)
+                else:
+                    current = self.repo.references.get(ref)
+                    if current is None or str(current.target) != tip:
+                        raise _Moved()
+                    # set_target is a compare-and-swap against the value just looked up.
+                    current.set_target(oid, reflog)
+                return oid
+            except (pygit2.AlreadyExistsError, ValueError):
+                raise _Moved() from None
+            except (pygit2.GitError, OSError) as err:
+                if "does not match" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                if "lock" not in str(err):
+                    raise GitError(f"could not move {ref}: {err}") from None
+                self._wait_git_lock(lock, deadline)
 
     def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
                        message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
