@@ -35,11 +35,8 @@ def progress_bar(label: str = "indexing") -> Callable[[int, int], None]:
 
 def _cache(ctx: click.Context) -> Any:
     from am.errors import AmError
-    from am.index import Index
 
-    vault = open_vault(ctx)
-    # A rebuild started by this command shows the bar (the library only calls back).
-    Index.progress_hook = progress_bar
+    vault = open_vault(ctx)  # which also has a rebuild show a bar (Index.progress_hook)
     cache = vault.cache()
     if cache is None:
         raise AmError("the search cache cannot be opened (see the warning above)",

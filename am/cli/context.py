@@ -34,6 +34,10 @@ def open_vault(ctx: click.Context) -> Vault:
 
     opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
     if opts._vault is None:
+        from am.cli.cmd_search import progress_bar
+        from am.index import Index
+
+        Index.progress_hook = progress_bar  # any command that rebuilds the cache shows a bar after 1 s
         opts._vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor))
     return opts._vault
 
