@@ -360,6 +360,32 @@ class GitStore:
                 out.append((delta.new_file.path, str(delta.new_file.id)))
         return out
 
+    def tree_changes(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
+        """Like diff_paths, but skip subtrees whose ids are equal (libgit2's diff walks all: ~100 ms at 100k)."""
+        def tree_of(oid: Any) -> pygit2.Tree | None:
+            return None if oid is None else self.repo[oid].peel(pygit2.Tree)
+
+        out: list[tuple[str, str | None]] = []
+
+        def walk(a: pygit2.Tree | None, b: pygit2.Tree | None, prefix: str) -> None:
+            left = {e.name: e for e in a} if a is not None else {}
+            right = {e.name: e for e in b} if b is not None else {}
+            for name in sorted(left.keys() | right.keys()):
+                ea, eb = left.get(name), right.get(name)
+                if ea is not None and eb is not None and ea.id == eb.id:
+                    continue
+                path = f"{prefix}{name}"
+                subtrees = [tree_of(e.id) if e is not None and e.type_str == "tree" else None for e in (ea, eb)]
+                if any(t is not None for t in subtrees):
+                    walk(subtrees[0], subtrees[1], path + "/")
+                if ea is not None and ea.type_str == "blob" and (eb is None or eb.type_str != "blob"):
+                    out.append((path, None))
+                if eb is not None and eb.type_str == "blob":
+                    out.append((path, str(eb.id)))
+
+        walk(tree_of(old), tree_of(new), "")
+        return out
+
     def commit_info(self, oid: str) -> CommitInfo:
         """Return one commit's metadata."""
         c = self.repo[oid].peel(pygit2.Commit)

@@ -36,7 +36,7 @@ one when a command triggers a rebuild by itself.
 
 How it stays fresh without scanning (docs/cache.md): every command compares
 HEAD with the commit the cache recorded and diffs the two trees
-(``GitStore.diff_paths``); compares the modification times of the record
+(``GitStore.tree_changes``); compares the modification times of the record
 folders (a new, deleted or renamed file, and every file Git checks out, change
 its folder); re-checks the files that were dirty or untracked last time; and
 stats a rolling ~500 of the other files (an in-place save changes none of
@@ -501,7 +501,7 @@ class Index(IndexQueries):
             (old_head,) if old_head else ())
         if head != old_head and not own:
             try:
-                recheck.update(p for p, _ in self.store.diff_paths(old_head, head) if is_record_path(p))
+                recheck.update(p for p, _ in self.store.tree_changes(old_head, head) if is_record_path(p))
             except Exception:  # noqa: BLE001 - e.g. the old commit was collected after a rebase
                 sweep = True  # no diff to trust: look at everything
         candidates = set(recheck)

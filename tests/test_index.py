@@ -386,3 +386,16 @@ def test_rebase_and_a_garbage_collected_old_head(seeded: Vault, vault_path: Path
     write(vault_path, "facts/2026/10/01/fact-feat.md", fact_text("fact-feat", "Edited after the gc."))
     assert_same_as_fresh(index, vault_path, tmp_path)
     assert index.lookup("fact-main") is not None and index.lookup("fact-feat") is not None
+
+
+def test_tree_changes_equal_libgit2s_diff(seeded: Vault, vault_path: Path, git: Callable[..., str]) -> None:
+    write(vault_path, "facts/2026/10/01/fact-x.md", fact_text("fact-x", "x"))
+    git("add", "-A")
+    git("commit", "-qm", "x")
+    git("mv", "facts/2026/10/01/fact-x.md", "facts/fact-x.md")
+    git("commit", "-qm", "move")
+    commits = git("rev-list", "HEAD").split()
+    store = seeded.store
+    for old in commits:
+        for new in commits[:3]:
+            assert sorted(store.tree_changes(old, new)) == sorted(store.diff_paths(old, new))
