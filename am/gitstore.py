@@ -368,8 +368,8 @@ class GitStore:
         out: list[tuple[str, str | None]] = []
 
         def walk(a: pygit2.Tree | None, b: pygit2.Tree | None, prefix: str) -> None:
-            left = {e.name: e for e in a} if a is not None else {}
-            right = {e.name: e for e in b} if b is not None else {}
+            left = {str(e.name): e for e in a} if a is not None else {}
+            right = {str(e.name): e for e in b} if b is not None else {}
             for name in sorted(left.keys() | right.keys()):
                 ea, eb = left.get(name), right.get(name)
                 if ea is not None and eb is not None and ea.id == eb.id:
