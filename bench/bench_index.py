@@ -4,7 +4,10 @@ Every figure is printed next to a baseline measured in the same run (the bare
 read of the same files), because absolute times on a shared machine drift.
 
 Usage: python bench/bench_index.py --facts 10000 [--vault DIR] [--runs 3] [--skip-process]
+                                   [--basic-memory PATH/TO/bm --bm-notes 200]
 The vault is generated with bench/corpus.py (kept in /tmp/am-bench-<N> for reuse).
+basic-memory needs Python >= 3.12: install it in its own venv
+(python3.12 -m venv /tmp/bm-venv && /tmp/bm-venv/bin/pip install basic-memory).
 """
 
 from __future__ import annotations
@@ -67,6 +70,24 @@ def child_rebuild(vault: str) -> None:
     print(json.dumps({"seconds": seconds, "peak_mib": peak}))
 
 
+def basic_memory(bm: str, vault: Path, notes: int) -> float:
+    """Return basic-memory's seconds per note for a full keyword reindex of ``notes`` of the vault's facts."""
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix="am-bench-bm-"))
+    folder = work / "notes"
+    folder.mkdir()
+    for path in sorted((vault / "facts").rglob("*.md"))[:notes]:
+        shutil.copy(path, folder / path.name)
+    env = {**os.environ, "HOME": str(work)}  # its config and database stay in the temp folder
+    subprocess.run([bm, "project", "add", "bench", str(folder)], env=env, capture_output=True, check=True)
+    began = time.perf_counter()
+    subprocess.run([bm, "reindex", "--full", "--search", "-p", "bench"], env=env, capture_output=True, check=True)
+    seconds = time.perf_counter() - began
+    shutil.rmtree(work, ignore_errors=True)
+    return seconds / notes
+
+
 def process_env() -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": "/tmp/am-bench-pycache"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure as installed: bytecode compiled once
@@ -85,6 +106,8 @@ def main() -> None:
     parser.add_argument("--vault", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-process", action="store_true", help="skip the whole-process search timing")
+    parser.add_argument("--basic-memory", default=None, metavar="BM", help="path of basic-memory's bm command")
+    parser.add_argument("--bm-notes", type=int, default=200)
     parser.add_argument("--child-rebuild", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_rebuild:
@@ -203,6 +226,12 @@ def main() -> None:
         base = median_time(lambda: subprocess.run([sys.executable, "-c", "pass"], env=env, check=True), 5)
         out["search_process_ms"] = statistics.median(procs) * 1000
         print(f"am search proc   {out['search_process_ms']:.0f} ms median (python -c pass: {base * 1000:.0f} ms)")
+    if args.basic_memory:
+        per_note = basic_memory(args.basic_memory, vault_path, args.bm_notes)
+        out["basic_memory_s_per_note"] = per_note
+        ours = out["rebuild_s"] / files
+        print(f"basic-memory     {per_note:.3f} s per note (bm reindex --full --search, {args.bm_notes} notes); "
+              f"am's rebuild {ours * 1e6:.0f} us per file = {per_note / ours:.0f}x faster")
     print(json.dumps({k: round(v, 4) for k, v in out.items()}))
 
 
