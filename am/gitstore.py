@@ -671,7 +671,9 @@ class GitStore:
     def _sync_filesystems(self) -> None:
         """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
         assert _syncfs is not None
-        for folder in {self.root, self.gitdir / "objects"}:
+        # One call per file system: the work tree and .git are usually on the same one.
+        folders = {os.stat(f).st_dev: f for f in (self.gitdir / "objects", self.root)}
+        for folder in folders.values():
             fd = os.open(folder, os.O_RDONLY)
             try:
                 if _syncfs(fd) != 0:
