@@ -407,7 +407,6 @@ def test_hostile_yaml_in_a_hand_edited_file(alpha: Vault, git: Git, corrupt: Cal
         alpha.add_fact("x", topics=["project-alpha"])
     assert "topics/project-alpha.md" in str(err.value) and needle in str(err.value)
     assert _head(git) == head and git("status", "--porcelain") == ""
-    assert not Path("/tmp/pwned").exists() or Path("/tmp/pwned").stat().st_mtime < os.path.getmtime(path)
 
 
 def test_bad_utf8_and_bom_in_hand_edited_files(alpha: Vault, git: Git) -> None:
