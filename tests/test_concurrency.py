@@ -122,7 +122,7 @@ def test_a_killed_writer_does_not_block_the_next(alpha: Vault) -> None:
     assert proc.returncode == -9
     began = time.monotonic()
     alpha.add_fact("after the kill", topics=["project-alpha"])
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 20  # far below the 30 s lock timeout it would hit if blocked
 
 
 def test_stale_git_lock_is_moved_aside(alpha: Vault, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
