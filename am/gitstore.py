@@ -902,7 +902,8 @@ class GitStore:
         committer_sig = pygit2.Signature(*(committer or author))
         for _attempt in range(_MAX_CAS_RETRIES):
             tip = self.branch_tip(ref)
-            tree_id = str(make_tree(tip))
+            with _OBJECT_WRITES:  # never while another thread has libgit2's fsync paused
+                tree_id = str(make_tree(tip))
             base_tree = self._tree_of(tip)
             if tree_id == str(base_tree.id):
                 return None
@@ -916,8 +917,7 @@ class GitStore:
                 if delta.status_char() != "D":
                     old = None if delta.status_char() == "A" else str(delta.old_file.id)
                     writes.append((PurePosixPath(delta.new_file.path), delta.new_file.id, old))
-            index = self.repo.index
-            index.read(False)
+            index = self._read_index()
             self._check_not_dirty(
                 [Change(p, self.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
             for rel, base in removes:
@@ -928,7 +928,8 @@ class GitStore:
                 target = self._safe_target(rel)
                 target.unlink(missing_ok=True)
             try:
-                oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
+                with _OBJECT_WRITES:
+                    oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
             except _Moved:
                 continue
             self._update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
