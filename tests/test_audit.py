@@ -22,7 +22,7 @@ class Ran:
         result = CliRunner().invoke(cli, args)
         err = result.exception
         self.exit_code = err.exit_code if isinstance(err, AmError) else result.exit_code
-        self.output = result.output + (str(err) if isinstance(err, AmError) else "")
+        self.output = result.stdout + (str(err) if isinstance(err, AmError) else "")
 
 
 def run(*args: str) -> Ran:

@@ -98,7 +98,7 @@ def test_warnings_fail_only_under_strict(alpha: object, vault_path: Path) -> Non
     assert "dangling-link" in plain.output
     strict = runner.invoke(cli, ["--vault", str(vault_path), "check", "--strict", "--format", "json"])
     assert strict.exit_code == 5
-    data = json.loads(strict.output)
+    data = json.loads(strict.stdout)
     assert data["ok"] is False and data["warnings"] == 1 and data["errors"] == 0
     assert data["issues"][0]["code"] == "dangling-link"
 

@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def am(*args: str, input: str | None = None) -> str:
     result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def git_commit(root: Path, message: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -22,8 +22,8 @@ def run(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args))
     err = result.exception
     if isinstance(err, AmError):
-        return err.exit_code, result.output + str(err)
-    return result.exit_code, result.output
+        return err.exit_code, result.stdout + str(err)
+    return result.exit_code, result.stdout
 
 
 def ok(*args: str) -> str:
