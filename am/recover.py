@@ -77,6 +77,8 @@ def find_lost(vault: Any, *, scan_objects: bool = True) -> list[LostCommit]:
 
     store = vault.store
     done = _restored_ids(store)
+    head = store.head()
+    head_tree = store.tree_id(head)
     out = []
     for info, how in store.lost_commits(scan_objects=scan_objects):
         if info.id in done:
@@ -84,6 +86,12 @@ def find_lost(vault: Any, *, scan_objects: bool = True) -> list[LostCommit]:
         entry = entry_of(store, info)
         if entry.manual:
             continue
+        try:
+            # Its change may be on the branch already (a killed write whose files doctor committed).
+            if head is not None and store.pick_tree(info.id, head) == head_tree:
+                continue
+        except ConflictError:
+            pass
         out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records, info.subject))
     return out
 
