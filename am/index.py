@@ -87,7 +87,7 @@ __all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERS
 
 log = logging.getLogger("am")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
@@ -100,7 +100,7 @@ _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, size INTEGER,
                    ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
-CREATE INDEX files_slot ON files(slot);
+CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the rolling sweep reads only this
 CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
 CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL,
                      type TEXT NOT NULL, status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT,
