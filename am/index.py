@@ -34,14 +34,10 @@ cache without re-reading the files. ``progress`` callbacks receive
 ``(done, total)``; ``Index.progress_hook`` (set by the command line) supplies
 one when a command triggers a rebuild by itself.
 
-How it stays fresh without scanning (docs/cache.md): every command compares
-HEAD with the commit the cache recorded and diffs the two trees
-(``GitStore.tree_changes``); compares the modification times of the record
-folders (a new, deleted or renamed file, and every file Git checks out, change
-its folder); re-checks the files that were dirty or untracked last time; and
-stats a rolling ~500 of the other files (an in-place save changes none of
-the above). Blob ids tell an unchanged file from a changed one.
-``AM_CACHE_SWEEP=0`` stats every file on every command.
+Fresh without scanning (docs/cache.md): each command diffs HEAD's tree with the
+cached commit's, compares the record folders' times (new, deleted, renamed and
+checked-out files change them), re-checks last time's dirty files and stats a
+rolling ~500 others (in-place saves); blob ids tell unchanged files apart.
 
 Integrity (am/indexfile.py): a damaged, foreign or older-format file is moved
 aside to ``.am/cache/aside/`` and rebuilt; a lost WAL only loses the last
@@ -332,7 +328,7 @@ class Index(IndexQueries):
         tree = dict(self.store.tree_files(TOPS, commit=head)) if head else {}
         dirty = [p for p, blob in self.conn.execute("SELECT path, blob FROM files") if tree.get(p) != blob]
         self._set_meta(head=head or "", git_index=self._git_index_stamp(), swept_at=str(time.time()),
-                       dirty=json.dumps(sorted(dirty)))
+                       dirty=json.dumps(sorted(dirty)), files=str(total))
         return total
 
     # ------------------------------------------------------------ reading one file
@@ -426,7 +422,8 @@ class Index(IndexQueries):
 
     def _rolling_sweep(self) -> list[str]:
         """Return files of this second's slots whose stat data changed (an in-place save)."""
-        count = self.conn.execute("SELECT count(*) FROM files").fetchone()[0] or 1
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'files'").fetchone()
+        count = int(row[0]) if row else 1  # kept in meta: count(*) scans the whole table
         width = max(1, min(SLOTS, SLOTS * _SWEEP_FILES // count))
         first = (int(time.time()) * width) % SLOTS
         slots = [(first + i) % SLOTS for i in range(width)]
@@ -565,6 +562,8 @@ class Index(IndexQueries):
                 if row is not None and (head is None or self.store.blob_id(path, commit=head) != row[0]):
                     dirty.append(path)
         swept = {"swept_at": str(time.time())} if sweep else {}
+        if changes:
+            swept["files"] = str(self.conn.execute("SELECT count(*) FROM files").fetchone()[0])
         self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty), **swept)
         return checked, len(changes) - removed, removed
 
