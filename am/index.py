@@ -423,8 +423,9 @@ class Index(IndexQueries):
     def _rolling_sweep(self) -> list[str]:
         """Return files of this second's slots whose stat data changed (an in-place save)."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'files'").fetchone()
-        count = int(row[0]) if row else 1  # kept in meta: count(*) scans the whole table
-        width = max(1, min(SLOTS, SLOTS * _SWEEP_FILES // count))
+        # Kept in meta: count(*) reads the whole table.
+        count = int(row[0]) if row else self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        width = max(1, min(SLOTS, SLOTS * _SWEEP_FILES // max(count, 1)))
         first = (int(time.time()) * width) % SLOTS
         slots = [(first + i) % SLOTS for i in range(width)]
         rows = self.conn.execute(
@@ -562,7 +563,7 @@ class Index(IndexQueries):
                 if row is not None and (head is None or self.store.blob_id(path, commit=head) != row[0]):
                     dirty.append(path)
         swept = {"swept_at": str(time.time())} if sweep else {}
-        if changes:
+        if changes or sweep or "files" not in meta:
             swept["files"] = str(self.conn.execute("SELECT count(*) FROM files").fetchone()[0])
         self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty), **swept)
         return checked, len(changes) - removed, removed
