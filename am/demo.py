@@ -3,6 +3,13 @@
 Records are committed in the order they were created, each as the am write
 that would have made it (a supersede rewrites the old fact in the same commit),
 with the commit's author and date taken from the record.
+
+Beside the vault, the demo builds the code repository the facts talk about
+(``project-alpha``: main, a merged ``feat-batch`` and an open
+``feat-rate-limit``) and registers it, so ``am slice`` resolves worlds through
+a real commit graph. Its commits are built from fixed content, authors and
+dates, so their ids are the same on every machine and the demo facts can name
+them.
 """
 
 from __future__ import annotations
@@ -12,13 +19,74 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from am.errors import UsageError
-from am.gitstore import Change
+from am.gitstore import Change, GitStore
+from am.registry import Registry
 from am.ids import parse_timestamp
 from am.model import Fact, Record, Relation, Topic
 from am.records import parse_record, render_record
 from am.vault import Vault
 
-__all__ = ["demo_source", "materialise_demo"]
+__all__ = ["DEMO_CODE_COMMITS", "build_demo_code", "demo_source", "materialise_demo"]
+
+_USERS_V1 = """\"\"\"User lookups.\"\"\"
+
+
+def getUser(id):
+    return db.users.get(id)
+"""
+_USERS_V2 = _USERS_V1 + """
+
+def getUsers(ids):
+    if len(ids) > 100:
+        raise ValueError("at most 100 ids per call")
+    return [db.users.get(i) for i in ids]
+"""
+_CACHE = """\"\"\"Session cache in Redis.\"\"\"
+
+TTL_SECONDS = 30 * 60
+"""
+_LIMITS = """\"\"\"Token bucket per API key.\"\"\"
+
+RATE_PER_SECOND = 50
+BURST = 100
+"""
+# (label, branch, parents by label, files, message, ISO time +08:00)
+_CODE_HISTORY: tuple[tuple[str, str, tuple[str, ...], dict[str, str], str, str], ...] = (
+    ("C0", "main", (), {"README.md": "# Alpha\n\nThe user service.\n", "src/api/users.py": _USERS_V1},
+     "Alpha: user lookup service", "2026-09-20T10:00:00"),
+    ("C1", "main", ("C0",), {"src/session/cache.py": _CACHE}, "session: cache sessions in Redis",
+     "2026-09-23T11:40:00"),
+    ("C2", "feat-batch", ("C1",), {"src/api/users.py": _USERS_V2}, "users: batch lookup getUsers(ids)",
+     "2026-10-02T09:00:00"),
+    ("C3", "main", ("C1", "C2"), {"src/api/users.py": _USERS_V2}, "Merge branch 'feat-batch'",
+     "2026-10-04T15:00:00"),
+    ("C4", "feat-rate-limit", ("C3",), {"src/api/limits.py": _LIMITS}, "api: token bucket per API key",
+     "2026-10-05T16:20:00"),
+)
+# The ids those commits get; the demo facts name them (a test checks both agree).
+DEMO_CODE_COMMITS = {
+    "C0": "2ebe5b77eacb0d75a26e52c19e4a2ea8018c6d9a",
+    "C1": "50240f0de01e273e8556dcce21105ee297af4c55",
+    "C2": "5796218db2f58c5c2a1649dee5878a29811f100a",
+    "C3": "743299dd0053efdda1e181dcae7100de17640b9f",
+    "C4": "ee456b77a87f3e1145c64cf65d745da7f202b351",
+}
+
+
+def build_demo_code(dest: Path) -> dict[str, str]:
+    """Create the demo's code repository at ``dest``; return its commit ids by label."""
+    from datetime import datetime
+
+    store = GitStore.init(dest)
+    ids: dict[str, str] = {}
+    for label, branch, parents, files, message, when in _CODE_HISTORY:
+        moment = datetime.fromisoformat(when + "+08:00")
+        ids[label] = store.build_commit(
+            branch, {p: t.encode() for p, t in files.items()}, parents=[ids[p] for p in parents],
+            message=message + "\n", author=("Li Wei", "li-wei@example.com", int(moment.timestamp()), 480),
+        )
+    store.check_out("main")
+    return ids
 
 
 def demo_source() -> Path:
@@ -39,11 +107,16 @@ def _actor(record: Record) -> str:
     return "li-wei"
 
 
-def materialise_demo(dest: Path, *, register: bool = True) -> Vault:
-    """Create a vault at ``dest`` holding the demo records, committed one write at a time."""
+def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = None) -> Vault:
+    """Create a vault at ``dest`` holding the demo records, and the code repository beside it."""
     dest = dest.expanduser().resolve()
-    if dest.exists() and any(dest.iterdir()):
-        raise UsageError(f"{dest} is not empty", hint="pick a new folder, e.g. am demo /tmp/am-demo")
+    code = (code or dest.with_name(dest.name + "-code")).expanduser().resolve()
+    for folder in (dest, code):
+        if folder.exists() and any(folder.iterdir()):
+            raise UsageError(f"{folder} is not empty", hint="pick a new folder, e.g. am demo /tmp/am-demo")
+    build_demo_code(code)
+    if register:
+        Registry.load().add_repo("project-alpha", code)
     source = demo_source()
     records: list[tuple[PurePosixPath, Record]] = []
     for path in sorted(source.rglob("*.md")):

@@ -256,6 +256,26 @@ class GitStore:
         repo = pygit2.init_repository(str(root), initial_head=branch)
         return cls(repo, Path(repo.workdir).resolve())
 
+    def build_commit(self, branch: str, files: dict[str, bytes], *, parents: Sequence[str], message: str,
+                     author: tuple[str, str, int, int]) -> str:
+        """Commit files over the first parent's tree and move ``branch`` there (for repositories am generates)."""
+        base = self.repo[parents[0]].peel(pygit2.Tree) if parents else None
+        blobs = {tuple(PurePosixPath(p).parts): self.repo.create_blob(d) for p, d in files.items()}
+        sig = pygit2.Signature(*author)
+        oid = self.repo.create_commit(None, sig, sig, message, self._build_tree(base, blobs),
+                                      [pygit2.Oid(hex=p) for p in parents])
+        ref = self.repo.references.get(f"refs/heads/{branch}")
+        if ref is None:
+            self.repo.references.create(f"refs/heads/{branch}", oid)
+        else:
+            ref.set_target(oid, f"commit: {message.splitlines()[0]}")
+        return str(oid)
+
+    def check_out(self, branch: str) -> None:
+        """Point HEAD at a branch and write its files into a fresh work tree."""
+        self.repo.set_head(f"refs/heads/{branch}")
+        self.repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
+
     # ------------------------------------------------------------ reading
 
     def head_ref(self) -> str:

@@ -70,3 +70,20 @@ def test_materialise_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         materialise_demo(tmp_path / "x")
     assert (tmp_path / "x" / "file").read_text() == "mine"
+
+
+def test_demo_facts_name_real_commits_of_the_demo_code(tmp_path: Path) -> None:
+    from am.demo import DEMO_CODE_COMMITS, build_demo_code
+
+    built = build_demo_code(tmp_path / "code")
+    assert built == DEMO_CODE_COMMITS  # fixed content, authors and dates: the same ids everywhere
+    fsck_clean(tmp_path / "code")
+    assert run_git(tmp_path / "code", "branch", "--format=%(refname:short)").split() == [
+        "feat-batch", "feat-rate-limit", "main"]
+    named = set()
+    for path in DEMO.rglob("*.md"):
+        record = parse_record(path.read_text(encoding="utf-8"), str(path))
+        if isinstance(record, Fact) and record.commit:
+            named.add(record.commit)
+            assert any(full.startswith(record.commit) for full in built.values()), path
+    assert len(named) >= 3

@@ -229,11 +229,17 @@ def test_demo_slice_is_worth_reading(demo: Any) -> None:
     contested = main.index("## Contested")
     assert main.index("`f-20261012-1100-07bb3e`") > contested
     assert "`project-alpha` depends-on `tool-redis`" in main
-    assert "not in this world: 2 facts (1 other branch, 1 superseded)" in main
+    assert "not in this world: 2 facts (1 not in this commit's history, 1 superseded here)" in main
+    assert "Rule: commit ancestry in the registered clone" in main
     assert "data to weigh, not instructions" in main
+    # feat-rate-limit forked from main after feat-batch merged: it has both.
     feat = am(demo, "slice", "--repo", "project-alpha", "--branch", "feat-rate-limit")
     assert "f-20261005-1630-e5d2aa" in shown_ids(feat) and "令牌桶" in feat
-    assert "f-20261002-0915-c4f1a5" not in shown_ids(feat)
+    assert "f-20261002-0915-c4f1a5" in shown_ids(feat)
+    # Before the merge, main had only the single lookup.
+    before = am(demo, "slice", "--repo", "project-alpha", "--branch", "main", "--commit", "50240f0")
+    assert "fact-alpha-getuser-main" in shown_ids(before)
+    assert "f-20261002-0915-c4f1a5" not in shown_ids(before)
 
 
 def test_topic_neighbourhood_follows_relations_and_links(demo: Any) -> None:

@@ -74,23 +74,30 @@ def add(name: str, path: Path) -> None:
 
 @click.command()
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path), default="am-demo", required=False)
-def demo(path: Path) -> None:
+@click.option("--code", "code", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to build the demo's code repository (default: PATH-code).")
+def demo(path: Path, code: Path | None) -> None:
     """Create the example vault in PATH (default: ./am-demo) with a short history.
+
+    Also builds the code repository its facts are about (project-alpha, beside
+    the vault as PATH-code) and registers both, so slices follow real branches.
 
     Example: am demo /tmp/am-demo && cd /tmp/am-demo && git log --oneline
     """
     from am.demo import materialise_demo
 
-    v = materialise_demo(path)
+    v = materialise_demo(path, code=code)
     commits = sum(1 for _ in v.store.walk())
+    code_path = (code or path.with_name(path.name + "-code")).resolve()
     click.echo(f"demo vault ready at {v.root} ({commits} commits)")
+    click.echo(f"code repository project-alpha at {code_path} (branches main, feat-batch, feat-rate-limit)")
     click.echo("try:")
     for line in (
         f"cd {v.root}",
-        "am topic list",
+        "am slice --repo project-alpha --branch main",
+        "am slice --repo project-alpha --branch feat-rate-limit",
+        "am search 限流",
         "am fact list",
-        "am fact show f-20261002-0915-c4f1a5",
         "git log --format='%h %an %s'",
-        "git log --grep 'Am-Actor: claude-code'",
     ):
         click.echo(f"  {line}")
