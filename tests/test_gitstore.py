@@ -121,7 +121,7 @@ def test_index_entry_carries_stat_data(store: GitStore) -> None:
 
 def test_fresh_git_lock_is_a_clear_timeout(store: GitStore, monkeypatch: pytest.MonkeyPatch) -> None:
     _commit(store, "topics/a.md", b"a\n")
-    monkeypatch.setattr(gitstore, "_GIT_LOCK_WAIT", 0.3)
+    monkeypatch.setattr(gitstore.common, "_GIT_LOCK_WAIT", 0.3)
     lock = store.gitdir / "index.lock"
     lock.write_text("")
     head = store.head()

@@ -1,0 +1,28 @@
+"""The only user of pygit2 (this package): the write lock, compare-and-swap commits, and reads of history.
+
+A write follows RELIABILITY.md to the letter:
+
+1. take am's own advisory lock (``.git/am/write.lock``), blocking with a timeout;
+2. check that no file to be written carries someone's uncommitted edit;
+3. write each working-tree file atomically (temp file, fsync, rename, fsync dir);
+4. build the new tree from the branch tip plus exactly the changed files and
+   create the commit with ``create_commit(ref, ..., parents=[tip])``, which
+   libgit2 turns into a compare-and-swap; if someone else moved the branch,
+   rebuild on the new tip and try again, never dropping their commit;
+5. update Git's index for those paths only, holding ``index.lock`` the way git
+   does, so a later ``git add -A && git commit`` keeps am's files.
+
+Failpoints for crash tests: ``AM_FAILPOINT=<name>`` makes the process kill
+itself with SIGKILL at that step (names in ``FAILPOINTS``).
+"""
+
+from __future__ import annotations
+
+from am.gitstore.common import FAILPOINTS, Change, CommitInfo, failpoint, hash_blob
+from am.gitstore.repair import Repairer
+
+__all__ = ["FAILPOINTS", "Change", "CommitInfo", "GitStore", "failpoint", "hash_blob"]
+
+
+class GitStore(Repairer):
+    """A vault's (or a code repository's) Git repository, seen through the operations am needs."""

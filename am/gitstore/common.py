@@ -1,0 +1,186 @@
+"""Shared pieces of the Git store: failpoints, fsync control, value types, lock waits."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pygit2
+from pygit2 import IndexEntry
+from pygit2.enums import FileMode
+
+log = logging.getLogger("am")
+
+# libgit2 ignores core.fsync; memory that a power cut can eat is no memory.
+pygit2.settings.enable_fsync_gitdir(True)
+
+FAILPOINTS = (
+    "before-write",      # lock held, nothing written
+    "after-file",        # working-tree file written, no commit
+    "after-commit",      # commit created and branch moved, Git's index not updated
+    "after-index",       # index updated, cache not yet
+)
+
+_GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
+_GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
+_MAX_CAS_RETRIES = 1000
+# libgit2's fsync switch is process-wide: writers in other threads must not
+# create objects while a write has it off.
+_OBJECT_WRITES = threading.RLock()
+
+
+@contextmanager
+def _fsync_paused(active: bool) -> Iterator[None]:
+    """Turn libgit2's per-object fsync off for a block whose objects are flushed by syncfs (hold _OBJECT_WRITES)."""
+    if not active:
+        yield
+        return
+    pygit2.settings.enable_fsync_gitdir(False)
+    try:
+        yield
+    finally:
+        pygit2.settings.enable_fsync_gitdir(True)
+
+
+def _load_syncfs() -> Any:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syncfs
+    except (OSError, AttributeError):  # not Linux: keep an fsync per object
+        return None
+
+
+_syncfs = _load_syncfs()
+
+
+def failpoint(name: str) -> None:
+    """Kill this process at the named step when AM_FAILPOINT asks for it (crash tests)."""
+    wanted = os.environ.get("AM_FAILPOINT")
+    if wanted and wanted == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def hash_blob(data: bytes) -> str:
+    """Return the Git blob id of some bytes."""
+    return str(pygit2.hash(data))
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file a write puts in the tree; ``base`` is the blob it was computed from (None: new)."""
+
+    path: PurePosixPath
+    data: bytes
+    base: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit as am reads it."""
+
+    id: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    time: int
+    offset: int
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+    def trailers(self) -> list[tuple[str, str]]:
+        """Return the (key, value) trailers of the message's last paragraph."""
+        block = self.message.rstrip("\n").rsplit("\n\n", 1)[-1]
+        pairs = []
+        for line in block.split("\n"):
+            key, sep, value = line.partition(": ")
+            if sep and key and " " not in key:
+                pairs.append((key, value))
+        return pairs
+
+
+class _StatEntry(IndexEntry):
+    """An index entry that carries the file's stat data, so `git status` need not rehash it."""
+
+    def __init__(self, path: str, object_id: pygit2.Oid, st: os.stat_result) -> None:
+        super().__init__(path, object_id, FileMode.BLOB)
+        self._st = st
+
+    def _to_c(self) -> Any:
+        centry, ref = super()._to_c()
+        st = self._st
+        centry.ctime.seconds = int(st.st_ctime) & 0xFFFFFFFF
+        centry.ctime.nanoseconds = st.st_ctime_ns % 1_000_000_000
+        centry.mtime.seconds = int(st.st_mtime) & 0xFFFFFFFF
+        centry.mtime.nanoseconds = st.st_mtime_ns % 1_000_000_000
+        centry.dev = st.st_dev & 0xFFFFFFFF
+        centry.ino = st.st_ino & 0xFFFFFFFF
+        centry.uid = st.st_uid & 0xFFFFFFFF
+        centry.gid = st.st_gid & 0xFFFFFFFF
+        centry.file_size = st.st_size & 0xFFFFFFFF
+        return centry, ref
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _flock_within(fd: int, timeout: float) -> bool:
+    """Take an exclusive flock on ``fd``, waiting at most ``timeout`` seconds; return whether it was taken.
+
+    Waiting is a blocking flock in a helper thread, not polling: with polling,
+    a writer that just released the lock wins it back before sleepers wake, and
+    16 busy writers starved one past a 30 s timeout. The thread waits on a dup
+    of ``fd`` (same open file, same lock); if we give up first, it drops its
+    dup when it finally gets the lock, which releases it.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as err:
+        if err.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+    waiter_fd = os.dup(fd)
+    got = threading.Event()
+    guard = threading.Lock()
+    abandoned = False
+
+    def wait() -> None:
+        try:
+            fcntl.flock(waiter_fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(waiter_fd)
+            return
+        with guard:
+            if not abandoned:
+                got.set()
+        os.close(waiter_fd)  # abandoned: this was the last reference, so the lock goes with it
+
+    threading.Thread(target=wait, name="am-write-lock", daemon=True).start()
+    if got.wait(timeout):
+        return True
+    with guard:
+        if got.is_set():
+            return True
+        abandoned = True
+    return False
+
+
+class _Moved(Exception):
+    """The branch moved between reading its tip and creating the commit."""

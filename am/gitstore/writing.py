@@ -1,0 +1,408 @@
+"""The write path: am's lock, Git's lock files, one compare-and-swap commit, Git's index."""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+import pygit2
+from pygit2.enums import FileMode
+
+from am.errors import ConflictError, DirtyFileError, GitError, LockTimeoutError
+from am.gitstore import common
+from am.gitstore.common import (
+    _MAX_CAS_RETRIES,
+    _OBJECT_WRITES,
+    Change,
+    _flock_within,
+    _fsync_dir,
+    _fsync_paused,
+    _Moved,
+    _StatEntry,
+    failpoint,
+    hash_blob,
+    log,
+)
+from am.gitstore.reading import Reader
+
+
+class Writer(Reader):
+    """Writing: locks, files, trees, commits and index entries."""
+
+    # ------------------------------------------------------------ locking
+
+    @contextmanager
+    def write_lock(self, *, timeout: float = 30.0, op: str = "write") -> Iterator[None]:
+        """Hold the vault's write lock (an flock on a file of am's own) for one write."""
+        self._am_dir.mkdir(exist_ok=True)
+        path = self._am_dir / "write.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _flock_within(fd, timeout):
+                holder = self._lock_holder()
+                raise LockTimeoutError(
+                    f"the vault's write lock {path} is held by {holder}",
+                    hint="wait for that writer to finish, or stop it",
+                )
+            # The holder note is for people reading a timeout message only; the
+            # flock itself dies with the process, so kill -9 never blocks anyone.
+            note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "op": op, "since": time.time()})
+            try:
+                (self._am_dir / "write.holder").write_text(note)
+            except OSError:
+                pass
+            yield
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def _lock_holder(self) -> str:
+        try:
+            info = json.loads((self._am_dir / "write.holder").read_text())
+            return f"process {info['pid']} on {info['host']} ({info['op']})"
+        except (OSError, ValueError, KeyError):
+            return "another process"
+
+    def _clear_stale_git_lock(self, lock: Path) -> bool:
+        """Move a git lock file aside if it is older than the stale limit; return whether it was."""
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return True
+        if age < common._GIT_LOCK_STALE:
+            return False
+        aside = self._am_dir / "stale-locks"
+        aside.mkdir(parents=True, exist_ok=True)
+        target = aside / f"{lock.name}.{int(time.time())}.{os.getpid()}"
+        try:
+            os.replace(lock, target)
+        except FileNotFoundError:
+            return True
+        log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
+        return True
+
+    def _wait_git_lock(self, lock: Path, deadline: float) -> None:
+        if self._clear_stale_git_lock(lock):
+            return
+        if time.monotonic() >= deadline:
+            raise LockTimeoutError(
+                f"Git's lock file {lock} is held",
+                hint="another git command is running; if none is, remove that file",
+            )
+        time.sleep(0.005)
+
+    # ------------------------------------------------------------ writing
+
+    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None,
+                         index: pygit2.Index) -> None:
+        for change in changes:
+            p = str(change.path)
+            try:
+                base_id: str | None = str(base_tree[p].id) if base_tree is not None else None
+            except KeyError:
+                base_id = None
+            if change.base is not None and base_id != change.base:
+                raise ConflictError(
+                    f"{p} changed in the vault while am was writing it",
+                    hint="run the command again; it will start from the new version",
+                )
+            if change.base is None and base_id is not None and base_id != hash_blob(change.data):
+                raise ConflictError(f"{p} already exists in the vault", hint="choose another id")
+            full = self.root / p
+            try:
+                on_disk: str | None = hash_blob(full.read_bytes())
+            except FileNotFoundError:
+                on_disk = None
+            except IsADirectoryError:
+                raise DirtyFileError(f"{p} is a folder in the work tree") from None
+            new_id = hash_blob(change.data)
+            if on_disk not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has uncommitted changes",
+                    hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry",
+                )
+            entry = index[p] if p in index else None
+            staged = None if entry is None else str(entry.id)
+            if staged not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has staged changes",
+                    hint="commit them first (git commit), or unstage them (git restore --staged FILE)",
+                )
+
+    def _safe_target(self, rel: PurePosixPath) -> Path:
+        target = self.root / rel
+        parent = self.root
+        for part in rel.parts[:-1]:
+            parent = parent / part
+            if parent.is_symlink():
+                raise DirtyFileError(f"{parent.relative_to(self.root)} is a symbolic link; am will not write through it")
+        if target.is_symlink():
+            raise DirtyFileError(f"{rel} is a symbolic link; am will not write through it")
+        return target
+
+    def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True) -> None:
+        target = self._safe_target(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.am-{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        os.replace(tmp, target)
+        if sync:
+            _fsync_dir(target.parent)
+
+    def _build_tree(self, base: pygit2.Tree | None, changes: dict[tuple[str, ...], pygit2.Oid]) -> pygit2.Oid:
+        builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
+        groups: dict[str, dict[tuple[str, ...], pygit2.Oid]] = defaultdict(dict)
+        for parts, oid in changes.items():
+            if len(parts) == 1:
+                builder.insert(parts[0], oid, FileMode.BLOB)
+            else:
+                groups[parts[0]][parts[1:]] = oid
+        for name, sub in groups.items():
+            sub_base = None
+            if base is not None and name in base:
+                entry = base[name]
+                if entry.type_str != "tree":
+                    raise ConflictError(f"{name} is a file in the vault where am needs a folder")
+                sub_base = self.repo[entry.id]
+            builder.insert(name, self._build_tree(sub_base, sub), FileMode.TREE)
+        return builder.write()
+
+    def commit(self, changes: Sequence[Change], *, message: str, author: tuple[str, str],
+               committer: tuple[str, str] | None = None) -> str:
+        """Write files and commit them as one commit on HEAD's branch; return the commit id.
+
+        The caller holds ``write_lock``.
+        """
+        if "\x00" in message:
+            raise GitError("a commit message may not contain NUL")
+        ref = self.head_ref()
+        author_sig = pygit2.Signature(*author)
+        committer_sig = pygit2.Signature(*(committer or author))
+        # Objects and files are flushed with one syncfs per write instead of an
+        # fsync (and a folder fsync) each, as git's core.fsyncMethod=batch does:
+        # the branch moves only after syncfs returned, and the ref itself is
+        # fsynced. Without syncfs (not Linux) every object is fsynced.
+        batch = common._syncfs is not None
+        with _OBJECT_WRITES, _fsync_paused(batch):
+            blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
+        failpoint("before-write")
+        written = False
+        committed = False
+        previous: dict[PurePosixPath, bytes | None] = {}
+        try:
+            for _attempt in range(_MAX_CAS_RETRIES):
+                tip = self.branch_tip(ref)
+                base_tree = None if tip is None else self.repo[tip].peel(pygit2.Tree)
+                index = self._read_index()
+                self._check_not_dirty(changes, base_tree, index)
+                if not written:
+                    for c in changes:
+                        previous[c.path] = self._read_or_none(c.path)
+                        self._write_file(c.path, c.data, sync=not batch)
+                    written = True
+                    failpoint("after-file")
+                try:
+                    with _OBJECT_WRITES:
+                        if batch:
+                            oid = self._commit_synced(ref, author_sig, committer_sig, message, base_tree, blobs, tip)
+                        else:
+                            tree = self._build_tree(base_tree, blobs)
+                            oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
+                except _Moved:
+                    continue
+                committed = True
+                failpoint("after-commit")
+                try:
+                    self._update_index([(c.path, blobs[tuple(c.path.parts)]) for c in changes])
+                except LockTimeoutError as err:
+                    # The write is committed and durable; only Git's index lags, and doctor repairs that.
+                    log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
+                                str(oid)[:10], err)
+                failpoint("after-index")
+                return str(oid)
+            raise GitError(f"could not move {ref}: it kept changing under am")
+        except BaseException:
+            if written and not committed:
+                self._roll_back(changes, previous)
+            raise
+
+    def _sync_filesystems(self) -> None:
+        """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
+        assert common._syncfs is not None
+        # One call per file system: the work tree and .git are usually on the same one.
+        folders = {os.stat(f).st_dev: f for f in (self.gitdir / "objects", self.root)}
+        for folder in folders.values():
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                if common._syncfs(fd) != 0:
+                    raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(fd)
+
+    def _read_index(self) -> pygit2.Index:
+        """Return Git's index, read afresh; retry a torn read.
+
+        libgit2 takes the index file's size with stat() and then reads it, so
+        a `git add` replacing the file in between gives "extension is
+        truncated" or "could not read"; 16 writers racing a `git commit` loop
+        hit it. The file itself is always whole (git renames it into place).
+        """
+        kept = self._index_kept
+        if kept is not None and kept[0] == self._index_stamp():
+            return kept[1]  # the index am wrote last is still the one on disk
+        for attempt in range(50):
+            try:
+                index = self.repo.index
+                index.read(attempt > 0)
+                return index
+            except (pygit2.GitError, OSError) as err:
+                if attempt == 49:
+                    raise GitError(f"could not read Git's index: {err}") from None
+                time.sleep(0.002)
+        raise AssertionError("unreachable")
+
+    def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
+        try:
+            return (self.root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    def _roll_back(self, changes: Sequence[Change], previous: dict[PurePosixPath, bytes | None]) -> None:
+        """Put back the work-tree files of a write that failed before its commit (only if still ours)."""
+        for c in changes:
+            if self._read_or_none(c.path) != c.data or c.path not in previous:
+                continue
+            before = previous[c.path]
+            try:
+                if before is None:
+                    (self.root / c.path).unlink()
+                else:
+                    self._write_file(c.path, before)
+            except OSError as err:
+                log.warning("could not put back %s after a failed write: %s", c.path, err)
+
+    def _commit_synced(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature, message: str,
+                       base_tree: pygit2.Tree | None, blobs: dict[tuple[str, ...], pygit2.Oid],
+                       tip: str | None) -> pygit2.Oid:
+        """Write trees and the commit unsynced, flush them with syncfs, then move the branch by compare-and-swap."""
+        with _fsync_paused(True):
+            tree = self._build_tree(base_tree, blobs)
+            parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+            oid = self.repo.create_commit(None, author, committer, message, tree, parents)
+        self._sync_filesystems()
+        reflog = "commit: " + message.split("\n", 1)[0]
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                if tip is None:
+                    self.repo.create_reference_direct(ref, oid, False, message=reflog)
+                else:
+                    current = self.repo.references.get(ref)
+                    if current is None or str(current.target) != tip:
+                        raise _Moved()
+                    # set_target is a compare-and-swap against the value just looked up.
+                    current.set_target(oid, reflog)
+                return oid
+            except (pygit2.AlreadyExistsError, ValueError):
+                raise _Moved() from None
+            except (pygit2.GitError, OSError) as err:
+                if "does not match" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                if "lock" not in str(err):
+                    raise GitError(f"could not move {ref}: {err}") from None
+                self._wait_git_lock(lock, deadline)
+
+    def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
+                       message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+                return self.repo.create_commit(ref, author, committer, message, tree, parents)
+            except pygit2.GitError as err:
+                # libgit2 re-checks the tip under the ref lock: someone moved it.
+                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                raise GitError(f"could not commit: {err}") from None
+            except OSError as err:
+                if "lock" not in str(err):
+                    raise GitError(f"could not commit: {err}") from None
+                self._wait_git_lock(lock, deadline)
+                if self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+
+    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                      removed: Sequence[PurePosixPath] = ()) -> None:
+        """Set Git's index entries for these paths, holding index.lock as git does."""
+        index_path = self.gitdir / "index"
+        lock = self.gitdir / "index.lock"
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                break
+            except FileExistsError:
+                self._wait_git_lock(lock, deadline)
+        # Holding index.lock, nobody else can replace the index. If it is still
+        # the file am wrote last, the Index kept from then is current: no copy,
+        # no re-parse (each costs ~20 ms at 10k files).
+        tmp = self._am_dir / f"index.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            kept = self._index_kept
+            if kept is not None and kept[0] == self._index_stamp() and kept[2] == tmp:
+                index = kept[1]
+            else:
+                self._index_kept = None
+                if index_path.exists():
+                    shutil.copyfile(index_path, tmp)
+                else:
+                    tmp.unlink(missing_ok=True)
+                index = pygit2.Index(str(tmp))
+            for rel, oid in entries:
+                index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))
+            for rel in removed:
+                if str(rel) in index:
+                    index.remove(str(rel))
+            index.write()  # to tmp, fsynced by libgit2 (enable_fsync_gitdir)
+            os.replace(tmp, index_path)
+            self._index_kept = (self._index_stamp(), index, tmp)
+        except BaseException:
+            self._index_kept = None
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            lock.unlink(missing_ok=True)
+
+    def _index_stamp(self) -> tuple[int, int, int, int] | None:
+        """Return what tells one index file from another: inode, size, mtime and ctime."""
+        try:
+            st = (self.gitdir / "index").stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
