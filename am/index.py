@@ -83,7 +83,7 @@ __all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERS
 
 log = logging.getLogger("am")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
@@ -98,9 +98,10 @@ CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, 
                    ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the rolling sweep reads only this
 CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
-CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL,
-                     type TEXT NOT NULL, status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT,
-                     repo TEXT, version TEXT, created TEXT, created_ts REAL, pinned INTEGER, data TEXT NOT NULL);
+CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
+  status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
+  pinned INTEGER, data TEXT NOT NULL, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT,
+  supersedes TEXT, superseded_by TEXT, topics TEXT);  -- a fact's world fields: a slice reads them without the JSON
 CREATE INDEX records_id ON records(id, path);
 CREATE INDEX records_created ON records(created_ts);
 CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;
@@ -130,7 +131,6 @@ def open_cache(vault: Vault) -> Index | None:
         # Long-lived callers (an agent server) see edits made since the last call.
         index.refresh()
     return index
-
 
 
 class Index(IndexQueries):
@@ -379,7 +379,7 @@ class Index(IndexQueries):
             links += link_rows
             texts.append(text)
         self.conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", files)
-        self.conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
+        self.conn.executemany("INSERT INTO records VALUES (" + ", ".join("?" * 24) + ")", records)
         self.conn.executemany("INSERT OR IGNORE INTO members VALUES (?, ?)", members)
         self.conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
         self.conn.executemany("INSERT INTO search(rowid, title, body, aliases, tags) VALUES (?, ?, ?, ?, ?)", texts)

@@ -181,6 +181,18 @@ def file_slot(path: str) -> int:
     return zlib.crc32(path.encode()) % SLOTS
 
 
+def _world_columns(r: Record) -> tuple[Any, ...]:
+    """Return a fact's world fields that have no column of their own (a slice reads them without the JSON)."""
+    if not isinstance(r, Fact):
+        return (None,) * 8
+    return (r.confidence, r.commit, r.until_commit, r.valid_from, r.valid_until,
+            _ids_json(r.supersedes), r.superseded_by, _ids_json(r.topics))
+
+
+def _ids_json(ids: tuple[str, ...]) -> str:
+    return json.dumps(list(ids), ensure_ascii=False, separators=(",", ":"))
+
+
 def record_rows(rowid: int, path: str, r: Record) -> tuple[tuple[Any, ...], list[tuple[int, str]],
                                                             list[tuple[int, str, str]], tuple[Any, ...]]:
     """Return a record's row, its topic memberships, its links and its full-text row."""
@@ -190,7 +202,7 @@ def record_rows(rowid: int, path: str, r: Record) -> tuple[tuple[Any, ...], list
     version = None if isinstance(r, Topic) else r.version
     pinned = int(r.pinned) if isinstance(r, Fact) else 0
     row = (rowid, path, r.id, r.type, r.status, kind, r.title if isinstance(r, Topic) else None, rel, src, dst,
-           repo, version, r.created, _timestamp(r.created), pinned, record_json(r))
+           repo, version, r.created, _timestamp(r.created), pinned, record_json(r), *_world_columns(r))
     title, aliases, tags = "", "", " ".join(r.tags)
     ends: tuple[str, ...]
     if isinstance(r, Topic):
