@@ -357,7 +357,7 @@ class Vault:
             if findings:
                 first = findings[0]
                 raise SecretError(
-                    f"{record.id}: field '{first.field}' line {first.line} looks like a {first.kind} ({first.excerpt})",
+                    f"{record.id}: {first.describe()}",
                     hint="remove it (history is forever), or pass --allow-secret if it is not a credential",
                 )
 
