@@ -69,14 +69,14 @@ class IndexQueries:
         """Return the world fields of facts, bodies left out: every fact sorted by id then path, or ranked.
 
         Columns: id, status, confidence, repo, version, commit, until_commit,
-        valid_from, valid_until, supersedes (JSON list), superseded_by, pinned,
+        valid_from, valid_until, supersedes (JSON list, or None), superseded_by, pinned,
         created, topics (JSON list). A slice judges and ranks these and decodes
         only the facts it shows. With ``dropped`` (statuses that never hold in
         the world), only facts that can hold in ``repo``'s world come back (no
         repo or that one; another status), ranked: pinned, confidence, newest, id.
         """
         cols = ("id, COALESCE(status, 'active'), COALESCE(conf, 'medium'), repo, version, commit_id, until_commit, "
-                "valid_from, valid_until, supersedes, superseded_by, pinned, created, topics")
+                "valid_from, valid_until, NULLIF(supersedes, '[]'), superseded_by, pinned, created, topics")
         if dropped is None:
             sql = f"SELECT {cols} FROM records WHERE type = 'fact' ORDER BY id, path"
             return self.conn.execute(sql).fetchall()  # type: ignore[no-any-return]

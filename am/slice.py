@@ -270,11 +270,12 @@ def _from_cache(index: Any, world: World | None = None) -> tuple[list[Record | F
                    for status, n in index.fact_world_dropped(repo=world.repo, dropped=never).items()}
     else:
         found = index.fact_world_rows()
-    FV = FactView
+    view, ids, ranked = FactView, _ids, dropped is not None
     for rank, (fid, status, confidence, repo, version, commit, until, start, end, supersedes, successor, pinned,
                created, topics) in enumerate(found):
-        out.append(FV(fid, status, confidence, repo, version, commit, until, start, end, _ids(supersedes), successor,
-                      bool(pinned), created, _ids(topics), rank if dropped is not None else -1))
+        out.append(view(fid, status, confidence, repo, version, commit, until, start, end,
+                        () if supersedes is None else ids(supersedes), successor, pinned == 1, created, ids(topics),
+                        rank if ranked else -1))
 
     def load(ids: Sequence[str]) -> dict[str, Fact]:
         found: dict[str, Fact] = {}

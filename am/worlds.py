@@ -24,6 +24,7 @@ history plus the facts, never with their product.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -293,13 +294,15 @@ def resolve(records: Iterable[Record | FactView], world: World, oracle: Ancestry
         successor = candidates[fid].superseded_by
         if successor and successor in candidates and candidates[successor].status in believed and successor != fid:
             hidden.setdefault(fid, successor)
+    facts = out.facts
     for fid in sorted(candidates):
         if fid in hidden:
             out.superseded_here[fid] = hidden[fid]
             _count(out.excluded, WHY_SUPERSEDED)
             continue
-        out.facts[fid] = candidates[fid]
-        _count(out.rules, rule_of[fid])
+        facts[fid] = candidates[fid]
+    for rule, count in Counter(rule_of[fid] for fid in facts).items():
+        out.rules[rule] = count
     for rid in sorted(relations):
         rel = relations[rid]
         if rel.from_ in hidden or rel.to in hidden:
