@@ -83,7 +83,7 @@ __all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERS
 
 log = logging.getLogger("am")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
@@ -100,8 +100,8 @@ CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the r
 CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
 CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
   status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
-  pinned INTEGER, data TEXT NOT NULL, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT,
-  supersedes TEXT, superseded_by TEXT, topics TEXT);  -- a fact's world fields: a slice reads them without the JSON
+  pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,
+  superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
 CREATE INDEX records_id ON records(id, path);
 CREATE INDEX records_created ON records(created_ts);
 CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;

@@ -204,7 +204,7 @@ def record_rows(rowid: int, path: str, r: Record) -> tuple[tuple[Any, ...], list
     version = None if isinstance(r, Topic) else r.version
     pinned = int(r.pinned) if isinstance(r, Fact) else 0
     row = (rowid, path, r.id, r.type, r.status, kind, r.title if isinstance(r, Topic) else None, rel, src, dst,
-           repo, version, r.created, _timestamp(r.created), pinned, record_json(r), *_world_columns(r))
+           repo, version, r.created, _timestamp(r.created), pinned, *_world_columns(r), record_json(r))
     title, aliases, tags = "", "", " ".join(r.tags)
     ends: tuple[str, ...]
     if isinstance(r, Topic):

@@ -272,7 +272,7 @@ def _from_cache(index: Any, world: World | None = None) -> tuple[list[Record | F
         found = index.fact_world_rows()
     view, ids, ranked = FactView, _ids, dropped is not None
     for rank, (fid, status, confidence, repo, version, commit, until, start, end, supersedes, successor, pinned,
-               created, topics) in enumerate(found):
+               created, topics, _) in enumerate(found):
         out.append(view(fid, status, confidence, repo, version, commit, until, start, end,
                         () if supersedes is None else ids(supersedes), successor, pinned == 1, created, ids(topics),
                         rank if ranked else -1))

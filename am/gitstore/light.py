@@ -10,7 +10,6 @@ chain, reftable, an unborn branch) is left to pygit2.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import signal
@@ -44,6 +43,8 @@ def failpoint(name: str) -> None:
 
 def hash_blob(data: bytes) -> str:
     """Return the Git blob id of some bytes."""
+    import hashlib  # OpenSSL's start-up (~5 ms) is paid only by commands that hash files
+
     # Git's object id: SHA-1 of "blob <size>\0" and the bytes (what pygit2.hash computes).
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
 
