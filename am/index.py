@@ -83,7 +83,7 @@ __all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERS
 
 log = logging.getLogger("am")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
@@ -104,6 +104,7 @@ CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TE
   superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
 CREATE INDEX records_id ON records(id, path);
 CREATE INDEX records_created ON records(created_ts);
+CREATE INDEX records_fact ON records(id) WHERE type = 'fact'; CREATE INDEX records_world ON records(status, repo) WHERE type = 'fact';
 CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;
 CREATE INDEX members_rowid ON members(rowid);
 CREATE TABLE links(rowid INTEGER NOT NULL, target TEXT NOT NULL, vault TEXT NOT NULL DEFAULT '',
@@ -237,8 +238,7 @@ class Index(IndexQueries):
     # ------------------------------------------------------------ meta
 
     def _set_meta(self, **values: str | None) -> None:
-        self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                              [(k, v) for k, v in values.items()])
+        self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(values.items()))
 
     @property
     def head(self) -> str | None:

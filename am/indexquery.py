@@ -101,8 +101,9 @@ class IndexQueries:
 
     def has_duplicate_facts(self) -> bool:
         """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
-        row = self.conn.execute("SELECT count(*) - count(DISTINCT id) FROM records WHERE type = 'fact'").fetchone()
-        return bool(row[0])
+        # An ordered scan of the partial index records_fact: a few ms at 100k facts.
+        return self.conn.execute("SELECT id FROM records WHERE type = 'fact' GROUP BY id HAVING count(*) > 1 "
+                                 "LIMIT 1").fetchone() is not None
 
     def record_values(self, *, type: str | None = None) -> list[Record]:
         """Return every record of the working tree (or of one type), sorted by id then path."""
