@@ -174,7 +174,7 @@ def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | 
     try:
         # A warm slice reads the branch tip from the ref files and the history from the
         # disk cache: pygit2 is imported only when a question needs the object store.
-        return LazyStore.open_code(Path(path).expanduser()), None  # type: ignore[return-value]
+        return LazyStore.open_code(Path(path).expanduser()), None
     except AmError as err:
         return None, f"the clone of {name} at {path} cannot be read ({err.message})"
 

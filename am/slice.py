@@ -79,10 +79,10 @@ def _rank(facts: list[Fact | FactView], order: Mapping[str, int]) -> None:
     """Sort facts best first: pinned, retrieval order, confidence, newest, id."""
     # Stable sorts applied from the last key to the first; each key is cheap to compare.
     last = len(order)
-    if all(type(f) is FactView and f.rank >= 0 for f in facts):
+    if all(isinstance(f, FactView) and f.rank >= 0 for f in facts):
         # The cache ranked them by (pinned, confidence, newest, id): only the retrieval order is left.
         if order:
-            facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), f.rank))
+            facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _RANK_OF(f)))
         else:
             facts.sort(key=_RANK_OF)
         return

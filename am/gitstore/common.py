@@ -17,7 +17,11 @@ import pygit2
 from pygit2 import IndexEntry
 from pygit2.enums import FileMode
 
-from am.gitstore.light import FAILPOINTS, Change, CommitInfo, failpoint, hash_blob
+from am.gitstore.light import FAILPOINTS as FAILPOINTS
+from am.gitstore.light import Change as Change
+from am.gitstore.light import CommitInfo as CommitInfo
+from am.gitstore.light import failpoint as failpoint
+from am.gitstore.light import hash_blob as hash_blob
 
 log = logging.getLogger("am")
 

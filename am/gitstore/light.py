@@ -13,12 +13,17 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from am.gitstore.store import GitStore
+
+    _Store = GitStore  # type checkers see every GitStore method; at run time they come from __getattr__
+else:
+    _Store = object
 
 __all__ = ["FAILPOINTS", "Change", "CommitInfo", "LazyStore", "failpoint", "hash_blob", "read_ref"]
 
@@ -30,6 +35,7 @@ FAILPOINTS = (
 )
 
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_OPENING = threading.Lock()
 # read_ref's answer when the files do not settle it (ask pygit2).
 UNKNOWN = "unknown"
 
@@ -121,7 +127,7 @@ def read_ref(gitdir: Path, name: str = "HEAD") -> str:
     return UNKNOWN  # an unborn branch, most likely: pygit2 says so for certain
 
 
-class LazyStore:
+class LazyStore(_Store):
     """A vault's GitStore that opens the repository only when a question needs more than the ref files."""
 
     def __init__(self, root: Path, *, code: bool = False) -> None:
@@ -166,8 +172,12 @@ class LazyStore:
         if self._store is None:
             from am.gitstore.store import GitStore
 
-            self._store = GitStore.open_code(self.root) if self._code else GitStore.open(self.root)
-            self.root, self.gitdir = self._store.root, self._store.gitdir
+            # Threads sharing a vault must share one store (its locks and kept index live in it).
+            with _OPENING:
+                if self._store is None:
+                    store = GitStore.open_code(self.root) if self._code else GitStore.open(self.root)
+                    self.root, self.gitdir = store.root, store.gitdir
+                    self._store = store
         return self._store
 
     def head(self) -> str | None:
@@ -184,7 +194,7 @@ class LazyStore:
             found = read_ref(self.gitdir, rev)
             if found != UNKNOWN:
                 return found
-        return self.opened().find_commit(rev)  # type: ignore[no-any-return]
+        return self.opened().find_commit(rev)
 
     def __getattr__(self, name: str) -> Any:
         # Everything else is the real store's (called only for names not found here).
