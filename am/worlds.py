@@ -249,7 +249,8 @@ def resolve(records: Iterable[Record | FactView], world: World, oracle: Ancestry
     seen: dict[str, set[str]] = {"topic": set(), "fact": set(), "relation": set()}
     replacing: list[str] = []
     replaced: list[str] = []
-    plain = _verdict(True)
+    plain, by_branch = _verdict(True), _verdict(True, None, RULE_BRANCH)
+    here, branch = world.repo, world.branch
     for record in records:
         # Two files with one id (a person's copy): the first wins, as in the cache's lookup.
         ids = seen[record.type]
@@ -263,10 +264,12 @@ def resolve(records: Iterable[Record | FactView], world: World, oracle: Ancestry
                     record.status == "pending-review" and world.include_pending):
                 out.topics[rid] = record
             continue
-        # Most facts name no repo and no valid time: they hold without asking the judge (a slice sees 100k).
-        if (record.status == "active" and record.repo is None and record.valid_from is None
-                and record.valid_until is None):
-            verdict = plain
+        # Most facts name no valid time, and no repo or this one on no branch or this one: they hold
+        # without asking the judge (a slice sees 100k). With an oracle, the judge decides by ancestry.
+        if record.status == "active" and record.valid_from is None and record.valid_until is None and (
+                record.repo is None or (oracle is None and record.repo == here
+                                        and (record.version is None or record.version == branch))):
+            verdict = plain if record.repo is None else by_branch
         else:
             verdict = judge(record, world, oracle)
         if not verdict.holds:
