@@ -378,11 +378,14 @@ class Vault:
                                            committer=self._committer(), op=f"{noun}.{verb}", after=after)
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
 
-    def _after_write(self, commit: str, paths: Sequence[PurePosixPath]) -> None:
-        """Bring derived state up to date after a write (the cache hooks in here)."""
+    def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None) -> None:
+        """Bring derived state up to date after a write (the cache hooks in here).
+
+        ``base``: for a group of commits ending at ``commit``, the commit the group was built on.
+        """
         cache = self.__dict__.get("_cache")
         if cache is not None:
-            cache.after_commit(commit, paths)
+            cache.after_commit(commit, paths, base=base)
 
     def _base_of(self, path: PurePosixPath) -> str | None:
         return self.store.blob_id(path)

@@ -207,14 +207,15 @@ class Writer(Reader):
 
     def commit_grouped(self, changes: Sequence[Change], *, message: str, author: tuple[str, str],
                        committer: tuple[str, str] | None = None, op: str = "write",
-                       after: Callable[[str, Sequence[PurePosixPath]], None] | None = None) -> str:
+                       after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None) -> str:
         """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers.
 
         Takes the write lock itself (do not hold it). Writers in other threads
         of this process that arrive while a batch is being written queue up;
         the next leader commits them all as a chain of commits, one per
         request, then moves the branch, rewrites Git's index and calls one
-        ``after`` hook (the cache) once for the whole batch. Returns this
+        ``after`` hook (the cache) once for the whole batch, with the last
+        commit, every path and the commit the chain was built on. Returns this
         request's commit id once it is on disk; raises this request's own error.
         """
         request = _Request(tuple(changes), message, author, committer, after)
@@ -258,12 +259,12 @@ class Writer(Reader):
     def _lead_batch(self, batch: list[_Request], own: _Request) -> None:
         """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``)."""
         try:
-            self._commit_batch(batch)
+            base = self._commit_batch(batch)
             hooks = [r.after for r in batch if r.after is not None and r.commit is not None]
             if hooks:
                 # One cache update for the whole batch: every Vault of this folder
                 # shares the cache file (the hook never raises).
-                hooks[0](_batch_tip(batch), [c.path for r in batch if r.commit for c in r.changes])
+                hooks[0](_batch_tip(batch), [c.path for r in batch if r.commit for c in r.changes], base)
         except BaseException as err:
             for r in batch:
                 if r.commit is None and r.error is None:
@@ -274,8 +275,10 @@ class Writer(Reader):
                 if r is not own:
                     r.woken.set()
 
-    def _commit_batch(self, batch: Sequence[_Request]) -> None:
+    def _commit_batch(self, batch: Sequence[_Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
+
+        Returns the tip the chain was built on.
 
         The caller holds ``write_lock``. A request that fails its own checks
         gets ``error`` set and the rest go on; an error that hits the whole
@@ -330,7 +333,7 @@ class Writer(Reader):
                             written.remove(r)
                             self._roll_back(r.changes, r.previous)
                 if not live:
-                    return
+                    return None
                 if not files_done:
                     files_done = True
                     failpoint("after-file")
@@ -348,7 +351,7 @@ class Writer(Reader):
                         r.commit = str(outcome)
                 done = [r for r in live if r.commit is not None]
                 if not done:
-                    return
+                    return None
                 failpoint("after-commit")
                 try:
                     self._update_index([(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes])
@@ -357,7 +360,7 @@ class Writer(Reader):
                     log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
                                 done[-1].commit[:10] if done[-1].commit else "", err)
                 failpoint("after-index")
-                return
+                return tip
             raise GitError(f"could not move {ref}: it kept changing under am")
         except BaseException:
             if not committed:
@@ -559,7 +562,7 @@ class _Request:
     message: str
     author: tuple[str, str]
     committer: tuple[str, str] | None
-    after: Callable[[str, Sequence[PurePosixPath]], None] | None = None
+    after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None
     woken: threading.Event = field(default_factory=threading.Event)
     blobs: dict[tuple[str, ...], pygit2.Oid] = field(default_factory=dict)
     previous: dict[PurePosixPath, bytes | None] = field(default_factory=dict)
