@@ -27,9 +27,15 @@ def iter_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> lis
     return out
 
 
+def _root() -> click.Context:
+    # The same context settings as a real run (e.g. -h as well as --help):
+    # click caches a command's help option the first time any context asks.
+    settings = {**cli.context_settings, "terminal_width": 100, "max_content_width": 100}
+    return click.Context(cli, info_name="am", **settings)
+
+
 def _help(path: tuple[str, ...], command: click.Command) -> str:
-    parent = click.Context(cli, info_name="am", terminal_width=100, max_content_width=100)
-    ctx = parent
+    ctx = _root()
     for name in path[:-1]:
         group = ctx.command
         assert isinstance(group, click.Group)
@@ -46,7 +52,7 @@ def render_reference() -> str:
         "Generated from `am ... --help` by `python -m am.cli.reference > docs/cli.md`;",
         "a test keeps this page and the help in step.\n",
         "```text",
-        cli.get_help(click.Context(cli, info_name="am", terminal_width=100, max_content_width=100)),
+        cli.get_help(_root()),
         "```\n",
     ]
     for path, command in iter_commands():
