@@ -410,10 +410,7 @@ class Index(IndexQueries):
         self._repair(reason, progress, force=True)
 
     def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None) -> None:
-        """Take in am's own write: the paths it just committed (never raises; the write is done).
-
-        ``base`` is the commit a group of am's commits (ending at ``commit``) was built on.
-        """
+        """Take in am's own write (``base``: where a group of commits began); never raises."""
         try:
             self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(),
                           chain=(base, commit) if base is not None else None)
@@ -502,8 +499,7 @@ class Index(IndexQueries):
         # am's own commit on top of what the cache knew: the diff is exactly its paths.
         own = bool(trusted_paths) and head is not None and self.store.commit_info(head).parents[:1] == (
             (old_head,) if old_head else ())
-        if chain is not None and not own:
-            # A group commit: several commits of am's own, from the cache's head to this one.
+        if chain is not None and not own:  # a group commit: am's own commits from the cache's head to this one
             own = bool(trusted_paths) and chain == (old_head, head)
         if head != old_head and not own:
             try:

@@ -370,19 +370,15 @@ class Vault:
         self._check_secrets(records, allow_secrets)
         changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
-        # Group commit: writers of this process that arrive together share one
-        # flush, one branch move, one Git index rewrite and one cache update,
-        # each still its own commit (am/gitstore/writing.py).
+        # Group commit: concurrent writers of this process share one flush, ref
+        # move, index rewrite and cache update, each still its own commit.
         after = self._after_write if self.__dict__.get("_cache") is not None else None
         commit = self.store.commit_grouped(changes, message=message, author=self._author(),
                                            committer=self._committer(), op=f"{noun}.{verb}", after=after)
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
 
     def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None) -> None:
-        """Bring derived state up to date after a write (the cache hooks in here).
-
-        ``base``: for a group of commits ending at ``commit``, the commit the group was built on.
-        """
+        """Bring derived state up to date after a write (``base``: where a group of commits began)."""
         cache = self.__dict__.get("_cache")
         if cache is not None:
             cache.after_commit(commit, paths, base=base)

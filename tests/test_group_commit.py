@@ -20,7 +20,7 @@ import pytest
 
 from am.errors import DirtyFileError
 from am.gitstore import Change, GitStore
-from am.gitstore.writing import _group_for
+from am.gitstore.writing import group_for
 from am.vault import Vault
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
@@ -29,7 +29,7 @@ from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 def _queued_together(root: Path, k: int, work: Callable[[int], object]) -> list[object]:
     """Run ``work(n)`` for n < k in threads that all queue behind a held write lock; return results or errors."""
     holder = GitStore.open(root)
-    group = _group_for(holder.gitdir)
+    group = group_for(holder.gitdir)
     results: list[object] = [None] * k
 
     def run(n: int) -> None:

@@ -13,7 +13,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import pygit2
@@ -34,6 +33,7 @@ from am.gitstore.common import (
     hash_blob,
     log,
 )
+from am.gitstore.group import Request, batch_tip, group_for, take_batch
 from am.gitstore.reading import Reader
 
 
@@ -198,7 +198,7 @@ class Writer(Reader):
 
         The caller holds ``write_lock``.
         """
-        request = _Request(tuple(changes), message, author, committer)
+        request = Request(tuple(changes), message, author, committer)
         self._commit_batch([request])
         if request.error is not None:
             raise request.error
@@ -218,8 +218,8 @@ class Writer(Reader):
         commit, every path and the commit the chain was built on. Returns this
         request's commit id once it is on disk; raises this request's own error.
         """
-        request = _Request(tuple(changes), message, author, committer, after)
-        group = _group_for(self.gitdir)
+        request = Request(tuple(changes), message, author, committer, after)
+        group = group_for(self.gitdir)
         with group.lock:
             group.pending.append(request)
             lead = not group.leading
@@ -237,7 +237,7 @@ class Writer(Reader):
                 # path an older waiting request touches): keep leading until it is done.
                 while request.commit is None and request.error is None:
                     with group.lock:
-                        batch, group.pending = _take_batch(group.pending)
+                        batch, group.pending = take_batch(group.pending)
                     self._lead_batch(batch, request)
         except BaseException as err:
             if request.commit is None and request.error is None:
@@ -256,7 +256,7 @@ class Writer(Reader):
         assert request.commit is not None
         return request.commit
 
-    def _lead_batch(self, batch: list[_Request], own: _Request) -> None:
+    def _lead_batch(self, batch: list[Request], own: Request) -> None:
         """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``)."""
         try:
             base = self._commit_batch(batch)
@@ -264,7 +264,7 @@ class Writer(Reader):
             if hooks:
                 # One cache update for the whole batch: every Vault of this folder
                 # shares the cache file (the hook never raises).
-                hooks[0](_batch_tip(batch), [c.path for r in batch if r.commit for c in r.changes], base)
+                hooks[0](batch_tip(batch), [c.path for r in batch if r.commit for c in r.changes], base)
         except BaseException as err:
             for r in batch:
                 if r.commit is None and r.error is None:
@@ -275,7 +275,7 @@ class Writer(Reader):
                 if r is not own:
                     r.woken.set()
 
-    def _commit_batch(self, batch: Sequence[_Request]) -> str | None:
+    def _commit_batch(self, batch: Sequence[Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
 
         Returns the tip the chain was built on.
@@ -286,7 +286,7 @@ class Writer(Reader):
         file written by the batch put back.
         """
         ref = self.head_ref()
-        live: list[_Request] = []
+        live: list[Request] = []
         for r in batch:
             if "\x00" in r.message:
                 r.error = GitError("a commit message may not contain NUL")
@@ -301,7 +301,7 @@ class Writer(Reader):
             for r in live:
                 r.blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in r.changes}
         failpoint("before-write")
-        written: list[_Request] = []
+        written: list[Request] = []
         committed = False
         files_done = False
         try:
@@ -311,7 +311,7 @@ class Writer(Reader):
                 index = self._read_index()
                 for r in list(live):
                     try:
-                        # Requests of one batch touch disjoint paths (see _take_batch), so
+                        # Requests of one batch touch disjoint paths (see take_batch), so
                         # each is checked against the tip as if it were alone.
                         self._check_not_dirty(r.changes, base_tree, index)
                     except AmError as err:
@@ -368,7 +368,7 @@ class Writer(Reader):
                     self._roll_back(r.changes, r.previous)
             raise
 
-    def _write_chain(self, ref: str, live: list[_Request], base_tree: pygit2.Tree | None, tip: str | None,
+    def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
                      sync_each: bool) -> list[pygit2.Oid | AmError]:
         """Write one commit per request, each on the previous, flush them, then move the branch to the last.
 
@@ -553,61 +553,3 @@ class Writer(Reader):
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
-
-@dataclass(eq=False)
-class _Request:
-    """One writer's commit waiting in (or being written by) a group commit."""
-
-    changes: tuple[Change, ...]
-    message: str
-    author: tuple[str, str]
-    committer: tuple[str, str] | None
-    after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None
-    woken: threading.Event = field(default_factory=threading.Event)
-    blobs: dict[tuple[str, ...], pygit2.Oid] = field(default_factory=dict)
-    previous: dict[PurePosixPath, bytes | None] = field(default_factory=dict)
-    commit: str | None = None
-    error: BaseException | None = None
-
-
-class _Group:
-    """The writers of one process waiting to commit to one repository."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.pending: list[_Request] = []
-        self.leading = False
-
-
-_GROUPS: dict[str, _Group] = {}
-_GROUPS_LOCK = threading.Lock()
-_MAX_BATCH = 64
-
-
-def _group_for(gitdir: Path) -> _Group:
-    key = os.path.realpath(gitdir)
-    with _GROUPS_LOCK:
-        group = _GROUPS.get(key)
-        if group is None:
-            group = _GROUPS[key] = _Group()
-        return group
-
-
-def _take_batch(pending: list[_Request]) -> tuple[list[_Request], list[_Request]]:
-    """Split the queue into a batch of requests on disjoint paths and the rest (which wait for the next batch)."""
-    batch: list[_Request] = []
-    rest: list[_Request] = []
-    taken: set[PurePosixPath] = set()
-    for r in pending:
-        paths = {c.path for c in r.changes}
-        if len(batch) < _MAX_BATCH and not (paths & taken):
-            batch.append(r)
-            taken |= paths
-        else:
-            rest.append(r)
-    return batch, rest
-
-
-def _batch_tip(batch: Sequence[_Request]) -> str:
-    """Return the last commit a batch made."""
-    return [r.commit for r in batch if r.commit is not None][-1]
