@@ -132,7 +132,6 @@ def open_cache(vault: Vault) -> Index | None:
     return index
 
 
-
 class Index(IndexQueries):
     """A vault's cache: records, topic membership, links and a full-text index."""
 
@@ -412,8 +411,7 @@ class Index(IndexQueries):
     def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None) -> None:
         """Take in am's own write (``base``: where a group of commits began); never raises."""
         try:
-            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(),
-                          chain=(base, commit) if base is not None else None)
+            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(), chain=(base, commit))
         except (sqlite3.Error, OSError, AmError) as err:
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
@@ -455,8 +453,7 @@ class Index(IndexQueries):
                 out.append((path, now))
         return out
 
-    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float,
-                 chain: tuple[str, str] | None = None) -> Refresh:
+    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None) -> Refresh:
         meta = self._meta()
         head = self.store.head()
         git_index = self._git_index_stamp()
@@ -491,16 +488,15 @@ class Index(IndexQueries):
         return False
 
     def _update(self, head: str | None, git_index: str, sweep: bool,
-                trusted_paths: Sequence[str], chain: tuple[str, str] | None = None) -> tuple[int, int, int]:
+                trusted_paths: Sequence[str], chain: Any = None) -> tuple[int, int, int]:
         meta = self._meta()  # again, under the lock: another process may have done the work
         old_head = meta.get("head") or None
         # Paths whose dirtiness (working copy != HEAD) may have changed.
         recheck: set[str] = set(trusted_paths) | set(json.loads(meta.get("dirty") or "[]"))
-        # am's own commit on top of what the cache knew: the diff is exactly its paths.
+        # am's own commit (or group commit, ``chain``) on top of what the cache knew: the diff is exactly its paths.
         own = bool(trusted_paths) and head is not None and self.store.commit_info(head).parents[:1] == (
             (old_head,) if old_head else ())
-        if chain is not None and not own:  # a group commit: am's own commits from the cache's head to this one
-            own = bool(trusted_paths) and chain == (old_head, head)
+        own = own or (bool(trusted_paths) and old_head is not None and chain == (old_head, head))
         if head != old_head and not own:
             try:
                 recheck.update(p for p, _ in self.store.tree_changes(old_head, head) if is_record_path(p))

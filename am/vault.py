@@ -370,8 +370,7 @@ class Vault:
         self._check_secrets(records, allow_secrets)
         changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
-        # Group commit: concurrent writers of this process share one flush, ref
-        # move, index rewrite and cache update, each still its own commit.
+        # Group commit: concurrent writers share one flush, ref move, index rewrite and cache update.
         after = self._after_write if self.__dict__.get("_cache") is not None else None
         commit = self.store.commit_grouped(changes, message=message, author=self._author(),
                                            committer=self._committer(), op=f"{noun}.{verb}", after=after)
