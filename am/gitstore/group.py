@@ -36,6 +36,9 @@ class Group:
         self.lock = threading.Lock()
         self.pending: list[Request] = []
         self.leading = False
+        # (stamp of .git/index, the Index am wrote it from, its temp path): shared by
+        # every GitStore of this process, since each batch may have another leader.
+        self.kept: tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None = None
 
 
 _GROUPS: dict[str, Group] = {}

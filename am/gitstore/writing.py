@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import socket
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +38,19 @@ from am.gitstore.reading import Reader
 
 class Writer(Reader):
     """Writing: locks, files, trees, commits and index entries."""
+
+    @property
+    def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None:
+        """The Index am wrote .git/index from last, in this process (read and replaced holding the write lock)."""
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        return self._group.kept  # type: ignore[no-any-return]
+
+    @_index_kept.setter
+    def _index_kept(self, value: tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None) -> None:
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        self._group.kept = value
 
     # ------------------------------------------------------------ locking
 
@@ -219,7 +231,9 @@ class Writer(Reader):
         request's commit id once it is on disk; raises this request's own error.
         """
         request = Request(tuple(changes), message, author, committer, after)
-        group = group_for(self.gitdir)
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        group = self._group
         with group.lock:
             group.pending.append(request)
             lead = not group.leading
@@ -518,7 +532,8 @@ class Writer(Reader):
         # Holding index.lock, nobody else can replace the index. If it is still
         # the file am wrote last, the Index kept from then is current: no copy,
         # no re-parse (each costs ~20 ms at 10k files).
-        tmp = self._am_dir / f"index.{os.getpid()}.{threading.get_ident()}.tmp"
+        # One name per process: threads write the index only holding the write lock.
+        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
         try:
             kept = self._index_kept
             if kept is not None and kept[0] == self._index_stamp() and kept[2] == tmp:
