@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from am.errors import AmError
-from am.gitstore import GitStore
 from am.registry import Registry
 from am.worlds import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
 
 if TYPE_CHECKING:
+    from am.gitstore import GitStore
     from am.model import Record
     from am.vault import Vault
 
@@ -169,8 +169,12 @@ def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | 
     path = registry.repos.get(name)
     if path is None:
         return None, f"repo {name} is not registered on this machine (register its clone: am repo add {name} PATH)"
+    from am.gitstore import LazyStore
+
     try:
-        return GitStore.open_code(Path(path).expanduser()), None
+        # A warm slice reads the branch tip from the ref files and the history from the
+        # disk cache: pygit2 is imported only when a question needs the object store.
+        return LazyStore.open_code(Path(path).expanduser()), None
     except AmError as err:
         return None, f"the clone of {name} at {path} cannot be read ({err.message})"
 

@@ -128,15 +128,16 @@ def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = N
     store = vault.store
     by_id = {r.id: (p, r) for p, r in records}
     order = sorted(records, key=lambda pr: (pr[1].created or "", {"topic": 0, "relation": 1, "fact": 2}[pr[1].type]))
-    for path, record in order:
+    for rel_path, record in order:
         moment = parse_timestamp(record.created or "2026-09-23T12:00:00+08:00")
-        offset = int(moment.utcoffset().total_seconds() // 60) if moment.utcoffset() else 0
+        utc_offset = moment.utcoffset()
+        offset = int(utc_offset.total_seconds() // 60) if utc_offset else 0
         author = (_actor(record), f"{_actor(record)}@example.com", int(moment.timestamp()), offset)
         changes: list[Change] = []
         if isinstance(record, Fact) and record.superseded_by:
             # First written as an ordinary active fact; the supersede comes later.
             record = replace(record, status="active", superseded_by=None, reason=None)
-        changes.append(Change(path, render_record(record).encode("utf-8")))
+        changes.append(Change(rel_path, render_record(record).encode("utf-8")))
         ids = [record.id]
         noun = {Topic: "topic", Fact: "fact", Relation: "relation"}[type(record)]
         verb, subject, reason = "add", None, None

@@ -80,7 +80,7 @@ _RESOLVER = _CoreResolver()
 
 
 def _resolve_plain(text: str) -> str:
-    return str(_RESOLVER.resolve(yaml.ScalarNode, text, (True, False)))
+    return str(_RESOLVER.resolve(yaml.ScalarNode, text, (True, False)))  # type: ignore[no-untyped-call]
 
 
 def _scalar_value(tag: str, text: str) -> Any:
@@ -105,7 +105,7 @@ def _scalar_value(tag: str, text: str) -> Any:
 
 
 try:  # libyaml's parser; the pure-Python one is ~5x slower (PERF.md)
-    from yaml.cyaml import CParser as _Parser  # not re-exported by the yaml package
+    from yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]  # not re-exported by the yaml package
 except ImportError:  # pragma: no cover - only on a PyYAML built without libyaml
     from yaml.parser import Parser as _Parser  # type: ignore[assignment]
     from yaml.composer import Composer as _Composer
@@ -120,7 +120,7 @@ except ImportError:  # pragma: no cover - only on a PyYAML built without libyaml
             _Composer.__init__(self)
 
 
-class _Loader(_Parser, _CoreResolver):  # type: ignore[misc,valid-type]
+class _Loader(_Parser, _CoreResolver):
     def __init__(self, stream: str) -> None:
         _Parser.__init__(self, stream)
         _CoreResolver.__init__(self)
@@ -239,8 +239,8 @@ def _quote(text: str) -> str:
 def _yaml11_plain_is_str(text: str) -> bool:
     # Other readers (Obsidian, PyYAML's default) use YAML 1.1 rules: never write
     # a plain scalar that they would turn into a bool, number or null.
-    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))
-    return tag == _STR
+    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    return bool(tag == _STR)
 
 
 def format_scalar(value: Any, *, in_flow: bool = False, allow_timestamp: bool = False) -> str:

@@ -231,7 +231,7 @@ def _secret_findings(path: str, data: bytes) -> list[str]:
             fields["reason"] = record.reason
         fields.update(record.extra)
         findings = scan_fields(fields)
-    return [f"{path}: field '{f.field}' line {f.line} looks like a {f.kind} ({f.excerpt})" for f in findings]
+    return [f"{path}: {f.describe()}" for f in findings]
 
 
 def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: TextIO) -> int:

@@ -83,7 +83,7 @@ __all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERS
 
 log = logging.getLogger("am")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 6
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
@@ -98,11 +98,13 @@ CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, 
                    ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the rolling sweep reads only this
 CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
-CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL,
-                     type TEXT NOT NULL, status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT,
-                     repo TEXT, version TEXT, created TEXT, created_ts REAL, pinned INTEGER, data TEXT NOT NULL);
+CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
+  status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
+  pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,
+  superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
 CREATE INDEX records_id ON records(id, path);
 CREATE INDEX records_created ON records(created_ts);
+CREATE INDEX records_fact ON records(id) WHERE type = 'fact'; CREATE INDEX records_world ON records(status, repo) WHERE type = 'fact';
 CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;
 CREATE INDEX members_rowid ON members(rowid);
 CREATE TABLE links(rowid INTEGER NOT NULL, target TEXT NOT NULL, vault TEXT NOT NULL DEFAULT '',
@@ -236,8 +238,7 @@ class Index(IndexQueries):
     # ------------------------------------------------------------ meta
 
     def _set_meta(self, **values: str | None) -> None:
-        self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                              [(k, v) for k, v in values.items()])
+        self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(values.items()))
 
     @property
     def head(self) -> str | None:
@@ -378,7 +379,7 @@ class Index(IndexQueries):
             links += link_rows
             texts.append(text)
         self.conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", files)
-        self.conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
+        self.conn.executemany("INSERT INTO records VALUES (" + ", ".join("?" * 24) + ")", records)
         self.conn.executemany("INSERT OR IGNORE INTO members VALUES (?, ?)", members)
         self.conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
         self.conn.executemany("INSERT INTO search(rowid, title, body, aliases, tags) VALUES (?, ?, ?, ?, ?)", texts)
@@ -494,9 +495,8 @@ class Index(IndexQueries):
         # Paths whose dirtiness (working copy != HEAD) may have changed.
         recheck: set[str] = set(trusted_paths) | set(json.loads(meta.get("dirty") or "[]"))
         # am's own commit (or group commit, ``chain``) on top of what the cache knew: the diff is exactly its paths.
-        own = bool(trusted_paths) and head is not None and self.store.commit_info(head).parents[:1] == (
-            (old_head,) if old_head else ())
-        own = own or (bool(trusted_paths) and old_head is not None and chain == (old_head, head))
+        own = bool(trusted_paths) and head is not None and (self.store.commit_info(head).parents[:1] == (
+            (old_head,) if old_head else ()) or (old_head is not None and chain == (old_head, head)))
         if head != old_head and not own:
             try:
                 recheck.update(p for p, _ in self.store.tree_changes(old_head, head) if is_record_path(p))

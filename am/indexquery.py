@@ -12,12 +12,14 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from am.indexrows import RECORD_FIELDS, Hit, IndexedLink, IndexStatus, record_from_json
-from am.model import Fact, Record
+from am.indexrows import Hit, IndexedLink, IndexStatus, record_from_json
+from am.model import Record
 from am.textseg import build_match
 
 __all__ = ["IndexQueries", "BM25"]
 
+_CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+_NEVER = float("inf")
 # Column weights for bm25(): a title or alias hit outranks a body hit.
 BM25 = "bm25(search, 8.0, 1.0, 6.0, 3.0)"
 _BM25 = BM25
@@ -65,24 +67,43 @@ class IndexQueries:
         sql += " ORDER BY r.id, r.path"
         return [(PurePosixPath(p), record_from_json(t, d)) for p, t, d in self.conn.execute(sql, args)]
 
-    def fact_world_rows(self) -> list[tuple[Any, ...]]:
-        """Return the world fields of every fact, bodies left out, sorted by id then path.
+    def fact_world_rows(self, *, repo: str | None = None, dropped: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+        """Return the world fields of facts, bodies left out: every fact sorted by id then path, or ranked.
 
         Columns: id, status, confidence, repo, version, commit, until_commit,
-        valid_from, valid_until, supersedes (JSON list), superseded_by, pinned,
+        valid_from, valid_until, supersedes (JSON list, or None), superseded_by, pinned,
         created, topics (JSON list). A slice judges and ranks these and decodes
-        only the facts it shows.
+        only the facts it shows. With ``dropped`` (statuses that never hold in
+        the world), only facts that can hold in ``repo``'s world come back (no
+        repo or that one; another status), ranked: pinned, confidence, newest, id.
+        A last column, created_ts, is the moment ``created`` names.
         """
-        fields = ("status", "confidence", "repo", "version", "commit", "until_commit", "valid_from",
-                  "valid_until", "supersedes", "superseded_by", "pinned", "created", "topics")
-        order = RECORD_FIELDS[Fact]
-        # Fields that have a column of their own are read from it: each json_extract parses the row's JSON.
-        columns = {"status", "repo", "version", "pinned", "created"}
-        cols = ", ".join(name if name in columns else f"json_extract(data, '$[{order.index(name)}]')"
-                         for name in fields)
-        rows: list[tuple[Any, ...]] = self.conn.execute(
-            f"SELECT id, {cols} FROM records WHERE type = 'fact' ORDER BY id, path").fetchall()
+        cols = ("id, COALESCE(status, 'active'), COALESCE(conf, 'medium'), repo, version, commit_id, until_commit, "
+                "valid_from, valid_until, NULLIF(supersedes, '[]'), superseded_by, pinned, created, topics, created_ts")
+        if dropped is None:
+            sql = f"SELECT {cols} FROM records WHERE type = 'fact' ORDER BY id, path"
+            return self.conn.execute(sql).fetchall()  # type: ignore[no-any-return]
+        marks = ",".join("?" * len(dropped))
+        sql = (f"SELECT {cols} FROM records WHERE type = 'fact' AND COALESCE(status, 'active') NOT IN ({marks}) "
+               "AND (repo IS NULL OR repo = ?)")
+        rows: list[tuple[Any, ...]] = self.conn.execute(sql, (*dropped, repo)).fetchall()
+        # Sorting here is ~3x faster than ORDER BY, whose sorter copies every column. No moment sorts last.
+        rows.sort(key=lambda r: (-r[11], _CONFIDENCE_RANK.get(r[2], 3), _NEVER if r[14] is None else -r[14], r[0]))
         return rows
+
+    def fact_world_dropped(self, *, repo: str | None, dropped: Sequence[str]) -> dict[str | None, int]:
+        """Count the facts ``fact_world_rows(repo=, dropped=)`` leaves out: by status, and None for another repo."""
+        marks = ",".join("?" * len(dropped))
+        sql = (f"SELECT CASE WHEN COALESCE(status, 'active') IN ({marks}) THEN COALESCE(status, 'active') END, "
+               f"count(*) FROM records WHERE type = 'fact' AND (COALESCE(status, 'active') IN ({marks}) "
+               "OR repo IS NOT NULL AND repo IS NOT ?) GROUP BY 1")
+        return dict(self.conn.execute(sql, (*dropped, *dropped, repo)).fetchall())
+
+    def has_duplicate_facts(self) -> bool:
+        """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
+        # An ordered scan of the partial index records_fact: a few ms at 100k facts.
+        return self.conn.execute("SELECT id FROM records WHERE type = 'fact' GROUP BY id HAVING count(*) > 1 "
+                                 "LIMIT 1").fetchone() is not None
 
     def record_values(self, *, type: str | None = None) -> list[Record]:
         """Return every record of the working tree (or of one type), sorted by id then path."""

@@ -142,7 +142,10 @@ def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: 
         )
     extra = {k: v for k, v in meta.items() if k not in _KNOWN[rtype]}
     rid = check_id(_str(meta, "id", path, required=True), path=path)
-    s = lambda key, required=False: _str(meta, key, path, required=required)  # noqa: E731
+
+    def s(key: str, required: bool = False) -> str | None:
+        return _str(meta, key, path, required=required)
+
     status = s("status") or "active"
     if rtype == "topic":
         return Topic(

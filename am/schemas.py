@@ -49,7 +49,7 @@ def _validator_class() -> Any:
                 yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
 
     base = jsonschema.Draft202012Validator
-    return jsonschema.validators.extend(base, {"pattern": pattern})
+    return jsonschema.validators.extend(base, {"pattern": pattern})  # type: ignore[no-untyped-call]
 
 
 def schema_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:

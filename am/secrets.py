@@ -37,6 +37,10 @@ class SecretFinding:
     line: int
     excerpt: str
 
+    def describe(self) -> str:
+        """Say where the suspected credential is and what it looks like, for an error message."""
+        return f"field '{self.field}' line {self.line} looks like a credential: {self.kind} ({self.excerpt})"
+
 
 # A hit is (kind, start, end) of the secret within the text.
 _Hit = tuple[str, int, int]

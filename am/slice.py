@@ -19,6 +19,7 @@ import gc
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from am.errors import NotFoundError, UsageError
@@ -37,7 +38,7 @@ from am.pack import (
     render_markdown,
     topic_markdown,
 )
-from am.worlds import FactView, Resolution, resolve, to_moment
+from am.worlds import WHY_PENDING, WHY_REPO, FactView, Resolution, World, resolve, to_moment
 
 Loader = Callable[[Sequence[str]], Mapping[str, Fact]]
 
@@ -60,6 +61,7 @@ __all__ = [
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 _LEFT_OUT_FACT_TOKENS = 120
 _NO_TIME = datetime(1, 1, 2, tzinfo=timezone.utc)
+_RANK_OF = attrgetter("rank")
 
 
 def _created(record: Fact | FactView) -> datetime:
@@ -76,9 +78,16 @@ def _created(record: Fact | FactView) -> datetime:
 def _rank(facts: list[Fact | FactView], order: Mapping[str, int]) -> None:
     """Sort facts best first: pinned, retrieval order, confidence, newest, id."""
     # Stable sorts applied from the last key to the first; each key is cheap to compare.
+    last = len(order)
+    if all(isinstance(f, FactView) and f.rank >= 0 for f in facts):
+        # The cache ranked them by (pinned, confidence, newest, id): only the retrieval order is left.
+        if order:
+            facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _RANK_OF(f)))
+        else:
+            facts.sort(key=_RANK_OF)
+        return
     facts.sort(key=lambda f: f.id)
     facts.sort(key=_created, reverse=True)
-    last = len(order)
     facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _CONFIDENCE_RANK.get(f.confidence, 3)))
 
 
@@ -104,13 +113,16 @@ def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | 
 def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setup: WorldSetup, *,
                vault_name: str, vault_commit: str | None, search: Any = None,
                backend: Any = None, backend_note: str = "vector: not configured",
-               links: Any = None, load: Loader | None = None) -> Pack:
+               links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None) -> Pack:
     """Resolve records in the world, choose the scope, rank, and fill the budget.
 
     Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
-    full facts, and is asked only for the facts the budget admits.
+    full facts, and is asked only for the facts the budget admits; ``dropped`` counts
+    facts the source already left out (why -> how many), for the header.
     """
     res = resolve(records, setup.world, setup.oracle)
+    for why, count in (dropped or {}).items():
+        res.excluded[why] = res.excluded.get(why, 0) + count
     near: dict[str, int] | None = None
     retrieved: Retrieved | None = None
     if request.topic is not None:
@@ -237,20 +249,33 @@ def _open_index(vault: Vault) -> Any:
         return None
 
 
-def _from_cache(index: Any) -> tuple[list[Record | FactView], Loader | None]:
-    """Read topics and relations in full and facts as views; return them and the loader of full facts."""
+def _from_cache(index: Any, world: World | None = None) -> tuple[list[Record | FactView], Loader | None,
+                                                                  dict[str, int] | None]:
+    """Read topics and relations in full and facts as views; return them, the loader of full facts, and the
+    count of facts left out by SQL (with a world: facts that cannot hold there are neither read nor ranked)."""
     rows = getattr(index, "fact_world_rows", None)
     if rows is None:
-        return [r for _, r in index.records()], None
+        return [r for _, r in index.records()], None, None
     values = getattr(index, "record_values", None)
     if values is not None:
         out: list[Record | FactView] = [*values(type="topic"), *values(type="relation")]
     else:
         out = [r for _, r in index.records(type="topic")] + [r for _, r in index.records(type="relation")]
-    for (fid, status, confidence, repo, version, commit, until, start, end, supersedes, successor, pinned,
-         created, topics) in rows():
-        out.append(FactView(fid, status or "active", confidence or "medium", repo, version, commit, until, start,
-                            end, _ids(supersedes), successor, bool(pinned), created, _ids(topics)))
+    dropped: dict[str, int] | None = None
+    # Two files with one id: the first by path wins in resolve(), so every row must reach it in id order.
+    if world is not None and not index.has_duplicate_facts():
+        never = ("expired", "superseded") + (() if world.include_pending else (WHY_PENDING,))
+        found = index.fact_world_rows(repo=world.repo, dropped=never)
+        dropped = {WHY_REPO if status is None else status: n
+                   for status, n in index.fact_world_dropped(repo=world.repo, dropped=never).items()}
+    else:
+        found = index.fact_world_rows()
+    view, ids, ranked = FactView, _ids, dropped is not None
+    for rank, (fid, status, confidence, repo, version, commit, until, start, end, supersedes, successor, pinned,
+               created, topics, _) in enumerate(found):
+        out.append(view(fid, status, confidence, repo, version, commit, until, start, end,
+                        () if supersedes is None else ids(supersedes), successor, pinned == 1, created, ids(topics),
+                        rank if ranked else -1))
 
     def load(ids: Sequence[str]) -> dict[str, Fact]:
         found: dict[str, Fact] = {}
@@ -259,7 +284,7 @@ def _from_cache(index: Any) -> tuple[list[Record | FactView], Loader | None]:
                 found.setdefault(record.id, record)
         return found
 
-    return out, load
+    return out, load, dropped
 
 
 def _ids(text: str | None) -> tuple[str, ...]:
@@ -309,6 +334,7 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
     commit = vault.store.head()
     index = None
     load: Loader | None = None
+    dropped: dict[str, int] | None = None
     if request.as_of is not None:
         past = vault.store.last_commit_at(request.as_of.timestamp())
         if past is None:
@@ -320,7 +346,7 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
         index = _open_index(vault)
         if index is not None:
             commit = index.head or commit
-            records, load = _from_cache(index)
+            records, load, dropped = _from_cache(index, setup.world)
         else:
             records = (r for _, r in vault.iter_records())
     backend, note = (None, "vector: not configured")
@@ -336,7 +362,8 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
         links = [(link.source, link.target) for link in index.links() if link.vault is None]
     # The cache belongs to the vault, which closes it.
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
-                      search=search, backend=backend, backend_note=note, links=links, load=load)
+                      search=search, backend=backend, backend_note=note, links=links, load=load,
+                      dropped=dropped)
     if request.follow_links:
         from am.retrieval import follow_links
 

@@ -273,10 +273,18 @@ _BODIES: list[tuple[str, _Builder]] = [
     (_ISO_BEFORE + _ISO_DATE.format("1") + _ISO_AFTER, _iso),
 ]  # fmt: skip
 
-_RULES = [
-    _Rule(re.compile(_PREFIX + f"(?:{body})" + _SUFFIX + _PARTICLE, re.IGNORECASE), build)
-    for body, build in _BODIES
-]
+_RULES: list[_Rule] = []
+# Every rule needs a digit, one of these English words, or a non-ASCII character; a query
+# without any skips compiling the rules (~50 ms, paid by every `am search` process otherwise).
+_MAY_HOLD_A_PHRASE = re.compile(r"[0-9]|day|week|month|year|[^\x00-\x7f]", re.IGNORECASE)
+
+
+def _rules() -> list[_Rule]:
+    """Return the compiled rules, compiling them on first use."""
+    if not _RULES:
+        _RULES.extend(_Rule(re.compile(_PREFIX + f"(?:{body})" + _SUFFIX + _PARTICLE, re.IGNORECASE), build)
+                      for body, build in _BODIES)
+    return _RULES
 
 _SINCE_START = {"since", "以来", "以降", "から"}
 _SINCE_END = {"after", "之后", "以后"}
@@ -310,9 +318,11 @@ def _evaluate(rule: _Rule, m: re.Match[str], now: datetime) -> _Found | None:
 
 
 def _scan(text: str, now: datetime) -> list[_Found]:
+    if not _MAY_HOLD_A_PHRASE.search(text):
+        return []
     found = [
         hit
-        for rule in _RULES
+        for rule in _rules()
         for m in rule.pattern.finditer(text)
         if (hit := _evaluate(rule, m, now)) is not None
     ]

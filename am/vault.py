@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -24,7 +25,7 @@ from am.errors import (
     SecretError,
     UsageError,
 )
-from am.gitstore import Change, GitStore, hash_blob
+from am.gitstore import Change, LazyStore, hash_blob
 from am.ids import (
     RECORD_DIRS,
     check_id,
@@ -87,12 +88,13 @@ def find_vault_root(start: Path) -> Path | None:
 class Vault:
     """One vault: its files, its Git repository and its cache."""
 
-    def __init__(self, root: Path, store: GitStore, *, actor: str | None = None) -> None:
+    def __init__(self, root: Path, store: LazyStore, *, actor: str | None = None) -> None:
         self.root = root
         self.store = store
         self.settings = self._read_settings()
         self.name = str(self.settings.get("name") or root.name)
-        self.actor = self._check_actor(actor) if actor else self._default_actor()
+        if actor:  # else $AM_ACTOR or Git's user.name (which needs pygit2), read when a write asks
+            self.actor = self._check_actor(actor)
 
     # ------------------------------------------------------------ open / init
 
@@ -115,7 +117,7 @@ class Vault:
             root = candidate.resolve()
             if not (root / ".am" / "vault.yml").is_file():
                 raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {text}")
-        return cls(root, GitStore.open(root), actor=actor)
+        return cls(root, LazyStore.open(root), actor=actor)
 
     @classmethod
     def init(cls, path: Path, *, name: str | None = None, actor: str | None = None,
@@ -126,7 +128,7 @@ class Vault:
             raise UsageError(f"{root} is a file, not a folder")
         vault_name = name or re.sub(r"[^a-z0-9]+", "-", root.name.lower()).strip("-") or "vault"
         check_id(vault_name, field="vault name")
-        store = GitStore.init(root)
+        store = LazyStore.init(root)
         vault = cls(root, store, actor=actor)
         if not (root / ".am" / "vault.yml").is_file():
             text = f"name: {vault_name}\nformat: {FORMAT_VERSION}\n"
@@ -170,13 +172,11 @@ class Vault:
     def _read_settings(self) -> dict[str, Any]:
         from am.frontmatter import strict_load
 
-        path = self.root / ".am" / "vault.yml"
         try:
-            text = path.read_text(encoding="utf-8")
+            text = (self.root / VAULT_FILE).read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
-        data = strict_load(text, path=str(VAULT_FILE))
-        return data
+        return strict_load(text, path=str(VAULT_FILE))
 
     # ------------------------------------------------------------ actor
 
@@ -195,6 +195,7 @@ class Vault:
             return self._check_actor(env)
         name = self.store.config_value("user.name")
         return one_line(name, limit=64) if name else "am"
+    actor = cached_property(_default_actor)
 
     def _author(self) -> tuple[str, str]:
         email = self.store.config_value("user.email") or "am@localhost"
@@ -357,7 +358,7 @@ class Vault:
             if findings:
                 first = findings[0]
                 raise SecretError(
-                    f"{record.id}: field '{first.field}' line {first.line} looks like a {first.kind} ({first.excerpt})",
+                    f"{record.id}: {first.describe()}",
                     hint="remove it (history is forever), or pass --allow-secret if it is not a credential",
                 )
 
@@ -370,7 +371,6 @@ class Vault:
         self._check_secrets(records, allow_secrets)
         changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
-        # Group commit: concurrent writers share one flush, ref move, index rewrite and cache update.
         after = self._after_write if self.__dict__.get("_cache") is not None else None
         commit = self.store.commit_grouped(changes, message=message, author=self._author(),
                                            committer=self._committer(), op=f"{noun}.{verb}", after=after)

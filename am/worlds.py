@@ -24,6 +24,7 @@ history plus the facts, never with their product.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -108,6 +109,8 @@ class _FactFields(NamedTuple):
     pinned: bool
     created: str | None
     topics: tuple[str, ...]
+    # The position in the cache's ranking (pinned, confidence, newest, id); -1: not ranked.
+    rank: int = -1
 
 
 class FactView(_FactFields):
@@ -243,47 +246,63 @@ def resolve(records: Iterable[Record | FactView], world: World, oracle: Ancestry
     candidates: dict[str, Fact | FactView] = {}
     rule_of: dict[str, str] = {}
     relations: dict[str, Relation] = {}
-    seen: set[tuple[str, str]] = set()
+    seen: dict[str, set[str]] = {"topic": set(), "fact": set(), "relation": set()}
+    replacing: list[str] = []
+    replaced: list[str] = []
+    plain = _verdict(True)
     for record in records:
         # Two files with one id (a person's copy): the first wins, as in the cache's lookup.
-        key = (record.type, record.id)
-        if key in seen:
+        ids = seen[record.type]
+        rid = record.id
+        if rid in ids:
             continue
-        seen.add(key)
+        ids.add(rid)
         if isinstance(record, Topic):
-            out.all_topics[record.id] = record
+            out.all_topics[rid] = record
             if record.status in ("active", "contested") or (
                     record.status == "pending-review" and world.include_pending):
-                out.topics[record.id] = record
+                out.topics[rid] = record
             continue
-        verdict = judge(record, world, oracle)
+        # Most facts name no repo and no valid time: they hold without asking the judge (a slice sees 100k).
+        if (record.status == "active" and record.repo is None and record.valid_from is None
+                and record.valid_until is None):
+            verdict = plain
+        else:
+            verdict = judge(record, world, oracle)
         if not verdict.holds:
             if not isinstance(record, Relation):
                 _count(out.excluded, verdict.why or record.status)
             continue
         if isinstance(record, Relation):
-            relations[record.id] = record
+            relations[rid] = record
         else:
-            candidates[record.id] = record
-            rule_of[record.id] = verdict.rule
+            candidates[rid] = record
+            rule_of[rid] = verdict.rule
+            if record.supersedes:
+                replacing.append(rid)
+            if record.superseded_by:
+                replaced.append(rid)
     # A pending-review fact is not yet believed, so it supersedes nothing.
-    believed = {fid: f for fid, f in candidates.items() if f.status in ("active", "contested")}
+    believed = ("active", "contested")
     hidden: dict[str, str] = {}
-    for fid in sorted(believed):
-        for old in believed[fid].supersedes:
-            if old in candidates and old != fid:
-                hidden.setdefault(old, fid)
-    for fid in sorted(candidates):
+    for fid in sorted(replacing):
+        if candidates[fid].status in believed:
+            for old in candidates[fid].supersedes:
+                if old in candidates and old != fid:
+                    hidden.setdefault(old, fid)
+    for fid in sorted(replaced):
         successor = candidates[fid].superseded_by
-        if successor and successor in believed and successor != fid:
+        if successor and successor in candidates and candidates[successor].status in believed and successor != fid:
             hidden.setdefault(fid, successor)
+    facts = out.facts
     for fid in sorted(candidates):
         if fid in hidden:
             out.superseded_here[fid] = hidden[fid]
             _count(out.excluded, WHY_SUPERSEDED)
             continue
-        out.facts[fid] = candidates[fid]
-        _count(out.rules, rule_of[fid])
+        facts[fid] = candidates[fid]
+    for rule, count in Counter(rule_of[fid] for fid in facts).items():
+        out.rules[rule] = count
     for rid in sorted(relations):
         rel = relations[rid]
         if rel.from_ in hidden or rel.to in hidden:

@@ -95,7 +95,10 @@ def bench_in_process(vault_path: Path, runs: int) -> dict[str, float]:
     if cache is not None:
         from am.slice import _from_cache
 
-        out["read topics, relations and fact views from the cache"] = _median(lambda: _from_cache(cache), runs)
+        out["read topics, relations and every fact view from the cache"] = _median(lambda: _from_cache(cache), runs)
+        world = setup_world("project-alpha", "main").world
+        out["read topics, relations and the fact views that can hold (filtered, counted, ranked in SQL)"] = _median(
+            lambda: _from_cache(cache, world), runs)
         out["read every record in full from the cache (for comparison)"] = _median(
             lambda: cache.record_values(), runs)
         records = [r for _, r in cache.records()]
@@ -124,6 +127,7 @@ def bench_process(vault_path: Path, runs: int, registered: Path | None = None) -
     python = sys.executable
     slice_cmd = [python, "-m", "am.cli.main", "--vault", str(vault_path), "slice", "--repo", "project-alpha",
                  "--branch", "main"]
+    search_cmd = [python, "-m", "am.cli.main", "--vault", str(vault_path), "search", "session cache"]
     subprocess.run(slice_cmd, env=env, capture_output=True, check=True)
     out = {
         'python -c "pass"': _median(lambda: subprocess.run([python, "-c", "pass"], env=env, check=True), runs),
@@ -131,6 +135,8 @@ def bench_process(vault_path: Path, runs: int, registered: Path | None = None) -
             lambda: subprocess.run([python, "-c", "import pygit2"], env=env, check=True), runs),
         "am slice (whole process)": _median(
             lambda: subprocess.run(slice_cmd, env=env, capture_output=True, check=True), runs),
+        "am search (whole process)": _median(
+            lambda: subprocess.run(search_cmd, env=env, capture_output=True, check=True), runs),
     }
     if registered is not None:
         from am.registry import Registry
@@ -143,7 +149,7 @@ def bench_process(vault_path: Path, runs: int, registered: Path | None = None) -
             lambda: subprocess.run(slice_cmd, env=env2, capture_output=True, check=True), runs)
     probe = ("import sys\nfrom am.cli.main import main\nsys.argv=['am','--vault',%r,'slice','--repo','project-alpha',"
              "'--branch','main']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print(','.join(m for m in ('networkx','jsonschema','markdown_it') if m in sys.modules), file=sys.stderr)"
+             "print(','.join(m for m in ('pygit2','networkx','jsonschema','markdown_it') if m in sys.modules), file=sys.stderr)"
              % str(vault_path))
     done = subprocess.run([python, "-c", probe], env=env, capture_output=True, text=True)
     print(f"  heavy modules imported by a plain slice: {done.stderr.strip().splitlines()[-1:] or ['none']}")

@@ -20,7 +20,7 @@ import pytest
 
 from am.errors import DirtyFileError
 from am.gitstore import Change, GitStore
-from am.gitstore.writing import group_for
+from am.gitstore.group import group_for
 from am.vault import Vault
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env

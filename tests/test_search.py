@@ -190,3 +190,10 @@ def test_ranking_equals_one_plain_join_query(tmp_path: Path) -> None:
                     expected = [i for (i,) in index.conn.execute(sql, [build_match(query), *args, limit])]
                     got = [h.id for h in index.search(query, limit=limit, **filters)]  # type: ignore[arg-type]
                     assert got == expected, (query, filters, limit)
+
+
+@pytest.mark.parametrize("query", ['"', 'a AND', 'NEAR(a b)', '*', 'col:x', '(((', "'; DROP TABLE records; --",
+                                   "限流 OR", "-x", "^a", "\u200b", "x" * 500, "🙂 emoji"])
+def test_hostile_queries_never_crash(corpus: Vault, query: str) -> None:
+    result = search(corpus.cache(), query, at=NOW)
+    assert isinstance(result.hits, tuple)

@@ -334,6 +334,23 @@ def test_plain_slice_does_not_import_graph_or_schema_libraries(demo: Any) -> Non
     assert "HEAVY:\n" in done.stderr
 
 
+def test_reads_on_a_fresh_cache_do_not_import_pygit2(demo: Any) -> None:
+    """A slice (no registered clone) and a search on a fresh cache read HEAD from the ref files, not pygit2."""
+    am(demo, "slice", "--repo", "unregistered-repo")  # builds the cache
+    for args in (["slice", "--repo", "unregistered-repo", "--branch", "main"], ["search", "rate limit"]):
+        probe = (
+            "import sys\nfrom am.cli.main import main\n"
+            f"sys.argv = ['am', '--vault', {str(demo.root)!r}, *{args!r}]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY:' + ','.join(m for m in ('pygit2', 'networkx', 'jsonschema') if m in sys.modules),"
+            " file=sys.stderr)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=subprocess_env(),
+                              cwd=REPO_ROOT)
+        assert done.stdout.strip(), done.stderr
+        assert "HEAVY:\n" in done.stderr, (args, done.stderr)
+
+
 def test_fact_add_here_on_a_detached_head(alpha: Any, code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     c1 = code_commit(code, "a.py", "x = 1")
     code_commit(code, "b.py", "y = 2")

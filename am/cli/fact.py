@@ -71,7 +71,7 @@ def fact() -> None:
 @click.argument("text")
 @_fact_options
 @click.pass_context
-def add(ctx: click.Context, text: str, confidence: str | None, fmt: str, **kw: Any) -> None:
+def add(ctx: click.Context, /, text: str, confidence: str | None, fmt: str, **kw: Any) -> None:
     """Add a fact (one commit). TEXT is 1-3 sentences, or - to read standard input.
 
     Example: am fact add "Alpha on main only offers getUser(id)" --topic project-alpha --repo project-alpha --branch main
@@ -87,7 +87,7 @@ def add(ctx: click.Context, text: str, confidence: str | None, fmt: str, **kw: A
 @click.option("--reason", required=True, help="What changed.")
 @_fact_options
 @click.pass_context
-def supersede(ctx: click.Context, old_id: str, text: str, reason: str, confidence: str | None, fmt: str,
+def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confidence: str | None, fmt: str,
               **kw: Any) -> None:
     """Replace fact OLD with a new fact (one commit touching both files).
 

@@ -22,11 +22,21 @@ itself with SIGKILL at that step (names in ``FAILPOINTS``).
 
 from __future__ import annotations
 
-from am.gitstore.common import FAILPOINTS, Change, CommitInfo, failpoint, hash_blob
-from am.gitstore.repair import Repairer
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["FAILPOINTS", "Change", "CommitInfo", "GitStore", "failpoint", "hash_blob"]
+# The light names import no pygit2; GitStore (which does) is imported on first use,
+# so a read on a fresh cache never pays for pygit2 (see am/gitstore/light.py).
+from am.gitstore.light import FAILPOINTS, Change, CommitInfo, LazyStore, failpoint, hash_blob
+
+if TYPE_CHECKING:
+    from am.gitstore.store import GitStore
+
+__all__ = ["FAILPOINTS", "Change", "CommitInfo", "GitStore", "LazyStore", "failpoint", "hash_blob"]
 
 
-class GitStore(Repairer):
-    """A vault's (or a code repository's) Git repository, seen through the operations am needs."""
+def __getattr__(name: str) -> Any:
+    if name == "GitStore":
+        from am.gitstore.store import GitStore
+
+        return GitStore
+    raise AttributeError(f"module 'am.gitstore' has no attribute {name!r}")

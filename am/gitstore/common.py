@@ -1,4 +1,4 @@
-"""Shared pieces of the Git store: failpoints, fsync control, value types, lock waits."""
+"""Shared pieces of the Git store: fsync control, lock waits; the value types and failpoints live in am/gitstore/light.py."""
 
 from __future__ import annotations
 
@@ -7,30 +7,26 @@ import errno
 import fcntl
 import logging
 import os
-import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pygit2
 from pygit2 import IndexEntry
 from pygit2.enums import FileMode
 
+from am.gitstore.light import FAILPOINTS as FAILPOINTS
+from am.gitstore.light import Change as Change
+from am.gitstore.light import CommitInfo as CommitInfo
+from am.gitstore.light import failpoint as failpoint
+from am.gitstore.light import hash_blob as hash_blob
+
 log = logging.getLogger("am")
 
 # libgit2 ignores core.fsync; memory that a power cut can eat is no memory.
 pygit2.settings.enable_fsync_gitdir(True)
-
-FAILPOINTS = (
-    "before-write",      # lock held, nothing written
-    "after-file",        # working-tree file written, no commit
-    "after-objects",     # the batch's commits written (unsynced), branch not moved
-    "after-commit",      # commit created and branch moved, Git's index not updated
-    "after-index",       # index updated, cache not yet
-)
 
 _GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
 _GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
@@ -62,64 +58,6 @@ def _load_syncfs() -> Any:
 
 
 _syncfs = _load_syncfs()
-
-
-def failpoint(name: str) -> None:
-    """Kill this process at the named step when AM_FAILPOINT asks for it (crash tests)."""
-    wanted = os.environ.get("AM_FAILPOINT")
-    if wanted and wanted == name:
-        # AM_FAILPOINT_SKIP=n lets the first n passes through (kill a process mid-run).
-        global _failpoint_passes
-        with _FAILPOINT_LOCK:
-            _failpoint_passes += 1
-            if _failpoint_passes <= int(os.environ.get("AM_FAILPOINT_SKIP", "0")):
-                return
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-_failpoint_passes = 0
-_FAILPOINT_LOCK = threading.Lock()
-
-
-def hash_blob(data: bytes) -> str:
-    """Return the Git blob id of some bytes."""
-    return str(pygit2.hash(data))
-
-
-@dataclass(frozen=True)
-class Change:
-    """One file a write puts in the tree; ``base`` is the blob it was computed from (None: new)."""
-
-    path: PurePosixPath
-    data: bytes
-    base: str | None = None
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """A commit as am reads it."""
-
-    id: str
-    parents: tuple[str, ...]
-    author: str
-    email: str
-    time: int
-    offset: int
-    message: str
-
-    @property
-    def subject(self) -> str:
-        return self.message.split("\n", 1)[0]
-
-    def trailers(self) -> list[tuple[str, str]]:
-        """Return the (key, value) trailers of the message's last paragraph."""
-        block = self.message.rstrip("\n").rsplit("\n\n", 1)[-1]
-        pairs = []
-        for line in block.split("\n"):
-            key, sep, value = line.partition(": ")
-            if sep and key and " " not in key:
-                pairs.append((key, value))
-        return pairs
 
 
 class _StatEntry(IndexEntry):
