@@ -409,10 +409,10 @@ class Index(IndexQueries):
                 handle.conn = None
         self._repair(reason, progress, force=True)
 
-    def after_commit(self, commit: str, paths: Sequence[PurePosixPath]) -> None:
-        """Take in am's own write: the paths it just committed (never raises; the write is done)."""
+    def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None) -> None:
+        """Take in am's own write (``base``: where a group of commits began); never raises."""
         try:
-            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter())
+            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(), chain=(base, commit))
         except (sqlite3.Error, OSError, AmError) as err:
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
@@ -454,7 +454,7 @@ class Index(IndexQueries):
                 out.append((path, now))
         return out
 
-    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float) -> Refresh:
+    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None) -> Refresh:
         meta = self._meta()
         head = self.store.head()
         git_index = self._git_index_stamp()
@@ -467,7 +467,7 @@ class Index(IndexQueries):
         with self._handle.locked(exclusive=True):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                result = self._update(head, git_index, sweep, trusted_paths)
+                result = self._update(head, git_index, sweep, trusted_paths, chain)
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
@@ -489,14 +489,14 @@ class Index(IndexQueries):
         return False
 
     def _update(self, head: str | None, git_index: str, sweep: bool,
-                trusted_paths: Sequence[str]) -> tuple[int, int, int]:
+                trusted_paths: Sequence[str], chain: Any = None) -> tuple[int, int, int]:
         meta = self._meta()  # again, under the lock: another process may have done the work
         old_head = meta.get("head") or None
         # Paths whose dirtiness (working copy != HEAD) may have changed.
         recheck: set[str] = set(trusted_paths) | set(json.loads(meta.get("dirty") or "[]"))
-        # am's own commit on top of what the cache knew: the diff is exactly its paths.
-        own = bool(trusted_paths) and head is not None and self.store.commit_info(head).parents[:1] == (
-            (old_head,) if old_head else ())
+        # am's own commit (or group commit, ``chain``) on top of what the cache knew: the diff is exactly its paths.
+        own = bool(trusted_paths) and head is not None and (self.store.commit_info(head).parents[:1] == (
+            (old_head,) if old_head else ()) or (old_head is not None and chain == (old_head, head)))
         if head != old_head and not own:
             try:
                 recheck.update(p for p, _ in self.store.tree_changes(old_head, head) if is_record_path(p))

@@ -371,16 +371,16 @@ class Vault:
         self._check_secrets(records, allow_secrets)
         changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
-        with self.store.write_lock(op=f"{noun}.{verb}"):
-            commit = self.store.commit(changes, message=message, author=self._author(), committer=self._committer())
-            self._after_write(commit, [c.path for c in changes])
+        after = self._after_write if self.__dict__.get("_cache") is not None else None
+        commit = self.store.commit_grouped(changes, message=message, author=self._author(),
+                                           committer=self._committer(), op=f"{noun}.{verb}", after=after)
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
 
-    def _after_write(self, commit: str, paths: Sequence[PurePosixPath]) -> None:
-        """Bring derived state up to date after a write (the cache hooks in here)."""
+    def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None) -> None:
+        """Bring derived state up to date after a write (``base``: where a group of commits began)."""
         cache = self.__dict__.get("_cache")
         if cache is not None:
-            cache.after_commit(commit, paths)
+            cache.after_commit(commit, paths, base=base)
 
     def _base_of(self, path: PurePosixPath) -> str | None:
         return self.store.blob_id(path)

@@ -6,12 +6,16 @@ Figures, all from one run so the ratios hold on a busy machine:
   commits/s at each vault size, and as a ratio to the smallest size (flat = 1.0)
   and to the 200/s target; the git CLI's ``add`` + ``commit`` on the same vault
   is the baseline;
+* the same with ``--writers`` concurrent writers: threads of this process (one
+  Vault each; group commit shares the flush, ref move, index rewrite and cache
+  update) and separate processes, as commits/s and as ratios to 200/s and to
+  the single writer of the same run;
 * the bulk path ``Vault.import_records`` in facts/s while building each vault
   (target >= 500/s at 10k);
 * one ``am fact add`` process against ``python -c "import pygit2"`` (target <= 2x)
   and ``python -c pass``; pass ``--python`` to time an installed copy.
 
-Usage: python bench/bench_write.py [--sizes 1000,10000,50000] [--commits 100] [--python PY]
+Usage: python bench/bench_write.py [--sizes 1000,10000,50000] [--commits 100] [--writers 8] [--python PY]
 
 PYTHONDONTWRITEBYTECODE=1 is set on these machines, so a source checkout
 recompiles every module on each start; for the process figure pass an
@@ -62,6 +66,70 @@ def single_writes(vault: Vault, commits: int) -> float:
     return commits / (time.perf_counter() - began)
 
 
+def threaded_writes(root: Path, threads: int, per_thread: int) -> float:
+    """Return add_fact commits/s with ``threads`` writers in this process (one Vault each): group commit."""
+    import threading
+
+    vaults = [Vault.open(root, actor=f"t{n}") for n in range(threads)]
+    topic = next(iter(vaults[0].list_topics())).id
+    for v in vaults:
+        v.add_fact("warm-up write.", topics=[topic])
+    gate = threading.Barrier(threads + 1)
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        gate.wait()
+        try:
+            for i in range(per_thread):
+                vaults[n].add_fact(f"Thread {n} fact {i}: the cache keeps sessions for 30 minutes.", topics=[topic])
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    gate.wait()
+    began = time.perf_counter()
+    for w in workers:
+        w.join()
+    elapsed = time.perf_counter() - began
+    for v in vaults:
+        v.close()
+    if errors:
+        raise errors[0]
+    return threads * per_thread / elapsed
+
+
+PROCESS_WORKER = """
+import sys, time
+from am.vault import Vault
+root, name, count, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+vault = Vault.open(root, actor=name)
+topic = next(iter(vault.list_topics())).id
+vault.add_fact("warm-up write.", topics=[topic])
+time.sleep(max(0.0, start_at - time.time()))
+for i in range(count):
+    vault.add_fact(f"{name} fact {i}: the cache keeps sessions for 30 minutes.", topics=[topic])
+print(time.time(), flush=True)
+"""
+
+
+def process_writes(root: Path, processes: int, per_process: int) -> float:
+    """Return add_fact commits/s with ``processes`` single-threaded writer processes started together."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start_at = time.time() + 3.0  # every process imported and warmed up by then
+    procs = [subprocess.Popen([sys.executable, "-c", PROCESS_WORKER, str(root), f"p{n}", str(per_process),
+                               str(start_at)], stdout=subprocess.PIPE, env=env, text=True)
+             for n in range(processes)]
+    ends = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"a writer process failed ({proc.returncode})")
+        ends.append(float(out.split()[-1]))
+    return processes * per_process / (max(ends) - start_at)
+
+
 def git_cli_commits(root: Path, commits: int) -> float:
     """Return commits/s of `git add FILE && git commit` on the same vault (the baseline)."""
     env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
@@ -106,6 +174,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--commits", type=int, default=100)
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--writers", type=int, default=8, help="concurrent writers (threads, then processes)")
+    parser.add_argument("--no-process-time", action="store_true", help="skip the CLI process timing")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the process timing")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--workdir", default=None)
@@ -125,6 +195,13 @@ def main() -> None:
               f"add_fact {rate:6.1f} commits/s ({rate / 200:4.2f}x of 200/s, "
               f"{rate / rates[sizes[0]]:4.2f}x of {sizes[0]}) | git CLI add+commit {base:5.1f}/s "
               f"(am = {rate / base:4.1f}x git)", flush=True)
+        per = max(1, args.commits // args.writers)
+        for label, measure in (("threads", threaded_writes), ("processes", process_writes)):
+            many = measure(root, args.writers, per * 2)
+            print(f"{size:>6} facts | {args.writers} writer {label:<9} {many:6.1f} commits/s "
+                  f"({many / 200:4.2f}x of 200/s, {many / rate:4.2f}x of one writer)", flush=True)
+    if args.no_process_time:
+        return
     times = process_times(args.python, work / f"v{sizes[0]}", args.runs)
     floor = times["python -c 'import pygit2'"]
     for name, seconds in times.items():

@@ -12,6 +12,10 @@ A write follows RELIABILITY.md to the letter:
 5. update Git's index for those paths only, holding ``index.lock`` the way git
    does, so a later ``git add -A && git commit`` keeps am's files.
 
+Writers of one process that arrive together are committed as a group
+(``commit_grouped``): one commit each, chained, with one flush, one branch
+move, one index rewrite (docs/commit-protocol.md).
+
 Failpoints for crash tests: ``AM_FAILPOINT=<name>`` makes the process kill
 itself with SIGKILL at that step (names in ``FAILPOINTS``).
 """

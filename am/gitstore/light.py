@@ -30,6 +30,7 @@ __all__ = ["FAILPOINTS", "Change", "CommitInfo", "LazyStore", "failpoint", "hash
 FAILPOINTS = (
     "before-write",      # lock held, nothing written
     "after-file",        # working-tree file written, no commit
+    "after-objects",     # the batch's commits written (unsynced), branch not moved
     "after-commit",      # commit created and branch moved, Git's index not updated
     "after-index",       # index updated, cache not yet
 )
@@ -44,7 +45,17 @@ def failpoint(name: str) -> None:
     """Kill this process at the named step when AM_FAILPOINT asks for it (crash tests)."""
     wanted = os.environ.get("AM_FAILPOINT")
     if wanted and wanted == name:
+        # AM_FAILPOINT_SKIP=n lets the first n passes through (kill a process mid-run).
+        global _failpoint_passes
+        with _FAILPOINT_LOCK:
+            _failpoint_passes += 1
+            if _failpoint_passes <= int(os.environ.get("AM_FAILPOINT_SKIP", "0")):
+                return
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+_failpoint_passes = 0
+_FAILPOINT_LOCK = threading.Lock()
 
 
 def hash_blob(data: bytes) -> str:

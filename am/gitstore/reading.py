@@ -22,8 +22,7 @@ class Reader:
         self.root = root
         self.gitdir = Path(repo.path)
         self._am_dir = self.gitdir / "am"
-        # (stamp of .git/index, the Index am wrote it from, its temp path)
-        self._index_kept: tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None = None
+        self._group: Any = None  # the process's group-commit queue and kept index for this repository (writing.py)
 
     # ------------------------------------------------------------ open / init
 

@@ -8,17 +8,16 @@ import json
 import os
 import shutil
 import socket
-import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 import pygit2
 from pygit2.enums import FileMode
 
-from am.errors import ConflictError, DirtyFileError, GitError, LockTimeoutError
+from am.errors import AmError, ConflictError, DirtyFileError, GitError, LockTimeoutError
 from am.gitstore import common
 from am.gitstore.common import (
     _MAX_CAS_RETRIES,
@@ -33,11 +32,25 @@ from am.gitstore.common import (
     hash_blob,
     log,
 )
+from am.gitstore.group import Request, batch_tip, group_for, take_batch
 from am.gitstore.reading import Reader
 
 
 class Writer(Reader):
     """Writing: locks, files, trees, commits and index entries."""
+
+    @property
+    def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None:
+        """The Index am wrote .git/index from last, in this process (read and replaced holding the write lock)."""
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        return self._group.kept  # type: ignore[no-any-return]
+
+    @_index_kept.setter
+    def _index_kept(self, value: tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None) -> None:
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        self._group.kept = value
 
     # ------------------------------------------------------------ locking
 
@@ -197,58 +210,237 @@ class Writer(Reader):
 
         The caller holds ``write_lock``.
         """
-        if "\x00" in message:
-            raise GitError("a commit message may not contain NUL")
+        request = Request(tuple(changes), message, author, committer)
+        self._commit_batch([request])
+        if request.error is not None:
+            raise request.error
+        assert request.commit is not None
+        return request.commit
+
+    def commit_grouped(self, changes: Sequence[Change], *, message: str, author: tuple[str, str],
+                       committer: tuple[str, str] | None = None, op: str = "write",
+                       after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None) -> str:
+        """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers.
+
+        Takes the write lock itself (do not hold it). Writers in other threads
+        of this process that arrive while a batch is being written queue up;
+        the next leader commits them all as a chain of commits, one per
+        request, then moves the branch, rewrites Git's index and calls one
+        ``after`` hook (the cache) once for the whole batch, with the last
+        commit, every path and the commit the chain was built on. Returns this
+        request's commit id once it is on disk; raises this request's own error.
+        """
+        request = Request(tuple(changes), message, author, committer, after)
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        group = self._group
+        with group.lock:
+            group.pending.append(request)
+            lead = not group.leading
+            group.leading = True
+        if not lead:
+            request.woken.wait()
+            if request.commit is not None:
+                return request.commit
+            if request.error is not None:
+                raise request.error
+            # Promoted: the previous leader handed the queue to this request.
+        try:
+            with self.write_lock(op=op):
+                # The first batch may leave this request for later (it touches a
+                # path an older waiting request touches): keep leading until it is done.
+                while request.commit is None and request.error is None:
+                    with group.lock:
+                        batch, group.pending = take_batch(group.pending)
+                    self._lead_batch(batch, request)
+        except BaseException as err:
+            if request.commit is None and request.error is None:
+                request.error = err
+            raise
+        finally:
+            with group.lock:
+                if request in group.pending:
+                    group.pending.remove(request)
+                if group.pending:
+                    group.pending[0].woken.set()  # hand the lead to the oldest waiting writer
+                else:
+                    group.leading = False
+        if request.error is not None:
+            raise request.error
+        assert request.commit is not None
+        return request.commit
+
+    def _lead_batch(self, batch: list[Request], own: Request) -> None:
+        """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``)."""
+        try:
+            base = self._commit_batch(batch)
+            hooks = [r.after for r in batch if r.after is not None and r.commit is not None]
+            if hooks:
+                # One cache update for the whole batch: every Vault of this folder
+                # shares the cache file (the hook never raises).
+                hooks[0](batch_tip(batch), [c.path for r in batch if r.commit for c in r.changes], base)
+        except BaseException as err:
+            for r in batch:
+                if r.commit is None and r.error is None:
+                    r.error = err
+            raise
+        finally:
+            for r in batch:
+                if r is not own:
+                    r.woken.set()
+
+    def _commit_batch(self, batch: Sequence[Request]) -> str | None:
+        """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
+
+        Returns the tip the chain was built on.
+
+        The caller holds ``write_lock``. A request that fails its own checks
+        gets ``error`` set and the rest go on; an error that hits the whole
+        batch (the branch cannot be moved, Git fails) is raised, with every
+        file written by the batch put back.
+        """
         ref = self.head_ref()
-        author_sig = pygit2.Signature(*author)
-        committer_sig = pygit2.Signature(*(committer or author))
-        # Objects and files are flushed with one syncfs per write instead of an
+        live: list[Request] = []
+        for r in batch:
+            if "\x00" in r.message:
+                r.error = GitError("a commit message may not contain NUL")
+            else:
+                live.append(r)
+        # Objects and files are flushed with one syncfs per batch instead of an
         # fsync (and a folder fsync) each, as git's core.fsyncMethod=batch does:
         # the branch moves only after syncfs returned, and the ref itself is
         # fsynced. Without syncfs (not Linux) every object is fsynced.
-        batch = common._syncfs is not None
-        with _OBJECT_WRITES, _fsync_paused(batch):
-            blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in changes}
+        sync_each = common._syncfs is None
+        with _OBJECT_WRITES, _fsync_paused(not sync_each):
+            for r in live:
+                r.blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in r.changes}
         failpoint("before-write")
-        written = False
+        written: list[Request] = []
         committed = False
-        previous: dict[PurePosixPath, bytes | None] = {}
+        files_done = False
         try:
             for _attempt in range(_MAX_CAS_RETRIES):
                 tip = self.branch_tip(ref)
                 base_tree = None if tip is None else self.repo[tip].peel(pygit2.Tree)
                 index = self._read_index()
-                self._check_not_dirty(changes, base_tree, index)
-                if not written:
-                    for c in changes:
-                        previous[c.path] = self._read_or_none(c.path)
-                        self._write_file(c.path, c.data, sync=not batch)
-                    written = True
+                for r in list(live):
+                    try:
+                        # Requests of one batch touch disjoint paths (see take_batch), so
+                        # each is checked against the tip as if it were alone.
+                        self._check_not_dirty(r.changes, base_tree, index)
+                    except AmError as err:
+                        r.error = err
+                        live.remove(r)
+                        if r in written:
+                            self._roll_back(r.changes, r.previous)
+                            written.remove(r)
+                        continue
+                    if r not in written:
+                        r.previous = {c.path: self._read_or_none(c.path) for c in r.changes}
+                        written.append(r)
+                        try:
+                            for c in r.changes:
+                                self._write_file(c.path, c.data, sync=sync_each)
+                        except AmError as err:  # e.g. a symbolic link on its path: this request only
+                            r.error = err
+                            live.remove(r)
+                            written.remove(r)
+                            self._roll_back(r.changes, r.previous)
+                if not live:
+                    return None
+                if not files_done:
+                    files_done = True
                     failpoint("after-file")
                 try:
                     with _OBJECT_WRITES:
-                        if batch:
-                            oid = self._commit_synced(ref, author_sig, committer_sig, message, base_tree, blobs, tip)
-                        else:
-                            tree = self._build_tree(base_tree, blobs)
-                            oid = self._create_commit(ref, author_sig, committer_sig, message, tree, tip)
+                        outcomes = self._write_chain(ref, live, base_tree, tip, sync_each)
                 except _Moved:
                     continue
                 committed = True
+                for r, outcome in zip(live, outcomes):
+                    if isinstance(outcome, AmError):
+                        r.error = outcome
+                        self._roll_back(r.changes, r.previous)  # its tree could not be built
+                    else:
+                        r.commit = str(outcome)
+                done = [r for r in live if r.commit is not None]
+                if not done:
+                    return None
                 failpoint("after-commit")
                 try:
-                    self._update_index([(c.path, blobs[tuple(c.path.parts)]) for c in changes])
+                    self._update_index([(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes])
                 except LockTimeoutError as err:
-                    # The write is committed and durable; only Git's index lags, and doctor repairs that.
+                    # The writes are committed and durable; only Git's index lags, and doctor repairs that.
                     log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
-                                str(oid)[:10], err)
+                                done[-1].commit[:10] if done[-1].commit else "", err)
                 failpoint("after-index")
-                return str(oid)
+                return tip
             raise GitError(f"could not move {ref}: it kept changing under am")
         except BaseException:
-            if written and not committed:
-                self._roll_back(changes, previous)
+            if not committed:
+                for r in written:
+                    self._roll_back(r.changes, r.previous)
             raise
+
+    def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
+                     sync_each: bool) -> list[pygit2.Oid | AmError]:
+        """Write one commit per request, each on the previous, flush them, then move the branch to the last.
+
+        Returns each request's commit, or the error that kept it out (a file
+        where its path needs a folder); the chain goes on without it.
+        """
+        outcomes: list[pygit2.Oid | AmError] = []
+        parent = tip
+        tree_obj = base_tree
+        subjects = []
+        with _fsync_paused(not sync_each):
+            for r in live:
+                try:
+                    tree = self._build_tree(tree_obj, r.blobs)
+                except ConflictError as err:
+                    outcomes.append(err)
+                    continue
+                parents = [] if parent is None else [pygit2.Oid(hex=parent)]
+                oid = self.repo.create_commit(None, pygit2.Signature(*r.author),
+                                              pygit2.Signature(*(r.committer or r.author)), r.message, tree, parents)
+                outcomes.append(oid)
+                parent = str(oid)
+                tree_obj = self.repo[tree].peel(pygit2.Tree)
+                subjects.append(r.message.split("\n", 1)[0])
+        if parent is None or parent == tip:
+            return outcomes  # every request failed its tree: nothing to move
+        failpoint("after-objects")
+        if not sync_each:
+            self._sync_filesystems()
+        reflog = "commit: " + subjects[-1]
+        if len(subjects) > 1:
+            reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
+        self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+        return outcomes
+
+    def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
+        """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                if tip is None:
+                    self.repo.create_reference_direct(ref, oid, False, message=reflog)
+                else:
+                    current = self.repo.references.get(ref)
+                    if current is None or str(current.target) != tip:
+                        raise _Moved()
+                    # set_target is a compare-and-swap against the value just looked up.
+                    current.set_target(oid, reflog)
+                return
+            except (pygit2.AlreadyExistsError, ValueError):
+                raise _Moved() from None
+            except (pygit2.GitError, OSError) as err:
+                if "does not match" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                if "lock" not in str(err):
+                    raise GitError(f"could not move {ref}: {err}") from None
+                self._wait_git_lock(lock, deadline)
 
     def _sync_filesystems(self) -> None:
         """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
@@ -305,38 +497,6 @@ class Writer(Reader):
             except OSError as err:
                 log.warning("could not put back %s after a failed write: %s", c.path, err)
 
-    def _commit_synced(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature, message: str,
-                       base_tree: pygit2.Tree | None, blobs: dict[tuple[str, ...], pygit2.Oid],
-                       tip: str | None) -> pygit2.Oid:
-        """Write trees and the commit unsynced, flush them with syncfs, then move the branch by compare-and-swap."""
-        with _fsync_paused(True):
-            tree = self._build_tree(base_tree, blobs)
-            parents = [] if tip is None else [pygit2.Oid(hex=tip)]
-            oid = self.repo.create_commit(None, author, committer, message, tree, parents)
-        self._sync_filesystems()
-        reflog = "commit: " + message.split("\n", 1)[0]
-        lock = self.gitdir / (ref + ".lock")
-        deadline = time.monotonic() + common._GIT_LOCK_WAIT
-        while True:
-            try:
-                if tip is None:
-                    self.repo.create_reference_direct(ref, oid, False, message=reflog)
-                else:
-                    current = self.repo.references.get(ref)
-                    if current is None or str(current.target) != tip:
-                        raise _Moved()
-                    # set_target is a compare-and-swap against the value just looked up.
-                    current.set_target(oid, reflog)
-                return oid
-            except (pygit2.AlreadyExistsError, ValueError):
-                raise _Moved() from None
-            except (pygit2.GitError, OSError) as err:
-                if "does not match" in str(err) or self.branch_tip(ref) != tip:
-                    raise _Moved() from None
-                if "lock" not in str(err):
-                    raise GitError(f"could not move {ref}: {err}") from None
-                self._wait_git_lock(lock, deadline)
-
     def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
                        message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
         lock = self.gitdir / (ref + ".lock")
@@ -372,7 +532,8 @@ class Writer(Reader):
         # Holding index.lock, nobody else can replace the index. If it is still
         # the file am wrote last, the Index kept from then is current: no copy,
         # no re-parse (each costs ~20 ms at 10k files).
-        tmp = self._am_dir / f"index.{os.getpid()}.{threading.get_ident()}.tmp"
+        # One name per process: threads write the index only holding the write lock.
+        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
         try:
             kept = self._index_kept
             if kept is not None and kept[0] == self._index_stamp() and kept[2] == tmp:
@@ -406,3 +567,4 @@ class Writer(Reader):
         except FileNotFoundError:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
