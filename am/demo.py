@@ -15,7 +15,6 @@ them.
 from __future__ import annotations
 
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from am.errors import UsageError
@@ -90,13 +89,11 @@ def build_demo_code(dest: Path) -> dict[str, str]:
 
 
 def demo_source() -> Path:
-    """Return the folder that holds the demo vault's files."""
-    try:
-        root = Path(str(resources.files("am._demo")))
-        if (root / "topics").is_dir():
-            return root
-    except (ModuleNotFoundError, TypeError):
-        pass
+    """Return the folder that holds the demo vault's files (installed copy, else the source tree)."""
+    # The wheel ships vaults/demo as the data folder am/_demo (see pyproject.toml).
+    installed = Path(__file__).resolve().parent / "_demo"
+    if (installed / "topics").is_dir():
+        return installed
     return Path(__file__).resolve().parent.parent / "vaults" / "demo"
 
 
