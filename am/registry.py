@@ -67,21 +67,20 @@ class Registry:
 
     def add_vault(self, name: str, path: Path) -> None:
         """Register a vault name for a path (re-registering a name moves it)."""
-        check_id(name, field="vault name")
-        with self._locked():
-            fresh = Registry.load(self.path.parent)
-            fresh.vaults[name] = str(path)
-            fresh._save()
-            self.vaults = fresh.vaults
+        self._put("vaults", name, path)
 
     def add_repo(self, name: str, path: Path) -> None:
         """Register a code repository name for a local clone."""
-        check_id(name, field="repo name")
+        self._put("repos", name, path)
+
+    def _put(self, table: str, name: str, path: Path) -> None:
+        check_id(name, field=f"{table[:-1]} name")
         with self._locked():
+            # Re-read under the lock so two registrations at once both land.
             fresh = Registry.load(self.path.parent)
-            fresh.repos[name] = str(path)
+            getattr(fresh, table)[name] = str(path)
             fresh._save()
-            self.repos = fresh.repos
+            setattr(self, table, getattr(fresh, table))
 
     def vault_path(self, name: str) -> Path:
         """Return the path of a registered vault."""
