@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from am.clock import now
 from am.errors import AmError
 from am.registry import Registry
 from am.worlds import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
@@ -228,15 +229,6 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     if branch is None:
         notes.append("no branch given: only records that name no branch hold")
     return WorldSetup(world(branch, commit), None, RULE_BRANCH, tuple(notes))
-
-
-def now() -> datetime:
-    """Return the current moment ($AM_NOW when set, for tests and replays)."""
-    fixed = os.environ.get("AM_NOW")
-    if fixed:
-        moment = datetime.fromisoformat(fixed)
-        return moment if moment.tzinfo else moment.astimezone()
-    return datetime.now().astimezone()
 
 
 def records_at(vault: Vault, commit: str) -> Iterator[Record]:

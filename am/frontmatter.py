@@ -107,7 +107,6 @@ def _scalar_value(tag: str, text: str) -> Any:
 try:  # libyaml's parser; the pure-Python one is ~5x slower (PERF.md)
     from yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]  # not re-exported by the yaml package
 except ImportError:  # pragma: no cover - only on a PyYAML built without libyaml
-    from yaml.parser import Parser as _Parser  # type: ignore[assignment]
     from yaml.composer import Composer as _Composer
     from yaml.reader import Reader as _Reader
     from yaml.scanner import Scanner as _Scanner

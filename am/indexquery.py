@@ -59,7 +59,7 @@ class IndexQueries:
         where, args = self._filters(type=type, topic=topic, status=status)
         if ids is not None:
             wanted = list(ids)
-            where.append(f"r.id IN (SELECT value FROM json_each(?))")
+            where.append("r.id IN (SELECT value FROM json_each(?))")
             args.append(json.dumps(wanted))
         sql = "SELECT r.path, r.type, r.data FROM records r"
         if where:

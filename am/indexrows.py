@@ -21,7 +21,7 @@ from am.model import Fact, Record, Relation, Topic
 from am.textseg import _CJK_RANGES
 
 __all__ = [
-    "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS", "RECORDRECORD_FIELDS",
+    "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
 ]
 

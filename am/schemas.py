@@ -37,6 +37,13 @@ def load_schema(record_type: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
+@lru_cache(maxsize=None)
+def _validator(record_type: str) -> Any:
+    # Built once per type: extending the validator class and checking the
+    # schema are most of the cost of a one-record check.
+    return _validator_class()(load_schema(record_type))
+
+
 def _validator_class() -> Any:
     import jsonschema
 
@@ -54,12 +61,10 @@ def _validator_class() -> Any:
 
 def schema_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
     """Validate a frontmatter mapping against its schema; return (field, message) pairs."""
-    import jsonschema  # deferred: only check and hooks pay for it
-
     rtype = meta.get("type")
     if rtype not in ("topic", "fact", "relation"):
         return [("type", f"unknown record type {rtype!r}; use one of: topic, fact, relation")]
-    validator = _validator_class()(load_schema(str(rtype)))
+    validator = _validator(str(rtype))
     problems = []
     for error in sorted(validator.iter_errors(meta), key=lambda e: list(e.absolute_path)):
         field = ".".join(str(p) for p in error.absolute_path) or (

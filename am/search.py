@@ -8,7 +8,6 @@ match of each hit. Superseded and expired records are hidden unless asked for.
 
 from __future__ import annotations
 
-import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from am.clock import now
 from am.errors import UsageError
 from am.model import STATUSES, Fact, Record, Relation, Topic
 from am.textseg import id_prefix_terms
@@ -56,19 +56,6 @@ class SearchResult:
     ignored: tuple[str, ...]
     statuses: tuple[str, ...]
     hits: tuple[SearchHit, ...]
-
-    def describe_range(self) -> str | None:
-        """Return the date range applied, for people, or None."""
-        return None if self.range is None else self.range.describe()
-
-
-def now() -> datetime:
-    """Return the current moment, or $AM_NOW when set (tests, reproducible runs)."""
-    fixed = os.environ.get("AM_NOW")
-    if fixed:
-        moment = datetime.fromisoformat(fixed)
-        return moment if moment.tzinfo is not None else moment.astimezone()
-    return datetime.now().astimezone()
 
 
 def _narrow(found: TimeRange | None, since: datetime | None, until: datetime | None) -> TimeRange | None:

@@ -12,11 +12,11 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from am.clock import now as _now
 from am.errors import (
     CollisionError,
     InvalidRecordError,
@@ -36,7 +36,16 @@ from am.ids import (
     relation_id,
     topic_id,
 )
-from am.model import CONFIDENCES, STATUSES, TOPIC_KINDS, Fact, Record, Relation, Topic, replace
+from am.model import (
+    CONFIDENCES,
+    STATUSES,
+    TOPIC_KINDS,
+    Fact,
+    Record,
+    Relation,
+    Topic,
+    replace,
+)
 from am.records import decode_record_bytes, parse_record, render_record
 from am.registry import Registry
 from am.schemas import check_record
@@ -68,13 +77,6 @@ def one_line(text: str, *, limit: int = 200) -> str:
     """Collapse text to one safe line for a commit message (no control or bidi characters)."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _now() -> datetime:
-    fixed = os.environ.get("AM_NOW")
-    if fixed:
-        return datetime.fromisoformat(fixed)
-    return datetime.now().astimezone()
 
 
 def find_vault_root(start: Path) -> Path | None:
@@ -334,12 +336,6 @@ class Vault:
             and (status is None or r.status == status)
         ]
         return sorted(out, key=lambda r: r.id)
-
-    def has_record(self, record_id: str) -> bool:
-        """Return whether a record with this id exists."""
-        return self.locate(record_id) is not None
-
-    # ------------------------------------------------------------ writing
 
     def _check_secrets(self, records: Sequence[Record], allow_secrets: bool) -> None:
         if allow_secrets:

@@ -263,13 +263,6 @@ class Reader:
                 return str(c.id)
         return None
 
-    def index_mtime(self) -> float:
-        """Return the modification time of Git's index file (0 when there is none)."""
-        try:
-            return (self.gitdir / "index").stat().st_mtime
-        except FileNotFoundError:
-            return 0.0
-
     def config_value(self, key: str) -> str | None:
         """Return a git config value, or None."""
         try:
