@@ -32,7 +32,10 @@ class Reader:
         try:
             repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
         except (pygit2.GitError, KeyError):
-            raise NotAVaultError(f"{root} is not a Git repository", hint="run: am init " + str(root)) from None
+            raise NotAVaultError(
+                f"{root} is not a Git repository",
+                hint=f"give the folder that holds .git (to make a new vault there: am init {root})",
+            ) from None
         if repo.is_bare or repo.workdir is None:
             raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree")
         return cls(repo, Path(repo.workdir).resolve())
