@@ -61,6 +61,8 @@ from am.gitstore import hash_blob
 from am.indexfile import DB_NAME, CacheDamaged, CacheFile
 from am.indexquery import IndexQueries
 from am.indexrows import (
+    _SCHEMA,
+    SCHEMA_VERSION,
     SLOTS,
     TOPS,
     Hit,
@@ -83,35 +85,10 @@ __all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERS
 
 log = logging.getLogger("am")
 
-SCHEMA_VERSION = 6
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
 Progress = Callable[[int, int], None]
-
-
-# ---------------------------------------------------------------- schema
-
-_SCHEMA = """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, size INTEGER,
-                   ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
-CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the rolling sweep reads only this
-CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
-CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
-  status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
-  pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,
-  superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
-CREATE INDEX records_id ON records(id, path);
-CREATE INDEX records_created ON records(created_ts);
-CREATE INDEX records_fact ON records(id) WHERE type = 'fact'; CREATE INDEX records_world ON records(status, repo) WHERE type = 'fact';
-CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;
-CREATE INDEX members_rowid ON members(rowid);
-CREATE TABLE links(rowid INTEGER NOT NULL, target TEXT NOT NULL, vault TEXT NOT NULL DEFAULT '',
-                   PRIMARY KEY(rowid, target, vault)) WITHOUT ROWID;
-CREATE INDEX links_target ON links(target);
-CREATE VIRTUAL TABLE search USING fts5(title, body, aliases, tags, tokenize = "unicode61 remove_diacritics 2");
-"""
 
 
 def open_cache(vault: Vault) -> Index | None:

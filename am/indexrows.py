@@ -21,12 +21,38 @@ from am.model import Fact, Record, Relation, Topic
 from am.textseg import _CJK_RANGES
 
 __all__ = [
-    "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS",
+    "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
 ]
 
+SCHEMA_VERSION = 6  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
+
+
+# ---------------------------------------------------------------- schema
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, size INTEGER,
+                   ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the rolling sweep reads only this
+CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
+CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
+  status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
+  pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,
+  superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
+CREATE INDEX records_id ON records(id, path);
+CREATE INDEX records_created ON records(created_ts);
+CREATE INDEX records_fact ON records(id) WHERE type = 'fact'; CREATE INDEX records_world ON records(status, repo) WHERE type = 'fact';
+CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;
+CREATE INDEX members_rowid ON members(rowid);
+CREATE TABLE links(rowid INTEGER NOT NULL, target TEXT NOT NULL, vault TEXT NOT NULL DEFAULT '',
+                   PRIMARY KEY(rowid, target, vault)) WITHOUT ROWID;
+CREATE INDEX links_target ON links(target);
+CREATE VIRTUAL TABLE search USING fts5(title, body, aliases, tags, tokenize = "unicode61 remove_diacritics 2");
+"""
 
 
 # ---------------------------------------------------------------- values
