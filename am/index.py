@@ -418,11 +418,10 @@ class Index(IndexQueries):
                 out.append(path)
         return out
 
-    def _changed_dirs(self, only: set[str] | None = None) -> list[tuple[str, int]]:
+    def _changed_dirs(self) -> list[tuple[str, int]]:
         out = []
         root, stat = f"{self.root}/", os.stat  # this loop is most of a no-change check
-        rows = self.conn.execute("SELECT path, mtime_ns FROM dirs").fetchall()
-        for path, mtime in rows if only is None else [r for r in rows if r[0] in only]:
+        for path, mtime in self.conn.execute("SELECT path, mtime_ns FROM dirs").fetchall():
             try:
                 now = stat(root + path).st_mtime_ns
             except (FileNotFoundError, NotADirectoryError):
@@ -482,14 +481,13 @@ class Index(IndexQueries):
         candidates = set(recheck)
         if not own:
             candidates.update(self._rolling_sweep())
-        folders = None
-        if own:
-            # Only the folders am just wrote into; others keep their old times
-            # and are looked at by the next command's check.
-            folders = {str(PurePosixPath(p).parents[i]) for p in trusted_paths
-                       for i in range(len(PurePosixPath(p).parts) - 1)}
-        for path, mtime in self._changed_dirs(folders):
-            candidates.update(self._scan_dir(path, mtime))
+        # After am's own commit the written paths are all there is to take in.
+        # The folders it wrote into keep their recorded times, so the next
+        # command's check scans them once (someone else may have saved a file
+        # there meanwhile); scanning here would cost each write the whole day folder.
+        if not own:
+            for path, mtime in self._changed_dirs():
+                candidates.update(self._scan_dir(path, mtime))
         if sweep:
             dirs, files = self._walk()
             self.conn.execute("DELETE FROM dirs")

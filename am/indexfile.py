@@ -122,8 +122,14 @@ class CacheFile:
 
     def write_stamp(self) -> None:
         """Record the file as am leaves it (call under the exclusive lock)."""
+        text = json.dumps({"schema": self.schema, "db": self.file_stamp()})
+        try:
+            if self.stamp_path.read_text() == text:
+                return  # WAL mode: the main file changes only at a checkpoint, so this is the usual case
+        except (OSError, UnicodeDecodeError):
+            pass
         tmp = self.stamp_path.with_name(f"{self.stamp_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema": self.schema, "db": self.file_stamp()}))
+        tmp.write_text(text)
         os.replace(tmp, self.stamp_path)
 
     def close(self) -> None:

@@ -130,6 +130,44 @@ def process_writes(root: Path, processes: int, per_process: int) -> float:
     return processes * per_process / (max(ends) - start_at)
 
 
+def index_writes(root: Path, runs: int) -> tuple[float, float]:
+    """Return the median seconds to set one entry and write Git's index: am's writer, then libgit2's."""
+    import pygit2
+
+    from am.gitstore.gitindex import GitIndex
+
+    gitdir = root / ".git"
+    rel = "facts/bench-index-probe.md"
+    (root / rel).write_text("probe\n")
+    st = (root / rel).stat()
+    oid = pygit2.hash("probe\n")
+    ours, _ = GitIndex.read(gitdir / "index")
+    copy = gitdir / "bench-index-libgit2.tmp"
+    copy.write_bytes((gitdir / "index").read_bytes())
+    theirs = pygit2.Index(str(copy))  # writes go to the copy, never to the vault's index
+
+    def am_write() -> None:
+        ours.set(rel, oid.raw, st)
+        ours.write(gitdir / "bench-index-am.tmp")
+
+    def libgit2_write() -> None:
+        theirs.add(pygit2.IndexEntry(rel, oid, pygit2.enums.FileMode.BLOB))
+        theirs.write()
+
+    out = []
+    for fn in (am_write, libgit2_write):
+        times = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - began)
+        out.append(statistics.median(times))
+    (gitdir / "bench-index-am.tmp").unlink()
+    copy.unlink()
+    (root / rel).unlink()
+    return out[0], out[1]
+
+
 def git_cli_commits(root: Path, commits: int) -> float:
     """Return commits/s of `git add FILE && git commit` on the same vault (the baseline)."""
     env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
@@ -195,6 +233,9 @@ def main() -> None:
               f"add_fact {rate:6.1f} commits/s ({rate / 200:4.2f}x of 200/s, "
               f"{rate / rates[sizes[0]]:4.2f}x of {sizes[0]}) | git CLI add+commit {base:5.1f}/s "
               f"(am = {rate / base:4.1f}x git)", flush=True)
+        ours, theirs = index_writes(root, args.runs)
+        print(f"{size:>6} facts | set one entry and write Git's index: am {ours * 1000:5.2f} ms, "
+              f"libgit2 {theirs * 1000:5.2f} ms (am = {ours / theirs:4.2f}x libgit2)", flush=True)
         per = max(1, args.commits // args.writers)
         for label, measure in (("threads", threaded_writes), ("processes", process_writes)):
             many = measure(root, args.writers, per * 2)

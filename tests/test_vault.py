@@ -432,3 +432,22 @@ def test_crlf_file_keeps_crlf_when_am_rewrites_it(alpha: Vault, git: Git) -> Non
     assert b"status: contested\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
     # The commit holds exactly these bytes (text mode would hide the CRs, so compare blob ids).
     assert git("rev-parse", f"HEAD:{fact.paths[0]}").strip() == git("hash-object", str(fact.paths[0])).strip()
+
+
+def test_git_s_cached_trees_never_go_stale_across_am_and_hand_commits(alpha: Vault, git: Git) -> None:
+    # A hand commit leaves a TREE extension in Git's index; am's index writer must
+    # invalidate it along each path it writes, or `git commit` would reuse old trees.
+    for n in range(3):
+        (alpha.root / f"note-{n}.txt").write_text(f"{n}\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", f"hand {n}")
+        alpha.add_fact(f"after hand commit {n}", topics=["project-alpha"])
+        alpha.add_topic(title=f"Topic {n}", id=f"topic-{n}")
+        assert git("write-tree").strip() == git("rev-parse", "HEAD^{tree}").strip()
+        assert git("status", "--porcelain") == ""
+        assert git("diff-files") == ""
+    (alpha.root / "last.txt").write_text("last\n")
+    git("add", "last.txt")
+    git("commit", "-q", "-m", "last hand commit")
+    assert git("diff", "--name-status", "HEAD~1", "HEAD") == "A\tlast.txt\n"
+    fsck_clean(alpha.root)

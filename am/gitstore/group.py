@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pygit2
 
@@ -36,9 +37,9 @@ class Group:
         self.lock = threading.Lock()
         self.pending: list[Request] = []
         self.leading = False
-        # (stamp of .git/index, the Index am wrote it from, its temp path): shared by
-        # every GitStore of this process, since each batch may have another leader.
-        self.kept: tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None = None
+        # (stamp of .git/index, the GitIndex am wrote it from): shared by every
+        # GitStore of this process, since each batch may have another leader.
+        self.kept: tuple[tuple[int, int, int, int] | None, Any] | None = None
 
 
 _GROUPS: dict[str, Group] = {}

@@ -19,6 +19,7 @@ from am.gitstore.common import (
     _Moved,
     hash_blob,
 )
+from am.gitstore.staging import IndexView
 from am.gitstore.writing import Writer
 
 
@@ -136,14 +137,14 @@ class Repairer(Writer):
             return str(oid)
         raise GitError(f"could not move {ref}: it kept changing under am")
 
-    def _check_removable(self, rel: PurePosixPath, base: str, index: pygit2.Index) -> None:
+    def _check_removable(self, rel: PurePosixPath, base: str, index: IndexView) -> None:
         full = self.root / rel
         try:
             on_disk: str | None = hash_blob(full.read_bytes())
         except FileNotFoundError:
             on_disk = None
-        entry = index[str(rel)] if str(rel) in index else None
-        if on_disk not in (base, None) or (entry is not None and str(entry.id) != base):
+        staged = index.staged(str(rel))
+        if on_disk not in (base, None) or (staged is not None and staged != base):
             raise DirtyFileError(f"{rel} has uncommitted changes",
                                  hint="commit or discard them first, then retry")
 

@@ -6,7 +6,6 @@ import ctypes
 import fcntl
 import json
 import os
-import shutil
 import socket
 import time
 from collections import defaultdict
@@ -27,30 +26,16 @@ from am.gitstore.common import (
     _fsync_dir,
     _fsync_paused,
     _Moved,
-    _StatEntry,
     failpoint,
     hash_blob,
     log,
 )
 from am.gitstore.group import Request, batch_tip, group_for, take_batch
-from am.gitstore.reading import Reader
+from am.gitstore.staging import IndexView, Staging
 
 
-class Writer(Reader):
+class Writer(Staging):
     """Writing: locks, files, trees, commits and index entries."""
-
-    @property
-    def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None:
-        """The Index am wrote .git/index from last, in this process (read and replaced holding the write lock)."""
-        if self._group is None:
-            self._group = group_for(self.gitdir)
-        return self._group.kept  # type: ignore[no-any-return]
-
-    @_index_kept.setter
-    def _index_kept(self, value: tuple[tuple[int, int, int, int] | None, pygit2.Index, Path] | None) -> None:
-        if self._group is None:
-            self._group = group_for(self.gitdir)
-        self._group.kept = value
 
     # ------------------------------------------------------------ locking
 
@@ -88,38 +73,10 @@ class Writer(Reader):
         except (OSError, ValueError, KeyError):
             return "another process"
 
-    def _clear_stale_git_lock(self, lock: Path) -> bool:
-        """Move a git lock file aside if it is older than the stale limit; return whether it was."""
-        try:
-            age = time.time() - lock.stat().st_mtime
-        except FileNotFoundError:
-            return True
-        if age < common._GIT_LOCK_STALE:
-            return False
-        aside = self._am_dir / "stale-locks"
-        aside.mkdir(parents=True, exist_ok=True)
-        target = aside / f"{lock.name}.{int(time.time())}.{os.getpid()}"
-        try:
-            os.replace(lock, target)
-        except FileNotFoundError:
-            return True
-        log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
-        return True
-
-    def _wait_git_lock(self, lock: Path, deadline: float) -> None:
-        if self._clear_stale_git_lock(lock):
-            return
-        if time.monotonic() >= deadline:
-            raise LockTimeoutError(
-                f"Git's lock file {lock} is held",
-                hint="another git command is running; if none is, remove that file",
-            )
-        time.sleep(0.005)
-
     # ------------------------------------------------------------ writing
 
     def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None,
-                         index: pygit2.Index) -> None:
+                         index: IndexView) -> None:
         for change in changes:
             p = str(change.path)
             try:
@@ -146,8 +103,7 @@ class Writer(Reader):
                     f"{p} has uncommitted changes",
                     hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry",
                 )
-            entry = index[p] if p in index else None
-            staged = None if entry is None else str(entry.id)
+            staged = index.staged(p)
             if staged not in (base_id, new_id):
                 raise DirtyFileError(
                     f"{p} has staged changes",
@@ -455,28 +411,6 @@ class Writer(Reader):
             finally:
                 os.close(fd)
 
-    def _read_index(self) -> pygit2.Index:
-        """Return Git's index, read afresh; retry a torn read.
-
-        libgit2 takes the index file's size with stat() and then reads it, so
-        a `git add` replacing the file in between gives "extension is
-        truncated" or "could not read"; 16 writers racing a `git commit` loop
-        hit it. The file itself is always whole (git renames it into place).
-        """
-        kept = self._index_kept
-        if kept is not None and kept[0] == self._index_stamp():
-            return kept[1]  # the index am wrote last is still the one on disk
-        for attempt in range(50):
-            try:
-                index = self.repo.index
-                index.read(attempt > 0)
-                return index
-            except (pygit2.GitError, OSError) as err:
-                if attempt == 49:
-                    raise GitError(f"could not read Git's index: {err}") from None
-                time.sleep(0.002)
-        raise AssertionError("unreachable")
-
     def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
         try:
             return (self.root / rel).read_bytes()
@@ -516,55 +450,3 @@ class Writer(Reader):
                 self._wait_git_lock(lock, deadline)
                 if self.branch_tip(ref) != tip:
                     raise _Moved() from None
-
-    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
-                      removed: Sequence[PurePosixPath] = ()) -> None:
-        """Set Git's index entries for these paths, holding index.lock as git does."""
-        index_path = self.gitdir / "index"
-        lock = self.gitdir / "index.lock"
-        deadline = time.monotonic() + common._GIT_LOCK_WAIT
-        while True:
-            try:
-                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-                break
-            except FileExistsError:
-                self._wait_git_lock(lock, deadline)
-        # Holding index.lock, nobody else can replace the index. If it is still
-        # the file am wrote last, the Index kept from then is current: no copy,
-        # no re-parse (each costs ~20 ms at 10k files).
-        # One name per process: threads write the index only holding the write lock.
-        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
-        try:
-            kept = self._index_kept
-            if kept is not None and kept[0] == self._index_stamp() and kept[2] == tmp:
-                index = kept[1]
-            else:
-                self._index_kept = None
-                if index_path.exists():
-                    shutil.copyfile(index_path, tmp)
-                else:
-                    tmp.unlink(missing_ok=True)
-                index = pygit2.Index(str(tmp))
-            for rel, oid in entries:
-                index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))
-            for rel in removed:
-                if str(rel) in index:
-                    index.remove(str(rel))
-            index.write()  # to tmp, fsynced by libgit2 (enable_fsync_gitdir)
-            os.replace(tmp, index_path)
-            self._index_kept = (self._index_stamp(), index, tmp)
-        except BaseException:
-            self._index_kept = None
-            tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            lock.unlink(missing_ok=True)
-
-    def _index_stamp(self) -> tuple[int, int, int, int] | None:
-        """Return what tells one index file from another: inode, size, mtime and ctime."""
-        try:
-            st = (self.gitdir / "index").stat()
-        except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-

@@ -1,0 +1,180 @@
+"""Git's index and lock files for the write path: am's own index writer first, libgit2 for formats it leaves alone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+import pygit2
+
+from am.errors import GitError, LockTimeoutError
+from am.gitstore import common
+from am.gitstore.common import _StatEntry, log
+from am.gitstore.gitindex import GitIndex, IndexUnsupported
+from am.gitstore.group import group_for
+from am.gitstore.reading import Reader
+
+
+class IndexView(Protocol):
+    def staged(self, path: str) -> str | None: ...
+
+
+class _Libgit2Index:
+    """libgit2's reading of an index format am's own reader leaves alone."""
+
+    def __init__(self, index: pygit2.Index) -> None:
+        self.index = index
+
+    def staged(self, path: str) -> str | None:
+        """Return the blob id staged for ``path``, or None."""
+        return str(self.index[path].id) if path in self.index else None
+
+
+class Staging(Reader):
+    """Git's index entries and lock files, shared by the write and repair paths."""
+
+    @property
+    def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, GitIndex] | None:
+        """The GitIndex am wrote .git/index from last, in this process (read and replaced holding the write lock)."""
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        return self._group.kept  # type: ignore[no-any-return]
+
+    @_index_kept.setter
+    def _index_kept(self, value: tuple[tuple[int, int, int, int] | None, GitIndex] | None) -> None:
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        self._group.kept = value
+
+    def _clear_stale_git_lock(self, lock: Path) -> bool:
+        """Move a git lock file aside if it is older than the stale limit; return whether it was."""
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return True
+        if age < common._GIT_LOCK_STALE:
+            return False
+        aside = self._am_dir / "stale-locks"
+        aside.mkdir(parents=True, exist_ok=True)
+        target = aside / f"{lock.name}.{int(time.time())}.{os.getpid()}"
+        try:
+            os.replace(lock, target)
+        except FileNotFoundError:
+            return True
+        log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
+        return True
+
+    def _wait_git_lock(self, lock: Path, deadline: float) -> None:
+        if self._clear_stale_git_lock(lock):
+            return
+        if time.monotonic() >= deadline:
+            raise LockTimeoutError(
+                f"Git's lock file {lock} is held",
+                hint="another git command is running; if none is, remove that file",
+            )
+        time.sleep(0.005)
+
+    def _read_index(self) -> IndexView:
+        """Return Git's index, read afresh (or the one am wrote last, if it is still on disk); retry a torn read.
+
+        libgit2 takes the index file's size with stat() and then reads it, so
+        a `git add` replacing the file in between gives "extension is
+        truncated" or "could not read"; 16 writers racing a `git commit` loop
+        hit it. The file itself is always whole (git renames it into place).
+        """
+        kept = self._index_kept
+        if kept is not None and kept[0] == self._index_stamp():
+            return kept[1]  # the index am wrote last is still the one on disk
+        for attempt in range(50):
+            try:
+                return GitIndex.read(self.gitdir / "index")[0]
+            except IndexUnsupported:
+                break
+            except (ValueError, OSError) as err:
+                if attempt == 49:
+                    raise GitError(f"could not read Git's index: {err}") from None
+                time.sleep(0.002)
+        for attempt in range(50):  # a format am's reader leaves to libgit2
+            try:
+                index = self.repo.index
+                index.read(attempt > 0)
+                return _Libgit2Index(index)
+            except (pygit2.GitError, OSError) as err:
+                if attempt == 49:
+                    raise GitError(f"could not read Git's index: {err}") from None
+                time.sleep(0.002)
+        raise AssertionError("unreachable")
+
+    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                      removed: Sequence[PurePosixPath] = ()) -> None:
+        """Set Git's index entries for these paths, holding index.lock as git does."""
+        index_path = self.gitdir / "index"
+        lock = self.gitdir / "index.lock"
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                break
+            except FileExistsError:
+                self._wait_git_lock(lock, deadline)
+        # Holding index.lock, nobody else can replace the index. If it is still
+        # the file am wrote last, the GitIndex kept from then is current: no
+        # re-read, no re-parse.
+        # One name per process: threads write the index only holding the write lock.
+        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+        try:
+            kept = self._index_kept
+            stamp = self._index_stamp()
+            if kept is not None and kept[0] == stamp and stamp is not None:
+                index, replaced_mtime = kept[1], stamp[2]
+            else:
+                self._index_kept = None
+                try:
+                    index, replaced_mtime = GitIndex.read(index_path)
+                except IndexUnsupported:
+                    self._update_index_libgit2(entries, removed, tmp)
+                    return
+                except ValueError as err:
+                    raise GitError(f"could not read Git's index {index_path}: {err}",
+                                   hint="run: am doctor --fix") from None
+            index.smudge_racy(self.root, replaced_mtime)
+            for rel, oid in entries:
+                index.set(str(rel), oid.raw, (self.root / rel).stat())
+            for rel in removed:
+                index.remove(str(rel))
+            index.write(tmp)  # flushed before the rename, as git's index.lock is
+            os.replace(tmp, index_path)
+            self._index_kept = (self._index_stamp(), index)
+        except BaseException:
+            self._index_kept = None
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            lock.unlink(missing_ok=True)
+
+    def _update_index_libgit2(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                              removed: Sequence[PurePosixPath], tmp: Path) -> None:
+        """Set the entries through libgit2: for index formats am's own writer leaves alone (see gitindex.py)."""
+        index_path = self.gitdir / "index"
+        shutil.copyfile(index_path, tmp)
+        index = pygit2.Index(str(tmp))
+        for rel, oid in entries:
+            index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))
+        for rel in removed:
+            if str(rel) in index:
+                index.remove(str(rel))
+        index.write()  # to tmp, fsynced by libgit2 (enable_fsync_gitdir)
+        os.replace(tmp, index_path)
+
+    def _index_stamp(self) -> tuple[int, int, int, int] | None:
+        """Return what tells one index file from another: inode, size, mtime and ctime."""
+        try:
+            st = (self.gitdir / "index").stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
