@@ -13,7 +13,6 @@ one walk (or a short walk from a cached older tip) plus N set lookups.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import logging
 import os
 from collections.abc import Iterator
@@ -51,6 +50,8 @@ class HistoryFiles:
     """
 
     def __init__(self, folder: Path, store: GitStore) -> None:
+        import hashlib  # OpenSSL's start-up only when a registered clone's history is cached
+
         self.store = store
         self.folder = folder / hashlib.sha1(str(store.gitdir).encode()).hexdigest()[:16]
 

@@ -10,18 +10,25 @@ am writes frontmatter in a canonical restricted form (``key: scalar`` and flow
 lists of scalars, one key a line). ``fast_load`` reads exactly that form about
 3x faster than libyaml and returns None for anything else, so the caller falls
 back to ``strict_load``; both give the same mapping (a Hypothesis test holds
-them to it).
+them to it). ``load_settings`` does the same for am's own small YAML files.
+
+PyYAML is imported only when the strict loader or a nested dump needs it: a
+read command on canonical files never pays its ~20 ms import (PERF.md). Plain
+scalars are resolved by one table of YAML 1.2 core rules that both the fast
+path and the strict loader use.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
-
-import yaml
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from am.errors import InvalidRecordError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "MAX_FRONTMATTER_BYTES",
@@ -29,6 +36,8 @@ __all__ = [
     "LIST_FIELDS",
     "strict_load",
     "fast_load",
+    "fast_load_tables",
+    "load_settings",
     "dump",
     "format_scalar",
 ]
@@ -55,32 +64,29 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
 _ALLOWED_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _SEQ, _MAP})
 
-
-class _CoreResolver(yaml.resolver.BaseResolver):
-    """YAML 1.2 core schema: no yes/no/on/off booleans, no sexagesimals, no timestamps."""
-
-
-_CoreResolver.add_implicit_resolver(
-    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-_CoreResolver.add_implicit_resolver(
-    _INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789")
-)
-_CoreResolver.add_implicit_resolver(
-    _FLOAT,
-    re.compile(
+# YAML 1.2 core schema: no yes/no/on/off booleans, no sexagesimals, no timestamps.
+# (tag, pattern, first characters) in PyYAML's add_implicit_resolver order; "" is the empty scalar.
+_CORE_IMPLICIT: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
+    (_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), tuple("tTfF")),
+    (_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), tuple("-+0123456789")),
+    (_FLOAT, re.compile(
         r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
         r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-    ),
-    list("-+0123456789."),
+    ), tuple("-+0123456789.")),
+    (_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ("~", "n", "N", "")),
 )
-_CoreResolver.add_implicit_resolver(_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
-
-_RESOLVER = _CoreResolver()
+_BY_FIRST: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+for _tag, _pattern, _firsts in _CORE_IMPLICIT:
+    for _first in _firsts:
+        _BY_FIRST.setdefault(_first, []).append((_tag, _pattern))
 
 
 def _resolve_plain(text: str) -> str:
-    return str(_RESOLVER.resolve(yaml.ScalarNode, text, (True, False)))  # type: ignore[no-untyped-call]
+    # What PyYAML's BaseResolver.resolve does with the table above (a test compares them).
+    for tag, pattern in _BY_FIRST.get(text[:1], ()):
+        if pattern.match(text):
+            return tag
+    return _STR
 
 
 def _scalar_value(tag: str, text: str) -> Any:
@@ -104,25 +110,37 @@ def _scalar_value(tag: str, text: str) -> Any:
     return text
 
 
-try:  # libyaml's parser; the pure-Python one is ~5x slower (PERF.md)
-    from yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]  # not re-exported by the yaml package
-except ImportError:  # pragma: no cover - only on a PyYAML built without libyaml
-    from yaml.composer import Composer as _Composer
-    from yaml.reader import Reader as _Reader
-    from yaml.scanner import Scanner as _Scanner
+@cache
+def _loader_class() -> type:
+    """Build the strict loader on first use: libyaml's parser with the core resolver above."""
+    import yaml
 
-    class _Parser(_Reader, _Scanner, yaml.parser.Parser, _Composer):  # type: ignore[no-redef]
+    class _CoreResolver(yaml.resolver.BaseResolver):
+        """YAML 1.2 core schema (the table above)."""
+
+    for tag, pattern, firsts in _CORE_IMPLICIT:
+        _CoreResolver.add_implicit_resolver(tag, pattern, list(firsts))
+
+    try:  # libyaml's parser; the pure-Python one is ~5x slower (PERF.md)
+        from yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]  # not re-exported by the yaml package
+    except ImportError:  # pragma: no cover - only on a PyYAML built without libyaml
+        from yaml.composer import Composer as _Composer
+        from yaml.reader import Reader as _Reader
+        from yaml.scanner import Scanner as _Scanner
+
+        class _Parser(_Reader, _Scanner, yaml.parser.Parser, _Composer):  # type: ignore[no-redef]
+            def __init__(self, stream: str) -> None:
+                _Reader.__init__(self, stream)
+                _Scanner.__init__(self)
+                yaml.parser.Parser.__init__(self)
+                _Composer.__init__(self)
+
+    class _Loader(_Parser, _CoreResolver):
         def __init__(self, stream: str) -> None:
-            _Reader.__init__(self, stream)
-            _Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
-            _Composer.__init__(self)
+            _Parser.__init__(self, stream)
+            _CoreResolver.__init__(self)
 
-
-class _Loader(_Parser, _CoreResolver):
-    def __init__(self, stream: str) -> None:
-        _Parser.__init__(self, stream)
-        _CoreResolver.__init__(self)
+    return _Loader
 
 
 def _line(node: yaml.Node) -> int:
@@ -130,6 +148,8 @@ def _line(node: yaml.Node) -> int:
 
 
 def _construct(node: yaml.Node, *, raw: bool, depth: int, seen: set[int], path: str | None) -> Any:
+    from yaml import MappingNode, ScalarNode, SequenceNode
+
     if id(node) in seen:
         raise InvalidRecordError(
             "YAML anchors and aliases are not allowed",
@@ -149,7 +169,7 @@ def _construct(node: yaml.Node, *, raw: bool, depth: int, seen: set[int], path: 
             line=_line(node),
             hint="use plain strings, numbers, true/false, lists and mappings",
         )
-    if isinstance(node, yaml.ScalarNode):
+    if isinstance(node, ScalarNode):
         if raw and node.tag != _NULL:
             return node.value
         if node.style is not None and node.tag == _STR:
@@ -162,12 +182,12 @@ def _construct(node: yaml.Node, *, raw: bool, depth: int, seen: set[int], path: 
                 path=path,
                 line=_line(node),
             ) from None
-    if isinstance(node, yaml.SequenceNode):
+    if isinstance(node, SequenceNode):
         return [_construct(item, raw=raw, depth=depth + 1, seen=seen, path=path) for item in node.value]
-    assert isinstance(node, yaml.MappingNode)
+    assert isinstance(node, MappingNode)
     result: dict[str, Any] = {}
     for key_node, value_node in node.value:
-        if not isinstance(key_node, yaml.ScalarNode):
+        if not isinstance(key_node, ScalarNode):
             raise InvalidRecordError("mapping keys must be plain strings", path=path, line=_line(key_node))
         key = key_node.value
         if key in result:
@@ -190,9 +210,12 @@ def strict_load(text: str, *, path: str | None = None, line_offset: int = 0) -> 
             path=path,
             hint="move long text into the body",
         )
+    loader_class = _loader_class()
+    import yaml
+
     loader = None
     try:
-        loader = _Loader(text)
+        loader = loader_class(text)
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
@@ -219,6 +242,48 @@ def strict_load(text: str, *, path: str | None = None, line_offset: int = 0) -> 
     return value
 
 
+_TABLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):( \{\})?\Z")
+_ENTRY_LINE = re.compile(r"  ([A-Za-z0-9][A-Za-z0-9._-]*): (.+)\Z")
+
+
+def fast_load_tables(text: str) -> dict[str, dict[str, str] | None] | None:
+    """Load mappings of plain names to plain strings (``repos:`` / ``  name: /path``), or None for the strict loader."""
+    result: dict[str, dict[str, str] | None] = {}
+    table: str | None = None  # the table whose entries may follow
+    for line in text.split("\n"):
+        if not line:
+            continue
+        head = _TABLE_LINE.match(line)
+        if head is not None:
+            name = head.group(1)
+            if name in result or _resolve_plain(name) != _STR:
+                return None
+            # "name:" with nothing under it is null, as in YAML; "name: {}" is empty.
+            result[name] = {} if head.group(2) else None
+            table = None if head.group(2) else name
+            continue
+        entry = _ENTRY_LINE.match(line)
+        if entry is None or table is None:
+            return None
+        key, value = entry.groups()
+        entries = result[table]
+        if entries is None:
+            entries = result[table] = {}
+        if key in entries or _resolve_plain(key) != _STR or not _is_plain_str(value):
+            return None
+        entries[key] = value
+    return result
+
+
+def load_settings(text: str, *, path: str | None = None) -> dict[str, Any]:
+    """Load a small YAML file of am's own (``.am/vault.yml``): the fast path, else the strict loader."""
+    if len(text) <= MAX_FRONTMATTER_BYTES // 4:  # the strict loader's size cap holds for the fast path too
+        meta = fast_load(text)
+        if meta is not None:
+            return meta
+    return strict_load(text, path=path)
+
+
 # ---------------------------------------------------------------- canonical form
 
 _PLAIN_OK = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\x00-\x1f\x7f\x85\u2028\u2029\ufeff]*$")
@@ -237,7 +302,9 @@ def _quote(text: str) -> str:
 
 def _yaml11_plain_is_str(text: str) -> bool:
     # Other readers (Obsidian, PyYAML's default) use YAML 1.1 rules: never write
-    # a plain scalar that they would turn into a bool, number or null.
+    # a plain scalar that they would turn into a bool, number or null. Only writes get here.
+    import yaml
+
     tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     return bool(tag == _STR)
 
@@ -282,6 +349,8 @@ def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozense
         elif isinstance(value, (dict, list, tuple)):
             # Nested values only come from hand-written files; keep them in
             # flow style so the line-per-key shape still holds.
+            import yaml
+
             flow = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1 << 30, sort_keys=False)
             lines.append(f"{key}: {flow.strip()}")
         else:
@@ -295,6 +364,12 @@ def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozense
 _KEY_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?\Z")
 _DQ = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\ntr]|\\u[0-9a-fA-F]{4})*"')
 _FLOW_ITEM = re.compile(r'\s*(?:("(?:[^"\\\x00-\x1f]|\\["\\ntr]|\\u[0-9a-fA-F]{4})*")|([^,\[\]{}"\'\s][^,\[\]{}]*?))\s*(,|\]$)')
+
+
+def _is_plain_str(text: str) -> bool:
+    # A plain scalar that every YAML reader takes as this very string.
+    return bool(_PLAIN_OK.match(text)) and not _PLAIN_BAD.search(text) and text[0] not in "'{[" \
+        and _resolve_plain(text) == _STR
 
 
 def _fast_scalar(text: str, *, raw: bool) -> tuple[bool, Any]:

@@ -9,9 +9,7 @@ path outside its folder, a case or NFC/NFD twin, or a reserved device name.
 
 from __future__ import annotations
 
-import hashlib
 import re
-import secrets
 import unicodedata
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -83,6 +81,8 @@ def slugify(title: str) -> str:
         slug = slug[:_SLUG_LENGTH].rstrip("-")
     if not slug or slug in _RESERVED:
         # Stable across machines: depends only on the NFC form of the title.
+        import hashlib  # imported here: OpenSSL's start-up is paid only when a slug needs it
+
         digest = hashlib.sha1(unicodedata.normalize("NFC", title).encode("utf-8")).hexdigest()
         slug = f"t{digest[:8]}"
     return slug
@@ -95,6 +95,8 @@ def topic_id(kind: str, title: str) -> str:
 
 def new_fact_id(now: datetime) -> str:
     """Return a time-sortable, collision-safe fact id such as ``f-20260923-1630-3f0e99``."""
+    import secrets  # imported by the writes that need it, not by every command
+
     return f"f-{now:%Y%m%d-%H%M}-{secrets.token_hex(3)}"
 
 

@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from am.errors import InvalidRecordError, NotFoundError
-from am.frontmatter import strict_load
+from am.frontmatter import MAX_FRONTMATTER_BYTES, fast_load_tables, strict_load
 from am.ids import check_id
 
 __all__ = ["Registry", "am_home"]
@@ -42,10 +41,11 @@ class Registry:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return cls(path)
-        try:
+        # What _save wrote is read without PyYAML (a read command need not import it);
+        # anything else, hand edits included, goes through the strict loader.
+        data: dict[str, Any] | None = fast_load_tables(text) if len(text) <= MAX_FRONTMATTER_BYTES // 4 else None
+        if data is None:
             data = strict_load(text, path=str(path)) if text.strip() else {}
-        except InvalidRecordError:
-            raise
         vaults = data.get("vaults") or {}
         repos = data.get("repos") or {}
         if not isinstance(vaults, dict) or not isinstance(repos, dict):
@@ -60,7 +60,11 @@ class Registry:
             yield
 
     def _save(self) -> None:
-        text = yaml.safe_dump({"vaults": self.vaults, "repos": self.repos}, allow_unicode=True, sort_keys=True)
+        import yaml
+
+        # One entry a line however long the path (the fast path of load reads exactly that).
+        text = yaml.safe_dump({"vaults": self.vaults, "repos": self.repos}, allow_unicode=True, sort_keys=True,
+                              width=1 << 30)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,8 @@ _HEX = re.compile(r"^[0-9a-fA-F]{4,64}\Z")
 @lru_cache(maxsize=None)
 def load_schema(record_type: str) -> dict[str, Any]:
     """Return the JSON Schema of a record type, from the installed package or the source tree."""
+    from importlib import resources  # ~5 ms (tempfile, shutil...): only when a schema is read
+
     name = f"{record_type}.json"
     try:
         text = (resources.files("am._schemas") / name).read_text(encoding="utf-8")

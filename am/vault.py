@@ -172,13 +172,13 @@ class Vault:
         self.close()
 
     def _read_settings(self) -> dict[str, Any]:
-        from am.frontmatter import strict_load
+        from am.frontmatter import load_settings
 
         try:
             text = (self.root / VAULT_FILE).read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
-        return strict_load(text, path=str(VAULT_FILE))
+        return load_settings(text, path=str(VAULT_FILE))
 
     # ------------------------------------------------------------ actor
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -207,3 +208,143 @@ def test_loaders_never_crash_and_fast_never_disagrees(text: str) -> None:
         fast = None
     if fast is not None:
         assert strict is not None and _same(fast, strict), (text, fast, strict)
+
+
+# ---------------------------------------------------------------- without PyYAML: the resolver and am's own files
+
+def _pyyaml_core_tag(text: str) -> str:
+    """What the strict loader's resolver (a PyYAML resolver built from the same table) says."""
+    from am.frontmatter import _loader_class
+
+    return str(_loader_class()("").resolve(yaml.ScalarNode, text, (True, False)))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=st.one_of(st.text(max_size=12), st.sampled_from(ODD_STRINGS),
+                      st.from_regex(r"\A[-+.0-9eE_xoinfatulsINFATULS~]{0,8}\Z")))
+@example(text="\n")
+@example(text="0o")
+@example(text="1\n")
+def test_plain_scalars_resolve_as_pyyaml_resolves_them(text: str) -> None:
+    from am.frontmatter import _resolve_plain
+
+    assert _resolve_plain(text) == _pyyaml_core_tag(text), repr(text)
+
+
+_NAME = st.from_regex(r"\A[a-z0-9][a-z0-9-]{0,20}\Z")
+# Paths as they come (control and line-separator characters aside: PyYAML's own dump folds those).
+_PATH_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=60)
+_PATH = st.one_of(_PATH_TEXT.filter(bool), st.builds(lambda p: "/" + p, _PATH_TEXT),
+                  st.sampled_from(["/tmp/x y/demo", "/a: b", "/a #b", "C:\\x", "~/x", "/服务/数据", "/x/" + "y" * 120]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vaults=st.dictionaries(_NAME, _PATH, max_size=4), repos=st.dictionaries(_NAME, _PATH, max_size=4))
+@example(vaults={"true": "/a", "null": "/b", "1": "/c"}, repos={})
+def test_registry_fast_path_agrees_with_the_strict_loader(vaults: dict[str, str], repos: dict[str, str],
+                                                           tmp_path_factory: pytest.TempPathFactory) -> None:
+    from am.frontmatter import fast_load_tables
+    from am.registry import Registry
+
+    registry = Registry(tmp_path_factory.mktemp("reg") / "registry.yml", dict(vaults), dict(repos))
+    registry._save()
+    text = registry.path.read_text(encoding="utf-8")
+    strict = strict_load(text)
+    fast = fast_load_tables(text)
+    if fast is not None:
+        assert _same(fast, strict), (text, fast, strict)
+    loaded = Registry.load(registry.path.parent)
+    assert (loaded.vaults, loaded.repos) == (vaults, repos)
+
+
+def test_what_am_writes_to_the_registry_takes_the_fast_path() -> None:
+    from am.frontmatter import fast_load_tables
+
+    text = yaml.safe_dump({"vaults": {"demo": "/tmp/x y/demo", "work": "/home/me/" + "long/" * 30},
+                           "repos": {}}, allow_unicode=True, sort_keys=True, width=1 << 30)
+    assert fast_load_tables(text) == {"repos": {}, "vaults": {"demo": "/tmp/x y/demo",
+                                                              "work": "/home/me/" + "long/" * 30}}
+    assert fast_load_tables("repos:\nvaults:\n  a: /b\n") == {"repos": None, "vaults": {"a": "/b"}}
+
+
+@pytest.mark.parametrize("text", [
+    "vaults:\n  a: /x\n  a: /y\n",            # duplicate key
+    "vaults:\n  a: /x\nvaults:\n  b: /y\n",    # duplicate table
+    "vaults:\n  a: &p /x\n  b: *p\n",         # anchors and aliases
+    "vaults:\n  a: !!python/name:os.system\n",
+    "vaults:\n  a: '/x'\n",                    # quoted: am never writes it, the strict loader reads it
+    "vaults:\n    a: /x\n",                    # other indentation
+    "vaults: {}\n  a: /x\n",
+    "vaults:\n  a: /x # comment\n",
+    "vaults:\r\n  a: /x\r\n",
+    "\ufeffvaults:\n  a: /x\n",
+    "# comment\nvaults:\n  a: /x\n",
+    "vaults:\n  a: 12\n",                      # not a string
+    "vaults:\n  true: /x\n",                   # a key that is not a string
+    "vaults:\n  a:\n",
+    "  a: /x\n",
+])
+def test_registry_fast_path_declines_what_it_does_not_know(text: str) -> None:
+    from am.frontmatter import fast_load_tables
+
+    assert fast_load_tables(text) is None
+
+
+@pytest.mark.parametrize("text,message", [
+    ("vaults:\n  a: /x\n  a: /y\n", "duplicate key 'a'"),
+    ("vaults:\n  a: &p /x\n  b: *p\n", "aliases"),
+    ("vaults:\n  a: !!python/name:os.system\n", "tag"),
+    ("vaults:\n  a: /" + "x" * (MAX_FRONTMATTER_BYTES + 1) + "\n", "KiB"),
+])
+def test_hostile_registry_refused(text: str, message: str, tmp_path: Path) -> None:
+    from am.registry import Registry
+
+    (tmp_path / "registry.yml").write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidRecordError) as err:
+        Registry.load(tmp_path)
+    assert message in str(err.value) and "registry.yml" in str(err.value)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("name: demo\nformat: 1\n", {"name": "demo", "format": 1}),
+    ("\ufeffname: demo\nformat: 1\n", {"name": "demo", "format": 1}),
+    ("name: demo\r\nformat: 1\r\n", {"name": "demo", "format": 1}),
+    ("---\nname: 'demo'  # quoted\nformat: 1\n", {"name": "demo", "format": 1}),
+    ("name: no\nformat: 1.10\n", {"name": "no", "format": 1.1}),
+])
+def test_load_settings_equals_the_strict_loader(text: str, expected: dict[str, object]) -> None:
+    from am.frontmatter import load_settings
+
+    assert load_settings(text) == expected
+    assert strict_load(text.lstrip("\ufeff").replace("\r\n", "\n")) == expected
+
+
+@pytest.mark.parametrize("text,message", [
+    ("name: a\nname: b\n", "duplicate key 'name'"),
+    ("name: &n a\nother: *n\n", "aliases"),
+    ("name: !!python/object/apply:os.system ['x']\n", "tag"),
+    ("name: " + "x" * (MAX_FRONTMATTER_BYTES + 1) + "\n", "KiB"),
+])
+def test_load_settings_refuses_hostile_input(text: str, message: str) -> None:
+    from am.frontmatter import load_settings
+
+    with pytest.raises(InvalidRecordError) as err:
+        load_settings(text, path=".am/vault.yml")
+    assert message in str(err.value) and ".am/vault.yml" in str(err.value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(max_size=120))
+@example(text="name: x\nname: y\n")
+def test_load_settings_never_disagrees_with_the_strict_loader(text: str) -> None:
+    from am.frontmatter import load_settings
+
+    try:
+        strict: object = strict_load(text)
+    except InvalidRecordError:
+        strict = None
+    try:
+        settled: object = load_settings(text)
+    except InvalidRecordError:
+        settled = None
+    assert _same(settled, strict), (text, settled, strict)

@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import click
 
-from am.cli.context import FORMAT_OPTION, emit_json, open_vault
-
-
-def progress_bar(label: str = "indexing") -> Callable[[int, int], None]:
-    """Return a progress callback that shows a bar on stderr once the work passes one second."""
-    began = time.monotonic()
-    state: dict[str, Any] = {"bar": None, "done": 0}
-
-    def update(done: int, total: int) -> None:
-        bar = state["bar"]
-        if bar is None:
-            if time.monotonic() - began < 1.0 or done >= total:
-                return
-            bar = click.progressbar(length=total, label=label, file=sys.stderr)
-            bar.__enter__()
-            state["bar"] = bar
-        bar.update(done - state["done"])
-        state["done"] = done
-        if done >= total:
-            bar.__exit__(None, None, None)
-
-    return update
+from am.cli.context import FORMAT_OPTION, emit_json, open_vault, progress_bar
 
 
 def _cache(ctx: click.Context) -> Any:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +36,32 @@ def open_vault(ctx: click.Context) -> Vault:
 
     opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
     if opts._vault is None:
-        from am.cli.cmd_search import progress_bar
         from am.index import Index
 
         Index.progress_hook = progress_bar  # any command that rebuilds the cache shows a bar after 1 s
         opts._vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor))
     return opts._vault
+
+
+def progress_bar(label: str = "indexing") -> Callable[[int, int], None]:
+    """Return a progress callback that shows a bar on stderr once the work passes one second."""
+    began = time.monotonic()
+    state: dict[str, Any] = {"bar": None, "done": 0}
+
+    def update(done: int, total: int) -> None:
+        bar = state["bar"]
+        if bar is None:
+            if time.monotonic() - began < 1.0 or done >= total:
+                return
+            bar = click.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+            state["bar"] = bar
+        bar.update(done - state["done"])
+        state["done"] = done
+        if done >= total:
+            bar.__exit__(None, None, None)
+
+    return update
 
 
 def read_text_arg(value: str) -> str:

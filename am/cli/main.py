@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 
@@ -17,7 +18,64 @@ class _WarningHandler(logging.Handler):
         click.echo(f"warning: {record.getMessage()}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# The modules that define commands without exporting COMMANDS, and those commands.
+_FIXED = {"vaults": ("init", "vault", "demo"), "topic": ("topic",), "fact": ("fact",), "relation": ("relation",)}
+# Where each command is defined, so that a run imports only its own module (start-up time, PERF.md).
+# A hint, not a registry: a name missing here (a new am/cli/cmd_*.py) is found by importing them all.
+_HOMES = {
+    "init": "vaults", "vault": "vaults", "demo": "vaults", "topic": "topic", "fact": "fact",
+    "relation": "relation", "log": "cmd_audit", "history": "cmd_audit", "blame": "cmd_audit",
+    "undo": "cmd_audit", "check": "cmd_check", "hooks": "cmd_hooks", "hook": "cmd_hooks",
+    "recover": "cmd_recover", "doctor": "cmd_recover", "stale": "cmd_recover", "search": "cmd_search",
+    "index": "cmd_search", "slice": "cmd_slice", "repo": "cmd_slice",
+}
+
+
+def _module_commands(name: str) -> list[click.Command]:
+    import importlib
+
+    module = importlib.import_module(f"am.cli.{name}")
+    if name in _FIXED:
+        return [getattr(module, attr) for attr in _FIXED[name]]
+    return list(getattr(module, "COMMANDS", ()))
+
+
+class _LazyGroup(click.Group):
+    """The `am` group: a command's module is imported when that command runs, or when all are listed."""
+
+    _everything = False
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        if not self._everything:
+            self._everything = True
+            for name in self._module_names():
+                self._table.update((command.name, command) for command in _module_commands(name) if command.name)
+        return self._table
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._table = value
+
+    @staticmethod
+    def _module_names() -> list[str]:
+        # The fixed modules, then every am/cli/cmd_*.py by name: a later module wins a shared name.
+        import pkgutil
+
+        import am.cli as package
+
+        found = sorted(i.name for i in pkgutil.iter_modules(package.__path__) if i.name.startswith("cmd_"))
+        return [*_FIXED, *found]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if not self._everything and cmd_name in _HOMES:
+            found = {c.name: c for c in _module_commands(_HOMES[cmd_name])}.get(cmd_name)
+            if found is not None:
+                return found
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="am")
 @click.option("--vault", "vault", envvar="AM_VAULT", metavar="NAME|PATH",
               help="The vault to use (default: $AM_VAULT, else the enclosing folder).")
@@ -34,29 +92,19 @@ def cli(ctx: click.Context, vault: str | None, actor: str | None) -> None:
     ctx.obj = Options(vault, actor)
 
 
-def _register() -> None:
-    from am.cli import fact, relation, topic, vaults
-
-    for command in (vaults.init, vaults.vault, vaults.demo, topic.topic, fact.fact, relation.relation):
-        cli.add_command(command)
-    # Further command groups live in am/cli/cmd_*.py, each exporting COMMANDS.
-    import importlib
-    import pkgutil
-
-    import am.cli as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("cmd_"):
-            module = importlib.import_module(f"am.cli.{info.name}")
-            for command in getattr(module, "COMMANDS", ()):
-                cli.add_command(command)
-
-
-_register()
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run the command line; turn every AmError into one line on stderr and its exit code."""
+    try:
+        code = _run(argv)
+    finally:
+        # Interpreter shutdown ends with full garbage collections that walk every object
+        # still alive (all the modules imported): 10-20 ms a command. Everything am opened
+        # is closed by now, and Python never promised to collect cycles at exit.
+        gc.freeze()
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
     logger = logging.getLogger("am")
     if not logger.handlers:
         logger.addHandler(_WarningHandler())
@@ -66,18 +114,18 @@ def main(argv: list[str] | None = None) -> None:
         code = cli.main(args=argv, prog_name="am", standalone_mode=False)
     except AmError as err:
         click.echo(f"Error: {err}", err=True)
-        sys.exit(err.exit_code)
+        return err.exit_code
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(130)
+        return 130
     except click.exceptions.Exit as err:
-        sys.exit(err.exit_code)
+        return err.exit_code
     except click.ClickException as err:
         err.show()
-        sys.exit(err.exit_code)
+        return err.exit_code
     except BrokenPipeError:
-        sys.exit(0)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
