@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import gc
+
+# A command allocates mostly what lives until it exits (modules, classes, the records it
+# prints): a young-generation collection every 700 objects costs a read command 5-10 ms
+# and finds nothing. Collect every 50,000 instead (before click's import, the biggest);
+# long jobs such as a rebuild are still collected.
+gc.set_threshold(50_000, 10, 10)
+
 import logging
 import sys
 
