@@ -207,3 +207,30 @@ def test_random_edits_agree_with_git(tmp_path_factory: pytest.TempPathFactory, o
     listed = git(repo, "ls-files", "-s", "-z").split("\0")
     got = {line.split("\t", 1)[1]: line.split()[1] for line in listed if line}
     assert got == model
+
+
+def test_index_replaced_by_git_between_staging_and_install_keeps_both(tmp_path: Path, monkeypatch:
+                                                                       pytest.MonkeyPatch) -> None:
+    """am stages Git's index before its flush; a `git add` landing before the branch moves must survive."""
+    from am.gitstore.writing import Writer
+    from am.vault import Vault
+
+    monkeypatch.setenv("AM_HOME", str(tmp_path / "home"))
+    root = tmp_path / "vault"
+    vault = Vault.init(root, name="t", actor="tester", register=False)
+    vault.add_topic(title="Alpha", kind="project", id="project-alpha")
+    (root / "mine.txt").write_text("a person's staged file\n")
+    original = Writer._move_ref
+
+    def git_add_first(self: Writer, *args: object, **kwargs: object) -> None:
+        git(root, "add", "mine.txt")  # git replaces .git/index while am's staged copy waits
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Writer, "_move_ref", git_add_first)
+    result = vault.add_fact("staged around a git add", topics=["project-alpha"])
+    monkeypatch.setattr(Writer, "_move_ref", original)
+    fact = str(result.paths[0])
+    assert git(root, "diff", "--cached", "--name-only") == "mine.txt\n"  # theirs kept, ours matches HEAD
+    assert git(root, "ls-files", "-s", fact).split()[1] == git(root, "rev-parse", f"HEAD:{fact}").strip()
+    assert git(root, "diff-files") == ""
+    vault.close()

@@ -304,14 +304,15 @@ class GitIndex:
         """Return the whole index file: header, entries, extensions and the SHA-1 trailer."""
         return b"".join(self._parts())
 
-    def write(self, path: Path) -> None:
-        """Write the index to ``path`` (a temporary file the caller renames into place), flushed to disk."""
+    def write(self, path: Path, *, sync: bool = True) -> None:
+        """Write the index to ``path`` (a temporary file the caller renames into place), flushed unless told not to."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             for part in self._parts():
                 view = memoryview(part)
                 while view:
                     view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)

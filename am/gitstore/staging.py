@@ -6,6 +6,7 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -32,6 +33,17 @@ class _Libgit2Index:
     def staged(self, path: str) -> str | None:
         """Return the blob id staged for ``path``, or None."""
         return str(self.index[path].id) if path in self.index else None
+
+
+@dataclass
+class StagedIndex:
+    """An index written to am's temporary file, waiting to be renamed over `.git/index`."""
+
+    index: GitIndex
+    tmp: Path
+    base: tuple[int, int, int, int] | None  # the stamp of the .git/index it was built from
+    entries: tuple[tuple[PurePosixPath, pygit2.Oid], ...]
+    removed: tuple[PurePosixPath, ...]
 
 
 class Staging(Reader):
@@ -109,49 +121,100 @@ class Staging(Reader):
                 time.sleep(0.002)
         raise AssertionError("unreachable")
 
-    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
-                      removed: Sequence[PurePosixPath] = ()) -> None:
-        """Set Git's index entries for these paths, holding index.lock as git does."""
-        index_path = self.gitdir / "index"
+    def _lock_index(self) -> Path:
+        """Take `.git/index.lock` as git does (O_EXCL), waiting for a running git command; return its path."""
         lock = self.gitdir / "index.lock"
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
                 os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-                break
+                return lock
             except FileExistsError:
                 self._wait_git_lock(lock, deadline)
-        # Holding index.lock, nobody else can replace the index. If it is still
-        # the file am wrote last, the GitIndex kept from then is current: no
-        # re-read, no re-parse.
-        # One name per process: threads write the index only holding the write lock.
+
+    def _stage_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                     removed: Sequence[PurePosixPath] = (), *, sync: bool = True) -> StagedIndex | None:
+        """Write the index with these entries set to am's temporary file; None if its format is libgit2's to write.
+
+        The caller installs it with ``_install_staged`` (under index.lock); if
+        `.git/index` changed in the meantime the entries are set again on the
+        new file. ``sync=False`` leaves the flush to the caller's syncfs.
+        """
+        index_path = self.gitdir / "index"
+        # One name per process: threads stage the index only holding the write lock.
         tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+        kept = self._index_kept
+        stamp = self._index_stamp()
+        # If .git/index is still the file am wrote last, the GitIndex kept from then is current.
+        self._index_kept = None  # changed below: kept again only once installed
+        if kept is not None and kept[0] == stamp and stamp is not None:
+            index, replaced_mtime = kept[1], stamp[2]
+        else:
+            try:
+                index, replaced_mtime = GitIndex.read(index_path)
+            except IndexUnsupported:
+                return None
+            except ValueError as err:
+                raise GitError(f"could not read Git's index {index_path}: {err}", hint="run: am doctor --fix") from None
+        index.smudge_racy(self.root, replaced_mtime)
+        for rel, oid in entries:
+            index.set(str(rel), oid.raw, (self.root / rel).stat())
+        for rel in removed:
+            index.remove(str(rel))
         try:
-            kept = self._index_kept
-            stamp = self._index_stamp()
-            if kept is not None and kept[0] == stamp and stamp is not None:
-                index, replaced_mtime = kept[1], stamp[2]
-            else:
-                self._index_kept = None
-                try:
-                    index, replaced_mtime = GitIndex.read(index_path)
-                except IndexUnsupported:
-                    self._update_index_libgit2(entries, removed, tmp)
-                    return
-                except ValueError as err:
-                    raise GitError(f"could not read Git's index {index_path}: {err}",
-                                   hint="run: am doctor --fix") from None
-            index.smudge_racy(self.root, replaced_mtime)
-            for rel, oid in entries:
-                index.set(str(rel), oid.raw, (self.root / rel).stat())
-            for rel in removed:
-                index.remove(str(rel))
-            index.write(tmp)  # flushed before the rename, as git's index.lock is
-            os.replace(tmp, index_path)
-            self._index_kept = (self._index_stamp(), index)
+            index.write(tmp, sync=sync)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return StagedIndex(index, tmp, stamp, tuple(entries), tuple(removed))
+
+    def _install_staged(self, staged: StagedIndex, lock: Path) -> None:
+        """Rename a staged index over `.git/index`; the caller holds ``lock`` (`.git/index.lock`)."""
+        if self._index_stamp() != staged.base:
+            # Someone (git add, git commit) replaced the index after am staged
+            # it: set the entries again on theirs. Holding the lock, it cannot change again.
+            staged.tmp.unlink(missing_ok=True)
+            again = self._stage_index(staged.entries, staged.removed)
+            if again is None:
+                self._update_index_libgit2(staged.entries, staged.removed, staged.tmp)
+                return
+            staged = again
+        os.replace(staged.tmp, self.gitdir / "index")
+        self._index_kept = (self._index_stamp(), staged.index)
+
+    def _finish_index(self, staged: StagedIndex | None,
+                      entries: Sequence[tuple[PurePosixPath, pygit2.Oid]]) -> None:
+        """Install an index staged before the branch moved (or set ``entries`` the slow way if none was)."""
+        if staged is None:
+            self._update_index(entries)  # a format libgit2 writes
+            return
+        try:
+            lock = self._lock_index()
+        except BaseException:
+            staged.tmp.unlink(missing_ok=True)
+            raise
+        try:
+            self._install_staged(staged, lock)
         except BaseException:
             self._index_kept = None
-            tmp.unlink(missing_ok=True)
+            staged.tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            lock.unlink(missing_ok=True)
+
+    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                      removed: Sequence[PurePosixPath] = ()) -> None:
+        """Set Git's index entries for these paths, holding index.lock as git does."""
+        lock = self._lock_index()
+        try:
+            staged = self._stage_index(entries, removed)
+            if staged is None:
+                self._update_index_libgit2(entries, removed, self._am_dir / f"index.{os.getpid()}.tmp")
+            else:
+                self._install_staged(staged, lock)
+        except BaseException:
+            self._index_kept = None
+            (self._am_dir / f"index.{os.getpid()}.tmp").unlink(missing_ok=True)
             raise
         finally:
             lock.unlink(missing_ok=True)

@@ -31,7 +31,7 @@ from am.gitstore.common import (
     log,
 )
 from am.gitstore.group import Request, batch_tip, group_for, take_batch
-from am.gitstore.staging import IndexView, Staging
+from am.gitstore.staging import IndexView, StagedIndex, Staging
 
 
 class Writer(Staging):
@@ -309,7 +309,7 @@ class Writer(Staging):
                     failpoint("after-file")
                 try:
                     with _OBJECT_WRITES:
-                        outcomes = self._write_chain(ref, live, base_tree, tip, sync_each)
+                        outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each)
                 except _Moved:
                     continue
                 committed = True
@@ -324,7 +324,7 @@ class Writer(Staging):
                     return None
                 failpoint("after-commit")
                 try:
-                    self._update_index([(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes])
+                    self._finish_index(staged, [(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes])
                 except LockTimeoutError as err:
                     # The writes are committed and durable; only Git's index lags, and doctor repairs that.
                     log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
@@ -339,11 +339,13 @@ class Writer(Staging):
             raise
 
     def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
-                     sync_each: bool) -> list[pygit2.Oid | AmError]:
+                     sync_each: bool) -> tuple[list[pygit2.Oid | AmError], StagedIndex | None]:
         """Write one commit per request, each on the previous, flush them, then move the branch to the last.
 
         Returns each request's commit, or the error that kept it out (a file
-        where its path needs a folder); the chain goes on without it.
+        where its path needs a folder; the chain goes on without it), and Git's
+        index with the chain's entries staged: written before the flush, so the
+        one syncfs covers it too, and renamed into place once the branch moved.
         """
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
@@ -364,15 +366,23 @@ class Writer(Staging):
                 tree_obj = self.repo[tree].peel(pygit2.Tree)
                 subjects.append(r.message.split("\n", 1)[0])
         if parent is None or parent == tip:
-            return outcomes  # every request failed its tree: nothing to move
-        failpoint("after-objects")
-        if not sync_each:
-            self._sync_filesystems()
-        reflog = "commit: " + subjects[-1]
-        if len(subjects) > 1:
-            reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-        self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
-        return outcomes
+            return outcomes, None  # every request failed its tree: nothing to move
+        entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r, o in zip(live, outcomes)
+                   if not isinstance(o, AmError) for c in r.changes]
+        staged = self._stage_index(entries, sync=sync_each)
+        try:
+            failpoint("after-objects")
+            if not sync_each:
+                self._sync_filesystems()
+            reflog = "commit: " + subjects[-1]
+            if len(subjects) > 1:
+                reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
+            self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+        except BaseException:
+            if staged is not None:
+                staged.tmp.unlink(missing_ok=True)
+            raise
+        return outcomes, staged
 
     def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
         """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
@@ -402,7 +412,7 @@ class Writer(Staging):
         """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
         assert common._syncfs is not None
         # One call per file system: the work tree and .git are usually on the same one.
-        folders = {os.stat(f).st_dev: f for f in (self.gitdir / "objects", self.root)}
+        folders = {os.stat(f).st_dev: f for f in (self.gitdir / "objects", self.root, self._am_dir)}
         for folder in folders.values():
             fd = os.open(folder, os.O_RDONLY)
             try:
