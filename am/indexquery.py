@@ -7,7 +7,7 @@ only runs SQL through ``self.conn`` and never opens a database itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -19,6 +19,15 @@ from am.textseg import build_match
 __all__ = ["IndexQueries", "BM25"]
 
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+_WORLD = "status, repo, version, commit_id, until_commit, valid_from, valid_until"
+# The same expression as in the index records_rank (am/indexrows.py), so ORDER BY walks that index.
+_CONF_RANK = ("(CASE COALESCE(conf, 'medium') WHEN 'high' THEN 0 WHEN 'medium' THEN 1 WHEN 'low' THEN 2 "
+              "ELSE 3 END)")
+
+
+def _world_of(alias: str) -> str:
+    return ", ".join(f"{alias}.{c}" for c in _WORLD.split(", "))
+
 _NEVER = float("inf")
 # Column weights for bm25(): a title or alias hit outranks a body hit.
 BM25 = "bm25(search, 8.0, 1.0, 6.0, 3.0)"
@@ -101,9 +110,80 @@ class IndexQueries:
 
     def has_duplicate_facts(self) -> bool:
         """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
-        # An ordered scan of the partial index records_fact: a few ms at 100k facts.
-        return self.conn.execute("SELECT id FROM records WHERE type = 'fact' GROUP BY id HAVING count(*) > 1 "
-                                 "LIMIT 1").fetchone() is not None
+        return self.conn.execute("SELECT 1 FROM twins WHERE type = 'fact' LIMIT 1").fetchone() is not None
+
+    def has_twins(self) -> bool:
+        """Return whether two record files of one type share an id (the triggers of the schema keep the list)."""
+        return self.conn.execute("SELECT 1 FROM twins LIMIT 1").fetchone() is not None
+
+    # ------------------------------------------------------------ a slice's world, in pieces (am/slicecache.py)
+    # World fields, in the order am.slicecache reads them: status, repo, version, commit, until_commit, valid time.
+    # INDEXED BY names the covering index each query was written for (the planner, without statistics,
+    # would pick a narrower one and read every row).
+
+    def fact_world_groups(self) -> list[tuple[Any, ...]]:
+        """Return every distinct combination of the facts' world fields (7 columns) and how many facts have it."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT {_WORLD}, count(*) FROM records INDEXED BY records_world WHERE type = 'fact' "
+            f"GROUP BY {_WORLD}").fetchall()
+
+    def ranked_facts(self, *, repo: str | None, dropped: Sequence[str],
+                     chunk: int = 128) -> Iterator[tuple[Any, ...]]:
+        """Yield (id, 7 world fields, data) of the facts that may hold in ``repo``'s world, best ranked first.
+
+        Rank: pinned, confidence (high, medium, low, other), newest ``created``
+        (none last), id. ``dropped`` are statuses that never hold there.
+        """
+        marks = ",".join("?" * len(dropped))
+        cursor = self.conn.execute(
+            f"SELECT id, {_WORLD}, data FROM records INDEXED BY records_rank WHERE type = 'fact' "
+            f"AND COALESCE(status, 'active') NOT IN ({marks}) AND (repo IS NULL OR repo = ?) "
+            f"ORDER BY pinned DESC, {_CONF_RANK}, created_ts DESC, id", (*dropped, repo))
+        while True:
+            rows = cursor.fetchmany(chunk)
+            if not rows:
+                return
+            yield from rows
+            chunk = min(chunk * 2, 4096)
+
+    def supersession_edges(self, *, repo: str | None, dropped: Sequence[str],
+                           believed: Sequence[str]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Return the edges 'new supersedes old' whose two ends may hold in ``repo``'s world, the new one believed.
+
+        Two lists of (new id, 7 world fields, old id, 7 world fields): from the
+        new facts' ``supersedes`` (by new id, then list order), and from the old
+        facts' ``superseded_by`` (by old id).
+        """
+        drop, keep = ",".join("?" * len(dropped)), ",".join("?" * len(believed))
+        new_w, old_w = _world_of("n"), _world_of("o")
+        by_list = self.conn.execute(
+            f"SELECT n.id, {new_w}, o.id, {old_w} FROM records n INDEXED BY records_supersedes, json_each(n.supersedes) j "
+            "JOIN records o INDEXED BY records_fact ON o.type = 'fact' AND o.id = j.value "
+            f"WHERE n.type = 'fact' AND n.supersedes != '[]' AND COALESCE(n.status, 'active') IN ({keep}) "
+            f"AND (n.repo IS NULL OR n.repo = ?) AND COALESCE(o.status, 'active') NOT IN ({drop}) "
+            "AND (o.repo IS NULL OR o.repo = ?) AND o.id != n.id ORDER BY n.id, j.key",
+            (*believed, repo, *dropped, repo)).fetchall()
+        by_link = self.conn.execute(
+            f"SELECT n.id, {new_w}, o.id, {old_w} FROM records o INDEXED BY records_successor "
+            "JOIN records n INDEXED BY records_fact ON n.type = 'fact' AND n.id = o.superseded_by "
+            f"WHERE o.type = 'fact' AND o.superseded_by IS NOT NULL AND COALESCE(o.status, 'active') NOT IN ({drop}) "
+            f"AND (o.repo IS NULL OR o.repo = ?) AND COALESCE(n.status, 'active') IN ({keep}) "
+            "AND (n.repo IS NULL OR n.repo = ?) AND n.id != o.id ORDER BY o.id",
+            (*dropped, repo, *believed, repo)).fetchall()
+        return by_list, by_link
+
+    def topic_values(self, *, statuses: Sequence[str]) -> list[Record]:
+        """Return the topics with one of ``statuses`` (no status: active), sorted by id then path."""
+        marks = ",".join("?" * len(statuses))
+        return [record_from_json("topic", d) for (d,) in self.conn.execute(
+            f"SELECT data FROM records INDEXED BY records_topic WHERE type = 'topic' "
+            f"AND COALESCE(status, 'active') IN ({marks}) ORDER BY id, path", tuple(statuses))]
+
+    def relation_world_rows(self) -> list[tuple[Any, ...]]:
+        """Return (id, rel, from, to, 7 world fields) of every relation, sorted by id then path."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT id, rel, src, dst, {_WORLD} FROM records INDEXED BY records_relation "
+            "WHERE type = 'relation' ORDER BY id, path").fetchall()
 
     def record_values(self, *, type: str | None = None) -> list[Record]:
         """Return every record of the working tree (or of one type), sorted by id then path."""

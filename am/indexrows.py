@@ -25,7 +25,7 @@ __all__ = [
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
 ]
 
-SCHEMA_VERSION = 6  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 7  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -45,7 +45,36 @@ CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TE
   superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
 CREATE INDEX records_id ON records(id, path);
 CREATE INDEX records_created ON records(created_ts);
-CREATE INDEX records_fact ON records(id) WHERE type = 'fact'; CREATE INDEX records_world ON records(status, repo) WHERE type = 'fact';
+-- Covering indexes for a slice (am/slicecache.py), which judges worlds from these and reads `data` only for
+-- the facts a pack shows: world fields by id, grouped by value, in rank order, supersession edges, topics, relations.
+CREATE INDEX records_fact ON records(id, status, repo, version, commit_id, until_commit, valid_from, valid_until)
+  WHERE type = 'fact';
+CREATE INDEX records_world ON records(status, repo, version, commit_id, until_commit, valid_from, valid_until)
+  WHERE type = 'fact';
+CREATE INDEX records_rank ON records(pinned DESC, (CASE COALESCE(conf, 'medium') WHEN 'high' THEN 0
+  WHEN 'medium' THEN 1 WHEN 'low' THEN 2 ELSE 3 END), created_ts DESC, id) WHERE type = 'fact';
+CREATE INDEX records_supersedes ON records(id, status, repo, version, commit_id, until_commit, valid_from,
+  valid_until, supersedes) WHERE type = 'fact' AND supersedes != '[]';
+CREATE INDEX records_successor ON records(superseded_by, id, status, repo, version, commit_id, until_commit,
+  valid_from, valid_until) WHERE type = 'fact' AND superseded_by IS NOT NULL;
+CREATE INDEX records_topic ON records(id, path, status) WHERE type = 'topic';
+CREATE INDEX records_relation ON records(id, path, rel, src, dst, status, repo, version, commit_id, until_commit,
+  valid_from, valid_until) WHERE type = 'relation';
+-- (type, id) pairs that two or more files hold (a person's copy): kept by triggers, so a reader asks one row,
+-- not a scan of every id, whether the first-by-path rule matters.
+CREATE TABLE twins(type TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(type, id)) WITHOUT ROWID;
+CREATE TRIGGER records_twin_in AFTER INSERT ON records
+  WHEN EXISTS (SELECT 1 FROM records WHERE id = NEW.id AND type = NEW.type AND rowid != NEW.rowid)
+  BEGIN INSERT OR IGNORE INTO twins VALUES (NEW.type, NEW.id); END;
+CREATE TRIGGER records_twin_out AFTER DELETE ON records
+  WHEN (SELECT count(*) FROM records WHERE id = OLD.id AND type = OLD.type) < 2
+  BEGIN DELETE FROM twins WHERE type = OLD.type AND id = OLD.id; END;
+CREATE TRIGGER records_twin_moved AFTER UPDATE OF id, type ON records BEGIN
+  INSERT OR IGNORE INTO twins SELECT NEW.type, NEW.id
+    WHERE EXISTS (SELECT 1 FROM records WHERE id = NEW.id AND type = NEW.type AND rowid != NEW.rowid);
+  DELETE FROM twins WHERE type = OLD.type AND id = OLD.id
+    AND (SELECT count(*) FROM records WHERE id = OLD.id AND type = OLD.type) < 2;
+END;
 CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;
 CREATE INDEX members_rowid ON members(rowid);
 CREATE TABLE links(rowid INTEGER NOT NULL, target TEXT NOT NULL, vault TEXT NOT NULL DEFAULT '',
@@ -210,7 +239,9 @@ def file_slot(path: str) -> int:
 
 
 def _world_columns(r: Record) -> tuple[Any, ...]:
-    """Return a fact's world fields that have no column of their own (a slice reads them without the JSON)."""
+    """Return a record's world fields that have no column of their own (a slice reads them without the JSON)."""
+    if isinstance(r, Relation):
+        return (None, r.commit, r.until_commit, r.valid_from, r.valid_until, None, None, None)
     if not isinstance(r, Fact):
         return (None,) * 8
     return (r.confidence, r.commit, r.until_commit, r.valid_from, r.valid_until,

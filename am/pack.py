@@ -262,8 +262,7 @@ def _header(pack: Pack, tokens: int) -> str:
     if pack.retrieval is not None:
         lines.append(f"  - retrieval: {'; '.join(pack.retrieval.notes)}")
     res = pack.resolution
-    held = len(res.facts)
-    contested = len(res.contested)
+    held, contested = res.fact_counts()
     lines.append(f"- Holds here: {held} fact{'s' * (held != 1)}"
                  + (f" ({contested} contested)" if contested else "")
                  + f", {_n(len(res.topics), 'topic')}, {_n(len(res.relations), 'relation')}" + _excluded_line(res))
@@ -347,7 +346,7 @@ def render_json(pack: Pack) -> str:
                   "query": req.query,
                   "retrieval": None if pack.retrieval is None else
                   {"level": pack.retrieval.level, "notes": list(pack.retrieval.notes)}},
-        "holds": {"facts": len(res.facts), "contested": len(res.contested), "topics": len(res.topics),
+        "holds": {"facts": res.fact_counts()[0], "contested": res.fact_counts()[1], "topics": len(res.topics),
                   "relations": len(res.relations), "rules": dict(sorted(res.rules.items())),
                   "not_in_world": dict(sorted(res.excluded.items()))},
         "topics": [{"id": t.id, "title": clean_text(t.title), "kind": t.kind, "aliases": [clean_text(a) for a in t.aliases],

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from am.errors import NotFoundError, UsageError
-from am.model import Fact, Record, Relation
+from am.model import Fact, Record, Relation, Topic
 from am.pack import (
     DEFAULT_MAX_TOKENS,
     Pack,
@@ -144,7 +144,9 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
     pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved)
     relations = sorted((r for r in res.relations.values()
                         if r.from_ in topic_ids and r.to in topic_ids), key=lambda r: r.id)
-    _fill(pack, facts, topic_ids, relations, res, load)
+    loaded: dict[str, Fact] = {}
+    fill(pack, (_full(facts, n, loaded, load) for n in range(len(facts))), len(facts), topic_ids, relations,
+         res.topics)
     return pack
 
 
@@ -159,9 +161,14 @@ def _full(facts: list[Fact | FactView], n: int, cache: dict[str, Fact], load: Lo
     return cache.get(fact.id)
 
 
-def _fill(pack: Pack, facts: list[Fact | FactView], topic_ids: set[str], relations: list[Relation],
-          res: Resolution, load: Loader | None) -> None:
-    """Admit facts, topic headings and relations in rank order while the budget lasts."""
+def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Collection[str],
+         relations: Sequence[Relation], topics: Mapping[str, Topic]) -> None:
+    """Admit facts, topic headings and relations in rank order while the budget lasts.
+
+    ``ranked`` yields the ``total`` facts in scope in full, best first (None:
+    a fact whose file went away); it is read only as far as the budget goes.
+    ``topics`` are the topics that hold, by id.
+    """
     budget = pack.request.max_tokens or None
     # Room for the header and the closing note, whose size barely depends on the content.
     used = 260 + estimate_tokens(pack.scope) + 40 * len(pack.setup.notes)
@@ -175,16 +182,7 @@ def _fill(pack: Pack, facts: list[Fact | FactView], topic_ids: set[str], relatio
         needed += cost
         return budget is None or used + cost <= budget
 
-    full = False
-    loaded: dict[str, Fact] = {}
-    for n, view in enumerate(facts):
-        if full:
-            # The cut is a prefix of the ranking; what follows is only counted, with a generous
-            # size per fact (1-3 sentences and a meta line), so the hint gets them all.
-            left["facts"] += 1
-            needed += _LEFT_OUT_FACT_TOKENS
-            continue
-        fact = _full(facts, n, loaded, load)
+    for n, fact in enumerate(ranked):
         if fact is None:  # its file went away between the two reads of the cache
             left["facts"] += 1
             continue
@@ -192,11 +190,14 @@ def _fill(pack: Pack, facts: list[Fact | FactView], topic_ids: set[str], relatio
         cost = estimate_tokens(fact_markdown(fact, section))
         is_main = fact.status == "active"
         if is_main and section not in opened:
-            cost += estimate_tokens(topic_markdown(res.topics.get(section) or placeholder_topic(section)))
+            cost += estimate_tokens(topic_markdown(topics.get(section) or placeholder_topic(section)))
         if not fits(cost):
-            left["facts"] += 1
-            full = True
-            continue
+            # The cut is a prefix of the ranking; what follows is only counted, with a generous
+            # size per fact (1-3 sentences and a meta line), so the hint gets them all.
+            rest = total - n - 1
+            left["facts"] += 1 + rest
+            needed += rest * _LEFT_OUT_FACT_TOKENS
+            break
         used += cost
         if fact.status == "contested":
             pack.contested.append(fact)
@@ -206,15 +207,15 @@ def _fill(pack: Pack, facts: list[Fact | FactView], topic_ids: set[str], relatio
             opened.setdefault(section, []).append(fact)
             section_rank.setdefault(section, n)
     # Topics in scope with nothing shown yet still tell the agent what exists.
-    for tid in sorted(topic_ids - set(opened)):
-        topic = res.topics.get(tid)
+    for tid in sorted(set(topic_ids) - set(opened)):
+        topic = topics.get(tid)
         if topic is None:
             continue
         cost = estimate_tokens(topic_markdown(topic))
         if fits(cost):
             used += cost
             opened[tid] = []
-            section_rank[tid] = len(facts)
+            section_rank[tid] = total
         else:
             left["topics"] += 1
     for rel in relations:
@@ -227,7 +228,7 @@ def _fill(pack: Pack, facts: list[Fact | FactView], topic_ids: set[str], relatio
         left["relations"] += 1
     # The world's own project comes first: it is what the agent is working on.
     home = pack.setup.world.repo
-    pack.sections = [(res.topics.get(tid) or placeholder_topic(tid), opened[tid])
+    pack.sections = [(topics.get(tid) or placeholder_topic(tid), opened[tid])
                      for tid in sorted(opened, key=lambda t: (not is_home_topic(t, home), section_rank[t], t))]
     pack.left_out = left
     pack.needed = needed
@@ -346,6 +347,13 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
         index = _open_index(vault)
         if index is not None:
             commit = index.head or commit
+            if request.topic is None and not request.query and hasattr(index, "fact_world_groups"):
+                from am.slicecache import cached_pack
+
+                # The default scope: judged and ranked in pieces, only the shown facts decoded.
+                pack = cached_pack(index, request, setup, vault_name=vault.name, vault_commit=commit)
+                if pack is not None:
+                    return _with_links(pack, vault, request, setup)
             records, load, dropped = _from_cache(index, setup.world)
         else:
             records = (r for _, r in vault.iter_records())
@@ -364,6 +372,11 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
                       search=search, backend=backend, backend_note=note, links=links, load=load,
                       dropped=dropped)
+    return _with_links(pack, vault, request, setup)
+
+
+def _with_links(pack: Pack, vault: Vault, request: SliceRequest, setup: WorldSetup) -> Pack:
+    """Add what cross-vault links of the shown facts name, when asked to follow them."""
     if request.follow_links:
         from am.retrieval import follow_links
 

@@ -158,10 +158,18 @@ class Resolution:
     excluded: dict[str, int] = field(default_factory=dict)
     superseded_here: dict[str, str] = field(default_factory=dict)
     rules: dict[str, int] = field(default_factory=dict)
+    # (facts that hold, of them contested) when only counted: am.slicecache leaves ``facts`` empty.
+    counted: tuple[int, int] | None = None
 
     @property
     def contested(self) -> list[Fact | FactView]:
         return [f for f in self.facts.values() if f.status == "contested"]
+
+    def fact_counts(self) -> tuple[int, int]:
+        """Return how many facts hold and how many of them are contested."""
+        if self.counted is not None:
+            return self.counted
+        return len(self.facts), sum(1 for f in self.facts.values() if f.status == "contested")
 
 
 def to_moment(value: str, *, like: datetime | None = None) -> datetime | None:

@@ -87,6 +87,16 @@ def bench_in_process(vault_path: Path, runs: int) -> dict[str, float]:
     if cache is not None:
         from am.slice import _from_cache
 
+        def general() -> str:
+            # The path every slice took before am/slicecache.py: a view of every fact, resolve(), rank.
+            setup = setup_world("project-alpha", "main", cache_dir=vault.root / ".am" / "cache" / "ancestry")
+            records, load, dropped = _from_cache(cache, setup.world)
+            return render_markdown(build_pack(records, request, setup, vault_name=vault.name, vault_commit=cache.head,
+                                              load=load, dropped=dropped))
+
+        assert general() == render_markdown(slice_vault(vault, request)), "the two paths disagree"
+        out["baseline: the general path (every fact view resolved in Python), same pack"] = _median(general, runs)
+
         out["read topics, relations and every fact view from the cache"] = _median(lambda: _from_cache(cache), runs)
         world = setup_world("project-alpha", "main").world
         out["read topics, relations and the fact views that can hold (filtered, counted, ranked in SQL)"] = _median(
