@@ -118,8 +118,8 @@ class IndexQueries:
 
     # ------------------------------------------------------------ a slice's world, in pieces (am/slicecache.py)
     # World fields, in the order am.slicecache reads them: status, repo, version, commit, until_commit, valid time.
-    # INDEXED BY names the covering index each query was written for (the planner, without statistics,
-    # would pick a narrower one and read every row).
+    # INDEXED BY names the covering index each query was written for, and CROSS JOIN fixes the join order
+    # (the planner, without statistics, would pick a narrower index or the wrong side and read every row).
 
     def fact_world_groups(self) -> list[tuple[Any, ...]]:
         """Return every distinct combination of the facts' world fields (7 columns) and how many facts have it."""
@@ -158,14 +158,14 @@ class IndexQueries:
         new_w, old_w = _world_of("n"), _world_of("o")
         by_list = self.conn.execute(
             f"SELECT n.id, {new_w}, o.id, {old_w} FROM records n INDEXED BY records_supersedes, json_each(n.supersedes) j "
-            "JOIN records o INDEXED BY records_fact ON o.type = 'fact' AND o.id = j.value "
+            "CROSS JOIN records o INDEXED BY records_fact ON o.type = 'fact' AND o.id = j.value "
             f"WHERE n.type = 'fact' AND n.supersedes != '[]' AND COALESCE(n.status, 'active') IN ({keep}) "
             f"AND (n.repo IS NULL OR n.repo = ?) AND COALESCE(o.status, 'active') NOT IN ({drop}) "
             "AND (o.repo IS NULL OR o.repo = ?) AND o.id != n.id ORDER BY n.id, j.key",
             (*believed, repo, *dropped, repo)).fetchall()
         by_link = self.conn.execute(
             f"SELECT n.id, {new_w}, o.id, {old_w} FROM records o INDEXED BY records_successor "
-            "JOIN records n INDEXED BY records_fact ON n.type = 'fact' AND n.id = o.superseded_by "
+            "CROSS JOIN records n INDEXED BY records_fact ON n.type = 'fact' AND n.id = o.superseded_by "
             f"WHERE o.type = 'fact' AND o.superseded_by IS NOT NULL AND COALESCE(o.status, 'active') NOT IN ({drop}) "
             f"AND (o.repo IS NULL OR o.repo = ?) AND COALESCE(n.status, 'active') IN ({keep}) "
             "AND (n.repo IS NULL OR n.repo = ?) AND n.id != o.id ORDER BY o.id",
