@@ -38,7 +38,15 @@ from am.pack import (
     render_markdown,
     topic_markdown,
 )
-from am.worlds import WHY_PENDING, WHY_REPO, FactView, Resolution, World, resolve, to_moment
+from am.worlds import (
+    WHY_PENDING,
+    WHY_REPO,
+    FactView,
+    Resolution,
+    World,
+    resolve,
+    to_moment,
+)
 
 Loader = Callable[[Sequence[str]], Mapping[str, Fact]]
 

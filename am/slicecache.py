@@ -28,7 +28,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from am.indexrows import record_from_json
 from am.model import Fact, Relation, Topic
 from am.pack import Pack, SliceRequest
-from am.worlds import WHY_PENDING, WHY_SUPERSEDED, AncestryOracle, FactView, Resolution, Verdict, World, judge
+from am.worlds import (
+    WHY_PENDING,
+    WHY_SUPERSEDED,
+    AncestryOracle,
+    FactView,
+    Resolution,
+    Verdict,
+    World,
+    judge,
+)
 
 if TYPE_CHECKING:
     from am.ancestry import WorldSetup
