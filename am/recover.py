@@ -28,6 +28,7 @@ __all__ = ["LostCommit", "Restored", "Finding", "find_lost", "restore", "diagnos
 _TOPS = tuple(RECORD_DIRS.values())
 _TEMP = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.tmp$")
 _INDEX_TEMP = re.compile(r"^index\.(?P<pid>\d+)\.tmp$")
+_QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/gitstore/spool.py
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,11 @@ def diagnose(vault: Any) -> list[Finding]:
             m = _INDEX_TEMP.match(tmp.name)
             if m and not _pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", str(tmp), "temporary index of a killed am process", True))
+        queue = am_dir / "queue"
+        for item in sorted(queue.iterdir()) if queue.is_dir() else ():
+            m = _QUEUED.match(item.name)
+            if m and not _pid_alive(int(m["pid"])):
+                findings.append(Finding("temp-file", str(item), "queued write of a killed am process", True))
     head, staged, status = _candidates(vault)
     for path in sorted(status):
         p = PurePosixPath(path)

@@ -106,6 +106,12 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     dead = subprocess.run([PYTHON, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     temp = facts / f".fact-x.md.am-{dead.stdout.strip()}.tmp"
     temp.write_text("partial")
+    # A queued write and an answer left by dead processes (am/gitstore/spool.py).
+    queue = vault_path / ".git" / "am" / "queue"
+    queue.mkdir(parents=True)
+    queued = [queue / f"{dead.stdout.strip()}-0-0a1b2c3d.req", queue / f"{dead.stdout.strip()}-1-0a1b2c3d.done"]
+    for item in queued:
+        item.write_text("{}")
     # A stale index.lock.
     lock = vault_path / ".git" / "index.lock"
     lock.write_text("")
@@ -118,6 +124,7 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     assert ("orphan", "fact-orphan.md") in kinds
     assert ("uncommitted", "fact-person.md") in kinds
     assert ("temp-file", temp.name) in kinds
+    assert {("temp-file", q.name) for q in queued} <= kinds
     assert ("stale-lock", "index.lock") in kinds
 
     code, out = run("--vault", str(vault_path), "doctor", "--fix", "--format", "json")
@@ -125,7 +132,7 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     assert code == 0, out
     assert {(f["kind"], Path(f["path"]).name) for f in data["findings"]} == {("uncommitted", "fact-person.md")}
     assert not lock.exists() and list((vault_path / ".git" / "am" / "stale-locks").iterdir())
-    assert not temp.exists()
+    assert not temp.exists() and not any(q.exists() for q in queued)
     assert "facts/2026/11/01/fact-orphan.md" in run_git(vault_path, "ls-files")
     assert (facts / "fact-person.md").read_text().endswith("My draft.\n")
     assert run_git(vault_path, "status", "--porcelain").strip() == "?? facts/2026/11/01/fact-person.md"

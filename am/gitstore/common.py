@@ -8,7 +8,8 @@ import fcntl
 import logging
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,22 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _flock_within(fd: int, timeout: float) -> bool:
+def _flock_now(fd: int) -> bool:
+    """Take an exclusive flock on ``fd`` if it is free; return whether it was taken."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as err:
+        if err.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        return False
+
+
+def _flock_within(fd: int, timeout: float, answered: Callable[[], bool] | None = None) -> bool | None:
     """Take an exclusive flock on ``fd``, waiting at most ``timeout`` seconds; return whether it was taken.
+
+    With ``answered``, it is called every few milliseconds while waiting, and
+    once it returns True the wait ends without the lock: None is returned.
 
     Waiting is a blocking flock in a helper thread, not polling: with polling,
     a writer that just released the lock wins it back before sleepers wake, and
@@ -122,13 +137,24 @@ def _flock_within(fd: int, timeout: float) -> bool:
         os.close(waiter_fd)  # abandoned: this was the last reference, so the lock goes with it
 
     threading.Thread(target=wait, name="am-write-lock", daemon=True).start()
-    if got.wait(timeout):
-        return True
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    outcome: bool | None = False
+    while True:
+        left = deadline - time.monotonic()
+        if got.wait(left if answered is None else max(0.0, min(pause, left))):
+            return True
+        if answered is not None and answered():
+            outcome = None
+            break
+        if time.monotonic() >= deadline:
+            break
+        pause = min(pause * 2, 0.01)
     with guard:
         if got.is_set():
             return True
         abandoned = True
-    return False
+    return outcome
 
 
 class _Moved(Exception):

@@ -28,6 +28,7 @@ class Request:
     previous: dict[PurePosixPath, bytes | None] = field(default_factory=dict)
     commit: str | None = None
     error: BaseException | None = None
+    remote: str | None = None  # the queue id of a request from another process (am/gitstore/spool.py)
 
 
 class Group:

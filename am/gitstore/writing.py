@@ -22,6 +22,7 @@ from am.gitstore.common import (
     _MAX_CAS_RETRIES,
     _OBJECT_WRITES,
     Change,
+    _flock_now,
     _flock_within,
     _fsync_dir,
     _fsync_paused,
@@ -30,7 +31,8 @@ from am.gitstore.common import (
     hash_blob,
     log,
 )
-from am.gitstore.group import Request, batch_tip, group_for, take_batch
+from am.gitstore import spool
+from am.gitstore.group import _MAX_BATCH, Request, batch_tip, group_for, take_batch
 from am.gitstore.staging import IndexView, StagedIndex, Staging
 
 
@@ -40,18 +42,24 @@ class Writer(Staging):
     # ------------------------------------------------------------ locking
 
     @contextmanager
-    def write_lock(self, *, timeout: float = 30.0, op: str = "write") -> Iterator[None]:
-        """Hold the vault's write lock (an flock on a file of am's own) for one write."""
+    def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None) -> Iterator[None]:
+        """Hold the vault's write lock (an flock on a file of am's own) for one write.
+
+        With ``request``, a writer that finds the lock taken leaves the request
+        in the queue while it waits (am/gitstore/spool.py); if the leader
+        committed it meanwhile, its commit (or error) is set on the request,
+        and the block may run without the lock (there is nothing left to do).
+        """
         self._am_dir.mkdir(exist_ok=True)
         path = self._am_dir / "write.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if not _flock_within(fd, timeout):
-                holder = self._lock_holder()
-                raise LockTimeoutError(
-                    f"the vault's write lock {path} is held by {holder}",
-                    hint="wait for that writer to finish, or stop it",
-                )
+            if request is not None and spool.enabled() and not _flock_now(fd):
+                if not self._wait_spooled(fd, request, timeout):
+                    yield  # answered without the lock: the request is done, nothing to do under it
+                    return
+            elif not _flock_within(fd, timeout):
+                self._lock_timeout()
             # The holder note is for people reading a timeout message only; the
             # flock itself dies with the process, so kill -9 never blocks anyone.
             note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "op": op, "since": time.time()})
@@ -65,6 +73,69 @@ class Writer(Staging):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
+
+    def _wait_spooled(self, fd: int, request: Request, timeout: float) -> bool:
+        """Wait for the write lock with the request in the queue; return whether the lock is held.
+
+        A final answer from the leader ends the wait without the lock (the
+        request's commit or error is set); an answer found holding the lock
+        is taken too, and Git's index entries of a commit whose leader died
+        before setting them are set here.
+        """
+        queue = self._queue_dir
+        ticket = spool.put(queue, request)
+        found: list[spool.Answer] = []
+
+        def answered() -> bool:
+            got = spool.collect(queue, ticket, self._in_branch, final_only=True)
+            if got is not None:
+                found.append(got)
+            return got is not None
+
+        try:
+            held = _flock_within(fd, timeout, answered)
+            while held is False and not spool.give_up(ticket):
+                # A leader has claimed the request: its answer comes when its batch is done.
+                held = _flock_within(fd, timeout, answered)
+            if held is False:
+                self._lock_timeout()
+            if held:
+                got = spool.collect(queue, ticket, self._in_branch)
+                if got is not None:
+                    found.append(got)
+                    if got.commit is not None and not got.final:
+                        try:
+                            self._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
+                        except (OSError, AmError) as err:
+                            log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
+                                        got.commit[:10], err)
+            if found:
+                request.commit, request.error = found[-1].commit, found[-1].error
+            return bool(held)
+        finally:
+            spool.withdraw(ticket)
+
+    def _lock_timeout(self) -> None:
+        raise LockTimeoutError(
+            f"the vault's write lock {self._am_dir / 'write.lock'} is held by {self._lock_holder()}",
+            hint="wait for that writer to finish, or stop it",
+        )
+
+    @property
+    def _queue_dir(self) -> Path:
+        return self._am_dir / "queue"
+
+    def _in_branch(self, commit: str) -> bool:
+        """Return whether HEAD's branch reaches ``commit``."""
+        tip = self.branch_tip(self.head_ref())
+        if tip is None:
+            return False
+        if tip == commit:
+            return True
+        try:
+            return bool(self.repo.descendant_of(tip, commit))
+        except (pygit2.GitError, KeyError, ValueError):
+            return False  # e.g. its objects never reached the disk
 
     def _lock_holder(self) -> str:
         try:
@@ -202,12 +273,17 @@ class Writer(Staging):
                 raise request.error
             # Promoted: the previous leader handed the queue to this request.
         try:
-            with self.write_lock(op=op):
+            with self.write_lock(op=op, request=request):
                 # The first batch may leave this request for later (it touches a
                 # path an older waiting request touches): keep leading until it is done.
                 while request.commit is None and request.error is None:
+                    remote = spool.claim(self._queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
                     with group.lock:
-                        batch, group.pending = take_batch(group.pending)
+                        batch, rest = take_batch(group.pending + remote)
+                        group.pending = [r for r in rest if r.remote is None]
+                    for r in rest:
+                        if r.remote is not None:
+                            spool.unclaim(self._queue_dir, r)
                     self._lead_batch(batch, request)
         except BaseException as err:
             if request.commit is None and request.error is None:
@@ -242,7 +318,9 @@ class Writer(Staging):
             raise
         finally:
             for r in batch:
-                if r is not own:
+                if r.remote is not None:
+                    spool.answer(self._queue_dir, r)
+                elif r is not own:
                     r.woken.set()
 
     def _commit_batch(self, batch: Sequence[Request]) -> str | None:
@@ -370,6 +448,9 @@ class Writer(Staging):
         entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r, o in zip(live, outcomes)
                    if not isinstance(o, AmError) for c in r.changes]
         staged = self._stage_index(entries, sync=sync_each)
+        for r, o in zip(live, outcomes):
+            if r.remote is not None and not isinstance(o, AmError):
+                spool.answer_pending(self._queue_dir, r, str(o))
         try:
             failpoint("after-objects")
             if not sync_each:
