@@ -139,12 +139,15 @@ class IndexQueries:
             f"SELECT id, {_WORLD}, data FROM records INDEXED BY records_rank WHERE type = 'fact' "
             f"AND COALESCE(status, 'active') NOT IN ({marks}) AND (repo IS NULL OR repo = ?) "
             f"ORDER BY pinned DESC, {_CONF_RANK}, created_ts DESC, id", (*dropped, repo))
-        while True:
-            rows = cursor.fetchmany(chunk)
-            if not rows:
-                return
-            yield from rows
-            chunk = min(chunk * 2, 4096)
+        try:
+            while True:
+                rows = cursor.fetchmany(chunk)
+                if not rows:
+                    return
+                yield from rows
+                chunk = min(chunk * 2, 4096)
+        finally:
+            cursor.close()  # a reader that stops early (the budget is full) ends the statement now
 
     def supersession_edges(self, *, repo: str | None, dropped: Sequence[str],
                            believed: Sequence[str]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

@@ -122,7 +122,11 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
             res.relations[rid] = _RelationView(rid, rel, src, dst, key[0])  # type: ignore[assignment]
     pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
     in_scope = [r for r in res.relations.values() if r.from_ in topics and r.to in topics]
-    fill(pack, _ranked(index, world, never, verdict, hidden), held, topics, in_scope, topics)
+    ranked = _ranked(index, world, never, verdict, hidden)
+    try:
+        fill(pack, ranked, held, topics, in_scope, topics)
+    finally:
+        ranked.close()
     if pack.relations:
         full = {r.id: r for _, r in index.records(ids=[r.id for r in pack.relations]) if isinstance(r, Relation)}
         pack.relations = [full.get(r.id, r) for r in pack.relations]
