@@ -246,6 +246,12 @@ class IndexQueries:
                for s, p, t, v, d in self.conn.execute(sql + " ORDER BY r.id, r.path, l.target, l.vault", args)]
         return out if dangling is None else [link for link in out if link.dangling == dangling]
 
+    def link_pairs(self) -> list[tuple[str, str]]:
+        """Return (source id, target id) of every same-vault wikilink, in the order of ``links()``."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            "SELECT r.id, l.target FROM links l JOIN records r ON r.rowid = l.rowid WHERE l.vault = '' "
+            "ORDER BY r.id, r.path, l.target").fetchall()
+
     def search(self, match: str, *, limit: int = 20, since: datetime | None = None, until: datetime | None = None,
                statuses: Sequence[str] | None = None, topic: str | None = None, repo: str | None = None,
                types: Sequence[str] | None = None) -> list[Hit]:

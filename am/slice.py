@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -305,6 +305,20 @@ def _ids(text: str | None) -> tuple[str, ...]:
     return tuple(text[2:-2].split('","'))
 
 
+class _CachedLinks:
+    """The cache's same-vault (source, target) link pairs, read when first iterated (a query's full-text
+    level usually serves before the graph level needs them)."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+        self.pairs: list[tuple[str, str]] | None = None
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        if self.pairs is None:
+            self.pairs = list(self.index.link_pairs())
+        return iter(self.pairs)
+
+
 def _search_fn(index: Any) -> Any:
     """Return the cache's full-text search as ``search(query, limit) -> ids``, or None without a cache."""
     if index is None:
@@ -375,7 +389,7 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
     links = None
     if index is not None and (request.topic or request.query):
         # The cache already parsed every body's links; parsing 10k bodies again costs seconds.
-        links = [(link.source, link.target) for link in index.links() if link.vault is None]
+        links = _CachedLinks(index)
     # The cache belongs to the vault, which closes it.
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
                       search=search, backend=backend, backend_note=note, links=links, load=load,

@@ -22,7 +22,7 @@ byte-identical packs (tests/test_slice_cache.py holds them equal).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from am.indexrows import record_from_json
@@ -147,7 +147,7 @@ def _hidden(index: Any, world: World, never: tuple[str, ...], verdict: _Judge) -
 
 
 def _ranked(index: Any, world: World, never: tuple[str, ...], verdict: _Judge,
-            hidden: dict[str, tuple[str, _Key]]) -> Iterator[Fact]:
+            hidden: dict[str, tuple[str, _Key]]) -> Generator[Fact, None, None]:
     """Yield the facts that hold and are not superseded here, in full, best ranked first."""
     for row in index.ranked_facts(repo=world.repo, dropped=never):
         if row[0] in hidden or not verdict(_key(row[1:8])).holds:
