@@ -289,15 +289,14 @@ def load_settings(text: str, *, path: str | None = None) -> dict[str, Any]:
 _PLAIN_OK = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\x00-\x1f\x7f\x85\u2028\u2029\ufeff]*$")
 _PLAIN_BAD = re.compile(r": |:$| #|\s$|[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 _FLOW_BAD = re.compile(r"[,\[\]{}]")
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?\Z")
+# Only writes use these two: left to re's cache, so a read command does not compile them.
+_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?\Z"
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-_NEEDS_ESCAPE = re.compile(
-    r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\u200b-\u200f\u202a-\u202e\u2066-\u2069]'
-)
+_NEEDS_ESCAPE = r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\u200b-\u200f\u202a-\u202e\u2066-\u2069]'
 
 
 def _quote(text: str) -> str:
-    return '"' + _NEEDS_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text) + '"'
+    return '"' + re.sub(_NEEDS_ESCAPE, lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text) + '"'
 
 
 def _yaml11_plain_is_str(text: str) -> bool:
@@ -324,7 +323,7 @@ def format_scalar(value: Any, *, in_flow: bool = False, allow_timestamp: bool = 
             ".nan" if value != value else (".inf" if value > 0 else "-.inf")
         )
     text = str(value)
-    if allow_timestamp and _TIMESTAMP.match(text):
+    if allow_timestamp and re.match(_TIMESTAMP, text):
         return text
     if (
         _PLAIN_OK.match(text)
