@@ -156,7 +156,7 @@ def claim(queue: Path, *, limit: int) -> list[Request]:
             raw = json.loads(Path(path).read_bytes())
             changes = tuple(Change(PurePosixPath(c["path"]), base64.b64decode(c["data"]), c["base"])
                             for c in raw["changes"])
-            request = Request(changes, raw["message"], tuple(raw["author"]),  # type: ignore[arg-type]
+            request = Request(changes, raw["message"], tuple(raw["author"]),
                               None if raw["committer"] is None else tuple(raw["committer"]), remote=rid)
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a request am wrote; its writer leads with it itself
