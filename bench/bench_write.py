@@ -176,6 +176,19 @@ def index_writes(root: Path, runs: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def commits_per_ref_move(root: Path, moves: int) -> float:
+    """Return the mean number of commits per branch move over the last ``moves`` reflog entries (group commit)."""
+    subjects = subprocess.run(["git", "-C", str(root), "reflog", "-n", str(moves), "--format=%gs"],
+                              check=True, capture_output=True, text=True).stdout.splitlines()
+    sizes = []
+    for subject in subjects:
+        if subject.startswith("commit (am group of "):
+            sizes.append(int(subject.split("of ", 1)[1].split(")", 1)[0]))
+        elif subject.startswith("commit"):
+            sizes.append(1)
+    return sum(sizes) / max(1, len(sizes))
+
+
 def git_cli_commits(root: Path, commits: int) -> float:
     """Return commits/s of `git add FILE && git commit` on the same vault (the baseline)."""
     env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
@@ -247,8 +260,10 @@ def main() -> None:
         per = max(1, args.commits // args.writers)
         for label, measure in (("threads", threaded_writes), ("processes", process_writes)):
             many = measure(root, args.writers, per * 2)
+            group = commits_per_ref_move(root, args.writers * per // 2)
             print(f"{size:>6} facts | {args.writers} writer {label:<9} {many:6.1f} commits/s "
-                  f"({many / 200:4.2f}x of 200/s, {many / rate:4.2f}x of one writer)", flush=True)
+                  f"({many / 200:4.2f}x of 200/s, {many / rate:4.2f}x of one writer; "
+                  f"{group:.1f} commits per branch move)", flush=True)
     if args.no_process_time:
         return
     times = process_times(args.python, work / f"v{sizes[0]}", args.runs)
