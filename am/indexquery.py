@@ -175,6 +175,20 @@ class IndexQueries:
             (*dropped, repo, *believed, repo)).fetchall()
         return by_list, by_link
 
+    def fact_rows_about(self, ids: Sequence[str], *, members: bool = True) -> list[tuple[Any, ...]]:
+        """Return (id, 7 world fields, pinned, conf, created_ts, topics) of the facts with one of ``ids``
+        or (``members``) about one of them, each once, in no particular order."""
+        cols = f"r.id, {_world_of('r')}, r.pinned, r.conf, r.created_ts, r.topics"
+        wanted = json.dumps(list(ids))
+        rows: list[tuple[Any, ...]] = self.conn.execute(
+            f"SELECT {cols} FROM records r INDEXED BY records_fact WHERE r.type = 'fact' "
+            "AND r.id IN (SELECT value FROM json_each(?))", (wanted,)).fetchall()
+        if members:
+            rows += self.conn.execute(
+                f"SELECT {cols} FROM members m CROSS JOIN records r ON r.rowid = m.rowid "
+                "WHERE m.topic IN (SELECT value FROM json_each(?)) AND r.type = 'fact'", (wanted,)).fetchall()
+        return list({row[0]: row for row in rows}.values())
+
     def topic_values(self, *, statuses: Sequence[str]) -> list[Record]:
         """Return the topics with one of ``statuses`` (no status: active), sorted by id then path."""
         marks = ",".join("?" * len(statuses))

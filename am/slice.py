@@ -358,6 +358,11 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
     index = None
     load: Loader | None = None
     dropped: dict[str, int] | None = None
+    backend, note = (None, "vector: not configured")
+    if request.query:
+        from am.retrieval import load_backend
+
+        backend, note = load_backend(vault.settings)
     if request.as_of is not None:
         past = vault.store.last_commit_at(request.as_of.timestamp())
         if past is None:
@@ -369,23 +374,19 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
         index = _open_index(vault)
         if index is not None:
             commit = index.head or commit
-            if request.topic is None and not request.query and hasattr(index, "fact_world_groups"):
+            if request.topic is None and backend is None and hasattr(index, "fact_world_groups"):
                 from am.slicecache import cached_pack
 
-                # The default scope: judged and ranked in pieces, only the shown facts decoded.
-                pack = cached_pack(index, request, setup, vault_name=vault.name, vault_commit=commit)
+                # Every topic, or a query the full-text index serves: judged and ranked in pieces,
+                # only the shown facts decoded.
+                pack = cached_pack(index, request, setup, vault_name=vault.name, vault_commit=commit,
+                                   search=_search_fn(index), backend_note=note)
                 if pack is not None:
                     return _with_links(pack, vault, request, setup)
             records, load, dropped = _from_cache(index, setup.world)
         else:
             records = (r for _, r in vault.iter_records())
-    backend, note = (None, "vector: not configured")
-    search = None
-    if request.query:
-        from am.retrieval import load_backend
-
-        backend, note = load_backend(vault.settings)
-        search = _search_fn(index)
+    search = _search_fn(index) if request.query else None
     links = None
     if index is not None and (request.topic or request.query):
         # The cache already parsed every body's links; parsing 10k bodies again costs seconds.

@@ -1,6 +1,6 @@
-"""A plain slice straight from the cache: worlds judged per distinct value, only the shown facts decoded.
+"""A slice straight from the cache: worlds judged per distinct value, only the shown facts decoded.
 
-For the default scope (every topic: no --topic, --query or --as-of) a pack
+For the default scope (every topic: no --topic or --as-of) a pack
 needs the counts of what holds, the supersession in the world, and the
 best-ranked facts until the budget is full. ``cached_pack`` gets them without
 building a Python object per fact:
@@ -13,7 +13,9 @@ building a Python object per fact:
   an edge hides its old fact when both ends' groups hold and the new one is
   believed (resolve()'s rule, applied in its order);
 - facts are read best first along an index (pinned, confidence, newest, id)
-  and decoded a chunk at a time until the budget is full; the rest are counted.
+  and decoded a chunk at a time until the budget is full; the rest are counted;
+- with ``--query``, when the full-text level serves (no embedding backend, and
+  a hit holds), only the hits and the facts about them are judged and ranked.
 
 It returns None when two files share an id (the first-by-path rule needs
 every row), and the caller takes the general path. Both paths give
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from am.indexrows import record_from_json
 from am.model import Fact, Relation, Topic
-from am.pack import Pack, SliceRequest
+from am.pack import Pack, SliceRequest, clean_text
 from am.worlds import (
     WHY_PENDING,
     WHY_SUPERSEDED,
@@ -41,11 +43,14 @@ from am.worlds import (
 
 if TYPE_CHECKING:
     from am.ancestry import WorldSetup
+    from am.retrieval import Retrieved, SearchFn
 
 __all__ = ["cached_pack"]
 
 _Key = tuple[Any, ...]  # status, repo, version, commit, until_commit, valid_from, valid_until
 _BELIEVED = ("active", "contested")
+_CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+_NEVER = float("inf")
 
 
 class _RelationView(NamedTuple):
@@ -80,11 +85,18 @@ def _key(values: tuple[Any, ...] | list[Any]) -> _Key:
 
 
 def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_name: str,
-                vault_commit: str | None) -> Pack | None:
-    """Build the pack of the default scope from the cache; None when the general path must do it."""
+                vault_commit: str | None, search: SearchFn | None = None,
+                backend_note: str = "vector: not configured") -> Pack | None:
+    """Build a pack from the cache in pieces; None when the general path must do it.
+
+    Serves every topic, and ``--query`` when no embedding backend is configured
+    and the full-text index finds something that holds (``search(query, limit)``
+    is the cache's search); the graph level and ``--topic`` need the whole
+    world's link graph, so they take the general path.
+    """
     from am.slice import fill
 
-    if index.has_twins():
+    if request.topic is not None or (request.query and search is None) or index.has_twins():
         return None
     world = setup.world
     verdict = _Judge(world, setup.oracle)
@@ -120,17 +132,74 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
         key = _key(fields)
         if verdict(key).holds and src not in hidden and dst not in hidden:
             res.relations[rid] = _RelationView(rid, rel, src, dst, key[0])  # type: ignore[assignment]
-    pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
-    in_scope = [r for r in res.relations.values() if r.from_ in topics and r.to in topics]
-    ranked = _ranked(index, world, never, verdict, hidden)
+    if request.query:
+        assert search is not None
+        found_q = _query_scope(index, request.query, search, backend_note, verdict, hidden, topics)
+        if found_q is None:
+            return None
+        retrieved, chosen, scope_topics = found_q
+        pack = Pack(request, setup, vault_name, vault_commit, res,
+                    f"query \"{clean_text(request.query)}\" (served by: {retrieved.level})", retrieval=retrieved)
+        ranked: Generator[Fact | None, None, None] = _loaded(index, chosen)
+        total = len(chosen)
+    else:
+        pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
+        ranked, total, scope_topics = _ranked(index, world, never, verdict, hidden), held, set(topics)
+    in_scope = [r for r in res.relations.values() if r.from_ in scope_topics and r.to in scope_topics]
     try:
-        fill(pack, ranked, held, topics, in_scope, topics)
+        fill(pack, ranked, total, scope_topics, in_scope, topics)
     finally:
         ranked.close()
     if pack.relations:
         full = {r.id: r for _, r in index.records(ids=[r.id for r in pack.relations]) if isinstance(r, Relation)}
         pack.relations = [full.get(r.id, r) for r in pack.relations]
     return pack
+
+
+def _query_scope(index: Any, query: str, search: SearchFn, note: str, verdict: _Judge,
+                 hidden: dict[str, tuple[str, _Key]],
+                 topics: dict[str, Topic]) -> tuple[Retrieved, list[str], set[str]] | None:
+    """Return what the full-text level retrieves, the facts in scope (ranked ids) and the topics in scope.
+
+    As ``am.retrieval.retrieve`` and ``am.slice._scope_facts`` do on the whole
+    world: hits that hold, in search order; the facts that are hits or are about
+    a hit; the topics that are hits or that a hit fact is about. None when the
+    search fails or nothing it finds holds (the general path then tries the graph).
+    """
+    from am.retrieval import Retrieved
+    from am.slice import _ids
+
+    try:
+        raw = list(search(query, 200))
+    except Exception:  # noqa: BLE001 -- the general path runs the search again and names the failure
+        return None
+    held = {r[0] for r in index.fact_rows_about(raw, members=False)
+            if r[0] not in hidden and verdict(_key(r[1:8])).holds}
+    hits = tuple(dict.fromkeys(i for i in raw if i in held or i in topics))
+    if not hits:
+        return None
+    hit = set(hits)
+    about = [r for r in index.fact_rows_about(hits) if r[0] not in hidden and verdict(_key(r[1:8])).holds]
+    chosen = [r for r in about if r[0] in hit or hit.intersection(_ids(r[11]))]
+    scope = {t for t in hits if t in topics} | {t for r in chosen if r[0] in hit for t in _ids(r[11])}
+    order = {i: n for n, i in enumerate(hits)}
+    last = len(order)
+    chosen.sort(key=lambda r: (not r[8], order.get(r[0], last), _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
+                               _NEVER if r[10] is None else -r[10], r[0]))
+    notes = (note, f"full-text: {len(hits)} hits")
+    return Retrieved("full-text", hits, notes), [r[0] for r in chosen], scope
+
+
+def _loaded(index: Any, ids: list[str]) -> Generator[Fact | None, None, None]:
+    """Yield the facts with these ids in full, in this order, reading them 200 at a time (None: gone)."""
+    for at in range(0, len(ids), 200):
+        batch = ids[at:at + 200]
+        found: dict[str, Fact] = {}
+        for _, record in index.records(ids=batch):
+            if isinstance(record, Fact):
+                found.setdefault(record.id, record)
+        for fid in batch:
+            yield found.get(fid)
 
 
 def _hidden(index: Any, world: World, never: tuple[str, ...], verdict: _Judge) -> dict[str, tuple[str, _Key]]:
