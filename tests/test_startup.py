@@ -54,10 +54,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo vault, with its cache built once (the reads below find it fresh)."""
     from am.demo import materialise_demo
 
-    root = tmp_path_factory.mktemp("startup") / "demo"
-    materialise_demo(root)
-    done = subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(root), "index", "rebuild"],
-                          check=False, capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT)
+    folder = tmp_path_factory.mktemp("startup")
+    root = folder / "demo"
+    # A module fixture runs before the per-test $AM_HOME: the demo registers its code repository.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AM_HOME", str(folder / "am-home"))
+        materialise_demo(root)
+        done = subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(root), "index", "rebuild"],
+                              check=False, capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr
     return root
 
