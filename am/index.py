@@ -497,8 +497,16 @@ class Index(IndexQueries):
         checked = len(candidates)
         changes: list[tuple[str, os.stat_result | None, bytes | None]] = []
         rows: dict[str, tuple[Any, ...]] | None = None
-        if len(candidates) > 500:
+        if len(candidates) > 500 and sweep:
             rows = {r[0]: r[1:] for r in self.conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files")}
+        elif len(candidates) > 50:
+            # Usually one folder someone (or am) wrote into: read its rows by key range, not the whole table.
+            rows = {}
+            for folder in {p.rpartition("/")[0] for p in candidates}:
+                rows.update((r[0], r[1:]) for r in self.conn.execute(
+                    "SELECT path, blob, mtime_ns, size, ino FROM files WHERE path > ? AND path < ?",
+                    (folder + "/", folder + "0")))
+        root, stat = f"{self.root}/", os.stat
         for path in sorted(candidates):
             if rows is not None:
                 row = rows.get(path)
@@ -506,7 +514,7 @@ class Index(IndexQueries):
                 row = self.conn.execute("SELECT blob, mtime_ns, size, ino FROM files WHERE path = ?",
                                         (path,)).fetchone()
             try:
-                st = os.stat(os.path.join(self.root, path))
+                st = stat(root + path)
             except (FileNotFoundError, NotADirectoryError):
                 if row is not None:
                     changes.append((path, None, None))

@@ -209,6 +209,11 @@ def test_random_edits_agree_with_git(tmp_path_factory: pytest.TempPathFactory, o
             model[name] = blob
         elif name in model:
             index.remove(name)
+            (repo / name).unlink()
+            for parent in (repo / name).parents:
+                if parent == repo or any(parent.iterdir()):
+                    break
+                parent.rmdir()
             del model[name]
     target = repo / ".git/index.new"
     index.write(target)

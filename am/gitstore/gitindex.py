@@ -139,8 +139,11 @@ class GitIndex:
     # ------------------------------------------------------------ reading
 
     @classmethod
-    def parse(cls, data: bytes) -> GitIndex:
-        """Return the index held in ``data``; raise ValueError if damaged or torn, IndexUnsupported if unhandled."""
+    def parse(cls, data: bytes, mtime_ns: int | None = None) -> GitIndex:
+        """Return the index held in ``data``; raise ValueError if damaged or torn, IndexUnsupported if unhandled.
+
+        ``mtime_ns``, the index file's time, marks the entries that may be racily clean.
+        """
         if len(data) < _HEADER.size + 20:
             raise ValueError("index file is too short")
         # git >= 2.40 with index.skipHash (set by feature.manyFiles) writes a zero trailer; git accepts it unchecked.
@@ -154,6 +157,9 @@ class GitIndex:
         out = cls(version)
         paths, entries, at, end = out.paths, out.entries, _HEADER.size, len(data) - 20
         unpack = _STAT.unpack_from
+        racy = out.racy
+        # git's racy-git rule: an entry whose file time is not older than the index file's.
+        newest = (-1, -1) if mtime_ns is None else ((mtime_ns // 1_000_000_000) & 0xFFFFFFFF, mtime_ns % 1_000_000_000)
         for _ in range(count):
             fields = unpack(data, at)
             flags = fields[11]
@@ -162,6 +168,8 @@ class GitIndex:
             path, nxt = _entry_path(data, at, flags, bool(flags & _EXTENDED))
             paths.append(path)
             entries.append(data[at:nxt])
+            if (fields[2], fields[3]) >= newest and mtime_ns is not None:
+                racy.add(path)
             at = nxt
         while at < end:
             sig, size = struct.unpack_from(">4sL", data, at)
@@ -191,18 +199,7 @@ class GitIndex:
                 data = handle.read()
         except FileNotFoundError:
             return cls(), 0
-        index = cls.parse(data)
-        index.mark_racy(st.st_mtime_ns)
-        return index, st.st_mtime_ns
-
-    def mark_racy(self, index_mtime_ns: int) -> None:
-        """Note the entries whose file time is not older than the index file's (git's racy-git rule)."""
-        whole = index_mtime_ns // 1_000_000_000
-        frac = index_mtime_ns % 1_000_000_000
-        for path, entry in zip(self.paths, self.entries):
-            seconds, nanos = struct.unpack_from(">LL", entry, 8)
-            if (seconds, nanos) >= (whole & 0xFFFFFFFF, frac):
-                self.racy.add(path)
+        return cls.parse(data, st.st_mtime_ns), st.st_mtime_ns
 
     def __len__(self) -> int:
         return len(self.paths)

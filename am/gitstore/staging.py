@@ -103,7 +103,11 @@ class Staging(Reader):
             return kept[1]  # the index am wrote last is still the one on disk
         for attempt in range(50):
             try:
-                return GitIndex.read(self.gitdir / "index")[0]
+                stamp = self._index_stamp()
+                index = GitIndex.read(self.gitdir / "index")[0]
+                if stamp is not None and self._index_stamp() == stamp:
+                    self._index_kept = (stamp, index)  # the index write that follows need not parse it again
+                return index
             except IndexUnsupported:
                 break
             except (ValueError, OSError) as err:
