@@ -299,9 +299,21 @@ def _quote(text: str) -> str:
     return '"' + re.sub(_NEEDS_ESCAPE, lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text) + '"'
 
 
+# PyYAML picks the YAML 1.1 implicit resolvers to try by a scalar's first
+# character; apart from these whole words, only a scalar starting with one of
+# _YAML11_OTHER_FIRST can resolve to anything but a string (tests/test_yaml11.py).
+_YAML11_WORDS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
+                          "null Null NULL ~".split())
+_YAML11_OTHER_FIRST = frozenset("-+.0123456789<=!&*")
+
+
 def _yaml11_plain_is_str(text: str) -> bool:
     # Other readers (Obsidian, PyYAML's default) use YAML 1.1 rules: never write
     # a plain scalar that they would turn into a bool, number or null. Only writes get here.
+    if not text or text in _YAML11_WORDS:
+        return False
+    if text[0] not in _YAML11_OTHER_FIRST:
+        return True  # no resolver but the words above starts here: a write need not import PyYAML
     import yaml
 
     tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
