@@ -100,6 +100,37 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
         return None
     world = setup.world
     verdict = _Judge(world, setup.oracle)
+    res, never, hidden = _resolution(index, world, verdict)
+    topics = res.topics
+    if request.query:
+        assert search is not None
+        found_q = _query_scope(index, request.query, search, backend_note, verdict, hidden, topics)
+        if found_q is None:
+            return None
+        retrieved, chosen, scope_topics = found_q
+        pack = Pack(request, setup, vault_name, vault_commit, res,
+                    f"query \"{clean_text(request.query)}\" (served by: {retrieved.level})", retrieval=retrieved)
+        ranked: Generator[Fact | None, None, None] = _loaded(index, chosen)
+        total = len(chosen)
+    else:
+        pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
+        ranked, scope_topics = _ranked(index, world, never, verdict, hidden), set(topics)
+        total = res.fact_counts()[0]
+    in_scope = [r for r in res.relations.values() if r.from_ in scope_topics and r.to in scope_topics]
+    try:
+        fill(pack, ranked, total, scope_topics, in_scope, topics)
+    finally:
+        ranked.close()
+    if pack.relations:
+        full = {r.id: r for _, r in index.records(ids=[r.id for r in pack.relations]) if isinstance(r, Relation)}
+        pack.relations = [full.get(r.id, r) for r in pack.relations]
+    return pack
+
+
+def _resolution(index: Any, world: World,
+                verdict: _Judge) -> tuple[Resolution, tuple[str, ...], dict[str, tuple[str, _Key]]]:
+    """Return what holds in the world (facts only counted; topics and relations that hold), the statuses
+    that never hold there, and the facts superseded here."""
     res = Resolution()
     held = contested = 0
     for row in index.fact_world_groups():
@@ -114,7 +145,7 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
         res.rules[found.rule] = res.rules.get(found.rule, 0) + count
     never = ("expired", "superseded") + (() if world.include_pending else (WHY_PENDING,))
     hidden = _hidden(index, world, never, verdict)
-    for fid, old_key in hidden.values():
+    for _, old_key in hidden.values():
         rule = verdict(old_key).rule
         held -= 1
         contested -= old_key[0] == "contested"
@@ -132,28 +163,7 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
         key = _key(fields)
         if verdict(key).holds and src not in hidden and dst not in hidden:
             res.relations[rid] = _RelationView(rid, rel, src, dst, key[0])  # type: ignore[assignment]
-    if request.query:
-        assert search is not None
-        found_q = _query_scope(index, request.query, search, backend_note, verdict, hidden, topics)
-        if found_q is None:
-            return None
-        retrieved, chosen, scope_topics = found_q
-        pack = Pack(request, setup, vault_name, vault_commit, res,
-                    f"query \"{clean_text(request.query)}\" (served by: {retrieved.level})", retrieval=retrieved)
-        ranked: Generator[Fact | None, None, None] = _loaded(index, chosen)
-        total = len(chosen)
-    else:
-        pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
-        ranked, total, scope_topics = _ranked(index, world, never, verdict, hidden), held, set(topics)
-    in_scope = [r for r in res.relations.values() if r.from_ in scope_topics and r.to in scope_topics]
-    try:
-        fill(pack, ranked, total, scope_topics, in_scope, topics)
-    finally:
-        ranked.close()
-    if pack.relations:
-        full = {r.id: r for _, r in index.records(ids=[r.id for r in pack.relations]) if isinstance(r, Relation)}
-        pack.relations = [full.get(r.id, r) for r in pack.relations]
-    return pack
+    return res, never, hidden
 
 
 def _query_scope(index: Any, query: str, search: SearchFn, note: str, verdict: _Judge,
