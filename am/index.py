@@ -60,10 +60,10 @@ from am.errors import AmError
 from am.gitstore import hash_blob
 from am.indexfile import DB_NAME, CacheDamaged, CacheFile
 from am.indexquery import IndexQueries
+from am.indexscan import FolderScans
 from am.indexrows import (
     _SCHEMA,
     SCHEMA_VERSION,
-    SLOTS,
     TOPS,
     Hit,
     IndexedLink,
@@ -87,7 +87,6 @@ log = logging.getLogger("am")
 
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
-_SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
 Progress = Callable[[int, int], None]
 
 
@@ -111,7 +110,7 @@ def open_cache(vault: Vault) -> Index | None:
     return index
 
 
-class Index(IndexQueries):
+class Index(IndexQueries, FolderScans):
     """A vault's cache: records, topic membership, links and a full-text index."""
 
     progress_hook: ClassVar[Callable[[], Progress | None] | None] = None
@@ -397,39 +396,6 @@ class Index(IndexQueries):
     def _full_sweep_always(self) -> bool:
         return os.environ.get("AM_CACHE_SWEEP") == "0"
 
-    def _rolling_sweep(self) -> list[str]:
-        """Return files of this second's slots whose stat data changed (an in-place save)."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'files'").fetchone()
-        # Kept in meta: count(*) reads the whole table.
-        count = int(row[0]) if row else self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        width = max(1, min(SLOTS, SLOTS * _SWEEP_FILES // max(count, 1)))
-        first = (int(time.time()) * width) % SLOTS
-        slots = [(first + i) % SLOTS for i in range(width)]
-        rows = self.conn.execute(
-            f"SELECT path, mtime_ns, size, ino FROM files WHERE slot IN ({','.join(map(str, slots))})").fetchall()
-        root, stat, out = f"{self.root}/", os.stat, []
-        for path, mtime, size, ino in rows:
-            try:
-                st = stat(root + path)
-            except (FileNotFoundError, NotADirectoryError):
-                out.append(path)
-                continue
-            if (st.st_mtime_ns, st.st_size, st.st_ino) != (mtime, size, ino):
-                out.append(path)
-        return out
-
-    def _changed_dirs(self) -> list[tuple[str, int]]:
-        out = []
-        root, stat = f"{self.root}/", os.stat  # this loop is most of a no-change check
-        for path, mtime in self.conn.execute("SELECT path, mtime_ns FROM dirs").fetchall():
-            try:
-                now = stat(root + path).st_mtime_ns
-            except (FileNotFoundError, NotADirectoryError):
-                now = -1
-            if now != mtime:
-                out.append((path, now))
-        return out
-
     def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None) -> Refresh:
         meta = self._meta()
         head = self.store.head()
@@ -481,10 +447,8 @@ class Index(IndexQueries):
         candidates = set(recheck)
         if not own:
             candidates.update(self._rolling_sweep())
-        # After am's own commit the written paths are all there is to take in.
-        # The folders it wrote into keep their recorded times, so the next
-        # command's check scans them once (someone else may have saved a file
-        # there meanwhile); scanning here would cost each write the whole day folder.
+        # After am's own commit the written paths are all there is to take in;
+        # the folders it wrote into are noted after the upsert (_note_own_folders).
         if not own:
             for path, mtime in self._changed_dirs():
                 candidates.update(self._scan_dir(path, mtime))
@@ -534,6 +498,8 @@ class Index(IndexQueries):
         removed = 0
         for start in range(0, len(changes), _BATCH):
             removed += self._upsert(changes[start:start + _BATCH])
+        if own:
+            self._note_own_folders(trusted_paths)
         # Files whose working copy differs from HEAD (or is untracked): re-checked every time.
         if sweep:
             tree = dict(self.store.tree_files(TOPS, commit=head)) if head else {}
@@ -550,34 +516,3 @@ class Index(IndexQueries):
             swept["files"] = str(self.conn.execute("SELECT count(*) FROM files").fetchone()[0])
         self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty), **swept)
         return checked, len(changes) - removed, removed
-
-    def _scan_dir(self, path: str, mtime: int) -> set[str]:
-        """Return the files to look at in a folder whose time changed, and record its new time."""
-        found: set[str] = set()
-        lo, hi = path + "/", path + "0"  # '0' sorts right after '/'
-        known_files = [p for (p,) in self.conn.execute(
-            "SELECT path FROM files WHERE path >= ? AND path < ?", (lo, hi))]
-        if mtime == -1:
-            self.conn.execute("DELETE FROM dirs WHERE path = ? OR (path >= ? AND path < ?)", (path, lo, hi))
-            if path in TOPS:
-                self.conn.execute("INSERT INTO dirs VALUES (?, -1)", (path,))
-            return set(known_files)
-        self.conn.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (path, mtime))
-        known_dirs = {p for (p,) in self.conn.execute("SELECT path FROM dirs WHERE path >= ? AND path < ?", (lo, hi))}
-        found.update(p for p in known_files if "/" not in p[len(lo):])
-        try:
-            entries = list(os.scandir(os.path.join(self.root, path)))
-        except (FileNotFoundError, NotADirectoryError):
-            return found
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            rel = f"{path}/{entry.name}"
-            if entry.is_dir():
-                if rel not in known_dirs:
-                    # A new folder: take it in whole (its own time is recorded by the scan).
-                    found.update(self._scan_dir(rel, entry.stat().st_mtime_ns))
-            elif entry.name.endswith(".md"):
-                found.add(rel)
-        return found
-

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from am.index import Index, body_links, segment
 from am.links import link_targets
+from am.model import Fact
+from am.records import render_record
 from am.textseg import segment_for_index
 from am.vault import Vault
 from tests.conftest import subprocess_env
@@ -90,11 +92,21 @@ def test_own_write_updates_the_cache_in_the_same_step(seeded: Vault, git: Callab
     result = seeded.add_fact("Batch lookups landed.", topics=["project-alpha"], id="fact-batch")
     assert cache.head == result.commit == git("rev-parse", "HEAD").strip()
     assert cache.lookup("fact-batch") == result.paths[0]
-    # The next check lists the folder the write touched once (someone else may
-    # have saved a file there), reads nothing, and then has nothing left to do.
-    again = cache.refresh()
-    assert again.changed == 0 and again.removed == 0
-    assert cache.refresh().checked == 0
+    assert cache.refresh().checked == 0  # nothing left to do: the folder's new time was noted
+
+
+def test_a_file_someone_saved_beside_ams_write_is_still_taken_in(seeded: Vault, vault_path: Path) -> None:
+    cache = seeded.cache()
+    first = seeded.add_fact("First of the day.", topics=["project-alpha"], id="fact-first")
+    folder = vault_path / first.paths[0].parent
+    # Saved by hand into the same folder, then am writes there too before any check.
+    mine = Fact(id="fact-by-hand", topics=("project-alpha",), body="Written in Obsidian.\n",
+                created="2026-11-01T10:00:00+00:00")
+    (folder / "fact-by-hand.md").write_text(render_record(mine))
+    seeded.add_fact("Second of the day.", topics=["project-alpha"], id="fact-second")
+    # am noticed a name it did not know in that folder and left it to the next check.
+    assert cache.refresh().changed == 1
+    assert cache.lookup("fact-by-hand") is not None
 
 
 def test_full_sweep_on_every_command_when_asked(seeded: Vault, vault_path: Path, tmp_path: Path,
