@@ -17,6 +17,7 @@ __all__ = [
     "DirtyFileError",
     "LockTimeoutError",
     "ConflictError",
+    "PathTakenError",
     "SecretError",
     "GitError",
 ]
@@ -103,6 +104,14 @@ class ConflictError(AmError):
     """A Git operation (revert, merge) would conflict; nothing was changed."""
 
     exit_code = 9
+
+
+class PathTakenError(ConflictError):
+    """A new record's file is already in the vault, with other content (e.g. two writers drew one fact id)."""
+
+    def __init__(self, message: str, *, path: str | None = None, hint: str | None = None) -> None:
+        self.path = path
+        super().__init__(message, hint=hint)
 
 
 class SecretError(AmError):

@@ -11,7 +11,6 @@ import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -49,6 +48,7 @@ from am.model import (
 from am.records import decode_record_bytes, parse_record, render_record
 from am.registry import Registry
 from am.schemas import check_record
+from am.writes import WriteResult, one_line, with_fresh_ids
 
 __all__ = ["Vault", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 
@@ -57,26 +57,6 @@ log = logging.getLogger("am")
 VAULT_FILE = PurePosixPath(".am/vault.yml")
 FORMAT_VERSION = 1
 _ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}\Z")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What one write did: the commit and the records it wrote."""
-
-    commit: str
-    records: tuple[Record, ...]
-    paths: tuple[PurePosixPath, ...]
-
-    @property
-    def record(self) -> Record:
-        return self.records[0]
-
-
-def one_line(text: str, *, limit: int = 200) -> str:
-    """Collapse text to one safe line for a commit message (no control or bidi characters)."""
-    flat = " ".join(_CONTROL.sub(" ", text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def find_vault_root(start: Path) -> Path | None:
@@ -85,6 +65,7 @@ def find_vault_root(start: Path) -> Path | None:
         if (folder / ".am" / "vault.yml").is_file():
             return folder
     return None
+
 
 
 class Vault:
@@ -465,16 +446,20 @@ class Vault:
                  allow_secrets: bool = False) -> WriteResult:
         """Add a fact about one or more topics, in one commit (with any topics it creates)."""
         new_topics = self._check_topics(topics, create=create_topics)
-        fact = self._new_fact(text, topics=topics, id=id, confidence=confidence, provenance=provenance,
-                              repo=repo, branch=branch, commit=commit, paths=paths, valid_from=valid_from,
-                              valid_until=valid_until, tags=tags, pin=pin, axis=axis)
         if id:
-            self._ensure_new(fact.id)
-        path = record_path("fact", fact.id, fact.created)
-        items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None)]
-        items += [(p, t, None) for p, t in new_topics]
-        return self._write(items, noun="fact", verb="add", ids=[fact.id] + [t.id for _, t in new_topics],
-                           summary=text, allow_secrets=allow_secrets)
+            self._ensure_new(check_id(id))
+
+        def attempt() -> WriteResult:
+            fact = self._new_fact(text, topics=topics, id=id, confidence=confidence, provenance=provenance,
+                                  repo=repo, branch=branch, commit=commit, paths=paths, valid_from=valid_from,
+                                  valid_until=valid_until, tags=tags, pin=pin, axis=axis)
+            path = record_path("fact", fact.id, fact.created)
+            items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None)]
+            items += [(p, t, None) for p, t in new_topics]
+            return self._write(items, noun="fact", verb="add", ids=[fact.id] + [t.id for _, t in new_topics],
+                               summary=text, allow_secrets=allow_secrets)
+
+        return with_fresh_ids(attempt, generated=not id)
 
     def supersede_fact(self, old_id: str, text: str, *, reason: str, topics: Sequence[str] = (),
                        id: str | None = None, confidence: str | None = None, provenance: str | None = None,
@@ -495,28 +480,32 @@ class Vault:
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
         new_topics = self._check_topics(topics or old.topics, create=create_topics)
-        fact = self._new_fact(
-            text, topics=topics or old.topics, id=id, confidence=confidence or old.confidence,
-            provenance=provenance, repo=repo or old.repo, branch=branch or old.version,
-            commit=commit or old.commit, paths=paths or old.paths, valid_from=valid_from,
-            valid_until=valid_until, tags=tags or old.tags, pin=pin or old.pinned, axis=axis or old.axis,
-            supersedes=[old.id],
-        )
-        fact = replace(fact, reason=one_line(reason))
         if id:
-            self._ensure_new(fact.id)
-        holds_everywhere = (
-            fact.repo == old.repo
-            and (old.version is None or fact.version in (None, old.version))
-            and (fact.commit is None or fact.commit == old.commit)
-        )
-        updated = replace(old, superseded_by=fact.id, reason=one_line(reason),
-                          status="superseded" if holds_everywhere else old.status)
-        path = record_path("fact", fact.id, fact.created)
-        items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None), (old_path, updated, base)]
-        items += [(p, t, None) for p, t in new_topics]
-        return self._write(items, noun="fact", verb="supersede", ids=[fact.id, old.id], reason=reason,
-                           subject=f"fact: supersede {old.id} -> {fact.id}", allow_secrets=allow_secrets)
+            self._ensure_new(check_id(id))
+
+        def attempt() -> WriteResult:
+            fact = self._new_fact(
+                text, topics=topics or old.topics, id=id, confidence=confidence or old.confidence,
+                provenance=provenance, repo=repo or old.repo, branch=branch or old.version,
+                commit=commit or old.commit, paths=paths or old.paths, valid_from=valid_from,
+                valid_until=valid_until, tags=tags or old.tags, pin=pin or old.pinned, axis=axis or old.axis,
+                supersedes=[old.id],
+            )
+            fact = replace(fact, reason=one_line(reason))
+            holds_everywhere = (
+                fact.repo == old.repo
+                and (old.version is None or fact.version in (None, old.version))
+                and (fact.commit is None or fact.commit == old.commit)
+            )
+            updated = replace(old, superseded_by=fact.id, reason=one_line(reason),
+                              status="superseded" if holds_everywhere else old.status)
+            path = record_path("fact", fact.id, fact.created)
+            items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None), (old_path, updated, base)]
+            items += [(p, t, None) for p, t in new_topics]
+            return self._write(items, noun="fact", verb="supersede", ids=[fact.id, old.id], reason=reason,
+                               subject=f"fact: supersede {old.id} -> {fact.id}", allow_secrets=allow_secrets)
+
+        return with_fresh_ids(attempt, generated=not id)
 
     def set_fact_status(self, fact_id: str, status: str, *, reason: str | None = None,
                         verb: str = "status") -> WriteResult:

@@ -451,3 +451,25 @@ def test_git_s_cached_trees_never_go_stale_across_am_and_hand_commits(alpha: Vau
     git("commit", "-q", "-m", "last hand commit")
     assert git("diff", "--name-status", "HEAD~1", "HEAD") == "A\tlast.txt\n"
     fsck_clean(alpha.root)
+
+
+def test_a_generated_fact_id_another_writer_drew_is_drawn_again(alpha: Vault, git: Git,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import am.vault
+
+    draws = iter(["f-20261129-1200-aaaaaa", "f-20261129-1200-aaaaaa", "f-20261129-1200-bbbbbb"])
+    monkeypatch.setattr(am.vault, "new_fact_id", lambda now: next(draws))
+    monkeypatch.setenv("AM_NOW", "2026-11-29T12:00:00+00:00")
+    first = alpha.add_fact("First writer's fact.", topics=["project-alpha"])
+    before = _count(git)
+    second = alpha.add_fact("Second writer drew the same id.", topics=["project-alpha"])
+    assert (first.record.id, second.record.id) == ("f-20261129-1200-aaaaaa", "f-20261129-1200-bbbbbb")
+    assert _count(git) == before + 1  # the refused draw left no commit behind
+    assert "First writer" in (alpha.root / first.paths[0]).read_text()
+    assert git("status", "--porcelain") == ""
+
+
+def test_a_given_fact_id_that_is_taken_is_refused_not_redrawn(alpha: Vault) -> None:
+    alpha.add_fact("One.", topics=["project-alpha"], id="fact-mine")
+    with pytest.raises(CollisionError):
+        alpha.add_fact("Two.", topics=["project-alpha"], id="fact-mine")

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 import pygit2
 from pygit2.enums import FileMode
 
-from am.errors import AmError, ConflictError, DirtyFileError, GitError, LockTimeoutError
+from am.errors import AmError, ConflictError, DirtyFileError, GitError, LockTimeoutError, PathTakenError
 from am.gitstore import common
 from am.gitstore.common import (
     _MAX_CAS_RETRIES,
@@ -160,7 +160,7 @@ class Writer(Staging):
                     hint="run the command again; it will start from the new version",
                 )
             if change.base is None and base_id is not None and base_id != hash_blob(change.data):
-                raise ConflictError(f"{p} already exists in the vault", hint="choose another id")
+                raise PathTakenError(f"{p} already exists in the vault", path=p, hint="choose another id")
             full = self.root / p
             try:
                 on_disk: str | None = hash_blob(full.read_bytes())
