@@ -13,8 +13,10 @@ one walk (or a short walk from a cached older tip) plus N set lookups.
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,6 +41,9 @@ _HISTORY_CACHE: dict[tuple[str, str], frozenset[str]] = {}
 _CACHE_LIMIT = 8
 _FILES_PER_CLONE = 8
 _SUFFIX = ".hist"
+_RESOLVED = "resolved.json"
+_RESOLVED_LIMIT = 20000
+_HEX = re.compile(r"[0-9a-fA-F]{4,40}")
 
 
 class HistoryFiles:
@@ -82,6 +87,28 @@ class HistoryFiles:
         except OSError as err:  # a cache that cannot be written only costs time
             log.warning("could not cache the history of %s: %s", tip[:12], err)
 
+    def load_resolved(self) -> dict[str, str]:
+        """Return the commit ids (and hex prefixes) already resolved in this clone: id -> full id."""
+        try:
+            data = json.loads((self.folder / _RESOLVED).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def save_resolved(self, found: dict[str, str]) -> None:
+        """Remember resolved commit ids: a commit, once in the clone, stays what its id names."""
+        try:
+            known = self.load_resolved()
+            known.update(found)
+            if len(known) > _RESOLVED_LIMIT:
+                known = dict(list(known.items())[-_RESOLVED_LIMIT:])
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = self.folder / f".{_RESOLVED}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(known))
+            os.replace(tmp, self.folder / _RESOLVED)
+        except OSError as err:  # a cache that cannot be written only costs time
+            log.warning("could not cache resolved commits: %s", err)
+
     def history(self, tip: str) -> frozenset[str]:
         """Return the history of ``tip``: cached, extended from a cached ancestor, or walked."""
         found = self.load(tip)
@@ -121,7 +148,10 @@ class CommitGraph:
                 _HISTORY_CACHE.pop(next(iter(_HISTORY_CACHE)))
             _HISTORY_CACHE[key] = history
         self.history = history
-        self._resolved: dict[str, str | None] = {}
+        # Commit ids found in the clone before (kept on disk with the histories):
+        # asking Git again would import pygit2 in a read that needs nothing else from it.
+        self._files = HistoryFiles(cache_dir, store) if cache_dir is not None else None
+        self._resolved: dict[str, str | None] = dict(self._files.load_resolved()) if self._files else {}
         self._sorted: list[str] | None = None
 
     def contains(self, commit: str) -> bool | None:
@@ -129,7 +159,13 @@ class CommitGraph:
         if commit in self.history:
             return True
         if commit not in self._resolved:
-            self._resolved[commit] = self._in_history(commit) or self.store.find_commit(commit)
+            full = self._in_history(commit)
+            if full is None:
+                full = self.store.find_commit(commit)
+                # Only ids: a tag or branch name may move, an id never does.
+                if full is not None and self._files is not None and _HEX.fullmatch(commit):
+                    self._files.save_resolved({commit: full})
+            self._resolved[commit] = full
         full = self._resolved[commit]
         if full is None:
             return None

@@ -1,0 +1,67 @@
+"""A slice against a registered clone reads the branch tip, its history and the commits facts name from disk.
+
+After the first slice, a new process answers the same slice without importing
+pygit2 (its ~80 ms import is most of a slice process) and gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from am.ancestry import HistoryFiles
+from am.demo import materialise_demo
+from tests.conftest import REPO_ROOT, subprocess_env
+
+_PROBE = """
+import io, json, sys
+from am.cli.main import main
+sys.argv = ['am', *json.loads(sys.argv[1])]
+out, sys.stdout = sys.stdout, io.StringIO()
+try:
+    main()
+except SystemExit as done:
+    assert not done.code, done.code
+printed, sys.stdout = sys.stdout.getvalue(), out
+print(json.dumps({'out': printed, 'pygit2': 'pygit2' in sys.modules}))
+"""
+
+
+def _slice(root: Path, home: Path, *extra: str) -> dict[str, object]:
+    args = ["--vault", str(root), "slice", "--repo", "project-alpha", *extra]
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True,
+                          env=subprocess_env(AM_HOME=str(home)), cwd=REPO_ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_a_second_slice_needs_no_pygit2_and_says_the_same(tmp_path: Path, monkeypatch: object) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("AM_HOME", str(home))  # type: ignore[attr-defined]
+    root = tmp_path / "demo"
+    materialise_demo(root)  # registers project-alpha's clone, with facts on main and on feature branches
+    for branch in ("main", "feat-rate-limit"):
+        first = _slice(root, home, "--branch", branch)
+        second = _slice(root, home, "--branch", branch)
+        assert second["out"] == first["out"]
+        assert "Rule: commit ancestry in the registered clone" in str(first["out"])
+        assert second["pygit2"] is False, branch
+    # Only commit ids were remembered, each as the full id Git resolved it to.
+    for resolved in (root / ".am" / "cache" / "ancestry").glob("*/resolved.json"):
+        for key, full in json.loads(resolved.read_text()).items():
+            assert all(c in "0123456789abcdef" for c in key.lower()) and len(full) == 40
+            assert full.startswith(key.lower())
+
+
+def test_resolved_commits_survive_a_damaged_cache_file(tmp_path: Path) -> None:
+    class Store:
+        gitdir = tmp_path / "clone" / ".git"
+
+    files = HistoryFiles(tmp_path / "cache", Store())  # type: ignore[arg-type]
+    assert files.load_resolved() == {}
+    files.save_resolved({"abc1234": "abc1234" + "0" * 33})
+    assert files.load_resolved() == {"abc1234": "abc1234" + "0" * 33}
+    (files.folder / "resolved.json").write_text("{not json")
+    assert files.load_resolved() == {}  # a disposable cache: damage only costs a lookup
