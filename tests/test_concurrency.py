@@ -43,6 +43,10 @@ while not os.path.exists(stop) or i < 5:
 
 def _race(root: Path, tmp_path: Path, *, workers: int, per_worker: int) -> None:
     start_count = int(run_git(root, "rev-list", "--count", "HEAD"))
+    # The external loop's commits trigger `git gc --auto` once loose objects pile
+    # up; in the foreground, so it is done before fsck looks (a detached gc
+    # packing and deleting loose objects under fsck's feet reads as "missing").
+    run_git(root, "config", "gc.autoDetach", "false")
     env = subprocess_env()
     stop = tmp_path / "stop"
     external = subprocess.Popen([PYTHON, "-c", EXTERNAL, str(root), str(stop)], stdout=subprocess.PIPE,

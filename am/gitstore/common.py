@@ -8,8 +8,7 @@ import fcntl
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -102,11 +101,8 @@ def _flock_now(fd: int) -> bool:
         return False
 
 
-def _flock_within(fd: int, timeout: float, answered: Callable[[], bool] | None = None) -> bool | None:
+def _flock_within(fd: int, timeout: float) -> bool:
     """Take an exclusive flock on ``fd``, waiting at most ``timeout`` seconds; return whether it was taken.
-
-    With ``answered``, it is called every few milliseconds while waiting, and
-    once it returns True the wait ends without the lock: None is returned.
 
     Waiting is a blocking flock in a helper thread, not polling: with polling,
     a writer that just released the lock wins it back before sleepers wake, and
@@ -137,24 +133,13 @@ def _flock_within(fd: int, timeout: float, answered: Callable[[], bool] | None =
         os.close(waiter_fd)  # abandoned: this was the last reference, so the lock goes with it
 
     threading.Thread(target=wait, name="am-write-lock", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    pause = 0.001
-    outcome: bool | None = False
-    while True:
-        left = deadline - time.monotonic()
-        if got.wait(left if answered is None else max(0.0, min(pause, left))):
-            return True
-        if answered is not None and answered():
-            outcome = None
-            break
-        if time.monotonic() >= deadline:
-            break
-        pause = min(pause * 2, 0.01)
+    if got.wait(timeout):
+        return True
     with guard:
         if got.is_set():
             return True
         abandoned = True
-    return outcome
+    return False
 
 
 class _Moved(Exception):

@@ -7,7 +7,7 @@ The queue is `.git/am/queue/`. A waiting writer:
    request a leader can see is locked by a live writer, and the lock dies
    with the writer;
 2. waits for the vault's write lock;
-3. meanwhile polls ``<id>.done`` for a *final* answer (written once the
+3. meanwhile polls - both the lock and ``<id>.done`` - for a *final* answer (written once the
    leader's whole batch is done: branch moved, Git's index and the cache
    updated): its commit (taken only if the branch reaches it) or its error.
    Waiting writers so return without each taking the lock in turn;

@@ -84,36 +84,43 @@ class Writer(Staging):
         """
         queue = self._queue_dir
         ticket = spool.put(queue, request)
-        found: list[spool.Answer] = []
-
-        def answered() -> bool:
-            got = spool.collect(queue, ticket, self._in_branch, final_only=True)
-            if got is not None:
-                found.append(got)
-            return got is not None
-
         try:
-            held = _flock_within(fd, timeout, answered)
-            while held is False and not spool.give_up(ticket):
-                # A leader has claimed the request: its answer comes when its batch is done.
-                held = _flock_within(fd, timeout, answered)
-            if held is False:
-                self._lock_timeout()
-            if held:
-                got = spool.collect(queue, ticket, self._in_branch)
+            # Polled, not a blocking flock in a helper thread: a writer that returns
+            # on its answer would leave that thread queued on the lock, and such
+            # abandoned waiters (each needing its busy process to run again to
+            # let go) starved real ones past the timeout with 32 writers. Nobody
+            # starves here: whoever takes the lock claims every queued request.
+            deadline = time.monotonic() + timeout
+            pause = 0.0005
+            while True:
+                if _flock_now(fd):
+                    got = spool.collect(queue, ticket, self._in_branch)
+                    if got is not None:
+                        self._take_answer(request, got)
+                    return True
+                got = spool.collect(queue, ticket, self._in_branch, final_only=True)
                 if got is not None:
-                    found.append(got)
-                    if got.commit is not None and not got.final:
-                        try:
-                            self._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
-                        except (OSError, AmError) as err:
-                            log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
-                                        got.commit[:10], err)
-            if found:
-                request.commit, request.error = found[-1].commit, found[-1].error
-            return bool(held)
+                    self._take_answer(request, got)
+                    return False
+                if time.monotonic() >= deadline:
+                    if spool.give_up(ticket):
+                        self._lock_timeout()
+                    # A leader has claimed the request: its answer comes when its batch is done.
+                    deadline = time.monotonic() + timeout
+                time.sleep(pause)
+                pause = min(pause * 2, 0.005)
         finally:
             spool.withdraw(ticket)
+
+    def _take_answer(self, request: Request, got: spool.Answer) -> None:
+        """Set a leader's answer on the request; set Git's index entries if the leader died before it did."""
+        request.commit, request.error = got.commit, got.error
+        if got.commit is not None and not got.final:
+            try:
+                self._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
+            except (OSError, AmError) as err:
+                log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
+                            got.commit[:10], err)
 
     def _lock_timeout(self) -> None:
         raise LockTimeoutError(
