@@ -285,7 +285,7 @@ class UndoResult:
 
 def undo(vault: Any, rev: str) -> UndoResult:
     """Revert one commit as a new commit (compare-and-swap); refuse clearly when it conflicts."""
-    from am.vault import one_line
+    from am.writes import one_line
 
     store = vault.store
     commit = store.resolve(rev)

@@ -99,7 +99,7 @@ def mark_stale(vault: Any, *, code_root: Path, repo: str, since: str | None = No
     from am.gitstore import GitStore
     from am.ids import check_id
     from am.model import Fact, replace
-    from am.vault import one_line
+    from am.writes import one_line
 
     check_id(repo, field="repo")
     code = GitStore.open(code_root)

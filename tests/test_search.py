@@ -185,7 +185,7 @@ def test_ranking_equals_one_plain_join_query(tmp_path: Path) -> None:
                             {"since": datetime.fromisoformat("2024-06-01T00:00:00+08:00")}):
                 for limit in (1, 5, 20, 200):
                     where, args = index._filters(**filters)
-                    sql = (f"SELECT r.id FROM search JOIN records r ON r.rowid = search.rowid WHERE search MATCH ?"
+                    sql = ("SELECT r.id FROM search JOIN records r ON r.rowid = search.rowid WHERE search MATCH ?"
                            + "".join(f" AND {w}" for w in where) + f" ORDER BY {_BM25}, r.id LIMIT ?")
                     expected = [i for (i,) in index.conn.execute(sql, [build_match(query), *args, limit])]
                     got = [h.id for h in index.search(query, limit=limit, **filters)]  # type: ignore[arg-type]

@@ -13,6 +13,9 @@ import pygit2
 
 from am.gitstore.common import Change
 
+# (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
+Who = tuple[str, str] | tuple[str, str, int, int]
+
 
 @dataclass(eq=False)
 class Request:
@@ -20,8 +23,8 @@ class Request:
 
     changes: tuple[Change, ...]
     message: str
-    author: tuple[str, str]
-    committer: tuple[str, str] | None
+    author: Who
+    committer: Who | None
     after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None
     woken: threading.Event = field(default_factory=threading.Event)
     blobs: dict[tuple[str, ...], pygit2.Oid] = field(default_factory=dict)

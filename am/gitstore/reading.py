@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import pygit2
 
@@ -65,7 +65,7 @@ class Reader:
         base = self.repo[parents[0]].peel(pygit2.Tree) if parents else None
         blobs = {tuple(PurePosixPath(p).parts): self.repo.create_blob(d) for p, d in files.items()}
         sig = pygit2.Signature(*author)
-        oid = self.repo.create_commit(None, sig, sig, message, self._build_tree(base, blobs),
+        oid = self.repo.create_commit(None, sig, sig, message, self._build_tree(base, blobs),  # type: ignore[attr-defined]
                                       [pygit2.Oid(hex=p) for p in parents])
         ref = self.repo.references.get(f"refs/heads/{branch}")
         if ref is None:
@@ -77,7 +77,7 @@ class Reader:
     def check_out(self, branch: str) -> None:
         """Point HEAD at a branch and write its files into a fresh work tree."""
         self.repo.set_head(f"refs/heads/{branch}")
-        self.repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)
+        self.repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)  # type: ignore[no-untyped-call]
 
     # ------------------------------------------------------------ reading
 
@@ -119,12 +119,12 @@ class Reader:
         oid = self.blob_id(path, commit=commit)
         if oid is None:
             return None
-        blob = self.repo[oid]
+        blob = cast(pygit2.Blob, self.repo[oid])
         return bytes(blob.data)
 
     def read_object(self, oid: str) -> bytes:
         """Return the bytes of a blob by id."""
-        return bytes(self.repo[oid].data)
+        return bytes(cast(pygit2.Blob, self.repo[oid]).data)
 
     def blob_id(self, path: PurePosixPath | str, *, commit: str | None = None) -> str | None:
         """Return the blob id of a path in a commit (HEAD by default), or None."""
@@ -152,13 +152,13 @@ class Reader:
             except KeyError:
                 continue
             if entry.type_str == "tree":
-                yield from self._walk(self.repo[entry.id], prefix)
+                yield from self._walk(cast(pygit2.Tree, self.repo[entry.id]), prefix)
 
     def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
         for entry in tree:
             path = f"{prefix}/{entry.name}"
             if entry.type_str == "tree":
-                yield from self._walk(self.repo[entry.id], path)
+                yield from self._walk(cast(pygit2.Tree, self.repo[entry.id]), path)
             elif entry.type_str == "blob":
                 yield path, str(entry.id)
 
@@ -172,7 +172,7 @@ class Reader:
         if old_tree is None:
             diff = new_tree.diff_to_tree(swap=True)
         else:
-            diff = self.repo.diff(old_tree, new_tree)
+            diff = self.repo.diff(old_tree, new_tree)  # type: ignore[call-overload]
         out: list[tuple[str, str | None]] = []
         for delta in diff.deltas:
             if delta.status_char() == "D":

@@ -19,6 +19,7 @@ from am.gitstore.common import (
     _Moved,
     hash_blob,
 )
+from am.gitstore.group import Who
 from am.gitstore.staging import IndexView
 from am.gitstore.writing import Writer
 
@@ -87,8 +88,8 @@ class Repairer(Writer):
         """Return the tree id of a commit (the empty tree for None)."""
         return str(self._tree_of(commit).id)
 
-    def commit_tree(self, make_tree: Any, *, message: str, author: tuple[str, str],
-                    committer: tuple[str, str] | None = None) -> str | None:
+    def commit_tree(self, make_tree: Any, *, message: str, author: Who,
+                    committer: Who | None = None) -> str | None:
         """Commit ``make_tree(tip)`` (a tree id) on HEAD's branch with the compare-and-swap of ``commit``.
 
         Only the paths that differ from the tip are written to the work tree and

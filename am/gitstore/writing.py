@@ -12,12 +12,20 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 import pygit2
 from pygit2.enums import FileMode
 
-from am.errors import AmError, ConflictError, DirtyFileError, GitError, LockTimeoutError, PathTakenError
-from am.gitstore import common
+from am.errors import (
+    AmError,
+    ConflictError,
+    DirtyFileError,
+    GitError,
+    LockTimeoutError,
+    PathTakenError,
+)
+from am.gitstore import common, spool
 from am.gitstore.common import (
     _MAX_CAS_RETRIES,
     _OBJECT_WRITES,
@@ -31,8 +39,7 @@ from am.gitstore.common import (
     hash_blob,
     log,
 )
-from am.gitstore import spool
-from am.gitstore.group import _MAX_BATCH, Request, batch_tip, group_for, take_batch
+from am.gitstore.group import _MAX_BATCH, Request, Who, batch_tip, group_for, take_batch
 from am.gitstore.staging import IndexView, StagedIndex, Staging
 
 
@@ -234,12 +241,12 @@ class Writer(Staging):
                 entry = base[name]
                 if entry.type_str != "tree":
                     raise ConflictError(f"{name} is a file in the vault where am needs a folder")
-                sub_base = self.repo[entry.id]
+                sub_base = cast(pygit2.Tree, self.repo[entry.id])
             builder.insert(name, self._build_tree(sub_base, sub), FileMode.TREE)
         return builder.write()
 
-    def commit(self, changes: Sequence[Change], *, message: str, author: tuple[str, str],
-               committer: tuple[str, str] | None = None) -> str:
+    def commit(self, changes: Sequence[Change], *, message: str, author: Who,
+               committer: Who | None = None) -> str:
         """Write files and commit them as one commit on HEAD's branch; return the commit id.
 
         The caller holds ``write_lock``.
@@ -251,8 +258,8 @@ class Writer(Staging):
         assert request.commit is not None
         return request.commit
 
-    def commit_grouped(self, changes: Sequence[Change], *, message: str, author: tuple[str, str],
-                       committer: tuple[str, str] | None = None, op: str = "write",
+    def commit_grouped(self, changes: Sequence[Change], *, message: str, author: Who,
+                       committer: Who | None = None, op: str = "write",
                        after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None) -> str:
         """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers.
 
