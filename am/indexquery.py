@@ -128,15 +128,16 @@ class IndexQueries:
             f"GROUP BY {_WORLD}").fetchall()
 
     def ranked_facts(self, *, repo: str | None, dropped: Sequence[str],
-                     chunk: int = 128) -> Iterator[tuple[Any, ...]]:
+                     chunk: int = 128, topics: bool = False) -> Iterator[tuple[Any, ...]]:
         """Yield (id, 7 world fields, data) of the facts that may hold in ``repo``'s world, best ranked first.
 
         Rank: pinned, confidence (high, medium, low, other), newest ``created``
-        (none last), id. ``dropped`` are statuses that never hold there.
+        (none last), id. ``dropped`` are statuses that never hold there. With
+        ``topics``, the topics (JSON list) come before ``data``.
         """
         marks = ",".join("?" * len(dropped))
         cursor = self.conn.execute(
-            f"SELECT id, {_WORLD}, data FROM records INDEXED BY records_rank WHERE type = 'fact' "
+            f"SELECT id, {_WORLD}, {'topics, ' if topics else ''}data FROM records INDEXED BY records_rank WHERE type = 'fact' "
             f"AND COALESCE(status, 'active') NOT IN ({marks}) AND (repo IS NULL OR repo = ?) "
             f"ORDER BY pinned DESC, {_CONF_RANK}, created_ts DESC, id", (*dropped, repo))
         try:
@@ -265,6 +266,52 @@ class IndexQueries:
         return self.conn.execute(  # type: ignore[no-any-return]
             "SELECT r.id, l.target FROM links l JOIN records r ON r.rowid = l.rowid WHERE l.vault = '' "
             "ORDER BY r.id, r.path, l.target").fetchall()
+
+    # ------------------------------------------------------------ a slice's --topic neighbourhood (am/slicecache.py)
+    # A fact's world fields as one value, json_array(...): the keys of the groups that hold are passed back in.
+
+    def link_rows(self, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Return (source id, target id, source type, 7 world fields, topics) of the same-vault wikilinks of
+        every topic and relation, and of the facts with one of ``ids``."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT r.id, l.target, r.type, {_world_of('r')}, r.topics FROM records r CROSS JOIN links l "
+            "ON l.rowid = r.rowid WHERE l.vault = '' AND r.rowid IN ("
+            "SELECT rowid FROM records INDEXED BY records_topic WHERE type = 'topic' UNION ALL "
+            "SELECT rowid FROM records INDEXED BY records_relation WHERE type = 'relation' UNION ALL "
+            "SELECT rowid FROM records INDEXED BY records_fact WHERE type = 'fact' "
+            "AND id IN (SELECT value FROM json_each(?)))", (json.dumps(list(ids)),)).fetchall()
+
+    def link_ends(self) -> tuple[list[str], list[str]]:
+        """Return the distinct same-vault link targets and the distinct topics records are about."""
+        targets = [t for (t,) in self.conn.execute("SELECT DISTINCT target FROM links INDEXED BY links_target")]
+        members = [t for (t,) in self.conn.execute("SELECT DISTINCT topic FROM members")]
+        return targets, members
+
+    def fact_links_touching(self, ids: Sequence[str], *, as_target: bool = True,
+                            as_topic: bool = True) -> list[tuple[Any, ...]]:
+        """Return (topic, target, fact id, 7 world fields) of the same-vault links of facts, one row per topic
+        of the fact, where the target (``as_target``) or the topic (``as_topic``) is one of ``ids``."""
+        cols = f"m.topic, l.target, r.id, {_world_of('r')}"
+        wanted = json.dumps(list(ids))
+        rows: list[tuple[Any, ...]] = []
+        if as_target:
+            rows += self.conn.execute(
+                f"SELECT {cols} FROM links l INDEXED BY links_target CROSS JOIN records r ON r.rowid = l.rowid "
+                "CROSS JOIN members m ON m.rowid = l.rowid WHERE l.target IN (SELECT value FROM json_each(?)) "
+                "AND l.vault = '' AND r.type = 'fact'", (wanted,)).fetchall()
+        if as_topic:
+            rows += self.conn.execute(
+                f"SELECT {cols} FROM members m CROSS JOIN records r ON r.rowid = m.rowid "
+                "CROSS JOIN links l ON l.rowid = m.rowid WHERE m.topic IN (SELECT value FROM json_each(?)) "
+                "AND l.vault = '' AND r.type = 'fact'", (wanted,)).fetchall()
+        return rows
+
+    def fact_world_counts_about(self, topics: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Return (7 world fields, count) of the facts about one of ``topics``, by distinct world fields."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT {_WORLD}, count(*) FROM records INDEXED BY records_world WHERE type = 'fact' AND rowid IN "
+            "(SELECT rowid FROM members WHERE topic IN (SELECT value FROM json_each(?))) "
+            f"GROUP BY {_WORLD}", (json.dumps(list(topics)),)).fetchall()
 
     def search(self, match: str, *, limit: int = 20, since: datetime | None = None, until: datetime | None = None,
                statuses: Sequence[str] | None = None, topic: str | None = None, repo: str | None = None,

@@ -99,14 +99,18 @@ def _rank(facts: list[Fact | FactView], order: Mapping[str, int]) -> None:
     facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _CONFIDENCE_RANK.get(f.confidence, 3)))
 
 
+def topic_scope(request: SliceRequest) -> str:
+    """Describe the scope of ``--topic ID --depth N``."""
+    return f"the neighbourhood of `{request.topic}` within {request.depth} hop{'s' * (request.depth != 1)}"
+
+
 def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | None,
                  near: Mapping[str, int] | None) -> tuple[list[Fact | FactView], set[str], str]:
     """Return the facts and topics in scope, and a description of the scope."""
     facts = list(res.facts.values())
     if near is not None:
         topics = set(near)
-        scope = f"the neighbourhood of `{request.topic}` within {request.depth} hop{'s' * (request.depth != 1)}"
-        return [f for f in facts if topics.intersection(f.topics)], topics, scope
+        return [f for f in facts if topics.intersection(f.topics)], topics, topic_scope(request)
     if retrieved is not None:
         scope = f"query \"{clean_text(request.query or '')}\" (served by: {retrieved.level})"
         if retrieved.level == "none":
@@ -374,11 +378,11 @@ def _slice_vault(vault: Vault, request: SliceRequest, records: Iterable[Record |
         index = _open_index(vault)
         if index is not None:
             commit = index.head or commit
-            if request.topic is None and backend is None and hasattr(index, "fact_world_groups"):
+            if backend is None and hasattr(index, "fact_world_groups"):
                 from am.slicecache import cached_pack
 
-                # Every topic, or a query the full-text index serves: judged and ranked in pieces,
-                # only the shown facts decoded.
+                # Every topic, a topic's neighbourhood, or a query the full-text index serves: judged
+                # and ranked in pieces, only the shown facts decoded.
                 pack = cached_pack(index, request, setup, vault_name=vault.name, vault_commit=commit,
                                    search=_search_fn(index), backend_note=note)
                 if pack is not None:

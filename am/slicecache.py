@@ -1,6 +1,6 @@
 """A slice straight from the cache: worlds judged per distinct value, only the shown facts decoded.
 
-For the default scope (every topic: no --topic or --as-of) a pack
+For every scope but --as-of and a query's graph level, a pack
 needs the counts of what holds, the supersession in the world, and the
 best-ranked facts until the budget is full. ``cached_pack`` gets them without
 building a Python object per fact:
@@ -15,7 +15,11 @@ building a Python object per fact:
 - facts are read best first along an index (pinned, confidence, newest, id)
   and decoded a chunk at a time until the budget is full; the rest are counted;
 - with ``--query``, when the full-text level serves (no embedding backend, and
-  a hit holds), only the hits and the facts about them are judged and ranked.
+  a hit holds), only the hits and the facts about them are judged and ranked;
+- with ``--topic ID --depth N``, the neighbourhood is walked on the graph
+  ``am.retrieval.neighbourhood`` builds, from the relations that hold and the
+  cache's link rows (a fact source judged by its world fields), then only the
+  facts about the topics reached are judged and ranked.
 
 It returns None when two files share an id (the first-by-path rule needs
 every row), and the caller takes the general path. Both paths give
@@ -24,6 +28,7 @@ byte-identical packs (tests/test_slice_cache.py holds them equal).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -91,13 +96,16 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
 
     Serves every topic, and ``--query`` when no embedding backend is configured
     and the full-text index finds something that holds (``search(query, limit)``
-    is the cache's search); the graph level and ``--topic`` need the whole
-    world's link graph, so they take the general path.
+    is the cache's search), and ``--topic ID --depth N`` (the neighbourhood
+    from the cache's relation and link rows); the graph level needs the whole
+    world's topics matched against the query, so it takes the general path.
     """
-    from am.slice import fill
+    from am.slice import fill, topic_scope
 
-    if request.topic is not None or (request.query and search is None) or index.has_twins():
+    if (request.query and search is None) or index.has_twins():
         return None
+    if request.topic is not None and not index.records(type="topic", ids=[request.topic]):
+        return None  # the general path names the missing topic
     world = setup.world
     verdict = _Judge(world, setup.oracle)
     res, never, hidden = _resolution(index, world, verdict)
@@ -112,6 +120,10 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
                     f"query \"{clean_text(request.query)}\" (served by: {retrieved.level})", retrieval=retrieved)
         ranked: Generator[Fact | None, None, None] = _loaded(index, chosen)
         total = len(chosen)
+    elif request.topic is not None:
+        scope_topics = _near(index, request.topic, request.depth, topics, res.relations.values(), verdict, hidden)
+        ranked, total = _facts_about(index, world, never, scope_topics, verdict, hidden, res.fact_counts()[0])
+        pack = Pack(request, setup, vault_name, vault_commit, res, topic_scope(request))
     else:
         pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
         ranked, scope_topics = _ranked(index, world, never, verdict, hidden), set(topics)
@@ -200,6 +212,122 @@ def _query_scope(index: Any, query: str, search: SearchFn, note: str, verdict: _
     return Retrieved("full-text", hits, notes), [r[0] for r in chosen], scope
 
 
+def _held(rows: Any, verdict: _Judge, hidden: dict[str, tuple[str, _Key]]) -> dict[str, tuple[str, ...]]:
+    """Return {id: topics} of the rows' facts (id, 7 world fields, ..., topics last) that hold, not superseded here."""
+    from am.slice import _ids
+
+    return {r[0]: _ids(r[-1]) for r in rows if r[0] not in hidden and verdict(_key(r[1:8])).holds}
+
+
+def _near(index: Any, start: str, depth: int, topics: dict[str, Topic], relations: Any, verdict: _Judge,
+          hidden: dict[str, tuple[str, _Key]]) -> set[str]:
+    """Return the topics within ``depth`` hops of ``start``, as ``am.retrieval.neighbourhood`` finds them.
+
+    The same undirected graph: topics that hold; relations that hold; same-vault
+    links (a topic links itself, a fact that holds links its topics, a fact
+    winning over a topic with its id; a dangling target is a node too); then, in
+    id order, each fact that holds and is a node of the graph joins its topics.
+    The facts' link edges are read from SQL only around the nodes the walk
+    reaches (and around facts' ids, which may step through).
+    """
+    adj: dict[str, set[str]] = {}
+
+    def edge(a: str, b: str) -> None:
+        adj.setdefault(a, set()).add(b)
+        adj.setdefault(b, set()).add(a)
+
+    def fact_links(rows: list[tuple[Any, ...]]) -> Generator[tuple[str, str], None, None]:
+        for topic, target, fid, *fields in rows:
+            if topic != target and fid not in hidden and verdict(_key(fields)).holds:
+                yield topic, target
+
+    for rel in relations:
+        edge(rel.from_, rel.to)
+    # Links of topics and relations (a fact that holds with their id takes them), and of facts that do not
+    # hold here but share their id with a topic that does.
+    rows = index.link_rows(sorted(topics))
+    others = {r[0] for r in rows}
+    held = _held(index.fact_rows_about(sorted(others), members=False), verdict, hidden) if others else {}
+    for source, target, kind, *_ in rows:
+        about = held.get(source)
+        if about is None:
+            if source not in topics:
+                continue  # a record that does not hold here links nothing here
+            about = (source,)
+        elif kind == "fact":
+            continue  # a fact that holds: its links are read with the other facts'
+        for s in about:
+            if s != target:
+                edge(s, target)
+    # Facts that hold and are link targets or linking facts' topics: their link edges decide whether they
+    # are nodes, so they are read now.
+    targets, members = index.link_ends()
+    maybe = (set(targets) | set(members)) - topics.keys()
+    if maybe:
+        fact_ids = _held(index.fact_rows_about(sorted(maybe), members=False), verdict, hidden)
+        if fact_ids:
+            for a, b in fact_links(index.fact_links_touching(sorted(fact_ids))):
+                edge(a, b)
+    # Facts that hold and are nodes step through to their topics, in id order; a topic one of them
+    # adds that is a later fact's id makes that fact a node before its turn.
+    nodes = topics.keys() | adj.keys()
+    found = _held(index.fact_rows_about(sorted(nodes), members=False), verdict, hidden)
+    queue = sorted(found)
+    heapq.heapify(queue)
+    while queue:
+        fid = heapq.heappop(queue)
+        new = [t for t in found[fid] if t > fid and t not in nodes]
+        for t in found[fid]:
+            edge(fid, t)
+            nodes.add(t)
+        if new:
+            more = _held(index.fact_rows_about(sorted(set(new)), members=False), verdict, hidden)
+            for t in more.keys() - found.keys():
+                found[t] = more[t]
+                heapq.heappush(queue, t)
+    # Breadth first; a start that is no node of the graph reaches nothing.
+    seen, frontier = {start}, [start]
+    for _ in range(depth):
+        if not frontier:
+            break
+        around = set(frontier)
+        ends = [b for a in frontier for b in adj.get(a, ())]
+        for topic, target in fact_links(index.fact_links_touching(sorted(around))):
+            if topic in around:
+                ends.append(target)
+            if target in around:
+                ends.append(topic)
+        frontier = []
+        for b in ends:
+            if b not in seen:
+                seen.add(b)
+                frontier.append(b)
+    return {start} | (seen & topics.keys())
+
+
+_DENSE = 0.25  # a scope with this share of the world's facts is read along the rank index, not by topic
+
+
+def _facts_about(index: Any, world: World, never: tuple[str, ...], near: set[str], verdict: _Judge,
+                 hidden: dict[str, tuple[str, _Key]], held: int) -> tuple[Generator[Fact | None, None, None], int]:
+    """Return the facts about these topics that hold and are not superseded here, best ranked first, and
+    how many they are."""
+    from am.slice import _ids
+
+    counts = index.fact_world_counts_about(sorted(near))
+    total = sum(row[7] for row in counts if verdict(_key(row)).holds)
+    if hidden:
+        total -= sum(1 for r in index.fact_rows_about(sorted(hidden), members=False)
+                     if near.intersection(_ids(r[11])))
+    if total < held * _DENSE:
+        rows = [r for r in index.fact_rows_about(sorted(near))
+                if r[0] not in hidden and near.intersection(_ids(r[11])) and verdict(_key(r[1:8])).holds]
+        rows.sort(key=lambda r: (not r[8], _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
+                                 _NEVER if r[10] is None else -r[10], r[0]))
+        return _loaded(index, [r[0] for r in rows]), total
+    return _ranked(index, world, never, verdict, hidden, near), total
+
+
 def _loaded(index: Any, ids: list[str]) -> Generator[Fact | None, None, None]:
     """Yield the facts with these ids in full, in this order, reading them 200 at a time (None: gone)."""
     for at in range(0, len(ids), 200):
@@ -226,11 +354,16 @@ def _hidden(index: Any, world: World, never: tuple[str, ...], verdict: _Judge) -
 
 
 def _ranked(index: Any, world: World, never: tuple[str, ...], verdict: _Judge,
-            hidden: dict[str, tuple[str, _Key]]) -> Generator[Fact, None, None]:
-    """Yield the facts that hold and are not superseded here, in full, best ranked first."""
-    for row in index.ranked_facts(repo=world.repo, dropped=never):
+            hidden: dict[str, tuple[str, _Key]], near: set[str] | None = None) -> Generator[Fact, None, None]:
+    """Yield the facts that hold and are not superseded here (and are about one of ``near``), in full,
+    best ranked first."""
+    from am.slice import _ids
+
+    for row in index.ranked_facts(repo=world.repo, dropped=never, topics=near is not None):
         if row[0] in hidden or not verdict(_key(row[1:8])).holds:
             continue
-        fact = record_from_json("fact", row[8])
+        if near is not None and not near.intersection(_ids(row[8])):
+            continue
+        fact = record_from_json("fact", row[-1])
         assert isinstance(fact, Fact)
         yield fact

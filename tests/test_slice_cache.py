@@ -146,6 +146,133 @@ def test_query_on_the_cache_path_equals_the_general_judge(vault: Any, clone: dic
     assert served >= 3
 
 
+_LINKS = ["", "", " See [[tool-redis]].", " See [[project-beta]] and [[nowhere-x]].", " Cf. [[fact-003]].",
+          " Elsewhere: [[other:project-alpha]].", " Bridge [[nowhere-x]].", " [[concept-cache]] [[person-li]]"]
+
+
+def _linked_records(rng: random.Random, commits: dict[str, str], n: int) -> list[Record]:
+    """Random records with same-vault, dangling and cross-vault links, and the odd cases of the topic graph.
+
+    Facts about fact ids (a fact id used as a topic), a topic sharing a fact's id,
+    relations ending at facts, and fact bodies linking facts.
+    """
+    from dataclasses import replace
+
+    out: list[Record] = []
+    for r in _random_records(rng, commits, n):
+        if isinstance(r, Fact):
+            extra = tuple(rng.sample(["fact-001", "fact-004", "fact-007", "tool-old"], rng.choice([0, 0, 0, 1])))
+            r = replace(r, body=r.body.rstrip("\n") + rng.choice(_LINKS) + "\n",
+                        topics=tuple(dict.fromkeys(r.topics + extra)))
+        elif isinstance(r, Topic):
+            r = replace(r, body=r.body + rng.choice(_LINKS) + "\n")
+        out.append(r)
+    # A topic with a fact's id (both hold or not, by their own status), linking elsewhere.
+    out.append(Topic(id="fact-002", kind="concept", title="Same id as a fact", body="Links [[tool-old]].\n",
+                     status=rng.choice(["active", "expired"])))
+    return out
+
+
+def _topic_requests(rng: random.Random, commits: dict[str, str], k: int) -> list[SliceRequest]:
+    from dataclasses import replace
+
+    starts = _TOPICS[:-1] + ["fact-002"]
+    return [replace(r, topic=rng.choice(starts), depth=depth)
+            for r in _requests(rng, commits, k) for depth in (0, 1, 2, 3)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_topic_on_the_cache_path_equals_the_general_judge(vault: Any, clone: dict[str, str], seed: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import am.slicecache
+
+    rng = random.Random(200 + seed)
+    vault.import_records(_linked_records(rng, clone, 50 + 20 * seed), source="test")
+    # Facts in scope come along the rank index (a wide scope) or by topic then sorted (a narrow one).
+    monkeypatch.setattr(am.slicecache, "_DENSE", 0.0 if seed % 2 else float("inf"))
+    for request in _topic_requests(rng, clone, 6):
+        fast = slice_vault(vault, request)
+        assert fast.resolution.counted is not None, request
+        with monkeypatch.context() as patch:
+            # The general path on the same cache (views, its link table, networkx).
+            patch.setattr(am.slicecache, "cached_pack", lambda *args, **kwargs: None)
+            general = slice_vault(vault, request)
+        assert general.resolution.counted is None
+        assert render_markdown(fast) == render_markdown(general), request
+        assert render_json(fast) == render_json(general), request
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_topic_on_the_cache_path_equals_resolve_on_full_records(vault: Any, clone: dict[str, str],
+                                                                seed: int) -> None:
+    # Bodies parsed again (no topic shares a fact's id here: then the cache's link table also counts
+    # the topic's own links for the fact, which a parse of the held records cannot see).
+    rng = random.Random(300 + seed)
+    vault.import_records([r for r in _linked_records(rng, clone, 60) if r.id != "fact-002" or isinstance(r, Fact)],
+                         source="test")
+    for request in _topic_requests(rng, clone, 4):
+        if request.topic == "fact-002":
+            continue
+        _assert_same(vault, request)
+
+
+def test_topic_missing_or_dangling(vault: Any, clone: dict[str, str]) -> None:
+    from am.errors import NotFoundError
+
+    vault.import_records(_linked_records(random.Random(7), clone, 30), source="test")
+    with pytest.raises(NotFoundError):
+        slice_vault(vault, SliceRequest(topic="nowhere-x"))
+    with pytest.raises(NotFoundError):
+        slice_vault(vault, SliceRequest(topic="fact-001"))  # a fact id, but no topic file has it
+    # person-li has facts but no topic file, so it cannot start a neighbourhood either.
+    with pytest.raises(NotFoundError):
+        slice_vault(vault, SliceRequest(topic="person-li"))
+
+
+def test_topic_graph_odd_cases(vault: Any, clone: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import am.slicecache
+
+    topic = lambda tid, body="": Topic(id=tid, kind="concept", title=tid, body=body)  # noqa: E731
+    fact = lambda fid, *about: Fact(id=fid, topics=about, body=f"{fid}.\n")  # noqa: E731
+    vault.import_records([
+        # Topic t-a links two facts, making them nodes; a fact about a fact id steps through it
+        # only when that id comes later (fact-020 after fact-010), not earlier (fact-005 before fact-030).
+        topic("t-a", "See [[fact-010]] and [[fact-030]].\n"), topic("t-b"), topic("t-c"), topic("t-d"),
+        topic("t-e", "Dangling [[nowhere]].\n"), topic("t-f", "Also [[nowhere]], and [[other:t-a]].\n"),
+        fact("fact-010", "t-a", "fact-020"), fact("fact-020", "t-b"),
+        fact("fact-005", "t-c"), fact("fact-030", "t-a", "fact-005"),
+        # A topic with a fact's id: its own links count as the fact's (the fact's topics link t-d).
+        topic("fact-040", "Links [[t-d]].\n"), fact("fact-040", "t-e"),
+        # Facts made nodes by facts' links: as a link's target, and as a linking fact's topic.
+        topic("t-g"), topic("t-h"), topic("t-i"), topic("t-j"), topic("t-k"),
+        Fact(id="fact-050", topics=("t-j",), body="Links [[fact-060]].\n"), fact("fact-060", "t-k"),
+        Fact(id="fact-070", topics=("t-g", "fact-080"), body="Links [[t-h]].\n"), fact("fact-080", "t-i"),
+    ], source="test")
+
+    def near(start: str, depth: int) -> set[str]:
+        request = SliceRequest(topic=start, depth=depth, max_tokens=0)
+        fast = slice_vault(vault, request)
+        assert fast.resolution.counted is not None
+        with monkeypatch.context() as patch:
+            patch.setattr(am.slicecache, "cached_pack", lambda *args, **kwargs: None)
+            general = slice_vault(vault, request)
+        assert render_markdown(fast) == render_markdown(general)
+        assert render_json(fast) == render_json(general)
+        return {t.id for t, _ in fast.sections}
+
+    monkeypatch.setattr(am.slicecache, "_DENSE", 0.0)  # read along the rank index
+    assert near("t-a", 3) == {"t-a", "t-b"}
+    monkeypatch.setattr(am.slicecache, "_DENSE", float("inf"))  # read by topic, then sorted
+    assert near("t-a", 0) == {"t-a"}
+    assert near("t-a", 3) == {"t-a", "t-b"}  # t-a - fact-010 - fact-020 - t-b; fact-005 was passed before
+    assert near("t-e", 1) == {"t-e", "t-d", "fact-040"}  # fact-040's topic t-e links t-d; the topic is a node
+    assert near("t-e", 2) == {"t-e", "t-d", "fact-040", "t-f"}  # through the dangling target
+    assert near("t-d", 4) == {"t-d", "t-e", "fact-040", "t-f"}
+    assert near("t-j", 2) == {"t-j", "t-k"}  # t-j - fact-060 (a link target) - t-k
+    assert near("t-h", 1) == {"t-h", "t-g"}
+    assert near("t-h", 2) == {"t-h", "t-g", "t-i"}  # t-h - fact-080 (a linking fact's topic) - t-i
+
+
 def test_twins_take_the_general_path(vault: Any, clone: dict[str, str]) -> None:
     rng = random.Random(42)
     vault.import_records(_random_records(rng, clone, 40), source="test")
