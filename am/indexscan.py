@@ -98,27 +98,52 @@ class FolderScans:
         meanwhile is found by the rolling sweep, as an in-place save is.
         """
         root = f"{self.root}/"
+        # The names the cache knows per folder, kept from the last note while no
+        # other connection has changed the database (data_version): a day's folder
+        # then costs one listing per write, not a query of all its rows.
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        memo: dict[str, frozenset[str]] = self.__dict__.setdefault("_folder_names", {})
+        if self.__dict__.get("_folder_names_version") != version:
+            memo.clear()
+            self.__dict__["_folder_names_version"] = version
         folders = {"/".join(p.split("/")[:i]) for p in written for i in range(1, p.count("/") + 1)}
+        recorded: set[str] = set()
         for folder in sorted(folders, key=lambda f: (-f.count("/"), f)):
             row = self.conn.execute("SELECT mtime_ns FROM dirs WHERE path = ?", (folder,)).fetchone()
+            base = root + folder
             try:
-                mtime = os.stat(root + folder).st_mtime_ns
+                mtime = os.stat(base).st_mtime_ns
                 if row is not None and row[0] == mtime:
                     continue
-                files, subdirs = set(), set()
-                for entry in os.scandir(root + folder):
-                    if entry.name.startswith("."):
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        subdirs.add(f"{folder}/{entry.name}")
-                    elif entry.name.endswith(".md"):
-                        files.add(f"{folder}/{entry.name}")
+                listed = set(os.listdir(base))  # names only: a day's folder can hold thousands
             except (FileNotFoundError, NotADirectoryError):
                 continue
             lo, hi = folder + "/", folder + "0"  # '0' sorts right after '/'
-            known_files = {p for (p,) in self.conn.execute(
-                "SELECT path FROM files WHERE path > ? AND path < ?", (lo, hi)) if "/" not in p[len(lo):]}
-            known_dirs = {p for (p,) in self.conn.execute(
-                "SELECT path FROM dirs WHERE path > ? AND path < ?", (lo, hi)) if "/" not in p[len(lo):]}
-            if files == known_files and subdirs == known_dirs:
+            cut = len(lo)
+            if folder in memo:
+                # Set operations only: the names known last time, this write's own
+                # files as its upsert recorded them, and folders recorded just now.
+                known = set(memo[folder])
+                for path in written:
+                    if path.rpartition("/")[0] == folder:
+                        (known.add if os.path.isfile(root + path) else known.discard)(path[cut:])
+                known.update(d[cut:] for d in recorded if d.rpartition("/")[0] == folder)
+                same = known <= listed and all(n.startswith(".") for n in listed - known)
+            else:
+                names = [n for n in listed if not n.startswith(".")]
+                files = {n for n in names if n.endswith(".md")}
+                # Only a name without .md can be a folder; a folder named *.md counts
+                # as a file here, unknown to the cache, so the next scan sorts it out.
+                subdirs = {n for n in names if not n.endswith(".md") and os.path.isdir(f"{base}/{n}")}
+                known_files = {p[cut:] for (p,) in self.conn.execute(
+                    "SELECT path FROM files WHERE path > ? AND path < ?", (lo, hi)) if "/" not in p[cut:]}
+                known_dirs = {p[cut:] for (p,) in self.conn.execute(
+                    "SELECT path FROM dirs WHERE path > ? AND path < ?", (lo, hi)) if "/" not in p[cut:]}
+                same = files == known_files and subdirs == known_dirs
+                known = files | subdirs
+            if same:
                 self.conn.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (folder, mtime))
+                memo[folder] = frozenset(known)
+                recorded.add(folder)
+            else:
+                memo.pop(folder, None)

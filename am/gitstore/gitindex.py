@@ -61,13 +61,14 @@ def _entry_path(data: bytes, at: int, flags: int, extended: bool) -> tuple[bytes
 class _TreeNode:
     """One node of the TREE extension: a folder whose tree id git cached, or -1 when invalid."""
 
-    __slots__ = ("name", "count", "oid", "children")
+    __slots__ = ("name", "count", "oid", "children", "dumped")
 
     def __init__(self, name: bytes, count: int, oid: bytes | None) -> None:
         self.name = name
         self.count = count
         self.oid = oid
         self.children: list[_TreeNode] = []
+        self.dumped: bytes | None = None  # this subtree's bytes, kept until something under it changes
 
 
 def _parse_tree(data: bytes) -> _TreeNode:
@@ -95,18 +96,14 @@ def _parse_tree(data: bytes) -> _TreeNode:
     return root
 
 
-def _dump_tree(root: _TreeNode) -> bytes:
-    parts: list[bytes] = []
-
-    def walk(n: _TreeNode) -> None:
-        parts.append(b"%s\0%d %d\n" % (n.name, n.count, len(n.children)))
-        if n.count >= 0 and n.oid is not None:
-            parts.append(n.oid)
-        for child in n.children:
-            walk(child)
-
-    walk(root)
-    return b"".join(parts)
+def _dump_tree(node: _TreeNode) -> bytes:
+    """Return a subtree's bytes in pre-order; untouched subtrees reuse the bytes of the last dump."""
+    if node.dumped is None:
+        head = b"%s\0%d %d\n" % (node.name, node.count, len(node.children))
+        if node.count >= 0 and node.oid is not None:
+            head += node.oid
+        node.dumped = head + b"".join(_dump_tree(child) for child in node.children)
+    return node.dumped
 
 
 def _invalidate(root: _TreeNode, path: bytes) -> None:
@@ -114,7 +111,7 @@ def _invalidate(root: _TreeNode, path: bytes) -> None:
     node = root
     parts = path.split(b"/")
     for i, part in enumerate(parts):
-        node.count, node.oid = -1, None
+        node.count, node.oid, node.dumped = -1, None, None
         if i == len(parts) - 1:
             # A file where a folder was: git drops that folder's node.
             node.children = [c for c in node.children if c.name != part]
