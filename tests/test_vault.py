@@ -473,3 +473,18 @@ def test_a_given_fact_id_that_is_taken_is_refused_not_redrawn(alpha: Vault) -> N
     alpha.add_fact("One.", topics=["project-alpha"], id="fact-mine")
     with pytest.raises(CollisionError):
         alpha.add_fact("Two.", topics=["project-alpha"], id="fact-mine")
+
+
+def test_consecutive_am_writes_keep_git_s_cached_trees_right(alpha: Vault, git: Git) -> None:
+    # One hand commit leaves a TREE extension; then am writes several times in a row
+    # from its kept index (whose unchanged subtrees reuse their bytes).
+    (alpha.root / "note.txt").write_text("n\n")
+    git("add", "note.txt")
+    git("commit", "-q", "-m", "hand")
+    for n in range(4):
+        alpha.add_fact(f"In a row {n}", topics=["project-alpha"])
+        if n % 2:
+            alpha.add_topic(title=f"Row topic {n}", id=f"topic-row-{n}")
+        assert git("write-tree").strip() == git("rev-parse", "HEAD^{tree}").strip()
+    assert git("status", "--porcelain") == "" and git("diff-files") == ""
+    fsck_clean(alpha.root)
