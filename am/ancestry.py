@@ -137,27 +137,30 @@ class CommitGraph:
     def __init__(self, store: GitStore, tip: str, *, cache_dir: Path | None = None) -> None:
         self.store = store
         self.tip = tip
+        # The disk cache holds the histories and the commit ids resolved in this clone.
+        self._files = HistoryFiles(cache_dir, store) if cache_dir is not None else None
         key = (str(store.gitdir), tip)
         history = _HISTORY_CACHE.get(key)
         if history is None:
-            if cache_dir is not None:
-                history = HistoryFiles(cache_dir, store).history(tip)
+            if self._files is not None:
+                history = self._files.history(tip)
             else:
                 history = frozenset(store.ancestors(tip))
             if len(_HISTORY_CACHE) >= _CACHE_LIMIT:
                 _HISTORY_CACHE.pop(next(iter(_HISTORY_CACHE)))
             _HISTORY_CACHE[key] = history
         self.history = history
-        # Commit ids found in the clone before (kept on disk with the histories):
-        # asking Git again would import pygit2 in a read that needs nothing else from it.
-        self._files = HistoryFiles(cache_dir, store) if cache_dir is not None else None
-        self._resolved: dict[str, str | None] = dict(self._files.load_resolved()) if self._files else {}
+        self._resolved: dict[str, str | None] | None = None  # read on the first commit not in the history
         self._sorted: list[str] | None = None
 
     def contains(self, commit: str) -> bool | None:
         """Return whether a commit (id, prefix, tag) is in the history; None if the clone lacks it."""
         if commit in self.history:
             return True
+        if self._resolved is None:
+            # Commit ids found in the clone before (kept on disk with the histories):
+            # asking Git again would import pygit2 in a read that needs nothing else from it.
+            self._resolved = dict(self._files.load_resolved()) if self._files is not None else {}
         if commit not in self._resolved:
             full = self._in_history(commit)
             if full is None:

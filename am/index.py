@@ -125,6 +125,8 @@ class Index(IndexQueries, FolderScans):
         self._finalizer = weakref.finalize(self, self._handle.close)
         self.rebuilt: str | None = None
         self.refreshed_at = time.monotonic()
+        self._folder_names: dict[str, frozenset[str]] = {}  # see FolderScans._note_own_folders
+        self._folder_names_version: int | None = None
 
     @property
     def conn(self) -> sqlite3.Connection:

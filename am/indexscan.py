@@ -21,6 +21,8 @@ class FolderScans:
 
     conn: Any
     root: Any
+    _folder_names: dict[str, frozenset[str]]
+    _folder_names_version: int | None
 
     def _rolling_sweep(self) -> list[str]:
         """Return files of this second's slots whose stat data changed (an in-place save)."""
@@ -102,10 +104,10 @@ class FolderScans:
         # other connection has changed the database (data_version): a day's folder
         # then costs one listing per write, not a query of all its rows.
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
-        memo: dict[str, frozenset[str]] = self.__dict__.setdefault("_folder_names", {})
-        if self.__dict__.get("_folder_names_version") != version:
+        memo = self._folder_names
+        if self._folder_names_version != version:
             memo.clear()
-            self.__dict__["_folder_names_version"] = version
+            self._folder_names_version = version
         folders = {"/".join(p.split("/")[:i]) for p in written for i in range(1, p.count("/") + 1)}
         recorded: set[str] = set()
         for folder in sorted(folders, key=lambda f: (-f.count("/"), f)):

@@ -39,6 +39,15 @@ def run_git(root: Path, *args: str, check: bool = True, input: str | None = None
     return proc.stdout
 
 
+def commit_file(root: Path, name: str, message: str | None = None) -> str:
+    """Write a file (its text is the message), commit it with the git CLI, return the commit id."""
+    message = message or name
+    (root / name).write_text(message + "\n")
+    run_git(root, "add", name)
+    run_git(root, "commit", "-q", "-m", message)
+    return run_git(root, "rev-parse", "HEAD").strip()
+
+
 def subprocess_env(**extra: str) -> dict[str, str]:
     """Return an environment for child processes that import am from this checkout."""
     env = {**os.environ, **GIT_IDENTITY, "PYTHONPATH": str(REPO_ROOT)}

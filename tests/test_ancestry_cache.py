@@ -7,34 +7,16 @@ pygit2 (its ~80 ms import is most of a slice process) and gives the same bytes.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from am.ancestry import HistoryFiles
 from am.demo import materialise_demo
-from tests.conftest import REPO_ROOT, subprocess_env
-
-_PROBE = """
-import io, json, sys
-from am.cli.main import main
-sys.argv = ['am', *json.loads(sys.argv[1])]
-out, sys.stdout = sys.stdout, io.StringIO()
-try:
-    main()
-except SystemExit as done:
-    assert not done.code, done.code
-printed, sys.stdout = sys.stdout.getvalue(), out
-print(json.dumps({'out': printed, 'pygit2': 'pygit2' in sys.modules}))
-"""
-
+from tests.test_startup import _probe
 
 def _slice(root: Path, home: Path, *extra: str) -> dict[str, object]:
-    args = ["--vault", str(root), "slice", "--repo", "project-alpha", *extra]
-    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True,
-                          env=subprocess_env(AM_HOME=str(home)), cwd=REPO_ROOT, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    """Run `am slice` in a new process; return what it printed and whether it imported pygit2."""
+    done = _probe("--vault", str(root), "slice", "--repo", "project-alpha", *extra, AM_HOME=str(home))
+    return {"out": done["out"], "pygit2": "pygit2" in done["modules"]}
 
 
 def test_a_second_slice_needs_no_pygit2_and_says_the_same(tmp_path: Path, monkeypatch: object) -> None:

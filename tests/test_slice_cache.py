@@ -20,25 +20,18 @@ from am.model import Fact, Record, Relation, Topic
 from am.registry import Registry
 from am.slice import SliceRequest, render_json, render_markdown, slice_vault
 from am.worlds import to_moment
-from tests.conftest import run_git
-
-
-def _commit(root: Path, name: str) -> str:
-    (root / name).write_text(name + "\n")
-    run_git(root, "add", name)
-    run_git(root, "commit", "-q", "-m", name)
-    return run_git(root, "rev-parse", "HEAD").strip()
+from tests.conftest import commit_file, run_git
 
 
 @pytest.fixture
 def clone(tmp_path: Path) -> dict[str, str]:
     root = tmp_path / "alpha-code"
     run_git(tmp_path, "init", "-q", "-b", "main", str(root))
-    c1 = _commit(root, "c1")
+    c1 = commit_file(root, "c1")
     run_git(root, "switch", "-q", "-c", "feat")
-    f1 = _commit(root, "f1")
+    f1 = commit_file(root, "f1")
     run_git(root, "switch", "-q", "main")
-    c2 = _commit(root, "c2")
+    c2 = commit_file(root, "c2")
     Registry.load().add_repo("project-alpha", root)
     return {"c1": c1, "f1": f1, "c2": c2}
 

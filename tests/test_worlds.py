@@ -14,7 +14,7 @@ from am.gitstore import GitStore
 from am.model import Fact, Relation, Topic
 from am.registry import Registry
 from am.worlds import RULE_ANCESTRY, RULE_BRANCH, SetAncestry, World, judge, resolve
-from tests.conftest import run_git
+from tests.conftest import commit_file, run_git
 
 TZ = timezone(timedelta(hours=8))
 C1, C2, C3 = "1" * 40, "2" * 40, "3" * 40
@@ -141,22 +141,15 @@ def test_relations_judged_and_topics() -> None:
 # ------------------------------------------------------------------ a real clone
 
 
-def _commit(root: Path, name: str, message: str) -> str:
-    (root / name).write_text(message + "\n")
-    run_git(root, "add", name)
-    run_git(root, "commit", "-q", "-m", message)
-    return run_git(root, "rev-parse", "HEAD").strip()
-
-
 @pytest.fixture
 def clone(tmp_path: Path) -> dict[str, str]:
     root = tmp_path / "code"
     run_git(tmp_path, "init", "-q", "-b", "main", str(root))
-    c1 = _commit(root, "a.txt", "c1")
+    c1 = commit_file(root, "a.txt", "c1")
     run_git(root, "switch", "-q", "-c", "feat")
-    c2 = _commit(root, "b.txt", "c2")
+    c2 = commit_file(root, "b.txt", "c2")
     run_git(root, "switch", "-q", "main")
-    c3 = _commit(root, "c.txt", "c3")
+    c3 = commit_file(root, "c.txt", "c3")
     return {"root": str(root), "c1": c1, "c2": c2, "c3": c3}
 
 
@@ -195,7 +188,7 @@ def test_history_files_cache_and_extend(clone: dict[str, str], tmp_path: Path) -
     assert first == set(run_git(root, "rev-list", "main").split())
     assert files.load(clone["c3"]) == first
     # main moves on: the new history is the cached one plus a short walk.
-    c4 = _commit(root, "d.txt", "c4")
+    c4 = commit_file(root, "d.txt", "c4")
     run_git(root, "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
     tip = run_git(root, "rev-parse", "HEAD").strip()
     assert files.history(tip) == set(run_git(root, "rev-list", "main").split())

@@ -110,12 +110,8 @@ def _flock_within(fd: int, timeout: float) -> bool:
     of ``fd`` (same open file, same lock); if we give up first, it drops its
     dup when it finally gets the lock, which releases it.
     """
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    if _flock_now(fd):
         return True
-    except OSError as err:
-        if err.errno not in (errno.EAGAIN, errno.EACCES):
-            raise
     waiter_fd = os.dup(fd)
     got = threading.Event()
     guard = threading.Lock()

@@ -33,7 +33,6 @@ and the commits themselves are durable before any writer returns.
 from __future__ import annotations
 
 import base64
-import errno
 import fcntl
 import itertools
 import json
@@ -43,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from am import errors
-from am.gitstore.common import Change
+from am.gitstore.common import Change, _flock_now
 from am.gitstore.group import Request
 
 __all__ = ["Answer", "Ticket", "answer", "answer_pending", "claim", "collect", "enabled", "give_up", "put", "unclaim",
@@ -113,14 +112,9 @@ def _alive(path: Path) -> bool | None:
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as err:
-        if err.errno in (errno.EAGAIN, errno.EACCES):
-            return True
-        raise
+        return not _flock_now(fd)
     finally:
         os.close(fd)  # also drops the lock if we took it
-    return False
 
 
 def claim(queue: Path, *, limit: int) -> list[Request]:
@@ -199,19 +193,20 @@ def answer(queue: Path, request: Request) -> None:
         else:
             result = {"error": "GitError", "message": f"the writer that committed for this one failed: {err}",
                       "hint": "run the command again", "final": True}
-    done = _done_path(queue, request.remote)
-    tmp = done.with_name(f".{done.name}.tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, done)
+    _write_answer(queue, request.remote, result)
 
 
 def answer_pending(queue: Path, request: Request, commit: str) -> None:
     """Write the commit a claimed request will have once the branch moves (see the module docstring)."""
     assert request.remote is not None
-    done = _done_path(queue, request.remote)
+    _write_answer(queue, request.remote, {"commit": commit})
+
+
+def _write_answer(queue: Path, rid: str, result: dict[str, object]) -> None:
+    done = _done_path(queue, rid)
     tmp = done.with_name(f".{done.name}.tmp")
-    tmp.write_text(json.dumps({"commit": commit}))
-    os.replace(tmp, done)
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, done)  # a writer polling without the lock never reads half an answer
 
 
 def collect(queue: Path, ticket: Ticket, reachable: Callable[[str], bool], *,

@@ -172,8 +172,8 @@ class Staging(Reader):
             raise
         return StagedIndex(index, tmp, stamp, tuple(entries), tuple(removed))
 
-    def _install_staged(self, staged: StagedIndex, lock: Path) -> None:
-        """Rename a staged index over `.git/index`; the caller holds ``lock`` (`.git/index.lock`)."""
+    def _install_staged(self, staged: StagedIndex) -> None:
+        """Rename a staged index over `.git/index`; the caller holds `.git/index.lock`."""
         if self._index_stamp() != staged.base:
             # Someone (git add, git commit) replaced the index after am staged
             # it: set the entries again on theirs. Holding the lock, it cannot change again.
@@ -186,42 +186,31 @@ class Staging(Reader):
         os.replace(staged.tmp, self.gitdir / "index")
         self._index_kept = (self._index_stamp(), staged.index)
 
-    def _finish_index(self, staged: StagedIndex | None,
-                      entries: Sequence[tuple[PurePosixPath, pygit2.Oid]]) -> None:
-        """Install an index staged before the branch moved (or set ``entries`` the slow way if none was)."""
-        if staged is None:
-            self._update_index(entries)  # a format libgit2 writes
-            return
+    def _finish_index(self, staged: StagedIndex | None, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                      removed: Sequence[PurePosixPath] = ()) -> None:
+        """Install a staged index under `.git/index.lock` (None: set the entries through libgit2 there)."""
+        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
         try:
             lock = self._lock_index()
         except BaseException:
-            staged.tmp.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         try:
-            self._install_staged(staged, lock)
+            if staged is None:
+                self._update_index_libgit2(entries, removed, tmp)  # a format am's writer leaves alone
+            else:
+                self._install_staged(staged)
         except BaseException:
             self._index_kept = None
-            staged.tmp.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         finally:
             lock.unlink(missing_ok=True)
 
     def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                       removed: Sequence[PurePosixPath] = ()) -> None:
-        """Set Git's index entries for these paths, holding index.lock as git does."""
-        lock = self._lock_index()
-        try:
-            staged = self._stage_index(entries, removed)
-            if staged is None:
-                self._update_index_libgit2(entries, removed, self._am_dir / f"index.{os.getpid()}.tmp")
-            else:
-                self._install_staged(staged, lock)
-        except BaseException:
-            self._index_kept = None
-            (self._am_dir / f"index.{os.getpid()}.tmp").unlink(missing_ok=True)
-            raise
-        finally:
-            lock.unlink(missing_ok=True)
+        """Set Git's index entries for these paths, holding index.lock as git does (for repairs and late fixes)."""
+        self._finish_index(self._stage_index(entries, removed), entries, removed)
 
     def _update_index_libgit2(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                               removed: Sequence[PurePosixPath], tmp: Path) -> None:

@@ -61,8 +61,8 @@ class Writer(Staging):
         path = self._am_dir / "write.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if request is not None and spool.enabled() and not _flock_now(fd):
-                if not self._wait_spooled(fd, request, timeout):
+            if request is not None and spool.enabled():
+                if not _flock_now(fd) and not self._wait_spooled(fd, request, timeout):
                     yield  # answered without the lock: the request is done, nothing to do under it
                     return
             elif not _flock_within(fd, timeout):
