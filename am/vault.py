@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -180,14 +181,20 @@ class Vault:
         return one_line(name, limit=64) if name else "am"
     actor = cached_property(_default_actor)
 
+    def _identity(self) -> tuple[str | None, str | None]:
+        """Return git's user.name and user.email, looked up at most once a second (as the cache is refreshed)."""
+        kept = self.__dict__.get("_identity_kept")
+        if kept is None or time.monotonic() - kept[0] > 1.0:
+            kept = (time.monotonic(), self.store.config_value("user.name"), self.store.config_value("user.email"))
+            self.__dict__["_identity_kept"] = kept
+        return kept[1], kept[2]
+
     def _author(self) -> tuple[str, str]:
-        email = self.store.config_value("user.email") or "am@localhost"
-        return (self.actor, email)
+        return (self.actor, self._identity()[1] or "am@localhost")
 
     def _committer(self) -> tuple[str, str]:
-        name = self.store.config_value("user.name") or self.actor
-        email = self.store.config_value("user.email") or "am@localhost"
-        return (one_line(name, limit=64), email)
+        name, email = self._identity()
+        return (one_line(name or self.actor, limit=64), email or "am@localhost")
 
     def _message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,
                  reason: str | None = None, summary: str | None = None) -> str:
@@ -399,6 +406,15 @@ class Vault:
         missing, created = [], []
         for t in topics:
             check_id(t, field="topic")
+            # A topic is usually at its own path: one read, and no cache to bring
+            # up to date (which other writers keep making stale).
+            guess = record_path("topic", t, None)
+            if (self.root / guess).is_file():
+                found = self.read_path(guess)
+                if found.id == t:
+                    if not isinstance(found, Topic):
+                        raise InvalidRecordError(f"{t!r} is not a topic", field="topics")
+                    continue
             path = self.locate(t)
             if path is None:
                 missing.append(t)

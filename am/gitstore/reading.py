@@ -268,7 +268,12 @@ class Reader:
 
     def config_value(self, key: str) -> str | None:
         """Return a git config value, or None."""
+        # One Config kept per store: libgit2 re-reads a config file that changed
+        # on every lookup, and opening a Config for each is most of its cost.
+        config = self.__dict__.get("_config")
+        if config is None:
+            config = self.__dict__["_config"] = self.repo.config
         try:
-            return str(self.repo.config[key])
+            return str(config[key])
         except KeyError:
             return None
