@@ -355,9 +355,8 @@ class Vault:
         self._check_secrets(records, allow_secrets)
         changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
-        after = self._after_write if self.__dict__.get("_cache") is not None else None
         commit = self.store.commit_grouped(changes, message=message, author=self._author(),
-                                           committer=self._committer(), op=f"{noun}.{verb}", after=after)
+                                           committer=self._committer(), op=f"{noun}.{verb}", after=self._after_write)
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
 
     def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None) -> None:
@@ -365,6 +364,9 @@ class Vault:
         cache = self.__dict__.get("_cache")
         if cache is not None:
             cache.after_commit(commit, paths, base=base)
+        else:
+            # Not open yet (a write that needed no lookup): opening it takes the commit in.
+            self.cache()
 
     def _base_of(self, path: PurePosixPath) -> str | None:
         return self.store.blob_id(path)
