@@ -26,11 +26,13 @@ makes :meth:`GitIndex.parse` return None, and the caller uses libgit2.
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import struct
 import threading
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -162,22 +164,35 @@ class GitIndex:
         if version not in (2, 3):
             raise IndexUnsupported(f"index version {version}")
         out = cls(version)
-        paths, entries, at, end = out.paths, out.entries, _HEADER.size, len(data) - 20
-        unpack = _STAT.unpack_from
-        racy = out.racy
-        # git's racy-git rule: an entry whose file time is not older than the index file's.
-        newest = (-1, -1) if mtime_ns is None else ((mtime_ns // 1_000_000_000) & 0xFFFFFFFF, mtime_ns % 1_000_000_000)
-        for _ in range(count):
-            fields = unpack(data, at)
-            flags = fields[11]
+        at, end = _HEADER.size, len(data) - 20
+        # One pass with as little Python per entry as possible: this parse is
+        # paid whenever another process wrote the index last (~50k entries).
+        paths, entries = out.paths, out.entries
+        add_path, add_entry = paths.append, entries.append
+        racy: list[int] = []
+        newest = None if mtime_ns is None else struct.pack(
+            ">LL", (mtime_ns // 1_000_000_000) & 0xFFFFFFFF, mtime_ns % 1_000_000_000)
+        for i in range(count):
+            if at + 62 > end:
+                raise ValueError("index entries overrun the file")
+            flags = (data[at + 60] << 8) | data[at + 61]
             if flags & _STAGE_MASK:
                 raise IndexUnsupported("conflict entries")
-            path, nxt = _entry_path(data, at, flags, bool(flags & _EXTENDED))
-            paths.append(path)
-            entries.append(data[at:nxt])
-            if (fields[2], fields[3]) >= newest and mtime_ns is not None:
-                racy.add(path)
+            length = flags & _NAME_MASK
+            if not flags & _EXTENDED and length != _NAME_MASK:
+                path, nxt = data[at + 62:at + 62 + length], at + ((70 + length) & ~7)  # 1-8 NULs to a multiple of 8
+            else:
+                path, nxt = _entry_path(data, at, flags, bool(flags & _EXTENDED))
+            add_path(path)
+            add_entry(data[at:nxt])
+            # git's racy-git rule: an entry whose file time is not older than the
+            # index file's. Big-endian (seconds, nanoseconds) compare as bytes.
+            if newest is not None and data[at + 8:at + 16] >= newest:
+                racy.append(i)
             at = nxt
+        if at > end:
+            raise ValueError("index entries overrun the file")
+        out.racy = {paths[i] for i in racy}
         while at < end:
             sig, size = struct.unpack_from(">4sL", data, at)
             body = data[at + 8:at + 8 + size]
@@ -193,7 +208,7 @@ class GitIndex:
         if at != end:
             raise ValueError("index extensions overrun the file")
         # After the extensions: a split index (a mandatory one) has entries with empty names.
-        if any(paths[i] >= paths[i + 1] for i in range(len(paths) - 1)):
+        if not all(map(operator.lt, paths, islice(paths, 1, None))):
             raise ValueError("index entries are not sorted")
         return out
 
