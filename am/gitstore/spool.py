@@ -163,6 +163,15 @@ def claim(queue: Path, *, limit: int) -> list[Request]:
     return out
 
 
+def waiting(queue: Path) -> bool:
+    """Return whether any request is queued and not yet claimed."""
+    try:
+        with os.scandir(queue) as entries:
+            return any(e.name.endswith(".req") for e in entries)
+    except FileNotFoundError:
+        return False
+
+
 def unclaim(queue: Path, request: Request) -> None:
     """Put back a claimed request the leader's batch did not take (it touches a path another one does)."""
     assert request.remote is not None

@@ -39,8 +39,12 @@ from am.gitstore.common import (
     hash_blob,
     log,
 )
-from am.gitstore.group import _MAX_BATCH, Request, Who, batch_tip, group_for, take_batch
+from am.gitstore.group import _MAX_BATCH, Group, Request, Who, batch_tip, group_for, take_batch
 from am.gitstore.staging import IndexView, StagedIndex, Staging
+
+# How much longer a leader keeps committing other processes' queued requests once its own is done.
+_LINGER = 0.1
+_SETTLE = 0.002
 
 
 class Writer(Staging):
@@ -290,15 +294,20 @@ class Writer(Staging):
             with self.write_lock(op=op, request=request):
                 # The first batch may leave this request for later (it touches a
                 # path an older waiting request touches): keep leading until it is done.
+                led = False  # an answer may have come with no lock held: then nothing runs here
                 while request.commit is None and request.error is None:
-                    remote = spool.claim(self._queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
-                    with group.lock:
-                        batch, rest = take_batch(group.pending + remote)
-                        group.pending = [r for r in rest if r.remote is None]
-                    for r in rest:
-                        if r.remote is not None:
-                            spool.unclaim(self._queue_dir, r)
-                    self._lead_batch(batch, request)
+                    self._lead_batch(self._next_batch(group), request)
+                    led = True
+                # Other processes' requests still queued: lead a little longer. The
+                # next leader would first re-read Git's index, which this one keeps
+                # (~50 ms at 50k files); this writer's caller waits at most _LINGER more.
+                until = time.monotonic() + _LINGER
+                while led and spool.enabled() and time.monotonic() < until and spool.waiting(self._queue_dir):
+                    time.sleep(_SETTLE)  # let the writers just answered queue their next requests too
+                    batch = self._next_batch(group)
+                    if not batch:
+                        break
+                    self._lead_batch(batch, None)
         except BaseException as err:
             if request.commit is None and request.error is None:
                 request.error = err
@@ -316,7 +325,18 @@ class Writer(Staging):
         assert request.commit is not None
         return request.commit
 
-    def _lead_batch(self, batch: list[Request], own: Request) -> None:
+    def _next_batch(self, group: Group) -> list[Request]:
+        """Take the next batch: this process's waiting writers and the queued requests of others."""
+        remote = spool.claim(self._queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
+        with group.lock:
+            batch, rest = take_batch(group.pending + remote)
+            group.pending = [r for r in rest if r.remote is None]
+        for r in rest:
+            if r.remote is not None:
+                spool.unclaim(self._queue_dir, r)
+        return batch
+
+    def _lead_batch(self, batch: list[Request], own: Request | None) -> None:
         """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``)."""
         try:
             base = self._commit_batch(batch)
