@@ -103,11 +103,12 @@ def threaded_writes(root: Path, threads: int, per_thread: int) -> float:
 PROCESS_WORKER = """
 import sys, time
 from am.vault import Vault
-root, name, count, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+root, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 vault = Vault.open(root, actor=name)
 topic = next(iter(vault.list_topics())).id
 vault.add_fact("warm-up write.", topics=[topic])
-time.sleep(max(0.0, start_at - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()  # every writer is warmed up: go
 for i in range(count):
     vault.add_fact(f"{name} fact {i}: the cache keeps sessions for 30 minutes.", topics=[topic])
 print(time.time(), flush=True)
@@ -115,19 +116,31 @@ print(time.time(), flush=True)
 
 
 def process_writes(root: Path, processes: int, per_process: int) -> float:
-    """Return add_fact commits/s with ``processes`` single-threaded writer processes started together."""
+    """Return add_fact commits/s with ``processes`` single-threaded writer processes released together.
+
+    Each process starts, warms up (imports, its cache, a first write) and
+    says so; the clock starts once all have, so start-up is not counted.
+    """
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    start_at = time.time() + 3.0  # every process imported and warmed up by then
-    procs = [subprocess.Popen([sys.executable, "-c", PROCESS_WORKER, str(root), f"p{n}", str(per_process),
-                               str(start_at)], stdout=subprocess.PIPE, env=env, text=True)
+    procs = [subprocess.Popen([sys.executable, "-c", PROCESS_WORKER, str(root), f"p{n}", str(per_process)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
              for n in range(processes)]
+    for proc in procs:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"a writer process failed to start ({proc.wait()})")
+    began = time.time()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     ends = []
     for proc in procs:
         out, _ = proc.communicate()
         if proc.returncode != 0:
             raise RuntimeError(f"a writer process failed ({proc.returncode})")
         ends.append(float(out.split()[-1]))
-    return processes * per_process / (max(ends) - start_at)
+    return processes * per_process / (max(ends) - began)
 
 
 def index_writes(root: Path, runs: int) -> tuple[float, float]:
