@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from functools import cached_property
@@ -402,6 +403,11 @@ class Vault:
         path = record_path("topic", tid, topic.created)
         return self._write([(path, topic, None)], noun="topic", verb="add", ids=[tid], summary=title)
 
+    @cached_property
+    def _topics_seen(self) -> dict[str, tuple[int, int, int]]:
+        """Topic ids found at their own path, with that file's stat data then."""
+        return {}
+
     def _check_topics(self, topics: Sequence[str], *, create: bool) -> list[tuple[PurePosixPath, Topic]]:
         if not topics:
             raise UsageError("a fact needs at least one topic", hint="pass --topic ID")
@@ -411,11 +417,20 @@ class Vault:
             # A topic is usually at its own path: one read, and no cache to bring
             # up to date (which other writers keep making stale).
             guess = record_path("topic", t, None)
-            if (self.root / guess).is_file():
+            try:
+                st = os.stat(self.root / guess)
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode):
+                seen = self._topics_seen
+                stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+                if seen.get(t) == stamp:
+                    continue  # the same file this vault object already read as that topic
                 found = self.read_path(guess)
                 if found.id == t:
                     if not isinstance(found, Topic):
                         raise InvalidRecordError(f"{t!r} is not a topic", field="topics")
+                    seen[t] = stamp
                     continue
             path = self.locate(t)
             if path is None:

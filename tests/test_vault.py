@@ -251,6 +251,21 @@ def test_hand_edited_invalid_file_is_named_and_nothing_written(alpha: Vault, git
     assert _head(git) == head and git("status", "--porcelain") == ""
 
 
+def test_a_topic_file_changed_after_a_write_is_read_again(alpha: Vault, git: Git) -> None:
+    """The vault remembers a topic it found at its path only while that file is unchanged."""
+    alpha.add_fact("first", topics=["project-alpha"])
+    path = alpha.root / "topics" / "project-alpha.md"
+    path.write_text(path.read_text().replace("kind: project\n", "kind: project\nkind: tool\n"))
+    head = _head(git)
+    with pytest.raises(InvalidRecordError) as err:
+        alpha.add_fact("second", topics=["project-alpha"])
+    assert "duplicate key 'kind'" in str(err.value)
+    path.unlink()
+    with pytest.raises(NotFoundError):
+        alpha.add_fact("third", topics=["project-alpha"])
+    assert _head(git) == head
+
+
 @pytest.mark.parametrize("title", ["../x", "/etc/passwd", "C:\\x", "CON", ".git", "\u200c.git", "a\u200bb",
                                    "x" * 256, "..", "nul"])
 def test_hostile_titles_stay_in_topics(alpha: Vault, git: Git, title: str) -> None:
