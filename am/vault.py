@@ -11,12 +11,12 @@ import logging
 import os
 import re
 import stat
-import time
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from am.authorship import Authorship
 from am.clock import now as _now
 from am.errors import (
     CollisionError,
@@ -58,7 +58,6 @@ log = logging.getLogger("am")
 
 VAULT_FILE = PurePosixPath(".am/vault.yml")
 FORMAT_VERSION = 1
-_ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}\Z")
 
 
 def find_vault_root(start: Path) -> Path | None:
@@ -70,7 +69,7 @@ def find_vault_root(start: Path) -> Path | None:
 
 
 
-class Vault:
+class Vault(Authorship):
     """One vault: its files, its Git repository and its cache."""
 
     def __init__(self, root: Path, store: LazyStore, *, actor: str | None = None) -> None:
@@ -162,53 +161,6 @@ class Vault:
         except FileNotFoundError:
             return {}
         return load_settings(text, path=str(VAULT_FILE))
-
-    # ------------------------------------------------------------ actor
-
-    @staticmethod
-    def _check_actor(actor: str) -> str:
-        if not _ACTOR_RE.match(actor):
-            raise UsageError(
-                f"actor {actor!r} is not allowed",
-                hint="use letters, digits and . _ @ + : / - (at most 64), e.g. claude-code",
-            )
-        return actor
-
-    def _default_actor(self) -> str:
-        env = os.environ.get("AM_ACTOR")
-        if env:
-            return self._check_actor(env)
-        name = self.store.config_value("user.name")
-        return one_line(name, limit=64) if name else "am"
-    actor = cached_property(_default_actor)
-
-    def _identity(self) -> tuple[str | None, str | None]:
-        """Return git's user.name and user.email, looked up at most once a second (as the cache is refreshed)."""
-        kept = self.__dict__.get("_identity_kept")
-        if kept is None or time.monotonic() - kept[0] > 1.0:
-            kept = (time.monotonic(), self.store.config_value("user.name"), self.store.config_value("user.email"))
-            self.__dict__["_identity_kept"] = kept
-        return kept[1], kept[2]
-
-    def _author(self) -> tuple[str, str]:
-        return (self.actor, self._identity()[1] or "am@localhost")
-
-    def _committer(self) -> tuple[str, str]:
-        name, email = self._identity()
-        return (one_line(name or self.actor, limit=64), email or "am@localhost")
-
-    def _message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,
-                 reason: str | None = None, summary: str | None = None) -> str:
-        head = subject or f"{noun}: {verb} {ids[0] if ids else ''}".rstrip()
-        if summary:
-            head += f" {one_line(summary, limit=72)!s}" if subject is None else ""
-        lines = [one_line(head, limit=120), ""]
-        if reason:
-            lines.append(f"Reason: {one_line(reason)}")
-        lines.append(f"Am-Op: {noun}.{verb}")
-        lines += [f"Am-Record: {i}" for i in ids]
-        lines.append(f"Am-Actor: {self.actor}")
-        return "\n".join(lines) + "\n"
 
     # ------------------------------------------------------------ reading
 

@@ -189,6 +189,39 @@ def index_writes(root: Path, runs: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def durability_floor(root: Path, runs: int) -> float:
+    """Return the median seconds of the I/O one safe write cannot skip at this vault size.
+
+    Two ordered flushes: a file the size of Git's index written, fsynced and
+    renamed over another (the index rewrite; the objects would share this
+    flush), then a 41-byte file written, fsynced, renamed, its folder fsynced
+    (the branch move). No Python work, no objects, no cache: a ceiling for
+    one writer, whatever the code does.
+    """
+    gitdir = root / ".git"
+    data = os.urandom((gitdir / "index").stat().st_size)
+    folder = os.open(gitdir, os.O_RDONLY)
+    times = []
+    try:
+        for _ in range(runs):
+            began = time.perf_counter()
+            for name, body in (("bench-floor-index", data), ("bench-floor-ref", b"0" * 40 + b"\n")):
+                fd = os.open(gitdir / f"{name}.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    os.write(fd, body)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(gitdir / f"{name}.tmp", gitdir / name)
+            os.fsync(folder)
+            times.append(time.perf_counter() - began)
+    finally:
+        os.close(folder)
+        for name in ("bench-floor-index", "bench-floor-ref"):
+            (gitdir / name).unlink(missing_ok=True)
+    return statistics.median(times)
+
+
 def commits_per_ref_move(root: Path, moves: int) -> float:
     """Return the mean number of commits per branch move over the last ``moves`` reflog entries (group commit)."""
     subjects = subprocess.run(["git", "-C", str(root), "reflog", "-n", str(moves), "--format=%gs"],
@@ -267,6 +300,10 @@ def main() -> None:
               f"add_fact {rate:6.1f} commits/s ({rate / 200:4.2f}x of 200/s, "
               f"{rate / rates[sizes[0]]:4.2f}x of {sizes[0]}) | git CLI add+commit {base:5.1f}/s "
               f"(am = {rate / base:4.1f}x git)", flush=True)
+        floor = durability_floor(root, args.runs)
+        print(f"{size:>6} facts | I/O floor of one safe write (index-sized file + ref, each flushed): "
+              f"{floor * 1000:5.2f} ms = at most {1 / floor:5.0f} writes/s for one writer "
+              f"(add_fact reaches {rate * floor:4.2f}x of it)", flush=True)
         ours, theirs = index_writes(root, args.runs)
         print(f"{size:>6} facts | set one entry and write Git's index: am {ours * 1000:5.2f} ms, "
               f"libgit2 {theirs * 1000:5.2f} ms (am = {ours / theirs:4.2f}x libgit2)", flush=True)

@@ -307,7 +307,8 @@ class Writer(Staging):
                     batch = self._next_batch(group)
                     if not batch:
                         break
-                    self._lead_batch(batch, None)
+                    # Other processes' requests carry no hook: this writer's own updates the shared cache.
+                    self._lead_batch(batch, None, after)
         except BaseException as err:
             if request.commit is None and request.error is None:
                 request.error = err
@@ -336,11 +337,18 @@ class Writer(Staging):
                 spool.unclaim(self._queue_dir, r)
         return batch
 
-    def _lead_batch(self, batch: list[Request], own: Request | None) -> None:
-        """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``)."""
+    def _lead_batch(self, batch: list[Request], own: Request | None,
+                    after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None) -> None:
+        """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``).
+
+        ``after`` is the hook to run when no request of the batch brings one
+        (a lingering leader's batch holds only other processes' requests).
+        """
         try:
             base = self._commit_batch(batch)
             hooks = [r.after for r in batch if r.after is not None and r.commit is not None]
+            if after is not None and any(r.commit is not None for r in batch):
+                hooks.append(after)
             if hooks:
                 # One cache update for the whole batch: every Vault of this folder
                 # shares the cache file (the hook never raises).
