@@ -307,8 +307,12 @@ class Writer(Staging):
                     batch = self._next_batch(group)
                     if not batch:
                         break
-                    # Other processes' requests carry no hook: this writer's own updates the shared cache.
-                    self._lead_batch(batch, None, after)
+                    try:
+                        # Other processes' requests carry no hook: this writer's own updates the shared cache.
+                        self._lead_batch(batch, None, after)
+                    except Exception as err:  # noqa: BLE001 - theirs: answered to them; this write is done
+                        log.warning("a batch of queued writes failed (%s); their writers were told", err)
+                        break
         except BaseException as err:
             if request.commit is None and request.error is None:
                 request.error = err
