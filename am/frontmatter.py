@@ -89,6 +89,11 @@ def _resolve_plain(text: str) -> str:
     return _STR
 
 
+def reads_as_str(text: str) -> bool:
+    """Return whether am's strict loader (YAML 1.2 core) reads ``text``, written plain, as this string."""
+    return _resolve_plain(text) == _STR
+
+
 def _scalar_value(tag: str, text: str) -> Any:
     if tag == _NULL:
         return None

@@ -241,6 +241,7 @@ _PATH = st.one_of(_PATH_TEXT.filter(bool), st.builds(lambda p: "/" + p, _PATH_TE
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(vaults=st.dictionaries(_NAME, _PATH, max_size=4), repos=st.dictionaries(_NAME, _PATH, max_size=4))
 @example(vaults={"true": "/a", "null": "/b", "1": "/c"}, repos={})
+@example(vaults={}, repos={"0": "0E0", "1e5": "0o17"})  # text in YAML 1.1, numbers in 1.2 core
 def test_registry_fast_path_agrees_with_the_strict_loader(vaults: dict[str, str], repos: dict[str, str],
                                                            tmp_path_factory: pytest.TempPathFactory) -> None:
     from am.frontmatter import fast_load_tables
