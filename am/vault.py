@@ -319,7 +319,10 @@ class Vault(Authorship):
             cache.after_commit(commit, paths, base=base)
         else:
             # Not open yet (a write that needed no lookup): opening it takes the commit in.
-            self.cache()
+            try:
+                self.cache()
+            except Exception as err:  # noqa: BLE001 - the write is committed; the next read catches up
+                log.warning("could not open the search cache after commit %s (%s)", commit[:10], err)
 
     def _base_of(self, path: PurePosixPath) -> str | None:
         return self.store.blob_id(path)
