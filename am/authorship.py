@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -43,12 +42,8 @@ class Authorship:
     actor = cached_property(_default_actor)
 
     def _identity(self) -> tuple[str | None, str | None]:
-        """Return git's user.name and user.email, looked up at most once a second (as the cache is refreshed)."""
-        kept = self.__dict__.get("_identity_kept")
-        if kept is None or time.monotonic() - kept[0] > 1.0:
-            kept = (time.monotonic(), self.store.config_value("user.name"), self.store.config_value("user.email"))
-            self.__dict__["_identity_kept"] = kept
-        return kept[1], kept[2]
+        """Return git's user.name and user.email."""
+        return self.store.config_value("user.name"), self.store.config_value("user.email")
 
     def _author(self) -> tuple[str, str]:
         return (self.actor, self._identity()[1] or "am@localhost")

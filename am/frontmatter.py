@@ -89,9 +89,24 @@ def _resolve_plain(text: str) -> str:
     return _STR
 
 
-def reads_as_str(text: str) -> bool:
-    """Return whether am's strict loader (YAML 1.2 core) reads ``text``, written plain, as this string."""
-    return _resolve_plain(text) == _STR
+def safe_dump(value: Any, **options: Any) -> str:
+    """Return ``yaml.safe_dump(value, **options)``, with every string quoted that either YAML reads otherwise.
+
+    PyYAML quotes a string that YAML 1.1 would read as something else
+    (``no``); am's strict loader reads YAML 1.2 core, where ``0E0`` and
+    ``1e5`` are numbers though 1.1 reads them as text: those are quoted too.
+    """
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text_scalar(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+        style = None if _resolve_plain(data) == _STR else '"'
+        return dumper.represent_scalar(_STR, data, style=style)
+
+    Dumper.add_representer(str, text_scalar)
+    return yaml.dump(value, Dumper=Dumper, **options)  # type: ignore[no-any-return]
 
 
 def _scalar_value(tag: str, text: str) -> Any:
@@ -365,9 +380,7 @@ def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozense
         elif isinstance(value, (dict, list, tuple)):
             # Nested values only come from hand-written files; keep them in
             # flow style so the line-per-key shape still holds.
-            import yaml
-
-            flow = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=1 << 30, sort_keys=False)
+            flow = safe_dump(value, default_flow_style=True, allow_unicode=True, width=1 << 30, sort_keys=False)
             lines.append(f"{key}: {flow.strip()}")
         else:
             lines.append(f"{key}: {format_scalar(value, allow_timestamp=key in timestamp_fields)}")

@@ -60,20 +60,11 @@ class Registry:
             yield
 
     def _save(self) -> None:
-        import yaml
+        from am.frontmatter import safe_dump
 
-        from am.frontmatter import reads_as_str
-
-        class Dumper(yaml.SafeDumper):
-            """PyYAML quotes by YAML 1.1; also quote what the 1.2 core loader would not read back as text ("0E0")."""
-
-        def text_scalar(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-            return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=None if reads_as_str(data) else '"')
-
-        Dumper.add_representer(str, text_scalar)
         # One entry a line however long the path (the fast path of load reads exactly that).
-        text = yaml.dump({"vaults": self.vaults, "repos": self.repos}, Dumper=Dumper, allow_unicode=True,
-                         sort_keys=True, width=1 << 30)
+        text = safe_dump({"vaults": self.vaults, "repos": self.repos}, allow_unicode=True, sort_keys=True,
+                         width=1 << 30)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path)

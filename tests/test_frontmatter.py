@@ -349,3 +349,12 @@ def test_load_settings_never_disagrees_with_the_strict_loader(text: str) -> None
     except InvalidRecordError:
         settled = None
     assert _same(settled, strict), (text, settled, strict)
+
+
+@pytest.mark.parametrize("text", ["0E0", "1e5", "+1E-3", "0o17", "no", "null", "12"])
+def test_nested_values_read_back_as_the_text_they_were(text: str) -> None:
+    """Nested values (hand-written files) are dumped for the strict YAML 1.2 core loader too, not just YAML 1.1."""
+    from am.frontmatter import dump
+
+    mapping = {"extra": {"a": text, "b": [text, "x"]}}
+    assert strict_load(dump(mapping)) == mapping
