@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from am.errors import DirtyFileError
+from am.errors import ConflictError, DirtyFileError
 from am.gitstore import Change, GitStore
 from am.gitstore.group import group_for
 from am.vault import Vault
@@ -105,6 +105,36 @@ def test_one_bad_request_in_a_batch_fails_alone(alpha: Vault) -> None:
     assert sorted(run_git(root, "ls-tree", "--name-only", "HEAD", "notes/").split()) == [
         "notes/n0.md", "notes/n1.md", "notes/n3.md"]
     assert run_git(root, "status", "--porcelain").strip() == "?? notes/n2.md"
+    fsck_clean(root)
+
+
+def test_a_request_whose_folder_is_a_file_in_head_fails_alone_and_git_index_holds_only_the_others(
+        alpha: Vault) -> None:
+    # Git's index is staged with every request's entries before the commits are
+    # built; one whose tree cannot be built (HEAD has a file where it needs a
+    # folder) is dropped again from it.
+    root = alpha.root
+    (root / "notes").mkdir()
+    (root / "notes" / "x").write_text("a file, deleted from the work tree but not from HEAD\n")
+    run_git(root, "add", "notes/x")
+    run_git(root, "commit", "-q", "-m", "hand")
+    (root / "notes" / "x").unlink()
+    before = run_git(root, "rev-parse", "HEAD").strip()
+    stores = [GitStore.open(root) for _ in range(3)]
+    paths = ["notes/a.md", "notes/x/y.md", "notes/c.md"]
+
+    def work(n: int) -> str:
+        return stores[n].commit_grouped([Change(PurePosixPath(paths[n]), f"note {n}\n".encode())],
+                                        message=f"note {n}\n", author=(f"w{n}", "w@example.com"))
+
+    results = _queued_together(root, 3, work)
+    assert isinstance(results[1], ConflictError), results
+    assert isinstance(results[0], str) and isinstance(results[2], str), results
+    assert run_git(root, "rev-list", "--count", f"{before}..HEAD").strip() == "2"
+    assert not (root / "notes" / "x" / "y.md").exists()  # put back
+    assert run_git(root, "ls-files", "notes").split() == ["notes/a.md", "notes/c.md", "notes/x"]
+    assert run_git(root, "diff", "--cached", "--name-only") == ""
+    assert run_git(root, "status", "--porcelain").strip() == "D notes/x"
     fsck_clean(root)
 
 

@@ -346,8 +346,12 @@ class GitIndex:
             digest.update(part)
         return b"".join(parts) + digest.digest()
 
-    def write(self, path: Path, *, sync: bool = True) -> None:
-        """Write the index to ``path`` (a temporary file the caller renames into place), flushed unless told not to."""
+    def write(self, path: Path, *, sync: bool = True, early: Any = None) -> None:
+        """Write the index to ``path`` (a temporary file the caller renames into place), flushed unless told not to.
+
+        ``early``, called with the file's descriptor once it is written,
+        may start its flush (the caller's later sync finishes it).
+        """
         parts = self._parts()
         digest = hashlib.sha1()
         hasher = None
@@ -366,6 +370,8 @@ class GitIndex:
             _write_all(fd, [digest.digest()])
             if sync:
                 os.fsync(fd)
+            elif early is not None:
+                early(fd)
         finally:
             if hasher is not None:
                 hasher.join()

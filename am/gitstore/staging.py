@@ -161,12 +161,14 @@ class Staging(Reader):
                 self._wait_git_lock(lock, deadline)
 
     def _stage_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
-                     removed: Sequence[PurePosixPath] = (), *, sync: bool = True) -> StagedIndex | None:
+                     removed: Sequence[PurePosixPath] = (), *, sync: bool = True,
+                     early: bool = False) -> StagedIndex | None:
         """Write the index with these entries set to am's temporary file; None if its format is libgit2's to write.
 
         The caller installs it with ``_install_staged`` (under index.lock); if
         `.git/index` changed in the meantime the entries are set again on the
-        new file. ``sync=False`` leaves the flush to the caller's syncfs.
+        new file. ``sync=False`` leaves the flush to the caller's syncfs;
+        ``early`` starts it at once, so the disk writes the file while the caller works on.
         """
         index_path = self.gitdir / "index"
         # One name per process: threads stage the index only holding the write lock.
@@ -190,7 +192,7 @@ class Staging(Reader):
         for rel in removed:
             index.remove(str(rel))
         try:
-            index.write(tmp, sync=sync)
+            index.write(tmp, sync=sync, early=common.start_writeback if early else None)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
