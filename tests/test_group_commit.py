@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+import am.gitstore.staging
 from am.errors import ConflictError, DirtyFileError
 from am.gitstore import Change, GitStore
 from am.gitstore.group import group_for
@@ -135,6 +136,32 @@ def test_a_request_whose_folder_is_a_file_in_head_fails_alone_and_git_index_hold
     assert run_git(root, "ls-files", "notes").split() == ["notes/a.md", "notes/c.md", "notes/x"]
     assert run_git(root, "diff", "--cached", "--name-only") == ""
     assert run_git(root, "status", "--porcelain").strip() == "D notes/x"
+    fsck_clean(root)
+
+
+def test_a_failure_staging_git_s_index_fails_the_batch_and_leaves_nothing(
+        alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = alpha.root
+    before = run_git(root, "rev-parse", "HEAD").strip()
+    stores = [GitStore.open(root) for _ in range(3)]
+
+    def no_space(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(am.gitstore.staging.GitIndex, "write", no_space)
+
+    def work(n: int) -> str:
+        return stores[n].commit_grouped([Change(PurePosixPath(f"notes/n{n}.md"), f"note {n}\n".encode())],
+                                        message=f"note {n}\n", author=(f"w{n}", "w@example.com"))
+
+    results = _queued_together(root, 3, work)
+    assert all(isinstance(r, OSError) and "No space" in str(r) for r in results), results
+    assert run_git(root, "rev-parse", "HEAD").strip() == before
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all") == ""  # every file put back
+    assert list((root / ".git" / "am").glob("index.*.tmp")) == []
+    monkeypatch.undo()
+    assert isinstance(_queued_together(root, 1, work)[0], str)  # the next write goes through
+    assert run_git(root, "diff", "--cached", "--name-only") == ""
     fsck_clean(root)
 
 

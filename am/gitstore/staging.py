@@ -1,7 +1,8 @@
-"""Git's index and lock files for the write path: am's own index writer first, libgit2 for formats it leaves alone."""
+"""Git's index, lock files and branch moves for the write path (am's own index writer; libgit2 for other formats)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import shutil
@@ -16,7 +17,7 @@ import pygit2
 
 from am.errors import GitError, LockTimeoutError
 from am.gitstore import common
-from am.gitstore.common import _StatEntry, log
+from am.gitstore.common import _Moved, _StatEntry, log
 from am.gitstore.gitindex import GitIndex, IndexUnsupported
 from am.gitstore.group import group_for
 from am.gitstore.reading import Reader
@@ -71,7 +72,7 @@ class StagedIndex:
 
 
 class Staging(Reader):
-    """Git's index entries and lock files, shared by the write and repair paths."""
+    """Git's index entries, lock files and branch moves, shared by the write and repair paths."""
 
     @property
     def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, GitIndex] | None:
@@ -276,3 +277,61 @@ class Staging(Reader):
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
+    # ------------------------------------------------------------ the branch
+
+    def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
+        """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                if tip is None:
+                    self.repo.create_reference_direct(ref, oid, False, message=reflog)
+                else:
+                    current = self.repo.references.get(ref)
+                    if current is None or str(current.target) != tip:
+                        raise _Moved()
+                    # set_target is a compare-and-swap against the value just looked up.
+                    current.set_target(oid, reflog)
+                return
+            except (pygit2.AlreadyExistsError, ValueError):
+                raise _Moved() from None
+            except (pygit2.GitError, OSError) as err:
+                if "does not match" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                if "lock" not in str(err):
+                    raise GitError(f"could not move {ref}: {err}") from None
+                self._wait_git_lock(lock, deadline)
+
+    def _sync_filesystems(self) -> None:
+        """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
+        assert common._syncfs is not None
+        # One call per file system: the work tree and .git are usually on the same one.
+        folders = {os.stat(f).st_dev: f for f in (self.gitdir / "objects", self.root, self._am_dir)}
+        for folder in folders.values():
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                if common._syncfs(fd) != 0:
+                    raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(fd)
+
+    def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
+                       message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+                return self.repo.create_commit(ref, author, committer, message, tree, parents)
+            except pygit2.GitError as err:
+                # libgit2 re-checks the tip under the ref lock: someone moved it.
+                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                raise GitError(f"could not commit: {err}") from None
+            except OSError as err:
+                if "lock" not in str(err):
+                    raise GitError(f"could not commit: {err}") from None
+                self._wait_git_lock(lock, deadline)
+                if self.branch_tip(ref) != tip:
+                    raise _Moved() from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import json
 import os
@@ -531,43 +530,6 @@ class Writer(Staging):
         if staged is not None:
             staged.tmp.unlink(missing_ok=True)
 
-    def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
-        """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
-        lock = self.gitdir / (ref + ".lock")
-        deadline = time.monotonic() + common._GIT_LOCK_WAIT
-        while True:
-            try:
-                if tip is None:
-                    self.repo.create_reference_direct(ref, oid, False, message=reflog)
-                else:
-                    current = self.repo.references.get(ref)
-                    if current is None or str(current.target) != tip:
-                        raise _Moved()
-                    # set_target is a compare-and-swap against the value just looked up.
-                    current.set_target(oid, reflog)
-                return
-            except (pygit2.AlreadyExistsError, ValueError):
-                raise _Moved() from None
-            except (pygit2.GitError, OSError) as err:
-                if "does not match" in str(err) or self.branch_tip(ref) != tip:
-                    raise _Moved() from None
-                if "lock" not in str(err):
-                    raise GitError(f"could not move {ref}: {err}") from None
-                self._wait_git_lock(lock, deadline)
-
-    def _sync_filesystems(self) -> None:
-        """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
-        assert common._syncfs is not None
-        # One call per file system: the work tree and .git are usually on the same one.
-        folders = {os.stat(f).st_dev: f for f in (self.gitdir / "objects", self.root, self._am_dir)}
-        for folder in folders.values():
-            fd = os.open(folder, os.O_RDONLY)
-            try:
-                if common._syncfs(fd) != 0:
-                    raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
-            finally:
-                os.close(fd)
-
     def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
         try:
             return (self.root / rel).read_bytes()
@@ -587,23 +549,3 @@ class Writer(Staging):
                     self._write_file(c.path, before)
             except OSError as err:
                 log.warning("could not put back %s after a failed write: %s", c.path, err)
-
-    def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
-                       message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
-        lock = self.gitdir / (ref + ".lock")
-        deadline = time.monotonic() + common._GIT_LOCK_WAIT
-        while True:
-            try:
-                parents = [] if tip is None else [pygit2.Oid(hex=tip)]
-                return self.repo.create_commit(ref, author, committer, message, tree, parents)
-            except pygit2.GitError as err:
-                # libgit2 re-checks the tip under the ref lock: someone moved it.
-                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
-                    raise _Moved() from None
-                raise GitError(f"could not commit: {err}") from None
-            except OSError as err:
-                if "lock" not in str(err):
-                    raise GitError(f"could not commit: {err}") from None
-                self._wait_git_lock(lock, deadline)
-                if self.branch_tip(ref) != tip:
-                    raise _Moved() from None
