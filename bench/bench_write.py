@@ -10,6 +10,10 @@ Figures, all from one run so the ratios hold on a busy machine:
   Vault each; group commit shares the flush, ref move, index rewrite and cache
   update) and separate processes, as commits/s and as ratios to 200/s and to
   the single writer of the same run;
+* each of those phases starts from the vault as built (``git reset --hard``),
+  so all see the same vault; a last line times one writer again with the
+  processes' facts left in today's folder, where a write's cost grows with
+  the folder (each commit rewrites that folder's tree);
 * the bulk path ``Vault.import_records`` in facts/s while building each vault
   (target >= 500/s at 10k);
 * one ``am fact add`` process against ``python -c "import pygit2"`` (target <= 2x)
@@ -222,6 +226,23 @@ def durability_floor(root: Path, runs: int) -> float:
     return statistics.median(times)
 
 
+def reset(root: Path, commit: str) -> None:
+    """Put the vault back to ``commit`` (as built), so every measurement of one size starts from the same vault.
+
+    Each phase adds hundreds of facts to today's folder, and a write's cost
+    grows with that folder (see the day-folder line): without the reset a
+    later phase would measure a fuller folder than an earlier one.
+    """
+    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard", commit], check=True)
+    subprocess.run(["git", "-C", str(root), "clean", "-fdq", "--", "facts", "notes"], check=True)
+
+
+def todays_folder(root: Path) -> int:
+    """Return how many facts today's folder holds (where new facts go)."""
+    folder = root / "facts" / time.strftime("%Y/%m/%d", time.gmtime())
+    return len(list(folder.glob("*.md"))) if folder.is_dir() else 0
+
+
 def commits_per_ref_move(root: Path, moves: int) -> float:
     """Return the mean number of commits per branch move over the last ``moves`` reflog entries (group commit)."""
     subjects = subprocess.run(["git", "-C", str(root), "reflog", "-n", str(moves), "--format=%gs"],
@@ -293,9 +314,13 @@ def main() -> None:
     for size in sizes:
         root = work / f"v{size}"
         vault, bulk = build(root, size, batch=args.batch)
+        built = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True,
+                               text=True).stdout.strip()
         rate = single_writes(vault, args.commits)
         rates[size] = rate
+        reset(root, built)
         base = git_cli_commits(root, min(30, args.commits))
+        reset(root, built)
         print(f"{size:>6} facts | import {bulk:7.0f} facts/s ({bulk / 500:4.2f}x of 500/s) | "
               f"add_fact {rate:6.1f} commits/s ({rate / 200:4.2f}x of 200/s, "
               f"{rate / rates[sizes[0]]:4.2f}x of {sizes[0]}) | git CLI add+commit {base:5.1f}/s "
@@ -309,11 +334,17 @@ def main() -> None:
               f"libgit2 {theirs * 1000:5.2f} ms (am = {ours / theirs:4.2f}x libgit2)", flush=True)
         per = max(1, args.commits // args.writers)
         for label, measure in (("threads", threaded_writes), ("processes", process_writes)):
+            reset(root, built)
             many = measure(root, args.writers, per * 2)
             group = commits_per_ref_move(root, args.writers * per // 2)
             print(f"{size:>6} facts | {args.writers} writer {label:<9} {many:6.1f} commits/s "
                   f"({many / 200:4.2f}x of 200/s, {many / rate:4.2f}x of one writer; "
                   f"{group:.1f} commits per branch move)", flush=True)
+        # Not reset: the processes' facts are still in today's folder.
+        full = todays_folder(root)
+        later = single_writes(vault, args.commits)
+        print(f"{size:>6} facts | one writer with {full} facts already in today's folder: {later:6.1f} commits/s "
+              f"({later / rate:4.2f}x of an empty one)", flush=True)
     if args.no_process_time:
         return
     times = process_times(args.python, work / f"v{sizes[0]}", args.runs)
