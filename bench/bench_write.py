@@ -243,10 +243,14 @@ def todays_folder(root: Path) -> int:
     return len(list(folder.glob("*.md"))) if folder.is_dir() else 0
 
 
-def commits_per_ref_move(root: Path, moves: int) -> float:
-    """Return the mean number of commits per branch move over the last ``moves`` reflog entries (group commit)."""
-    subjects = subprocess.run(["git", "-C", str(root), "reflog", "-n", str(moves), "--format=%gs"],
-                              check=True, capture_output=True, text=True).stdout.splitlines()
+def reflog_subjects(root: Path) -> list[str]:
+    """Return the branch's reflog subjects, newest first."""
+    return subprocess.run(["git", "-C", str(root), "reflog", "--format=%gs"],
+                          check=True, capture_output=True, text=True).stdout.splitlines()
+
+
+def commits_per_ref_move(subjects: list[str]) -> float:
+    """Return the mean number of commits per branch move over these reflog subjects (group commit)."""
     sizes = []
     for subject in subjects:
         if subject.startswith("commit (am group of "):
@@ -335,8 +339,11 @@ def main() -> None:
         per = max(1, args.commits // args.writers)
         for label, measure in (("threads", threaded_writes), ("processes", process_writes)):
             reset(root, built)
+            before = len(reflog_subjects(root))
             many = measure(root, args.writers, per * 2)
-            group = commits_per_ref_move(root, args.writers * per // 2)
+            # Only this phase's moves (its warm-up writes, one per writer, count as moves of one).
+            subjects = reflog_subjects(root)
+            group = commits_per_ref_move(subjects[:len(subjects) - before])
             print(f"{size:>6} facts | {args.writers} writer {label:<9} {many:6.1f} commits/s "
                   f"({many / 200:4.2f}x of 200/s, {many / rate:4.2f}x of one writer; "
                   f"{group:.1f} commits per branch move)", flush=True)
