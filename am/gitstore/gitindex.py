@@ -31,7 +31,7 @@ import os
 import struct
 import threading
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -346,7 +346,7 @@ class GitIndex:
             digest.update(part)
         return b"".join(parts) + digest.digest()
 
-    def write(self, path: Path, *, sync: bool = True, early: Any = None) -> None:
+    def write(self, path: Path, *, sync: bool = True, early: Callable[[int], None] | None = None) -> None:
         """Write the index to ``path`` (a temporary file the caller renames into place), flushed unless told not to.
 
         ``early``, called with the file's descriptor once it is written,

@@ -503,7 +503,7 @@ class Writer(Staging):
                     return outcomes, None  # every request failed its tree: nothing to move
                 entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r, o in zip(live, outcomes)
                            if not isinstance(o, AmError) for c in r.changes]
-                staged = self._stage_index(entries, sync=sync_each)
+                staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
         except BaseException:
             self._drop_staged(staged)
             raise
