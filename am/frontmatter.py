@@ -98,6 +98,14 @@ def safe_dump(value: Any, **options: Any) -> str:
     """
     import yaml
 
+    return yaml.dump(value, Dumper=_text_dumper(), **options)  # type: ignore[no-any-return]
+
+
+@cache
+def _text_dumper() -> Any:
+    """PyYAML's safe dumper, with strings quoted as ``safe_dump`` says (built once, on first use)."""
+    import yaml
+
     class Dumper(yaml.SafeDumper):
         pass
 
@@ -106,7 +114,7 @@ def safe_dump(value: Any, **options: Any) -> str:
         return dumper.represent_scalar(_STR, data, style=style)
 
     Dumper.add_representer(str, text_scalar)
-    return yaml.dump(value, Dumper=Dumper, **options)  # type: ignore[no-any-return]
+    return Dumper
 
 
 def _scalar_value(tag: str, text: str) -> Any:

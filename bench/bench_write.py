@@ -43,6 +43,7 @@ if __package__ in (None, ""):
 
 from bench.corpus import make_records  # noqa: E402
 
+from am.clock import now  # noqa: E402
 from am.model import Fact, Topic  # noqa: E402
 from am.vault import Vault  # noqa: E402
 
@@ -238,8 +239,8 @@ def reset(root: Path, commit: str) -> None:
 
 
 def todays_folder(root: Path) -> int:
-    """Return how many facts today's folder holds (where new facts go)."""
-    folder = root / "facts" / time.strftime("%Y/%m/%d", time.gmtime())
+    """Return how many facts today's folder holds (where new facts go: am's clock, the local date)."""
+    folder = root / "facts" / f"{now():%Y/%m/%d}"
     return len(list(folder.glob("*.md"))) if folder.is_dir() else 0
 
 

@@ -297,3 +297,24 @@ class Repairer(Writer):
         for cid in sorted(infos, key=lambda c: (infos[c].time, c)):
             visit(cid)
         return done
+
+    def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
+                       message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
+        """Commit ``tree`` on ``ref`` in one libgit2 call (it moves the ref); raise _Moved if ``ref`` left ``tip``."""
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+                return self.repo.create_commit(ref, author, committer, message, tree, parents)
+            except pygit2.GitError as err:
+                # libgit2 re-checks the tip under the ref lock: someone moved it.
+                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                raise GitError(f"could not commit: {err}") from None
+            except OSError as err:
+                if "lock" not in str(err):
+                    raise GitError(f"could not commit: {err}") from None
+                self._wait_git_lock(lock, deadline)
+                if self.branch_tip(ref) != tip:
+                    raise _Moved() from None

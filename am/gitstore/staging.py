@@ -315,23 +315,3 @@ class Staging(Reader):
                     raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
             finally:
                 os.close(fd)
-
-    def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
-                       message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
-        lock = self.gitdir / (ref + ".lock")
-        deadline = time.monotonic() + common._GIT_LOCK_WAIT
-        while True:
-            try:
-                parents = [] if tip is None else [pygit2.Oid(hex=tip)]
-                return self.repo.create_commit(ref, author, committer, message, tree, parents)
-            except pygit2.GitError as err:
-                # libgit2 re-checks the tip under the ref lock: someone moved it.
-                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
-                    raise _Moved() from None
-                raise GitError(f"could not commit: {err}") from None
-            except OSError as err:
-                if "lock" not in str(err):
-                    raise GitError(f"could not commit: {err}") from None
-                self._wait_git_lock(lock, deadline)
-                if self.branch_tip(ref) != tip:
-                    raise _Moved() from None

@@ -349,13 +349,12 @@ class Writer(Staging):
         """
         try:
             base = self._commit_batch(batch)
-            hooks = [r.after for r in batch if r.after is not None and r.commit is not None]
-            if after is not None and any(r.commit is not None for r in batch):
-                hooks.append(after)
-            if hooks:
+            done = [r for r in batch if r.commit is not None]
+            hook = next((r.after for r in done if r.after is not None), after)
+            if done and hook is not None:
                 # One cache update for the whole batch: every Vault of this folder
                 # shares the cache file (the hook never raises).
-                hooks[0](batch_tip(batch), [c.path for r in batch if r.commit for c in r.changes], base)
+                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base)
         except BaseException as err:
             for r in batch:
                 if r.commit is None and r.error is None:
