@@ -8,8 +8,6 @@ import fcntl
 import logging
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,24 +29,6 @@ pygit2.settings.enable_fsync_gitdir(True)
 _GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
 _GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
 _MAX_CAS_RETRIES = 1000
-# libgit2's fsync switch is process-wide: writers in other threads must not
-# create objects while a write has it off.
-_OBJECT_WRITES = threading.RLock()
-
-
-@contextmanager
-def _fsync_paused(active: bool) -> Iterator[None]:
-    """Turn libgit2's per-object fsync off for a block whose objects are flushed by syncfs (hold _OBJECT_WRITES)."""
-    if not active:
-        yield
-        return
-    pygit2.settings.enable_fsync_gitdir(False)
-    try:
-        yield
-    finally:
-        pygit2.settings.enable_fsync_gitdir(True)
-
-
 def _load_syncfs() -> Any:
     try:
         libc = ctypes.CDLL(None, use_errno=True)

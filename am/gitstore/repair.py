@@ -13,7 +13,6 @@ from am.errors import ConflictError, DirtyFileError, GitError
 from am.gitstore import common
 from am.gitstore.common import (
     _MAX_CAS_RETRIES,
-    _OBJECT_WRITES,
     Change,
     CommitInfo,
     _Moved,
@@ -104,8 +103,7 @@ class Repairer(Writer):
         committer_sig = pygit2.Signature(*(committer or author))
         for _attempt in range(_MAX_CAS_RETRIES):
             tip = self.branch_tip(ref)
-            with _OBJECT_WRITES:  # never while another thread has libgit2's fsync paused
-                tree_id = str(make_tree(tip))
+            tree_id = str(make_tree(tip))
             base_tree = self._tree_of(tip)
             if tree_id == str(base_tree.id):
                 return None
@@ -130,8 +128,7 @@ class Repairer(Writer):
                 target = self._safe_target(rel)
                 target.unlink(missing_ok=True)
             try:
-                with _OBJECT_WRITES:
-                    oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
+                oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
             except _Moved:
                 continue
             self._update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])

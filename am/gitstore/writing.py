@@ -24,15 +24,13 @@ from am.errors import (
     LockTimeoutError,
     PathTakenError,
 )
-from am.gitstore import common, spool
+from am.gitstore import common, packs, spool
 from am.gitstore.common import (
     _MAX_CAS_RETRIES,
-    _OBJECT_WRITES,
     Change,
     _flock_now,
     _flock_within,
     _fsync_dir,
-    _fsync_paused,
     _Moved,
     failpoint,
     hash_blob,
@@ -230,8 +228,11 @@ class Writer(Staging):
         if sync:
             _fsync_dir(target.parent)
 
-    def _build_tree(self, base: pygit2.Tree | None, changes: dict[tuple[str, ...], pygit2.Oid]) -> pygit2.Oid:
-        builder = self.repo.TreeBuilder(base) if base is not None else self.repo.TreeBuilder()
+    def _build_tree(self, base: pygit2.Tree | None, changes: dict[tuple[str, ...], pygit2.Oid],
+                    repo: pygit2.Repository | None = None) -> pygit2.Oid:
+        """Write the tree ``base`` with ``changes`` (path parts → blob) applied, through ``repo`` (default: ours)."""
+        repo = repo or self.repo
+        builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
         groups: dict[str, dict[tuple[str, ...], pygit2.Oid]] = defaultdict(dict)
         for parts, oid in changes.items():
             if len(parts) == 1:
@@ -244,8 +245,8 @@ class Writer(Staging):
                 entry = base[name]
                 if entry.type_str != "tree":
                     raise ConflictError(f"{name} is a file in the vault where am needs a folder")
-                sub_base = cast(pygit2.Tree, self.repo[entry.id])
-            builder.insert(name, self._build_tree(sub_base, sub), FileMode.TREE)
+                sub_base = cast(pygit2.Tree, repo[entry.id])
+            builder.insert(name, self._build_tree(sub_base, sub, repo), FileMode.TREE)
         return builder.write()
 
     def commit(self, changes: Sequence[Change], *, message: str, author: Who,
@@ -256,6 +257,7 @@ class Writer(Staging):
         """
         request = Request(tuple(changes), message, author, committer)
         self._commit_batch([request])
+        self._tidy_packs()
         if request.error is not None:
             raise request.error
         assert request.commit is not None
@@ -366,6 +368,7 @@ class Writer(Staging):
                     spool.answer(self._queue_dir, r)
                 elif r is not own:
                     r.woken.set()
+        self._tidy_packs()  # its writers are answered; the lock is still held
 
     def _commit_batch(self, batch: Sequence[Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
@@ -389,9 +392,11 @@ class Writer(Staging):
         # the branch moves only after syncfs returned, and the ref itself is
         # fsynced. Without syncfs (not Linux) every object is fsynced.
         sync_each = common._syncfs is None
-        with _OBJECT_WRITES, _fsync_paused(not sync_each):
-            for r in live:
-                r.blobs = {tuple(c.path.parts): self.repo.create_blob(c.data) for c in r.changes}
+        # The batch's objects go to memory and then to one pack (am/gitstore/packs.py).
+        objects = self._batch_objects()
+        objects.sink.objects.clear()  # left by a batch that failed before its pack was written
+        for r in live:
+            r.blobs = {tuple(c.path.parts): objects.repo.create_blob(c.data) for c in r.changes}
         failpoint("before-write")
         written: list[Request] = []
         committed = False
@@ -399,7 +404,7 @@ class Writer(Staging):
         try:
             for _attempt in range(_MAX_CAS_RETRIES):
                 tip = self.branch_tip(ref)
-                base_tree = None if tip is None else self.repo[tip].peel(pygit2.Tree)
+                base_tree = None if tip is None else objects.repo[tip].peel(pygit2.Tree)
                 index = self._read_index()
                 for r in list(live):
                     try:
@@ -430,8 +435,7 @@ class Writer(Staging):
                     files_done = True
                     failpoint("after-file")
                 try:
-                    with _OBJECT_WRITES:
-                        outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each)
+                    outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each)
                 except _Moved:
                     continue
                 committed = True
@@ -475,26 +479,27 @@ class Writer(Staging):
         # then the index is staged again without it.
         entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r in live for c in r.changes]
         staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
+        objects = self._batch_objects()
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
         tree_obj = base_tree
         subjects = []
+        pending: packs.PendingPack | None = None
         try:
-            with _fsync_paused(not sync_each):
-                for r in live:
-                    try:
-                        tree = self._build_tree(tree_obj, r.blobs)
-                    except ConflictError as err:
-                        outcomes.append(err)
-                        continue
-                    parents = [] if parent is None else [pygit2.Oid(hex=parent)]
-                    oid = self.repo.create_commit(None, pygit2.Signature(*r.author),
-                                                  pygit2.Signature(*(r.committer or r.author)), r.message, tree,
-                                                  parents)
-                    outcomes.append(oid)
-                    parent = str(oid)
-                    tree_obj = self.repo[tree].peel(pygit2.Tree)
-                    subjects.append(r.message.split("\n", 1)[0])
+            for r in live:
+                try:
+                    tree = self._build_tree(tree_obj, r.blobs, objects.repo)
+                except ConflictError as err:
+                    outcomes.append(err)
+                    continue
+                parents = [] if parent is None else [pygit2.Oid(hex=parent)]
+                oid = objects.repo.create_commit(None, pygit2.Signature(*r.author),
+                                                 pygit2.Signature(*(r.committer or r.author)), r.message, tree,
+                                                 parents)
+                outcomes.append(oid)
+                parent = str(oid)
+                tree_obj = objects.repo[tree].peel(pygit2.Tree)
+                subjects.append(r.message.split("\n", 1)[0])
             if any(isinstance(o, AmError) for o in outcomes):
                 self._drop_staged(staged)
                 staged = None
@@ -511,17 +516,42 @@ class Writer(Staging):
             if r.remote is not None and not isinstance(o, AmError):
                 spool.answer_pending(self._queue_dir, r, str(o))
         try:
+            pending = packs.stage_pack(objects.pack_dir, objects.sink.take(), sync=sync_each)
             failpoint("after-objects")
             if not sync_each:
                 self._sync_filesystems()
+            # Like git's core.fsyncMethod=batch: flushed under temporary names, then renamed into place.
+            pending.install(sync=sync_each)
+            pending = None
+            group_for(self.gitdir).new_packs += 1
+            objects.packs.refresh()  # a retry (the branch moved) builds on these objects
             reflog = "commit: " + subjects[-1]
             if len(subjects) > 1:
                 reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
             self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
+            if pending is not None:
+                pending.discard()
             self._drop_staged(staged)
             raise
         return outcomes, staged
+
+    def _batch_objects(self) -> packs.BatchObjects:
+        """This store's second handle on the repository, whose new objects are kept for one pack a batch."""
+        if self._objects is None:
+            self._objects = packs.open_batch_repo(self.gitdir)
+        return cast(packs.BatchObjects, self._objects)
+
+    def _tidy_packs(self) -> None:
+        """Merge small packs every few batches (the write lock is still held); a failure only costs space."""
+        group = group_for(self.gitdir)
+        if group.new_packs < packs.TIDY_EVERY:
+            return
+        group.new_packs = 0
+        try:
+            packs.tidy(self.gitdir / "objects" / "pack")
+        except OSError as err:
+            log.warning("could not merge small pack files (%s); they stay as they are", err)
 
     def _drop_staged(self, staged: StagedIndex | None) -> None:
         """Throw away a staged index that will not be installed (the kept copy has its entries: forget it)."""

@@ -1,0 +1,220 @@
+"""One pack per batch, and the merging of small packs (am/gitstore/packs.py), checked with the git CLI.
+
+git itself is the oracle: ``git verify-pack`` re-reads every pack am wrote or
+merged, ``git cat-file`` reads objects back, ``git fsck --strict`` checks the
+whole repository.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path, PurePosixPath
+
+import pygit2
+import pytest
+
+from am.gitstore import Change, GitStore, packs
+from am.gitstore.group import group_for
+from am.gitstore.packs import _geometric_split, stage_pack, tidy
+
+from conftest import fsck_clean, run_git
+
+WHO = ("Test Person", "person@example.com")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> GitStore:
+    return GitStore.init(tmp_path / "v")
+
+
+def _pack_names(root: Path) -> list[str]:
+    return sorted(n[:-5] for n in os.listdir(root / ".git" / "objects" / "pack") if n.endswith(".pack"))
+
+
+def _loose_count(root: Path) -> int:
+    return int(next(line.split()[1] for line in run_git(root, "count-objects", "-v").splitlines()
+                    if line.startswith("count:")))
+
+
+def _verify_every_pack(root: Path) -> None:
+    for name in _pack_names(root):
+        run_git(root, "verify-pack", str(root / ".git" / "objects" / "pack" / f"{name}.idx"))
+
+
+def _commit(store: GitStore, n: int) -> str:
+    path = PurePosixPath(f"facts/2026/01/{n % 28 + 1:02d}/f{n}.md")
+    with store.write_lock():
+        return store.commit([Change(path, f"fact {n}\n".encode())], message=f"fact {n}\n", author=WHO)
+
+
+def test_a_staged_pack_is_one_git_reads_back_byte_for_byte(store: GitStore) -> None:
+    rng = random.Random(7)
+    datas = [b"", b"x", b"fifteen bytes!!", b"sixteen bytes!!!", bytes(rng.randrange(256) for _ in range(70_000)),
+             "一个用中文写的事实。\n".encode()]
+    objects = [(pygit2.hash(d).raw, 3, d) for d in datas]  # 3: blob
+    pack_dir = store.gitdir / "objects" / "pack"
+    pending = stage_pack(pack_dir, objects, sync=True)
+    assert _pack_names(store.root) == []  # nothing visible before install
+    pending.install(sync=True)
+    assert _pack_names(store.root) == [pending.name]
+    verbose = run_git(store.root, "verify-pack", "-v", str(pack_dir / f"{pending.name}.idx"))
+    assert f"non delta: {len(datas)} objects" in verbose
+    for data in datas:
+        oid = str(pygit2.hash(data))
+        out = run_git(store.root, "cat-file", "blob", oid, check=True) if data.isascii() else None
+        if out is not None:
+            assert out.encode() == data
+        assert run_git(store.root, "cat-file", "-s", oid).strip() == str(len(data))
+    assert not [n for n in os.listdir(pack_dir) if n.startswith("tmp_")]
+
+
+def test_a_discarded_pack_leaves_nothing(store: GitStore) -> None:
+    pack_dir = store.gitdir / "objects" / "pack"
+    pending = stage_pack(pack_dir, [(pygit2.hash(b"a").raw, 3, b"a")], sync=False)
+    pending.discard()
+    assert os.listdir(pack_dir) == []
+
+
+def test_each_commit_of_am_lands_in_a_pack_and_no_loose_object_is_written(store: GitStore) -> None:
+    for n in range(5):
+        _commit(store, n)
+    root = store.root
+    assert _loose_count(root) == 0
+    assert len(_pack_names(root)) == 5  # one per write: fewer than TIDY_EVERY, so none merged yet
+    assert run_git(root, "rev-list", "--count", "HEAD").strip() == "5"
+    assert run_git(root, "show", "HEAD:facts/2026/01/05/f4.md") == "fact 4\n"
+    _verify_every_pack(root)
+    fsck_clean(root)
+
+
+def test_small_packs_are_merged_and_every_object_stays_readable(store: GitStore) -> None:
+    root = store.root
+    commits = [_commit(store, n) for n in range(60)]
+    names = _pack_names(root)
+    assert len(names) < 20, names  # 60 writes, 60 packs written, merged every TIDY_EVERY
+    sizes = sorted((root / ".git" / "objects" / "pack" / f"{n}.pack").stat().st_size for n in names)
+    assert len(sizes) < 60
+    _verify_every_pack(root)
+    fsck_clean(root)
+    assert run_git(root, "rev-list", "HEAD").split() == commits[::-1]
+    for n in range(60):
+        assert run_git(root, "show", f"HEAD:facts/2026/01/{n % 28 + 1:02d}/f{n}.md") == f"fact {n}\n"
+
+
+def test_a_merge_copies_git_s_own_delta_packs_intact_and_leaves_kept_packs_alone(store: GitStore) -> None:
+    root = store.root
+    # A pack written by git with deltas: similar large files, repacked.
+    text = "\n".join(f"line {i}: the cache keeps sessions for 30 minutes" for i in range(400))
+    for k in range(4):
+        (root / "notes.md").write_text(text + f"\nedit {k}\n")
+        run_git(root, "add", "notes.md")
+        run_git(root, "commit", "-q", "-m", f"edit {k}")
+    run_git(root, "repack", "-a", "-d", "-f", "-q")
+    git_pack = _pack_names(root)
+    assert len(git_pack) == 1
+    verbose = run_git(root, "verify-pack", "-v", str(root / ".git" / "objects" / "pack" / f"{git_pack[0]}.idx"))
+    assert "chain length = 1" in verbose  # git did write deltas
+    kept = root / ".git" / "objects" / "pack" / f"{git_pack[0]}.keep"
+    kept.write_text("")
+    for n in range(8):
+        _commit(store, n)
+    assert git_pack[0] in _pack_names(root)  # a .keep pack is never merged away
+    kept.unlink()
+    for n in range(8, 40):
+        _commit(store, n)
+    assert git_pack[0] not in _pack_names(root)  # merged with am's packs, its deltas copied as they were
+    _verify_every_pack(root)
+    fsck_clean(root)
+    assert run_git(root, "show", "HEAD:notes.md").endswith("edit 3\n")
+    for k in range(4):  # the versions git stored as deltas of each other
+        assert run_git(root, "show", f"HEAD~{43 - k}:notes.md").endswith(f"edit {k}\n")
+
+
+def test_a_pack_sharing_an_object_with_another_is_not_merged_into_it(store: GitStore) -> None:
+    pack_dir = store.gitdir / "objects" / "pack"
+    shared = (pygit2.hash(b"shared").raw, 3, b"shared")
+    for k in range(6):
+        own = f"own {k}".encode()
+        objects = [(pygit2.hash(own).raw, 3, own)] + ([shared] if k in (0, 1) else [])
+        stage_pack(pack_dir, objects, sync=False).install(sync=False)
+        time.sleep(0.01)
+    before = set(_pack_names(store.root))
+    merged = tidy(pack_dir)
+    after = set(_pack_names(store.root))
+    assert merged >= 2
+    assert len(after) < len(before)
+    _verify_every_pack(store.root)  # git's verify-pack refuses a pack holding an object twice
+    for k in range(6):
+        assert run_git(store.root, "cat-file", "blob", str(pygit2.hash(f"own {k}".encode()))) == f"own {k}"
+    assert run_git(store.root, "cat-file", "blob", str(pygit2.hash(b"shared"))) == "shared"
+
+
+def test_merging_is_left_to_git_when_a_multi_pack_index_exists(store: GitStore) -> None:
+    for n in range(3):
+        _commit(store, n)
+    run_git(store.root, "multi-pack-index", "write")
+    names = _pack_names(store.root)
+    assert tidy(store.gitdir / "objects" / "pack") == 0
+    assert _pack_names(store.root) == names
+
+
+def test_stale_temporary_pack_files_are_removed_fresh_ones_kept(store: GitStore) -> None:
+    pack_dir = store.gitdir / "objects" / "pack"
+    old = stage_pack(pack_dir, [(pygit2.hash(b"old").raw, 3, b"old")], sync=False)
+    young = stage_pack(pack_dir, [(pygit2.hash(b"young").raw, 3, b"young")], sync=False)
+    past = time.time() - 2 * 3600
+    for tmp in (old.tmp_pack, old.tmp_idx):
+        os.utime(tmp, (past, past))
+    tidy(pack_dir)
+    assert not old.tmp_pack.exists() and not old.tmp_idx.exists()
+    assert young.tmp_pack.exists() and young.tmp_idx.exists()
+
+
+def test_a_reader_opened_before_a_merge_still_reads_every_object(store: GitStore) -> None:
+    reader = pygit2.Repository(str(store.root))
+    commits = [_commit(store, n) for n in range(7)]
+    for c in commits[:3]:
+        assert reader[c].message  # this handle has opened some of the packs
+    group_for(store.gitdir).new_packs = packs.TIDY_EVERY  # the next write merges
+    commits.append(_commit(store, 7))
+    assert len(_pack_names(store.root)) < 8
+    for n, c in enumerate(commits):
+        commit = reader[c].peel(pygit2.Commit)
+        assert commit.message == f"fact {n}\n"
+        assert reader[commit.tree.id].peel(pygit2.Tree)["facts"].type_str == "tree"
+
+
+@pytest.mark.parametrize(("sizes", "split"), [
+    ([], 0),
+    ([10], 0),
+    ([1, 1], 2),                 # two equal packs: merge both
+    ([1, 4, 16], 0),             # already a progression
+    ([1, 1, 4, 16], 2),          # the two small ones merge (2 is at most half of 4)
+    ([1, 1, 1, 4, 16], 4),       # 3 small ones make 3 > 4/2: the 4 joins
+    ([1, 1, 1, 1, 1, 1, 1, 8, 24, 100], 9),  # 7 + 8 + 24 = 39: more than half of 100 is not
+])
+def test_geometric_split_follows_git_repack_geometric_2(sizes: list[int], split: int) -> None:
+    assert _geometric_split(sizes) == split
+
+
+def test_without_syncfs_the_pack_and_its_index_are_fsynced_before_they_are_renamed(
+        store: GitStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from am.gitstore import common
+
+    monkeypatch.setattr(common, "_syncfs", None)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    _commit(store, 0)
+    assert any(n.startswith("tmp_pack_am_") for n in synced), synced
+    assert any(n.startswith("tmp_idx_am_") for n in synced), synced
+    assert "pack" in synced  # the folder, once both are renamed
+    assert _loose_count(store.root) == 0
+    fsck_clean(store.root)
