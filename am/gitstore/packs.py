@@ -39,6 +39,7 @@ import pygit2
 from am.gitstore.common import _fsync_dir, log
 
 _IDX_MAGIC = b"\xfftOc"
+_WHOLE = frozenset({1, 2, 3, 4})  # commit, tree, blob, tag: an entry's type bits (6 and 7 are deltas)
 _LARGE = 0x80000000
 # Packs larger than this are never read in to be merged (git's own packs, after a gc), and
 # no merge reads more than this in all.
@@ -51,18 +52,33 @@ _STALE = 3600.0
 
 
 class PackSink(pygit2.OdbBackend):
-    """An object-database backend that keeps what libgit2 writes in memory, until ``take``."""
+    """An object-database backend that keeps what libgit2 writes in memory, until ``take``, over the real one.
 
-    def __init__(self) -> None:
+    Reads of anything not written here go to ``store`` (the repository's own
+    object database). ``exists`` answers for this backend's objects only: libgit2
+    asks it before every write, and a miss in the real database makes libgit2
+    re-scan the pack folder (~0.35 ms an object, measured); an object written
+    again that the repository already has only costs a few bytes in the pack.
+    """
+
+    def __init__(self, store: pygit2.Odb) -> None:
         super().__init__()
+        self.store = store
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
 
     def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
-        return self.objects[oid]  # KeyError: not here (libgit2 asks the next backend)
+        found = self.objects.get(oid)
+        if found is not None:
+            return found
+        kind, data = self.store.read(oid)  # NotFoundError (a KeyError): not anywhere
+        return int(kind), data
 
     def read_header_cb(self, oid: pygit2.Oid) -> tuple[int, int]:
-        kind, data = self.objects[oid]
-        return kind, len(data)
+        found = self.objects.get(oid)
+        if found is not None:
+            return found[0], len(found[1])
+        kind, size = self.store.read_header(oid)
+        return int(kind), size
 
     def read_prefix_cb(self, short: str) -> tuple[int, bytes, pygit2.Oid]:
         raise KeyError(short)  # am looks objects up by their full id
@@ -74,7 +90,7 @@ class PackSink(pygit2.OdbBackend):
         raise KeyError(short)
 
     def refresh_cb(self) -> None:
-        pass
+        pass  # the real database looks for new packs itself when a read misses
 
     def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
         self.objects[oid] = (kind, data)
@@ -92,36 +108,23 @@ class BatchObjects:
 
     repo: pygit2.Repository
     sink: PackSink
-    packs: pygit2.OdbBackendPack
     pack_dir: Path
 
 
 def open_batch_repo(gitdir: Path) -> BatchObjects:
-    """Open ``gitdir`` again with an object database that reads packs, then the sink, then loose objects.
+    """Open ``gitdir`` again with an object database that is only a ``PackSink`` over the real one.
 
-    libgit2 writes to the first backend (by priority) that can write; the
-    pack backend cannot, so every write lands in the sink. Alternates (other
-    object stores this one borrows from, ``objects/info/alternates``) are
-    read after all of these, as libgit2 itself does.
+    The real one (``pygit2.Odb`` on ``objects/``) reads loose objects, packs and
+    alternates as libgit2 always does; every write lands in the sink.
     """
     objects = gitdir / "objects"
     repo = pygit2.Repository(str(gitdir), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
     odb = pygit2.Odb()
-    packs = pygit2.OdbBackendPack(str(objects))
-    sink = PackSink()
-    odb.add_backend(packs, 3)
-    odb.add_backend(sink, 2)
-    odb.add_backend(pygit2.OdbBackendLoose(str(objects), 1, False), 1)
-    try:
-        lines = (objects / "info" / "alternates").read_text().splitlines()
-    except FileNotFoundError:
-        lines = []
-    for line in lines:
-        if line.strip() and not line.startswith("#"):
-            odb.add_disk_alternate(str(objects / line.strip()))  # a relative path is relative to objects/
+    sink = PackSink(pygit2.Odb(str(objects)))
+    odb.add_backend(sink, 1)
     repo.set_odb(odb)
     (objects / "pack").mkdir(exist_ok=True)
-    return BatchObjects(repo, sink, packs, objects / "pack")
+    return BatchObjects(repo, sink, objects / "pack")
 
 
 def _entry_header(kind: int, size: int) -> bytes:
@@ -267,6 +270,19 @@ def _read_pack(pack_dir: Path, name: str) -> _Packed | None:
                    struct.unpack_from(f">{n}I", idx, off_at), pack[12:-20])
 
 
+def _whole_entries(packed: _Packed) -> list[tuple[bytes, int, bytes]] | None:
+    """A pack's entries as (raw id, crc32, entry bytes) in pack order, or None if any is a delta."""
+    order = sorted(range(len(packed.ids)), key=packed.offsets.__getitem__)
+    ends = [packed.offsets[i] - 12 for i in order[1:]] + [len(packed.body)]
+    out = []
+    for i, end in zip(order, ends):
+        piece = packed.body[packed.offsets[i] - 12:end]
+        if (piece[0] >> 4) & 7 not in _WHOLE:
+            return None
+        out.append((packed.ids[i], packed.crcs[i], piece))
+    return out
+
+
 def _remove_stale_temporaries(pack_dir: Path, names: list[str]) -> None:
     """Remove am's temporary pack files left by a process killed mid-write (older than ``_STALE``)."""
     now = time.time()
@@ -331,9 +347,11 @@ def tidy(pack_dir: Path) -> int:
         split -= 1
     if split < 2:
         return 0
-    # Each pack's entries are copied as one run of bytes, so offsets only shift (a delta's
-    # base, even by offset, stays where it was relative to it); an object may not be
-    # in two of them, so a pack sharing one with those before it is left out.
+    # A pack's entries are copied as one run of bytes, so offsets only shift (a delta's
+    # base, even one given by offset, stays at the same distance). A pack may not hold
+    # an object twice: a pack sharing objects with those taken before it (a retried
+    # batch wrote a blob again) is copied entry by entry without them, if it has no
+    # deltas, and otherwise left out.
     seen: set[bytes] = set()
     sources: list[str] = []
     bodies: list[bytes] = []
@@ -341,13 +359,23 @@ def tidy(pack_dir: Path) -> int:
     at = 12
     for _size, base in sized[:split]:
         packed = _read_pack(pack_dir, base)
-        if packed is None or not seen.isdisjoint(packed.ids):
+        if packed is None:
             continue
+        if seen.isdisjoint(packed.ids):
+            entries += zip(packed.ids, packed.crcs, (o - 12 + at for o in packed.offsets))
+            bodies.append(packed.body)
+            at += len(packed.body)
+        else:
+            pieces = _whole_entries(packed)
+            if pieces is None:
+                continue
+            for raw, crc, piece in pieces:
+                if raw not in seen:
+                    entries.append((raw, crc, at))
+                    bodies.append(piece)
+                    at += len(piece)
         seen.update(packed.ids)
         sources.append(base)
-        entries += zip(packed.ids, packed.crcs, (o - 12 + at for o in packed.offsets))
-        bodies.append(packed.body)
-        at += len(packed.body)
     if len(sources) < 2:
         return 0
     pending = _stage(pack_dir, len(entries), bodies, entries, sync=True)

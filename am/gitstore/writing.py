@@ -524,7 +524,6 @@ class Writer(Staging):
             pending.install(sync=sync_each)
             pending = None
             group_for(self.gitdir).new_packs += 1
-            objects.packs.refresh()  # a retry (the branch moved) builds on these objects
             reflog = "commit: " + subjects[-1]
             if len(subjects) > 1:
                 reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
