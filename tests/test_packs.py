@@ -181,6 +181,20 @@ def test_merging_is_left_to_git_when_a_multi_pack_index_exists(store: GitStore) 
     assert _pack_names(store.root) == names
 
 
+@pytest.mark.parametrize("marker", [".keep", ".mtimes", ".promisor"])
+def test_kept_cruft_and_promisor_packs_are_never_merged(store: GitStore, marker: str) -> None:
+    pack_dir = store.gitdir / "objects" / "pack"
+    names = []
+    for k in range(5):
+        pending = stage_pack(pack_dir, [(pygit2.hash(f"o{k}".encode()).raw, 3, f"o{k}".encode())], sync=False)
+        pending.install(sync=False)
+        names.append(pending.name)
+    (pack_dir / f"{names[0]}{marker}").write_bytes(b"")
+    assert tidy(pack_dir) == 4
+    assert names[0] in _pack_names(store.root)
+    assert len(_pack_names(store.root)) == 2
+
+
 def test_stale_temporary_pack_files_are_removed_fresh_ones_kept(store: GitStore) -> None:
     pack_dir = store.gitdir / "objects" / "pack"
     old = stage_pack(pack_dir, [(pygit2.hash(b"old").raw, 3, b"old")], sync=False)
