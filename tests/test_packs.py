@@ -7,8 +7,10 @@ whole repository.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
+import subprocess
 import time
 from pathlib import Path, PurePosixPath
 
@@ -16,10 +18,9 @@ import pygit2
 import pytest
 
 from am.gitstore import Change, GitStore, packs
-from am.gitstore.group import group_for
 from am.gitstore.packs import _geometric_split, stage_pack, tidy
 
-from conftest import fsck_clean, run_git
+from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 
 WHO = ("Test Person", "person@example.com")
 
@@ -46,7 +47,9 @@ def _verify_every_pack(root: Path) -> None:
 def _commit(store: GitStore, n: int) -> str:
     path = PurePosixPath(f"facts/2026/01/{n % 28 + 1:02d}/f{n}.md")
     with store.write_lock():
-        return store.commit([Change(path, f"fact {n}\n".encode())], message=f"fact {n}\n", author=WHO)
+        commit = store.commit([Change(path, f"fact {n}\n".encode())], message=f"fact {n}\n", author=WHO)
+    packs.wait_for_tidy()
+    return commit
 
 
 def test_a_staged_pack_is_one_git_reads_back_byte_for_byte(store: GitStore) -> None:
@@ -82,7 +85,7 @@ def test_each_commit_of_am_lands_in_a_pack_and_no_loose_object_is_written(store:
         _commit(store, n)
     root = store.root
     assert _loose_count(root) == 0
-    assert len(_pack_names(root)) == 5  # one per write: fewer than TIDY_EVERY, so none merged yet
+    assert len(_pack_names(root)) == 5  # one per write: fewer than TIDY_AT, so none merged yet
     assert run_git(root, "rev-list", "--count", "HEAD").strip() == "5"
     assert run_git(root, "show", "HEAD:facts/2026/01/05/f4.md") == "fact 4\n"
     _verify_every_pack(root)
@@ -93,7 +96,7 @@ def test_small_packs_are_merged_and_every_object_stays_readable(store: GitStore)
     root = store.root
     commits = [_commit(store, n) for n in range(60)]
     names = _pack_names(root)
-    assert len(names) < 20, names  # 60 writes, 60 packs written, merged every TIDY_EVERY
+    assert len(names) < 20, names  # 60 writes, 60 packs written, merged once TIDY_AT of them pile up
     sizes = sorted((root / ".git" / "objects" / "pack" / f"{n}.pack").stat().st_size for n in names)
     assert len(sizes) < 60
     _verify_every_pack(root)
@@ -209,12 +212,12 @@ def test_stale_temporary_pack_files_are_removed_fresh_ones_kept(store: GitStore)
 
 def test_a_reader_opened_before_a_merge_still_reads_every_object(store: GitStore) -> None:
     reader = pygit2.Repository(str(store.root))
-    commits = [_commit(store, n) for n in range(7)]
+    commits = [_commit(store, n) for n in range(packs.TIDY_AT - 1)]
     for c in commits[:3]:
         assert reader[c].message  # this handle has opened some of the packs
-    group_for(store.gitdir).new_packs = packs.TIDY_EVERY  # the next write merges
-    commits.append(_commit(store, 7))
-    assert len(_pack_names(store.root)) < 8
+    assert len(_pack_names(store.root)) == packs.TIDY_AT - 1
+    commits.append(_commit(store, packs.TIDY_AT - 1))  # the write that makes the merge worth it
+    assert len(_pack_names(store.root)) == 1
     for n, c in enumerate(commits):
         commit = reader[c].peel(pygit2.Commit)
         assert commit.message == f"fact {n}\n"
@@ -253,3 +256,34 @@ def test_without_syncfs_the_pack_and_its_index_are_fsynced_before_they_are_renam
     assert "pack" in synced  # the folder, once both are renamed
     assert _loose_count(store.root) == 0
     fsck_clean(store.root)
+
+
+def test_writers_in_separate_processes_get_their_packs_merged(alpha: object, vault_path: Path) -> None:
+    # Each `am fact add` is a process of its own: the merge is decided from the pack folder, not a count kept in memory,
+    # and a process finishes a merge it started before it exits.
+    for n in range(packs.TIDY_AT + 1):
+        proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(vault_path), "fact", "add",
+                               f"Fact {n} written by its own process.", "--topic", "project-alpha"],
+                              env=subprocess_env(), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    names = _pack_names(vault_path)
+    assert len(names) < packs.TIDY_AT, names
+    assert not [n for n in os.listdir(vault_path / ".git" / "objects" / "pack") if n.startswith("tmp_")]
+    _verify_every_pack(vault_path)
+    fsck_clean(vault_path)
+    assert "Fact 8 written" in run_git(vault_path, "log", "-1", "--format=%s")
+
+
+def test_a_merge_another_process_is_running_is_left_to_it(store: GitStore) -> None:
+    lock = store.gitdir / "am" / "packs.lock"
+    lock.parent.mkdir(exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a second open file: as another process holding it
+        for n in range(packs.TIDY_AT + 2):
+            _commit(store, n)
+        assert len(_pack_names(store.root)) == packs.TIDY_AT + 2  # nobody merged
+    finally:
+        os.close(fd)
+    _commit(store, 99)
+    assert len(_pack_names(store.root)) < packs.TIDY_AT

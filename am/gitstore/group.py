@@ -44,7 +44,6 @@ class Group:
         # (stamp of .git/index, the GitIndex am wrote it from): shared by every
         # GitStore of this process, since each batch may have another leader.
         self.kept: tuple[tuple[int, int, int, int] | None, Any] | None = None
-        self.new_packs = 0  # packs this process wrote since it last looked for packs to merge
 
 
 _GROUPS: dict[str, Group] = {}

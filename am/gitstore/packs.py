@@ -14,12 +14,13 @@ written to temporary files, the caller flushes the file system (one syncfs),
 and only then are they renamed into place, before the branch moves. Without
 syncfs each file is fsynced before its rename.
 
-Every batch adds a pack, so every ``TIDY_EVERY`` packs a process wrote,
-``tidy`` merges the small ones into a geometric progression, as
+Every batch adds a pack, so once ``TIDY_AT`` packs break a geometric
+progression, ``tidy`` merges the small ones back into one, as
 ``git repack --geometric=2`` does: each pack at least twice the size of all
 smaller ones together. A vault so holds a few dozen packs at most, and each
-object is copied a handful of times over its life (simulated: 6,000 batches
-ended in 7 packs, never more than 17 at once, each object copied 5 times).
+object is copied a handful of times over its life (simulated: over 6,000
+batches, a merge every 7.4 batches, never more than 14 packs at once, each
+object copied 6.5 times). The merge runs on a helper thread (``tidy_later``).
 A pack's entries are copied byte for byte; packs with a ``.keep`` file, cruft
 and promisor packs, packs over ``_MERGE_MAX`` and every pack of a repository
 with a multi-pack index are left to git.
@@ -31,6 +32,7 @@ import hashlib
 import os
 import secrets
 import struct
+import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ from pathlib import Path
 
 import pygit2
 
-from am.gitstore.common import _fsync_dir, log
+from am.gitstore.common import _flock_now, _fsync_dir, log
 
 _IDX_MAGIC = b"\xfftOc"
 _WHOLE = frozenset({1, 2, 3, 4})  # commit, tree, blob, tag: an entry's type bits (6 and 7 are deltas)
@@ -46,9 +48,10 @@ _LARGE = 0x80000000
 # Packs larger than this are never read in to be merged (git's own packs, after a gc), and
 # no merge reads more than this in all.
 _MERGE_MAX = 64 * 1024 * 1024
-# A process looks for packs to merge once it has written this many: a merge
-# costs three fsyncs, and a listing of the pack folder is not free either.
-TIDY_EVERY = 8
+# Packs are merged once at least this many of them break the geometric
+# progression: a merge costs three fsyncs and a dozen unlinks, so it is not
+# worth it for two small packs.
+TIDY_AT = 8
 # A temporary pack file this old belongs to no running write (a batch takes milliseconds).
 _STALE = 3600.0
 
@@ -308,21 +311,14 @@ def _geometric_split(sizes: list[int]) -> int:
     return split
 
 
-def tidy(pack_dir: Path) -> int:
-    """Merge small packs into one where they break the geometric progression; return how many were merged.
-
-    The merged pack is fsynced and in place before any pack it replaces is
-    removed (each pack's index first, so no reader finds an index without its
-    pack). Called with the vault's write lock held, so two am processes never
-    merge at once; a pack that vanishes meanwhile (git gc) is skipped.
-    """
+def _mergeable(pack_dir: Path) -> list[tuple[int, str]]:
+    """The packs a merge may take, as (size, name) from the smallest; none in a repository with a multi-pack index."""
     try:
         names = os.listdir(pack_dir)
     except FileNotFoundError:
-        return 0
-    _remove_stale_temporaries(pack_dir, names)
+        return []
     if "multi-pack-index" in names:
-        return 0
+        return []
     present = set(names)
     sized: list[tuple[int, str]] = []
     for n in names:
@@ -338,6 +334,28 @@ def tidy(pack_dir: Path) -> int:
         if size <= _MERGE_MAX:
             sized.append((size, base))
     sized.sort()
+    return sized
+
+
+def crowded(pack_dir: Path) -> bool:
+    """Whether at least ``TIDY_AT`` packs break the geometric progression (a listing and a stat per pack)."""
+    return _geometric_split([s for s, _ in _mergeable(pack_dir)]) >= TIDY_AT
+
+
+def tidy(pack_dir: Path) -> int:
+    """Merge small packs into one where they break the geometric progression; return how many were merged.
+
+    The merged pack is fsynced and in place before any pack it replaces is
+    removed (each pack's index first, so no reader finds an index without its
+    pack). The caller makes sure two merges never run at once (``tidy_later``
+    holds ``.git/am/packs.lock``); a pack that vanishes meanwhile (git gc) is
+    skipped, and one written meanwhile is not looked at.
+    """
+    try:
+        _remove_stale_temporaries(pack_dir, os.listdir(pack_dir))
+    except FileNotFoundError:
+        return 0
+    sized = _mergeable(pack_dir)
     split = _geometric_split([s for s, _ in sized])
     while split > 2 and sum(s for s, _ in sized[:split]) > _MERGE_MAX:
         split -= 1
@@ -387,3 +405,45 @@ def tidy(pack_dir: Path) -> int:
             except OSError as err:
                 log.warning("could not remove %s%s after merging it: %s", base, suffix, err)
     return len(sources)
+
+
+_RUNNING_LOCK = threading.Lock()
+_running: threading.Thread | None = None
+
+
+def tidy_later(pack_dir: Path, lock_path: Path) -> None:
+    """Merge small packs on a helper thread, so the writers waiting for the next batch need not wait for it.
+
+    One merge runs at a time in a process (a second call while one runs does
+    nothing) and in a repository (``lock_path`` is flocked; if another process
+    holds it, this one leaves the merge to it). The thread is not a daemon: a
+    process that wrote its fact finishes the merge before it exits, instead of
+    dying halfway (which would be safe too, only wasteful). A failure is logged:
+    it costs only disk space.
+    """
+    global _running
+    with _RUNNING_LOCK:
+        if _running is not None and _running.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    if _flock_now(fd):
+                        tidy(pack_dir)
+                finally:
+                    os.close(fd)  # drops the flock
+            except (OSError, ValueError) as err:
+                log.warning("could not merge small pack files (%s); they stay as they are", err)
+
+        _running = threading.Thread(target=run, name="am-pack-merge")
+        _running.start()
+
+
+def wait_for_tidy() -> None:
+    """Wait until a merge started by ``tidy_later`` is done (tests, and anything about to look at the packs)."""
+    with _RUNNING_LOCK:
+        running = _running
+    if running is not None:
+        running.join()

@@ -368,7 +368,7 @@ class Writer(Staging):
                     spool.answer(self._queue_dir, r)
                 elif r is not own:
                     r.woken.set()
-        self._tidy_packs()  # its writers are answered; the lock is still held
+        self._tidy_packs()  # its writers are answered
 
     def _commit_batch(self, batch: Sequence[Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
@@ -523,7 +523,6 @@ class Writer(Staging):
             # Like git's core.fsyncMethod=batch: flushed under temporary names, then renamed into place.
             pending.install(sync=sync_each)
             pending = None
-            group_for(self.gitdir).new_packs += 1
             reflog = "commit: " + subjects[-1]
             if len(subjects) > 1:
                 reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
@@ -542,15 +541,13 @@ class Writer(Staging):
         return cast(packs.BatchObjects, self._objects)
 
     def _tidy_packs(self) -> None:
-        """Merge small packs every few batches (the write lock is still held); a failure only costs space."""
-        group = group_for(self.gitdir)
-        if group.new_packs < packs.TIDY_EVERY:
-            return
-        group.new_packs = 0
+        """Start a merge of small packs if enough have piled up (a listing of the pack folder and a stat each)."""
+        pack_dir = self.gitdir / "objects" / "pack"
         try:
-            packs.tidy(self.gitdir / "objects" / "pack")
+            if packs.crowded(pack_dir):
+                packs.tidy_later(pack_dir, self._am_dir / "packs.lock")
         except OSError as err:
-            log.warning("could not merge small pack files (%s); they stay as they are", err)
+            log.warning("could not look at the pack files (%s)", err)
 
     def _drop_staged(self, staged: StagedIndex | None) -> None:
         """Throw away a staged index that will not be installed (the kept copy has its entries: forget it)."""
