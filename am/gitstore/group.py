@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -15,6 +15,9 @@ from am.gitstore.common import Change
 
 # (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
 Who = tuple[str, str] | tuple[str, str, int, int]
+# Called once a batch is in the branch: its last commit, every path it wrote, the commit
+# it was built on, and the blob id (hex) it committed at each path.
+AfterHook = Callable[[str, Sequence[PurePosixPath], str | None, Mapping[str, str]], None]
 
 
 @dataclass(eq=False)
@@ -25,7 +28,7 @@ class Request:
     message: str
     author: Who
     committer: Who | None
-    after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None
+    after: AfterHook | None = None
     woken: threading.Event = field(default_factory=threading.Event)
     blobs: dict[tuple[str, ...], pygit2.Oid] = field(default_factory=dict)
     previous: dict[PurePosixPath, bytes | None] = field(default_factory=dict)

@@ -8,7 +8,7 @@ import os
 import socket
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import cast
@@ -36,7 +36,7 @@ from am.gitstore.common import (
     hash_blob,
     log,
 )
-from am.gitstore.group import _MAX_BATCH, Group, Request, Who, batch_tip, group_for, take_batch
+from am.gitstore.group import _MAX_BATCH, AfterHook, Group, Request, Who, batch_tip, group_for, take_batch
 from am.gitstore.staging import IndexView, StagedIndex, Staging
 
 # How much longer a leader keeps committing other processes' queued requests once its own is done.
@@ -265,7 +265,7 @@ class Writer(Staging):
 
     def commit_grouped(self, changes: Sequence[Change], *, message: str, author: Who,
                        committer: Who | None = None, op: str = "write",
-                       after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None) -> str:
+                       after: AfterHook | None = None) -> str:
         """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers.
 
         Takes the write lock itself (do not hold it). Writers in other threads
@@ -343,7 +343,7 @@ class Writer(Staging):
         return batch
 
     def _lead_batch(self, batch: list[Request], own: Request | None,
-                    after: Callable[[str, Sequence[PurePosixPath], str | None], None] | None = None) -> None:
+                    after: AfterHook | None = None) -> None:
         """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``).
 
         ``after`` is the hook to run when no request of the batch brings one
@@ -356,7 +356,8 @@ class Writer(Staging):
             if done and hook is not None:
                 # One cache update for the whole batch: every Vault of this folder
                 # shares the cache file (the hook never raises).
-                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base)
+                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base,
+                     {str(c.path): str(r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes})
         except BaseException as err:
             for r in batch:
                 if r.commit is None and r.error is None:
