@@ -7,7 +7,6 @@ whole repository.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import subprocess
@@ -48,7 +47,6 @@ def _commit(store: GitStore, n: int) -> str:
     path = PurePosixPath(f"facts/2026/01/{n % 28 + 1:02d}/f{n}.md")
     with store.write_lock():
         commit = store.commit([Change(path, f"fact {n}\n".encode())], message=f"fact {n}\n", author=WHO)
-    packs.wait_for_tidy()
     return commit
 
 
@@ -272,18 +270,3 @@ def test_writers_in_separate_processes_get_their_packs_merged(alpha: object, vau
     _verify_every_pack(vault_path)
     fsck_clean(vault_path)
     assert "Fact 8 written" in run_git(vault_path, "log", "-1", "--format=%s")
-
-
-def test_a_merge_another_process_is_running_is_left_to_it(store: GitStore) -> None:
-    lock = store.gitdir / "am" / "packs.lock"
-    lock.parent.mkdir(exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a second open file: as another process holding it
-        for n in range(packs.TIDY_AT + 2):
-            _commit(store, n)
-        assert len(_pack_names(store.root)) == packs.TIDY_AT + 2  # nobody merged
-    finally:
-        os.close(fd)
-    _commit(store, 99)
-    assert len(_pack_names(store.root)) < packs.TIDY_AT

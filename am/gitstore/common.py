@@ -25,6 +25,10 @@ log = logging.getLogger("am")
 
 # libgit2 ignores core.fsync; memory that a power cut can eat is no memory.
 pygit2.settings.enable_fsync_gitdir(True)
+# libgit2 keeps parsed trees of at most 4 KiB in its object cache; a day's folder of
+# facts passes that at ~75 facts, and was then read and parsed again on every
+# lookup of a path in it (~0.1 ms at 50k facts). 256 KiB: a folder of ~4,600 facts.
+pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, 256 * 1024)
 
 _GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
 _GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))

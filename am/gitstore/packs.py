@@ -20,7 +20,7 @@ progression, ``tidy`` merges the small ones back into one, as
 smaller ones together. A vault so holds a few dozen packs at most, and each
 object is copied a handful of times over its life (simulated: over 6,000
 batches, a merge every 7.4 batches, never more than 14 packs at once, each
-object copied 6.5 times). The merge runs on a helper thread (``tidy_later``).
+object copied 6.5 times).
 A pack's entries are copied byte for byte; packs with a ``.keep`` file, cruft
 and promisor packs, packs over ``_MERGE_MAX`` and every pack of a repository
 with a multi-pack index are left to git.
@@ -32,7 +32,6 @@ import hashlib
 import os
 import secrets
 import struct
-import threading
 import time
 import zlib
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from pathlib import Path
 
 import pygit2
 
-from am.gitstore.common import _flock_now, _fsync_dir, log
+from am.gitstore.common import _fsync_dir, log
 
 _IDX_MAGIC = b"\xfftOc"
 _WHOLE = frozenset({1, 2, 3, 4})  # commit, tree, blob, tag: an entry's type bits (6 and 7 are deltas)
@@ -347,9 +346,9 @@ def tidy(pack_dir: Path) -> int:
 
     The merged pack is fsynced and in place before any pack it replaces is
     removed (each pack's index first, so no reader finds an index without its
-    pack). The caller makes sure two merges never run at once (``tidy_later``
-    holds ``.git/am/packs.lock``); a pack that vanishes meanwhile (git gc) is
-    skipped, and one written meanwhile is not looked at.
+    pack). The caller holds the vault's write lock, so no other am process
+    merges or writes a pack meanwhile; a pack that vanishes meanwhile (git gc)
+    is skipped.
     """
     try:
         _remove_stale_temporaries(pack_dir, os.listdir(pack_dir))
@@ -396,8 +395,11 @@ def tidy(pack_dir: Path) -> int:
     if pending.name in sources:
         sources.remove(pending.name)  # the same objects as one source: that file stays
     pending.install(sync=True)
+    present = set(os.listdir(pack_dir))
     for base in sources:
         for suffix in (".idx", ".pack", ".rev", ".bitmap"):
+            if f"{base}{suffix}" not in present:
+                continue
             try:
                 (pack_dir / f"{base}{suffix}").unlink()
             except FileNotFoundError:
@@ -406,44 +408,3 @@ def tidy(pack_dir: Path) -> int:
                 log.warning("could not remove %s%s after merging it: %s", base, suffix, err)
     return len(sources)
 
-
-_RUNNING_LOCK = threading.Lock()
-_running: threading.Thread | None = None
-
-
-def tidy_later(pack_dir: Path, lock_path: Path) -> None:
-    """Merge small packs on a helper thread, so the writers waiting for the next batch need not wait for it.
-
-    One merge runs at a time in a process (a second call while one runs does
-    nothing) and in a repository (``lock_path`` is flocked; if another process
-    holds it, this one leaves the merge to it). The thread is not a daemon: a
-    process that wrote its fact finishes the merge before it exits, instead of
-    dying halfway (which would be safe too, only wasteful). A failure is logged:
-    it costs only disk space.
-    """
-    global _running
-    with _RUNNING_LOCK:
-        if _running is not None and _running.is_alive():
-            return
-
-        def run() -> None:
-            try:
-                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    if _flock_now(fd):
-                        tidy(pack_dir)
-                finally:
-                    os.close(fd)  # drops the flock
-            except (OSError, ValueError) as err:
-                log.warning("could not merge small pack files (%s); they stay as they are", err)
-
-        _running = threading.Thread(target=run, name="am-pack-merge")
-        _running.start()
-
-
-def wait_for_tidy() -> None:
-    """Wait until a merge started by ``tidy_later`` is done (tests, and anything about to look at the packs)."""
-    with _RUNNING_LOCK:
-        running = _running
-    if running is not None:
-        running.join()
