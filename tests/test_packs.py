@@ -270,3 +270,17 @@ def test_writers_in_separate_processes_get_their_packs_merged(alpha: object, vau
     _verify_every_pack(vault_path)
     fsck_clean(vault_path)
     assert "Fact 8 written" in run_git(vault_path, "log", "-1", "--format=%s")
+
+
+def test_a_linked_worktree_writes_its_packs_into_the_main_repository(tmp_path: Path) -> None:
+    main = tmp_path / "main"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(main))
+    run_git(main, "commit", "-q", "--allow-empty", "-m", "start")
+    run_git(main, "worktree", "add", "-q", str(tmp_path / "side"), "-b", "side")
+    side = GitStore.open(tmp_path / "side")
+    commits = [_commit(side, n) for n in range(3)]
+    assert not (side.gitdir / "objects").exists()  # the worktree's own git folder holds no objects
+    assert len(_pack_names(main)) == 3
+    assert run_git(main, "rev-list", "side").split()[:3] == commits[::-1]
+    assert run_git(main, "show", "side:facts/2026/01/03/f2.md") == "fact 2\n"
+    fsck_clean(main)

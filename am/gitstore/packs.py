@@ -115,13 +115,22 @@ class BatchObjects:
     pack_dir: Path
 
 
+def objects_dir(gitdir: Path) -> Path:
+    """The object folder of a repository: its own, or for a linked worktree the main repository's (``commondir``)."""
+    try:
+        common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return gitdir / "objects"
+    return (gitdir / common) / "objects"  # an absolute commondir replaces gitdir here
+
+
 def open_batch_repo(gitdir: Path) -> BatchObjects:
     """Open ``gitdir`` again with an object database that is only a ``PackSink`` over the real one.
 
     The real one (``pygit2.Odb`` on ``objects/``) reads loose objects, packs and
     alternates as libgit2 always does; every write lands in the sink.
     """
-    objects = gitdir / "objects"
+    objects = objects_dir(gitdir)
     repo = pygit2.Repository(str(gitdir), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
     odb = pygit2.Odb()
     sink = PackSink(pygit2.Odb(str(objects)))

@@ -16,7 +16,7 @@ from typing import Protocol
 import pygit2
 
 from am.errors import GitError, LockTimeoutError
-from am.gitstore import common
+from am.gitstore import common, packs
 from am.gitstore.common import _Moved, _StatEntry, log
 from am.gitstore.gitindex import GitIndex, IndexUnsupported
 from am.gitstore.group import group_for
@@ -307,7 +307,7 @@ class Staging(Reader):
         """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
         assert common._syncfs is not None
         # One call per file system: the work tree and .git are usually on the same one.
-        folders = {os.stat(f).st_dev: f for f in (self.gitdir / "objects", self.root, self._am_dir)}
+        folders = {os.stat(f).st_dev: f for f in (packs.objects_dir(self.gitdir), self.root, self._am_dir)}
         for folder in folders.values():
             fd = os.open(folder, os.O_RDONLY)
             try:

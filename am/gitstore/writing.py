@@ -388,12 +388,12 @@ class Writer(Staging):
                 r.error = GitError("a commit message may not contain NUL")
             else:
                 live.append(r)
-        # Objects and files are flushed with one syncfs per batch instead of an
-        # fsync (and a folder fsync) each, as git's core.fsyncMethod=batch does:
-        # the branch moves only after syncfs returned, and the ref itself is
-        # fsynced. Without syncfs (not Linux) every object is fsynced.
+        # The pack of the batch's objects and its files are flushed with one syncfs
+        # per batch instead of an fsync (and a folder fsync) each, as git's
+        # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
+        # and the ref itself is fsynced. Without syncfs (not Linux) every file is
+        # fsynced. The objects go to memory first, then to one pack (am/gitstore/packs.py).
         sync_each = common._syncfs is None
-        # The batch's objects go to memory and then to one pack (am/gitstore/packs.py).
         objects = self._batch_objects()
         objects.sink.objects.clear()  # left by a batch that failed before its pack was written
         for r in live:
@@ -547,7 +547,7 @@ class Writer(Staging):
         Deciding costs a listing of the pack folder and a stat a pack; a merge
         of small packs ~10 ms, once every ~8 batches.
         """
-        pack_dir = self.gitdir / "objects" / "pack"
+        pack_dir = self._batch_objects().pack_dir
         try:
             if packs.crowded(pack_dir):
                 packs.tidy(pack_dir)
