@@ -46,8 +46,7 @@ def _verify_every_pack(root: Path) -> None:
 def _commit(store: GitStore, n: int) -> str:
     path = PurePosixPath(f"facts/2026/01/{n % 28 + 1:02d}/f{n}.md")
     with store.write_lock():
-        commit = store.commit([Change(path, f"fact {n}\n".encode())], message=f"fact {n}\n", author=WHO)
-    return commit
+        return store.commit([Change(path, f"fact {n}\n".encode())], message=f"fact {n}\n", author=WHO)
 
 
 def test_a_staged_pack_is_one_git_reads_back_byte_for_byte(store: GitStore) -> None:
@@ -63,11 +62,9 @@ def test_a_staged_pack_is_one_git_reads_back_byte_for_byte(store: GitStore) -> N
     verbose = run_git(store.root, "verify-pack", "-v", str(pack_dir / f"{pending.name}.idx"))
     assert f"non delta: {len(datas)} objects" in verbose
     for data in datas:
-        oid = str(pygit2.hash(data))
-        out = run_git(store.root, "cat-file", "blob", oid, check=True) if data.isascii() else None
-        if out is not None:
-            assert out.encode() == data
-        assert run_git(store.root, "cat-file", "-s", oid).strip() == str(len(data))
+        read = subprocess.run(["git", "-C", str(store.root), "cat-file", "blob", str(pygit2.hash(data))],
+                              capture_output=True, check=True)
+        assert read.stdout == data
     assert not [n for n in os.listdir(pack_dir) if n.startswith("tmp_")]
 
 

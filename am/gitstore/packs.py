@@ -371,9 +371,9 @@ def tidy(pack_dir: Path) -> int:
         return 0
     # A pack's entries are copied as one run of bytes, so offsets only shift (a delta's
     # base, even one given by offset, stays at the same distance). A pack may not hold
-    # an object twice: a pack sharing objects with those taken before it (a retried
-    # batch wrote a blob again) is copied entry by entry without them, if it has no
-    # deltas, and otherwise left out.
+    # an object twice: a pack sharing objects with those taken before it (a batch wrote
+    # again what the repository had: the same file content twice, a folder back as it
+    # was) is copied entry by entry without them, if it has no deltas, and otherwise left out.
     seen: set[bytes] = set()
     sources: list[str] = []
     bodies: list[bytes] = []
