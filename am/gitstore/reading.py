@@ -12,6 +12,7 @@ from am.errors import GitError, NotAVaultError
 from am.gitstore.common import (
     CommitInfo,
 )
+from am.gitstore.packs import BatchObjects
 
 
 class Reader:
@@ -23,7 +24,7 @@ class Reader:
         self.gitdir = Path(repo.path)
         self._am_dir = self.gitdir / "am"
         self._group: Any = None  # the process's group-commit queue and kept index for this repository (writing.py)
-        self._objects: Any = None  # the second handle whose new objects become one pack a batch (writing.py)
+        self._objects: BatchObjects | None = None  # the second handle whose new objects become one pack a batch
 
     # ------------------------------------------------------------ open / init
 

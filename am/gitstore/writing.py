@@ -467,7 +467,7 @@ class Writer(Staging):
 
     def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
                      sync_each: bool) -> tuple[list[pygit2.Oid | AmError], StagedIndex | None]:
-        """Write one commit per request, each on the previous, flush them, then move the branch to the last.
+        """Write one commit per request, each on the previous, as one pack; flush it, then move the branch to the last.
 
         Returns each request's commit, or the error that kept it out (a file
         where its path needs a folder; the chain goes on without it), and Git's
@@ -539,7 +539,7 @@ class Writer(Staging):
         """This store's second handle on the repository, whose new objects are kept for one pack a batch."""
         if self._objects is None:
             self._objects = packs.open_batch_repo(self.gitdir)
-        return cast(packs.BatchObjects, self._objects)
+        return self._objects
 
     def _tidy_packs(self) -> None:
         """Merge small packs if enough have piled up (the write lock is held, so no other am process merges too).
