@@ -52,7 +52,7 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -388,15 +388,10 @@ class Index(IndexQueries, FolderScans):
                 handle.conn = None
         self._repair(reason, progress, force=True)
 
-    def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None,
-                     blobs: Mapping[str, str] | None = None) -> None:
-        """Take in am's own write (``base``: where a group of commits began; ``blobs``: what it committed at each path).
-
-        Never raises.
-        """
+    def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None) -> None:
+        """Take in am's own write (``base``: where a group of commits began); never raises."""
         try:
-            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(),
-                          chain=(base, commit), committed=blobs)
+            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(), chain=(base, commit))
         except (sqlite3.Error, OSError, AmError) as err:
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
@@ -404,8 +399,7 @@ class Index(IndexQueries, FolderScans):
     def _full_sweep_always(self) -> bool:
         return os.environ.get("AM_CACHE_SWEEP") == "0"
 
-    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None,
-                 committed: Mapping[str, str] | None = None) -> Refresh:
+    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None) -> Refresh:
         meta = self._meta()
         head = self.store.head()
         git_index = self._git_index_stamp()
@@ -418,7 +412,7 @@ class Index(IndexQueries, FolderScans):
         with self._handle.locked(exclusive=True):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                result = self._update(head, git_index, sweep, trusted_paths, chain, committed)
+                result = self._update(head, git_index, sweep, trusted_paths, chain)
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
@@ -440,8 +434,7 @@ class Index(IndexQueries, FolderScans):
         return False
 
     def _update(self, head: str | None, git_index: str, sweep: bool,
-                trusted_paths: Sequence[str], chain: Any = None,
-                committed: Mapping[str, str] | None = None) -> tuple[int, int, int]:
+                trusted_paths: Sequence[str], chain: Any = None) -> tuple[int, int, int]:
         meta = self._meta()  # again, under the lock: another process may have done the work
         old_head = meta.get("head") or None
         # Paths whose dirtiness (working copy != HEAD) may have changed.
@@ -518,14 +511,10 @@ class Index(IndexQueries, FolderScans):
             dirty = [p for p, blob in self.conn.execute("SELECT path, blob FROM files ORDER BY path")
                      if tree.get(p) != blob]
         else:
-            # What am's own write committed is what HEAD holds at those paths, if HEAD is still its last
-            # commit: no lookup in HEAD's tree (~0.1 ms a path at 50k facts, the day's folder re-read each time).
-            at_head = committed if committed is not None and chain is not None and chain[1] == head else {}
             dirty = []
             for path in sorted(recheck):
                 row = self.conn.execute("SELECT blob FROM files WHERE path = ?", (path,)).fetchone()
-                if row is not None and (head is None or (at_head[path] if path in at_head
-                                                         else self.store.blob_id(path, commit=head)) != row[0]):
+                if row is not None and (head is None or self.store.blob_id(path, commit=head) != row[0]):
                     dirty.append(path)
         swept = {"swept_at": str(time.time())} if sweep else {}
         if sweep or "files" not in meta:

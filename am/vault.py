@@ -11,7 +11,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -312,13 +312,11 @@ class Vault(Authorship):
                                            committer=self._committer(), op=f"{noun}.{verb}", after=self._after_write)
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
 
-    def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None,
-                     blobs: Mapping[str, str] | None = None) -> None:
-        """Bring derived state up to date after a write (``base``: where a group of commits began;
-        ``blobs``: the blob committed at each path)."""
+    def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None) -> None:
+        """Bring derived state up to date after a write (``base``: where a group of commits began)."""
         cache = self.__dict__.get("_cache")
         if cache is not None:
-            cache.after_commit(commit, paths, base=base, blobs=blobs)
+            cache.after_commit(commit, paths, base=base)
         else:
             # Not open yet (a write that needed no lookup): opening it takes the commit in.
             try:

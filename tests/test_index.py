@@ -7,7 +7,6 @@ everything it holds with a cache built from scratch in another folder.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -419,27 +418,3 @@ def test_tree_changes_equal_libgit2s_diff(seeded: Vault, vault_path: Path, git: 
     for old in commits:
         for new in commits[:3]:
             assert sorted(store.tree_changes(old, new)) == sorted(store.diff_paths(old, new))
-
-
-def test_am_s_own_write_tells_the_cache_what_head_holds_only_while_head_is_that_write(
-        seeded: Vault, vault_path: Path, tmp_path: Path, git: Callable[..., str]) -> None:
-    index = seeded.cache()
-    rel = str(seeded.add_fact("One more fact.", topics=["project-alpha"], id="fact-own").paths[0])
-    head = git("rev-parse", "HEAD").strip()
-    wrong = "0" * 40
-
-    def dirty() -> list[str]:
-        (value,) = index.conn.execute("SELECT value FROM meta WHERE key = 'dirty'").fetchone()
-        return list(json.loads(value))
-
-    # HEAD is the write: the blob the writer committed is taken as HEAD's, not looked up
-    # (a wrong one given on purpose makes the file look changed).
-    index.after_commit(head, [PurePosixPath(rel)], base=head, blobs={rel: wrong})
-    assert dirty() == [rel]
-    # HEAD moved on since: what the writer said is stale, so HEAD's tree is asked.
-    write(vault_path, "notes/other.md", "someone else's note\n")
-    git("add", "-A")
-    git("commit", "-qm", "other")
-    index.after_commit(head, [PurePosixPath(rel)], base=head, blobs={rel: wrong})
-    assert dirty() == []
-    assert_same_as_fresh(index, vault_path, tmp_path)

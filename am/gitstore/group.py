@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -15,9 +15,8 @@ from am.gitstore.common import Change
 
 # (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
 Who = tuple[str, str] | tuple[str, str, int, int]
-# Called once a batch is in the branch: its last commit, every path it wrote, the commit
-# it was built on, and the blob id (hex) it committed at each path.
-AfterHook = Callable[[str, Sequence[PurePosixPath], str | None, Mapping[str, str]], None]
+# Called once a batch is in the branch: its last commit, every path it wrote, and the commit it was built on.
+AfterHook = Callable[[str, Sequence[PurePosixPath], str | None], None]
 
 
 @dataclass(eq=False)

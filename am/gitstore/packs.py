@@ -15,8 +15,8 @@ and only then are they renamed into place, before the branch moves. Without
 syncfs each file is fsynced before its rename.
 
 Every batch adds a pack, so once ``TIDY_AT`` packs break a geometric
-progression, ``tidy`` merges the small ones back into one, as
-``git repack --geometric=2`` does: each pack at least twice the size of all
+progression, ``tidy`` (asked after every batch) merges the small ones back
+into one, as ``git repack --geometric=2`` does: each pack at least twice the size of all
 smaller ones together. A vault so holds a few dozen packs at most, and each
 object is copied a handful of times over its life (simulated: over 6,000
 batches, a merge every 7.4 batches, never more than 14 packs at once, each
@@ -319,12 +319,8 @@ def _geometric_split(sizes: list[int]) -> int:
     return split
 
 
-def _mergeable(pack_dir: Path) -> list[tuple[int, str]]:
+def _mergeable(pack_dir: Path, names: list[str]) -> list[tuple[int, str]]:
     """The packs a merge may take, as (size, name) from the smallest; none in a repository with a multi-pack index."""
-    try:
-        names = os.listdir(pack_dir)
-    except FileNotFoundError:
-        return []
     if "multi-pack-index" in names:
         return []
     present = set(names)
@@ -345,29 +341,25 @@ def _mergeable(pack_dir: Path) -> list[tuple[int, str]]:
     return sized
 
 
-def crowded(pack_dir: Path) -> bool:
-    """Whether at least ``TIDY_AT`` packs break the geometric progression (a listing and a stat per pack)."""
-    return _geometric_split([s for s, _ in _mergeable(pack_dir)]) >= TIDY_AT
+def tidy(pack_dir: Path, *, least: int = 2) -> int:
+    """Merge small packs into one if at least ``least`` break the geometric progression; return how many were.
 
-
-def tidy(pack_dir: Path) -> int:
-    """Merge small packs into one where they break the geometric progression; return how many were merged.
-
-    The merged pack is fsynced and in place before any pack it replaces is
-    removed (each pack's index first, so no reader finds an index without its
-    pack). The caller holds the vault's write lock, so no other am process
-    merges or writes a pack meanwhile; a pack that vanishes meanwhile (git gc)
-    is skipped.
+    Deciding costs one listing of the folder and a stat a pack. The merged
+    pack is fsynced and in place before any pack it replaces is removed
+    (each pack's index first, so no reader finds an index without its pack).
+    The caller holds the vault's write lock, so no other am process merges or
+    writes a pack meanwhile; a pack that vanishes meanwhile (git gc) is skipped.
     """
     try:
-        _remove_stale_temporaries(pack_dir, os.listdir(pack_dir))
+        names = os.listdir(pack_dir)
     except FileNotFoundError:
         return 0
-    sized = _mergeable(pack_dir)
+    _remove_stale_temporaries(pack_dir, names)
+    sized = _mergeable(pack_dir, names)
     split = _geometric_split([s for s, _ in sized])
     while split > 2 and sum(s for s, _ in sized[:split]) > _MERGE_MAX:
         split -= 1
-    if split < 2:
+    if split < max(2, least):
         return 0
     # A pack's entries are copied as one run of bytes, so offsets only shift (a delta's
     # base, even one given by offset, stays at the same distance). A pack may not hold
@@ -404,7 +396,7 @@ def tidy(pack_dir: Path) -> int:
     if pending.name in sources:
         sources.remove(pending.name)  # the same objects as one source: that file stays
     pending.install(sync=True)
-    present = set(os.listdir(pack_dir))
+    present = set(names)  # the sources' files were all listed above
     for base in sources:
         for suffix in (".idx", ".pack", ".rev", ".bitmap"):
             if f"{base}{suffix}" not in present:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import pygit2
 
@@ -12,7 +12,9 @@ from am.errors import GitError, NotAVaultError
 from am.gitstore.common import (
     CommitInfo,
 )
-from am.gitstore.packs import BatchObjects
+
+if TYPE_CHECKING:
+    from am.gitstore.packs import BatchObjects
 
 
 class Reader:

@@ -277,6 +277,12 @@ class Staging(Reader):
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
+    def _batch_objects(self) -> packs.BatchObjects:
+        """This store's second handle on the repository, whose new objects are kept for one pack a batch."""
+        if self._objects is None:
+            self._objects = packs.open_batch_repo(self.gitdir)
+        return self._objects
+
     # ------------------------------------------------------------ the branch
 
     def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
@@ -307,7 +313,8 @@ class Staging(Reader):
         """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
         assert common._syncfs is not None
         # One call per file system: the work tree and .git are usually on the same one.
-        folders = {os.stat(f).st_dev: f for f in (packs.objects_dir(self.gitdir), self.root, self._am_dir)}
+        objects = self._batch_objects().pack_dir.parent
+        folders = {os.stat(f).st_dev: f for f in (objects, self.root, self._am_dir)}
         for folder in folders.values():
             fd = os.open(folder, os.O_RDONLY)
             try:

@@ -356,8 +356,7 @@ class Writer(Staging):
             if done and hook is not None:
                 # One cache update for the whole batch: every Vault of this folder
                 # shares the cache file (the hook never raises).
-                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base,
-                     {str(c.path): str(r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes})
+                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base)
         except BaseException as err:
             for r in batch:
                 if r.commit is None and r.error is None:
@@ -535,22 +534,14 @@ class Writer(Staging):
             raise
         return outcomes, staged
 
-    def _batch_objects(self) -> packs.BatchObjects:
-        """This store's second handle on the repository, whose new objects are kept for one pack a batch."""
-        if self._objects is None:
-            self._objects = packs.open_batch_repo(self.gitdir)
-        return self._objects
-
     def _tidy_packs(self) -> None:
         """Merge small packs if enough have piled up (the write lock is held, so no other am process merges too).
 
         Deciding costs a listing of the pack folder and a stat a pack; a merge
         of small packs ~10 ms, once every ~8 batches.
         """
-        pack_dir = self._batch_objects().pack_dir
         try:
-            if packs.crowded(pack_dir):
-                packs.tidy(pack_dir)
+            packs.tidy(self._batch_objects().pack_dir, least=packs.TIDY_AT)
         except (OSError, ValueError) as err:
             log.warning("could not merge small pack files (%s); they stay as they are", err)
 
