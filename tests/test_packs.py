@@ -15,9 +15,12 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from am.gitstore import Change, GitStore, packs
-from am.gitstore.packs import _geometric_split, stage_pack, tidy
+from am.gitstore.group import Request
+from am.gitstore.packs import _geometric_split, _ofs_distance, _read_distance, make_delta, stage_pack, tidy
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 
@@ -66,6 +69,116 @@ def test_a_staged_pack_is_one_git_reads_back_byte_for_byte(store: GitStore) -> N
                               capture_output=True, check=True)
         assert read.stdout == data
     assert not [n for n in os.listdir(pack_dir) if n.startswith("tmp_")]
+
+
+def _versions() -> list[tuple[bytes, bytes]]:
+    """(source, target) pairs a delta must get right: edits anywhere, long runs, nothing in common."""
+    rng = random.Random(11)
+    big = rng.randbytes(150_000)  # common runs over 64 KiB: more than one copy instruction
+    text = b"".join(b"100644 f-%05d.md\0" % i + rng.randbytes(20) for i in range(200))
+    return [
+        (text, text[:2000] + b"100644 f-new.md\0" + bytes(20) + text[2000:]),  # an entry added mid-tree
+        (text, b"100644 a.md\0" + bytes(20) + text),  # at the start
+        (text, text + b"100644 z.md\0" + bytes(20)),  # at the end
+        (text, text[:1000] + text[1037:]),  # an entry removed
+        (big, big[:70_000] + rng.randbytes(300) + big[70_000:]),  # an insert longer than one instruction
+        (big, big[:-1] + b"!"),
+        (text + text, text + b"x" + text),  # a repeated source: prefix and suffix overlap
+        (rng.randbytes(3000), rng.randbytes(3000)),  # nothing in common: stored whole
+    ]
+
+
+def test_stored_deltas_are_read_back_by_git_byte_for_byte(store: GitStore) -> None:
+    pack_dir = store.gitdir / "objects" / "pack"
+    objects: dict[bytes, bytes] = {}  # a pack holds each object once (as libgit2's writes to the sink do)
+    bases, wanted = {}, []
+    for source, target in _versions():
+        s_id, t_id = pygit2.hash(source).raw, pygit2.hash(target).raw
+        objects.setdefault(s_id, source)
+        objects[t_id] = target
+        bases[t_id] = s_id
+        wanted.append(target)
+    pending = stage_pack(pack_dir, [(raw, 3, data) for raw, data in objects.items()], sync=False, bases=bases)
+    pending.install(sync=False)
+    verbose = run_git(store.root, "verify-pack", "-v", str(pack_dir / f"{pending.name}.idx"))
+    assert f"chain length = 1: {len(wanted) - 1} objects" in verbose  # all but the unrelated pair
+    for data in wanted:
+        read = subprocess.run(["git", "-C", str(store.root), "cat-file", "blob", str(pygit2.hash(data))],
+                              capture_output=True, check=True)
+        assert read.stdout == data
+
+
+def _apply_delta(source: bytes, delta: bytes) -> bytes:
+    """Git's patch-delta, as its documentation describes the format (an oracle for make_delta's corner cases)."""
+    def size(at: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            byte = delta[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value, at
+    source_size, at = size(0)
+    target_size, at = size(at)
+    assert source_size == len(source)
+    out = bytearray()
+    while at < len(delta):
+        op = delta[at]
+        at += 1
+        if op & 0x80:
+            offset = length = 0
+            for i in range(4):
+                if op & (1 << i):
+                    offset |= delta[at] << (8 * i)
+                    at += 1
+            for i in range(3):
+                if op & (0x10 << i):
+                    length |= delta[at] << (8 * i)
+                    at += 1
+            out += source[offset:offset + (length or 0x10000)]
+        else:
+            assert op, "opcode 0 is reserved"
+            out += delta[at:at + op]
+            at += op
+    assert len(out) == target_size
+    return bytes(out)
+
+
+@given(st.binary(max_size=300), st.binary(max_size=300), st.binary(max_size=300), st.binary(max_size=300))
+def test_a_delta_rebuilds_its_target(head: bytes, old: bytes, new: bytes, tail: bytes) -> None:
+    source, target = head + old + tail, head + new + tail
+    assert _apply_delta(source, make_delta(source, target)) == target
+    assert _apply_delta(target, make_delta(target, source)) == source
+
+
+@given(st.integers(min_value=1, max_value=2**40))
+def test_an_offset_delta_s_distance_reads_back(distance: int) -> None:
+    encoded = _ofs_distance(distance)
+    assert _read_distance(encoded + b"rest", 0) == (distance, len(encoded))
+
+
+def test_a_batch_writes_each_folder_once_whole_then_as_deltas(store: GitStore) -> None:
+    root = store.root
+    for n in range(40):  # a day folder big enough (~1.5 KB of tree) to be worth a delta
+        with store.write_lock():
+            store.commit([Change(PurePosixPath(f"facts/2026/01/02/f{n:03d}.md"), f"fact {n}\n".encode())],
+                         message=f"fact {n}\n", author=WHO)
+    requests = [Request((Change(PurePosixPath(f"facts/2026/01/02/g{n:03d}.md"), f"more {n}\n".encode()),),
+                        f"more {n}\n", WHO, None) for n in range(6)]
+    before = set(_pack_names(root))
+    with store.write_lock():
+        store._commit_batch(requests)
+    (batch_pack,) = set(_pack_names(root)) - before
+    verbose = run_git(root, "verify-pack", "-v", str(root / ".git" / "objects" / "pack" / f"{batch_pack}.idx"))
+    # Six versions of the day's folder: the first whole, each next a delta of the one before.
+    for depth in range(1, 6):
+        assert f"chain length = {depth}: 1 object" in verbose
+    assert run_git(root, "ls-tree", "--name-only", "HEAD:facts/2026/01/02").split() == (
+        [f"f{n:03d}.md" for n in range(40)] + [f"g{n:03d}.md" for n in range(6)])
+    for n in range(6):
+        assert run_git(root, "show", f"HEAD~{5 - n}:facts/2026/01/02/g{n:03d}.md") == f"more {n}\n"
+    fsck_clean(root)
 
 
 def test_a_discarded_pack_leaves_nothing(store: GitStore) -> None:
@@ -146,28 +259,38 @@ def test_packs_sharing_an_object_are_merged_holding_it_once(store: GitStore) -> 
     assert run_git(store.root, "cat-file", "blob", str(pygit2.hash(b"shared"))) == "shared"
 
 
-def test_a_delta_pack_sharing_an_object_with_another_is_left_out_of_the_merge(store: GitStore) -> None:
+def test_a_delta_pack_sharing_a_delta_base_with_another_is_merged_its_deltas_pointed_at_the_copy_kept(
+        store: GitStore) -> None:
     root = store.root
     pack_dir = store.gitdir / "objects" / "pack"
     rng = random.Random(3)
+    # git packs versions of a text as offset deltas, and noise that makes its pack the largest (merged last).
     text = "\n".join(f"line {i}: the cache keeps sessions for 30 minutes" for i in range(300))
     ids = [run_git(root, "hash-object", "-w", "--stdin", input=text + f"\nversion {k}\n").strip() for k in range(3)]
     noise = run_git(root, "hash-object", "-w", "--stdin", input="".join(rng.choice("abcdefgh") for _ in range(40_000)))
     run_git(root, "pack-objects", "-q", "--delta-base-offset", str(pack_dir / "pack"),
             input="\n".join([*ids, noise.strip()]) + "\n")
     (git_pack,) = _pack_names(root)
-    assert "chain length = 1" in run_git(root, "verify-pack", "-v", str(pack_dir / f"{git_pack}.idx"))
-    first = bytes.fromhex(ids[0])
-    data = (text + "\nversion 0\n").encode()
-    for k in range(6):  # am packs smaller than git's, so merged before it; one holds an object git's holds too
+    bases = {}
+    for line in run_git(root, "verify-pack", "-v", str(pack_dir / f"{git_pack}.idx")).splitlines():
+        fields = line.split()
+        if len(fields) == 7 and fields[0] in ids:
+            bases[fields[0]] = fields[6]  # id, type, size, size in pack, offset, depth, base
+    assert bases, "git wrote no deltas"
+    shared = next(iter(bases.values()))  # a delta base: the copy merged first (am's) becomes the base
+    data = subprocess.run(["git", "-C", str(root), "cat-file", "blob", shared], capture_output=True,
+                          check=True).stdout
+    for k in range(6):  # am packs smaller than git's, so merged before it; one holds the base git's deltas use
         own = f"own {k} ".encode() + rng.randbytes(4000)
-        objects = [(pygit2.hash(own).raw, 3, own)] + ([(first, 3, data)] if k == 0 else [])
+        objects = [(pygit2.hash(own).raw, 3, own)] + ([(bytes.fromhex(shared), 3, data)] if k == 0 else [])
         stage_pack(pack_dir, objects, sync=False).install(sync=False)
-    assert tidy(pack_dir) == 6
-    assert git_pack in _pack_names(root)  # its deltas could not be copied one by one
-    _verify_every_pack(root)
+    assert tidy(pack_dir) == 7
+    (merged,) = _pack_names(root)
+    verbose = run_git(root, "verify-pack", "-v", str(pack_dir / f"{merged}.idx"))  # checks every CRC and delta
+    assert f"chain length = 1: {len(bases)} object" in verbose  # git's deltas kept, not expanded
     for k, oid in enumerate(ids):
         assert run_git(root, "cat-file", "blob", oid).endswith(f"version {k}\n")
+    run_git(root, "fsck", "--strict")  # no branch yet: every object is dangling, none may be broken
 
 
 def test_merging_is_left_to_git_when_a_multi_pack_index_exists(store: GitStore) -> None:

@@ -6,7 +6,7 @@ each). Written through the repository's own object database, each cost
 there yet, a miss makes it re-scan the pack folder, and then the object is a
 file of its own. The batch's objects are instead caught in memory
 (``PackSink``, an object-database backend that libgit2 writes to) and written
-as one pack and its index (Git's pack format, version 2, no deltas), as
+as one pack and its index (Git's pack format, version 2), as
 ``git fast-import`` and ``git receive-pack`` do.
 
 Durability follows git's ``core.fsyncMethod=batch``: the pack and its index are
@@ -43,6 +43,12 @@ from am.gitstore.common import _fsync_dir, log
 
 _IDX_MAGIC = b"\xfftOc"
 _WHOLE = frozenset({1, 2, 3, 4})  # commit, tree, blob, tag: an entry's type bits (6 and 7 are deltas)
+_OFS_DELTA = 6  # a delta whose base is given by its distance back in the pack
+_REF_DELTA = 7  # a delta whose base is given by its id
+# An object smaller than this is never stored as a delta (a folder of a handful of entries).
+_DELTA_MIN = 512
+# At most this many deltas on top of a whole object: a reader applies them all.
+_DELTA_DEPTH = 16
 _LARGE = 0x80000000
 # Packs larger than this are never read in to be merged (git's own packs, after a gc), and
 # no merge reads more than this in all.
@@ -69,6 +75,9 @@ class PackSink(pygit2.OdbBackend):
         super().__init__()
         self.store = store
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
+        # raw id -> raw id of the object it replaces (the same folder's tree before a
+        # change): a hint for ``stage_pack``, which stores the new one as a delta.
+        self.bases: dict[bytes, bytes] = {}
 
     def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
         found = self.objects.get(oid)
@@ -99,11 +108,18 @@ class PackSink(pygit2.OdbBackend):
     def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
         self.objects[oid] = (kind, data)
 
-    def take(self) -> list[tuple[bytes, int, bytes]]:
-        """Hand over everything written since the last ``take`` as (raw id, type, data), and forget it."""
+    def take(self) -> tuple[list[tuple[bytes, int, bytes]], dict[bytes, bytes]]:
+        """Hand over what was written since the last ``take``, as (raw id, type, data), and the ``bases``; forget both."""
         taken = [(oid.raw, kind, data) for oid, (kind, data) in self.objects.items()]
+        bases = self.bases
         self.objects.clear()
-        return taken
+        self.bases = {}
+        return taken, bases
+
+    def clear(self) -> None:
+        """Forget what a batch that failed before its pack was written left here."""
+        self.objects.clear()
+        self.bases = {}
 
 
 @dataclass
@@ -227,21 +243,126 @@ def _stage(pack_dir: Path, count: int, bodies: list[bytes], entries: list[tuple[
     return pending
 
 
-def stage_pack(pack_dir: Path, objects: list[tuple[bytes, int, bytes]], *, sync: bool) -> PendingPack:
-    """Write (raw id, type, data) objects as one pack and index, in temporary files of ``pack_dir``.
+def stage_pack(pack_dir: Path, objects: list[tuple[bytes, int, bytes]], *, sync: bool,
+               bases: dict[bytes, bytes] | None = None) -> PendingPack:
+    """Write (raw id, type, data) objects, in this order, as one pack and index in temporary files of ``pack_dir``.
 
     The objects are zlib-compressed at level 1, as libgit2 writes loose
-    objects; no deltas. ``sync`` fsyncs both files (when no syncfs follows).
+    objects. An object whose ``bases`` entry names an object earlier in the
+    list is stored as a delta of it (an offset delta, as git's own packs are)
+    when that is much smaller: a batch's commits each write the folder of the
+    day again with one more entry, so all but the first of its versions shrink
+    to a few dozen bytes. ``sync`` fsyncs both files (when no syncfs follows).
     """
     offset = 12
     bodies: list[bytes] = []
     entries: list[tuple[bytes, int, int]] = []
+    placed: dict[bytes, tuple[int, bytes, int]] = {}  # raw id -> (offset, data, delta depth)
     for raw, kind, data in objects:
-        body = _entry_header(kind, len(data)) + zlib.compress(data, 1)
+        depth = 0
+        body = None
+        base = placed.get(bases.get(raw, b"")) if bases and len(data) >= _DELTA_MIN else None
+        if base is not None and base[2] < _DELTA_DEPTH:
+            delta = make_delta(base[1], data)
+            if 2 * len(delta) < len(data):
+                body = _entry_header(_OFS_DELTA, len(delta)) + _ofs_distance(offset - base[0]) + zlib.compress(delta, 1)
+                depth = base[2] + 1
+        if body is None:
+            body = _entry_header(kind, len(data)) + zlib.compress(data, 1)
+        placed[raw] = (offset, data, depth)
         entries.append((raw, zlib.crc32(body), offset))
         bodies.append(body)
         offset += len(body)
     return _stage(pack_dir, len(objects), bodies, entries, sync=sync)
+
+
+def _ofs_distance(distance: int) -> bytes:
+    """An offset delta's distance back to its base, in git's encoding (big-endian groups of 7 bits, each but the last plus one)."""
+    out = bytearray([distance & 0x7F])
+    distance >>= 7
+    while distance:
+        distance -= 1
+        out.append(0x80 | (distance & 0x7F))
+        distance >>= 7
+    out.reverse()
+    return bytes(out)
+
+
+def _read_distance(data: bytes, at: int) -> tuple[int, int]:
+    """Decode an offset delta's distance at ``at``; return it and the offset just past it."""
+    byte = data[at]
+    at += 1
+    distance = byte & 0x7F
+    while byte & 0x80:
+        byte = data[at]
+        at += 1
+        distance = ((distance + 1) << 7) | (byte & 0x7F)
+    return distance, at
+
+
+def _varint(n: int) -> bytes:
+    """A size in a delta's header: little-endian groups of 7 bits."""
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if not n:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def _common_prefix(a: bytes, b: bytes, limit: int) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``, at most ``limit``: slices compared in C."""
+    at, step = 0, 4096
+    while step:
+        while at + step <= limit and a[at:at + step] == b[at:at + step]:
+            at += step
+        step >>= 2
+    return at
+
+
+def make_delta(source: bytes, target: bytes) -> bytes:
+    """A git delta that makes ``target`` from ``source``: copy their common prefix and suffix, insert the rest.
+
+    Enough for a tree with a few entries changed next to each other (one
+    more fact in a folder). Copies are at most 64 KiB each, as git itself
+    wrote them for years, so every reader takes them.
+    """
+    limit = min(len(source), len(target))
+    head = _common_prefix(source, target, limit)
+    tail = _common_prefix(source[::-1], target[::-1], limit - head)
+    out = bytearray(_varint(len(source)) + _varint(len(target)))
+    _copy(out, 0, head)
+    middle = target[head:len(target) - tail]
+    for at in range(0, len(middle), 0x7F):
+        chunk = middle[at:at + 0x7F]
+        out.append(len(chunk))
+        out += chunk
+    _copy(out, len(source) - tail, tail)
+    return bytes(out)
+
+
+def _copy(out: bytearray, offset: int, size: int) -> None:
+    """Append copy instructions for ``size`` bytes of the source from ``offset``."""
+    while size:
+        step = min(size, 0x10000)
+        op = 0x80
+        args = bytearray()
+        for i in range(4):
+            byte = (offset >> (8 * i)) & 0xFF
+            if byte:
+                op |= 1 << i
+                args.append(byte)
+        for i in range(3):
+            byte = (step >> (8 * i)) & 0xFF
+            if byte:
+                op |= 0x10 << i
+                args.append(byte)
+        out.append(op)
+        out += args
+        offset += step
+        size -= step
 
 
 # ------------------------------------------------------------ merging small packs
@@ -277,16 +398,48 @@ def _read_pack(pack_dir: Path, name: str) -> _Packed | None:
                    struct.unpack_from(f">{n}I", idx, off_at), pack[12:-20])
 
 
-def _whole_entries(packed: _Packed) -> list[tuple[bytes, int, bytes]] | None:
-    """A pack's entries as (raw id, crc32, entry bytes) in pack order, or None if any is a delta."""
+def _entries_without(packed: _Packed, seen: set[bytes], placed: dict[bytes, int],
+                     at: int) -> list[tuple[bytes, int, int, bytes]] | None:
+    """A pack's entries but those in ``seen``, in pack order, as (raw id, crc32, new offset, bytes) from offset ``at``.
+
+    ``placed`` gives the merged pack's offset of every object already in it.
+    An offset delta gets the distance to its base's new place (its base was
+    either copied just before, or is one of ``seen``, placed earlier); its
+    CRC is computed again. None if an entry's base cannot be found.
+    """
     order = sorted(range(len(packed.ids)), key=packed.offsets.__getitem__)
     ends = [packed.offsets[i] - 12 for i in order[1:]] + [len(packed.body)]
+    by_offset = {packed.offsets[i]: packed.ids[i] for i in order}
+    ids = set(packed.ids)
+    local: dict[bytes, int] = {}
     out = []
     for i, end in zip(order, ends):
-        piece = packed.body[packed.offsets[i] - 12:end]
-        if (piece[0] >> 4) & 7 not in _WHOLE:
+        raw = packed.ids[i]
+        if raw in seen:
+            continue
+        piece, crc = packed.body[packed.offsets[i] - 12:end], packed.crcs[i]
+        kind = (piece[0] >> 4) & 7
+        header_end = 1
+        while piece[header_end - 1] & 0x80:
+            header_end += 1
+        if kind == _OFS_DELTA:
+            distance, after = _read_distance(piece, header_end)
+            base = by_offset.get(packed.offsets[i] - distance)
+            if base is None:
+                return None
+            base_at = local.get(base, placed.get(base))
+            if base_at is None:
+                return None
+            piece = piece[:header_end] + _ofs_distance(at - base_at) + piece[after:]
+            crc = zlib.crc32(piece)
+        elif kind == _REF_DELTA:
+            if piece[header_end:header_end + 20] not in ids and piece[header_end:header_end + 20] not in placed:
+                return None
+        elif kind not in _WHOLE:
             return None
-        out.append((packed.ids[i], packed.crcs[i], piece))
+        local[raw] = at
+        out.append((raw, crc, at, piece))
+        at += len(piece)
     return out
 
 
@@ -365,8 +518,10 @@ def tidy(pack_dir: Path, *, least: int = 2) -> int:
     # base, even one given by offset, stays at the same distance). A pack may not hold
     # an object twice: a pack sharing objects with those taken before it (a batch wrote
     # again what the repository had: the same file content twice, a folder back as it
-    # was) is copied entry by entry without them, if it has no deltas, and otherwise left out.
+    # was) is copied entry by entry without them, its offset deltas pointed at their
+    # bases' new places.
     seen: set[bytes] = set()
+    placed: dict[bytes, int] = {}  # raw id -> offset in the merged pack
     sources: list[str] = []
     bodies: list[bytes] = []
     entries: list[tuple[bytes, int, int]] = []
@@ -376,18 +531,20 @@ def tidy(pack_dir: Path, *, least: int = 2) -> int:
         if packed is None:
             continue
         if seen.isdisjoint(packed.ids):
-            entries += zip(packed.ids, packed.crcs, (o - 12 + at for o in packed.offsets))
+            moved = [o - 12 + at for o in packed.offsets]
+            entries += zip(packed.ids, packed.crcs, moved)
+            placed.update(zip(packed.ids, moved))
             bodies.append(packed.body)
             at += len(packed.body)
         else:
-            pieces = _whole_entries(packed)
+            pieces = _entries_without(packed, seen, placed, at)
             if pieces is None:
                 continue
-            for raw, crc, piece in pieces:
-                if raw not in seen:
-                    entries.append((raw, crc, at))
-                    bodies.append(piece)
-                    at += len(piece)
+            for raw, crc, offset, piece in pieces:
+                entries.append((raw, crc, offset))
+                placed[raw] = offset
+                bodies.append(piece)
+                at += len(piece)
         seen.update(packed.ids)
         sources.append(base)
     if len(sources) < 2:

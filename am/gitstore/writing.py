@@ -229,8 +229,12 @@ class Writer(Staging):
             _fsync_dir(target.parent)
 
     def _build_tree(self, base: pygit2.Tree | None, changes: dict[tuple[str, ...], pygit2.Oid],
-                    repo: pygit2.Repository | None = None) -> pygit2.Oid:
-        """Write the tree ``base`` with ``changes`` (path parts → blob) applied, through ``repo`` (default: ours)."""
+                    repo: pygit2.Repository | None = None, bases: dict[bytes, bytes] | None = None) -> pygit2.Oid:
+        """Write the tree ``base`` with ``changes`` (path parts → blob) applied, through ``repo`` (default: ours).
+
+        ``bases``, if given, gets each new tree's id mapped to the one it
+        replaces (the pack stores the new one as a delta of it).
+        """
         repo = repo or self.repo
         builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
         groups: dict[str, dict[tuple[str, ...], pygit2.Oid]] = defaultdict(dict)
@@ -246,8 +250,11 @@ class Writer(Staging):
                 if entry.type_str != "tree":
                     raise ConflictError(f"{name} is a file in the vault where am needs a folder")
                 sub_base = cast(pygit2.Tree, repo[entry.id])
-            builder.insert(name, self._build_tree(sub_base, sub, repo), FileMode.TREE)
-        return builder.write()
+            builder.insert(name, self._build_tree(sub_base, sub, repo, bases), FileMode.TREE)
+        written = builder.write()
+        if bases is not None and base is not None and written != base.id:
+            bases[written.raw] = base.id.raw
+        return written
 
     def commit(self, changes: Sequence[Change], *, message: str, author: Who,
                committer: Who | None = None) -> str:
@@ -394,7 +401,7 @@ class Writer(Staging):
         # fsynced. The objects go to memory first, then to one pack (am/gitstore/packs.py).
         sync_each = common._syncfs is None
         objects = self._batch_objects()
-        objects.sink.objects.clear()  # left by a batch that failed before its pack was written
+        objects.sink.clear()  # left by a batch that failed before its pack was written
         for r in live:
             r.blobs = {tuple(c.path.parts): objects.repo.create_blob(c.data) for c in r.changes}
         failpoint("before-write")
@@ -488,7 +495,7 @@ class Writer(Staging):
         try:
             for r in live:
                 try:
-                    tree = self._build_tree(tree_obj, r.blobs, objects.repo)
+                    tree = self._build_tree(tree_obj, r.blobs, objects.repo, objects.sink.bases)
                 except ConflictError as err:
                     outcomes.append(err)
                     continue
@@ -516,7 +523,8 @@ class Writer(Staging):
             if r.remote is not None and not isinstance(o, AmError):
                 spool.answer_pending(self._queue_dir, r, str(o))
         try:
-            pending = packs.stage_pack(objects.pack_dir, objects.sink.take(), sync=sync_each)
+            taken, bases = objects.sink.take()
+            pending = packs.stage_pack(objects.pack_dir, taken, sync=sync_each, bases=bases)
             failpoint("after-objects")
             if not sync_each:
                 self._sync_filesystems()
