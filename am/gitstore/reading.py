@@ -12,6 +12,7 @@ from am.errors import GitError, NotAVaultError
 from am.gitstore.common import (
     CommitInfo,
 )
+from am.gitstore.trees import ChainTrees
 
 if TYPE_CHECKING:
     from am.gitstore.packs import BatchObjects
@@ -69,7 +70,8 @@ class Reader:
         base = self.repo[parents[0]].peel(pygit2.Tree) if parents else None
         blobs = {tuple(PurePosixPath(p).parts): self.repo.create_blob(d) for p, d in files.items()}
         sig = pygit2.Signature(*author)
-        oid = self.repo.create_commit(None, sig, sig, message, self._build_tree(base, blobs),  # type: ignore[attr-defined]
+        tree = ChainTrees(self.repo).build(None if base is None else base.id, blobs)
+        oid = self.repo.create_commit(None, sig, sig, message, tree,
                                       [pygit2.Oid(hex=p) for p in parents])
         ref = self.repo.references.get(f"refs/heads/{branch}")
         if ref is None:

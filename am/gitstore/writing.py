@@ -7,14 +7,11 @@ import json
 import os
 import socket
 import time
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import cast
 
 import pygit2
-from pygit2.enums import FileMode
 
 from am.errors import (
     AmError,
@@ -38,6 +35,7 @@ from am.gitstore.common import (
 )
 from am.gitstore.group import _MAX_BATCH, AfterHook, Group, Request, Who, batch_tip, group_for, take_batch
 from am.gitstore.staging import IndexView, StagedIndex, Staging
+from am.gitstore.trees import ChainTrees
 
 # How much longer a leader keeps committing other processes' queued requests once its own is done.
 _LINGER = 0.1
@@ -227,34 +225,6 @@ class Writer(Staging):
         os.replace(tmp, target)
         if sync:
             _fsync_dir(target.parent)
-
-    def _build_tree(self, base: pygit2.Tree | None, changes: dict[tuple[str, ...], pygit2.Oid],
-                    repo: pygit2.Repository | None = None, bases: dict[bytes, bytes] | None = None) -> pygit2.Oid:
-        """Write the tree ``base`` with ``changes`` (path parts → blob) applied, through ``repo`` (default: ours).
-
-        ``bases``, if given, gets each new tree's id mapped to the one it
-        replaces (the pack stores the new one as a delta of it).
-        """
-        repo = repo or self.repo
-        builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
-        groups: dict[str, dict[tuple[str, ...], pygit2.Oid]] = defaultdict(dict)
-        for parts, oid in changes.items():
-            if len(parts) == 1:
-                builder.insert(parts[0], oid, FileMode.BLOB)
-            else:
-                groups[parts[0]][parts[1:]] = oid
-        for name, sub in groups.items():
-            sub_base = None
-            if base is not None and name in base:
-                entry = base[name]
-                if entry.type_str != "tree":
-                    raise ConflictError(f"{name} is a file in the vault where am needs a folder")
-                sub_base = cast(pygit2.Tree, repo[entry.id])
-            builder.insert(name, self._build_tree(sub_base, sub, repo, bases), FileMode.TREE)
-        written = builder.write()
-        if bases is not None and base is not None and written != base.id:
-            bases[written.raw] = base.id.raw
-        return written
 
     def commit(self, changes: Sequence[Change], *, message: str, author: Who,
                committer: Who | None = None) -> str:
@@ -489,23 +459,24 @@ class Writer(Staging):
         objects = self._batch_objects()
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
-        tree_obj = base_tree
+        tree: pygit2.Oid | None = None if base_tree is None else base_tree.id
+        trees = ChainTrees(objects.repo, objects.sink.bases)
         subjects = []
         pending: packs.PendingPack | None = None
         try:
             for r in live:
                 try:
-                    tree = self._build_tree(tree_obj, r.blobs, objects.repo, objects.sink.bases)
+                    built = trees.build(tree, r.blobs)
                 except ConflictError as err:
                     outcomes.append(err)
                     continue
+                tree = built
                 parents = [] if parent is None else [pygit2.Oid(hex=parent)]
                 oid = objects.repo.create_commit(None, pygit2.Signature(*r.author),
                                                  pygit2.Signature(*(r.committer or r.author)), r.message, tree,
                                                  parents)
                 outcomes.append(oid)
                 parent = str(oid)
-                tree_obj = objects.repo[tree].peel(pygit2.Tree)
                 subjects.append(r.message.split("\n", 1)[0])
             if any(isinstance(o, AmError) for o in outcomes):
                 self._drop_staged(staged)
