@@ -60,7 +60,7 @@ from am.errors import AmError
 from am.gitstore import hash_blob
 from am.indexfile import DB_NAME, CacheDamaged, CacheFile
 from am.indexquery import IndexQueries
-from am.indexscan import FolderScans
+from am.indexscan import FolderScans, folder_names_for
 from am.indexrows import (
     _SCHEMA,
     SCHEMA_VERSION,
@@ -125,8 +125,7 @@ class Index(IndexQueries, FolderScans):
         self._finalizer = weakref.finalize(self, self._handle.close)
         self.rebuilt: str | None = None
         self.refreshed_at = time.monotonic()
-        self._folder_names: dict[str, frozenset[str]] = {}  # see FolderScans._note_own_folders
-        self._folder_names_version: int | None = None
+        self._folder_names = folder_names_for(path)  # see FolderScans._note_own_folders
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -448,6 +447,7 @@ class Index(IndexQueries, FolderScans):
             except Exception:  # noqa: BLE001 - e.g. the old commit was collected after a rebase
                 sweep = True  # no diff to trust: look at everything
         candidates = set(recheck)
+        token = self._names_token() if own else None  # before this update's own rows
         if not own:
             candidates.update(self._rolling_sweep())
         # After am's own commit the written paths are all there is to take in;
@@ -503,8 +503,8 @@ class Index(IndexQueries, FolderScans):
             gone, delta = self._upsert(changes[start:start + _BATCH])
             removed += gone
             counted += delta
-        if own:
-            self._note_own_folders(trusted_paths)
+        if token is not None:
+            self._note_own_folders(trusted_paths, token)
         # Files whose working copy differs from HEAD (or is untracked): re-checked every time.
         if sweep:
             tree = dict(self.store.tree_files(TOPS, commit=head)) if head else {}
@@ -522,4 +522,6 @@ class Index(IndexQueries, FolderScans):
         elif counted:  # count(*) reads the whole table: ~2 ms a write at 50k files
             swept["files"] = str(int(meta["files"]) + counted)
         self._set_meta(head=head or "", git_index=git_index, dirty=json.dumps(dirty), **swept)
+        if token is not None:
+            self._folder_names.token = self._names_token()  # the names noted above hold as of now
         return checked, len(changes) - removed, removed

@@ -25,7 +25,7 @@ __all__ = [
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
 ]
 
-SCHEMA_VERSION = 7  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 8  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -39,6 +39,15 @@ CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, 
                    ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the rolling sweep reads only this
 CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
+-- A token that changes whenever a row of files or dirs comes or goes (random: a rolled-back change
+-- cannot come back to a value seen before), so a process knows whether the folder listings it
+-- remembers are still what the cache holds (am/indexscan.py, _note_own_folders).
+CREATE TABLE names_token(n INTEGER NOT NULL);
+INSERT INTO names_token VALUES (0);
+CREATE TRIGGER files_in AFTER INSERT ON files BEGIN UPDATE names_token SET n = random(); END;
+CREATE TRIGGER files_out AFTER DELETE ON files BEGIN UPDATE names_token SET n = random(); END;
+CREATE TRIGGER dirs_in AFTER INSERT ON dirs BEGIN UPDATE names_token SET n = random(); END;
+CREATE TRIGGER dirs_out AFTER DELETE ON dirs BEGIN UPDATE names_token SET n = random(); END;
 CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
   status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
   pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,

@@ -7,8 +7,11 @@ A mixin of ``Index`` (am/index.py); it reads and writes the ``files`` and
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from am.indexrows import SLOTS, TOPS
@@ -16,13 +19,38 @@ from am.indexrows import SLOTS, TOPS
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
 
 
+@dataclass
+class FolderNames:
+    """The names the cache holds per folder, as of ``token`` (see _note_own_folders)."""
+
+    token: int | None = None
+    names: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+_shared: dict[str, FolderNames] = {}
+_shared_lock = threading.Lock()
+
+
+def folder_names_for(cache: Path) -> FolderNames:
+    """The folder names remembered for one cache file, shared by every connection of this process to it.
+
+    Writer threads of one process each have a connection of their own, and
+    each batch's cache update is done by whichever of them leads it.
+    """
+    with _shared_lock:
+        return _shared.setdefault(str(cache), FolderNames())
+
+
 class FolderScans:
     """Folder times, folder listings and the rolling sweep of the cache (see docs/cache.md)."""
 
     conn: Any
     root: Any
-    _folder_names: dict[str, frozenset[str]]
-    _folder_names_version: int | None
+    _folder_names: FolderNames
+
+    def _names_token(self) -> int:
+        """The cache's token that changes whenever a row of files or dirs comes or goes."""
+        return int(self.conn.execute("SELECT n FROM names_token").fetchone()[0])
 
     def _rolling_sweep(self) -> list[str]:
         """Return files of this second's slots whose stat data changed (an in-place save)."""
@@ -87,7 +115,7 @@ class FolderScans:
                 found.add(rel)
         return found
 
-    def _note_own_folders(self, written: Sequence[str]) -> None:
+    def _note_own_folders(self, written: Sequence[str], token: int) -> None:
         """Record the new times of the folders am's own write went into, if their listing shows nothing else new.
 
         A write changes its folder's time (and, for a new folder, its parent's);
@@ -100,14 +128,14 @@ class FolderScans:
         meanwhile is found by the rolling sweep, as an in-place save is.
         """
         root = f"{self.root}/"
-        # The names the cache knows per folder, kept from the last note while no
-        # other connection has changed the database (data_version): a day's folder
-        # then costs one listing per write, not a query of all its rows.
-        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
-        memo = self._folder_names
-        if self._folder_names_version != version:
-            memo.clear()
-            self._folder_names_version = version
+        # The names the cache knows per folder, kept from the last note (by any
+        # connection of this process) while no row of files or dirs came or went
+        # since: ``token`` is the cache's names token before this update's own
+        # rows. A day's folder then costs one listing per write, not a query of all its rows.
+        shared = self._folder_names
+        if shared.token != token:
+            shared.names.clear()
+        memo = shared.names
         folders = {"/".join(p.split("/")[:i]) for p in written for i in range(1, p.count("/") + 1)}
         recorded: set[str] = set()
         for folder in sorted(folders, key=lambda f: (-f.count("/"), f)):

@@ -418,3 +418,24 @@ def test_tree_changes_equal_libgit2s_diff(seeded: Vault, vault_path: Path, git: 
     for old in commits:
         for new in commits[:3]:
             assert sorted(store.tree_changes(old, new)) == sorted(store.diff_paths(old, new))
+
+
+def test_folder_names_one_connection_remembers_are_dropped_when_another_changes_the_cache(
+        seeded: Vault, vault_path: Path, tmp_path: Path) -> None:
+    # Two handles in one process share what the last write learnt of its folder;
+    # the cache's names token tells them when another connection changed the rows.
+    other = Vault.open(vault_path)
+    try:
+        seeded.add_fact("The first write of the day.", topics=["project-alpha"], id="fact-one")
+        day = (vault_path / str(seeded.locate("fact-one"))).parent
+        seeded.add_fact("A second one.", topics=["project-alpha"], id="fact-two")
+        kept = (day / "fact-two.md").read_bytes()
+        (day / "fact-two.md").unlink()  # removed by hand...
+        other.cache().refresh()  # ...and seen gone by another connection, which drops its row
+        (day / "fact-two.md").write_bytes(kept)  # then put back
+        other.add_fact("A third one, written through the other handle.", topics=["project-alpha"], id="fact-three")
+        seeded.add_fact("A fourth one.", topics=["project-alpha"], id="fact-four")
+        assert_same_as_fresh(seeded.cache(), vault_path, tmp_path)
+        assert seeded.cache().lookup("fact-two") is not None
+    finally:
+        other.close()
