@@ -292,3 +292,56 @@ def test_index_replaced_by_git_between_staging_and_install_keeps_both(tmp_path: 
     assert git(root, "ls-files", "-s", fact).split()[1] == git(root, "rev-parse", f"HEAD:{fact}").strip()
     assert git(root, "diff-files") == ""
     vault.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.sampled_from(["set", "remove"]), st.integers(0, 59)), max_size=8),
+       racy_from=st.integers(0, 39))
+def test_a_read_taking_blocks_over_from_the_previous_index_equals_a_full_parse(
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        ops: list[tuple[str, int]], racy_from: int) -> None:
+    """Another writer changed the index: the blocks this process still holds are taken over, the rest parsed."""
+    import am.gitstore.gitindex as gitindex
+
+    monkeypatch.setattr(gitindex, "_BLOCK", 4)  # many blocks from few entries
+    tmp = tmp_path_factory.mktemp("p")
+    names = [f"d{n % 3}/f{n:02d}.md" for n in range(60)]
+    repo = make_repo(tmp, {name: f"{name}\n" for name in names[::3]})
+    data0 = (repo / ".git/index").read_bytes()
+    previous = GitIndex.parse(data0, 0)  # time 0: every entry may be racily clean
+    other = GitIndex.parse(data0, 0)  # another process's copy, which it edits and writes
+    for n, (op, which) in enumerate(ops):
+        path = repo / names[which]
+        if op == "set":
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(f"{n}\n")
+            other.set(names[which], bytes.fromhex(hash_blob(path.read_bytes())), path.stat())
+        else:
+            other.remove(names[which])
+    data1 = other.to_bytes()
+    times = sorted(os.stat(repo / name).st_mtime_ns for name in names if (repo / name).exists())
+    mtime = times[min(racy_from, len(times) - 1)]  # entries at least this new are racily clean in the new file
+    full = GitIndex.parse(data1, mtime)
+    taken = GitIndex.parse(data1, mtime, previous=(previous, 0))
+    assert taken.paths == full.paths
+    assert taken.entries == full.entries
+    assert taken.racy == full.racy
+    assert taken.to_bytes() == data1
+    if not ops:
+        assert len(taken._blocks) == len(previous.entries) // 4  # nothing changed: every whole block taken over
+
+
+def test_blocks_are_taken_up_to_the_first_change_and_never_from_a_newer_index(tmp_path: Path) -> None:
+    import am.gitstore.gitindex as gitindex
+
+    names = [f"facts/2026/11/{day:02d}/f-{n}.md" for day in range(1, 29) for n in range(40)]
+    repo = make_repo(tmp_path, {name: "x\n" for name in names})
+    data0 = (repo / ".git/index").read_bytes()
+    previous = GitIndex.parse(data0, 10)
+    stage(repo, other := GitIndex.parse(data0, 10), "facts/2026/11/30/f-new.md", "new\n")  # today's folder: the end
+    data1 = other.to_bytes()
+    taken = GitIndex.parse(data1, 20, previous=(previous, 10))
+    assert len(taken._blocks) == len(names) // gitindex._BLOCK  # all but the entries after the new one
+    assert taken.to_bytes() == data1 == GitIndex.parse(data1, 20).to_bytes()
+    older = GitIndex.parse(data1, 5, previous=(previous, 10))  # a file older than the one remembered: parse it all
+    assert older._blocks == [] and older.entries == taken.entries

@@ -148,15 +148,23 @@ class GitIndex:
     # ------------------------------------------------------------ reading
 
     @classmethod
-    def parse(cls, data: bytes, mtime_ns: int | None = None) -> GitIndex:
+    def parse(cls, data: bytes, mtime_ns: int | None = None, *,
+              previous: tuple[GitIndex, int] | None = None) -> GitIndex:
         """Return the index held in ``data``; raise ValueError if damaged or torn, IndexUnsupported if unhandled.
 
         ``mtime_ns``, the index file's time, marks the entries that may be racily clean.
+
+        ``previous`` is an index this process read or wrote earlier and the
+        time of its file. Its blocks of entries found byte for byte at the
+        same place in ``data`` are taken over instead of parsed again: when
+        another am process wrote the index last, it usually changed a few
+        entries near the end (today's folder), and parsing all of a 50k-entry
+        index costs ~45 ms.
         """
         if len(data) < _HEADER.size + 20:
             raise ValueError("index file is too short")
         # git >= 2.40 with index.skipHash (set by feature.manyFiles) writes a zero trailer; git accepts it unchecked.
-        if data[-20:] != bytes(20) and hashlib.sha1(data[:-20]).digest() != data[-20:]:
+        if data[-20:] != bytes(20) and hashlib.sha1(memoryview(data)[:-20]).digest() != data[-20:]:
             raise ValueError("index checksum does not match (torn read or damaged file)")
         signature, version, count = _HEADER.unpack_from(data)
         if signature != b"DIRC":
@@ -165,14 +173,17 @@ class GitIndex:
             raise IndexUnsupported(f"index version {version}")
         out = cls(version)
         at, end = _HEADER.size, len(data) - 20
+        newest = None if mtime_ns is None else struct.pack(
+            ">LL", (mtime_ns // 1_000_000_000) & 0xFFFFFFFF, mtime_ns % 1_000_000_000)
+        first = 0
+        if previous is not None and newest is not None and mtime_ns is not None:
+            first, at = out._take_blocks(previous[0], previous[1], data, mtime_ns, newest, count)
         # One pass with as little Python per entry as possible: this parse is
         # paid whenever another process wrote the index last (~50k entries).
         paths, entries = out.paths, out.entries
         add_path, add_entry = paths.append, entries.append
         racy: list[int] = []
-        newest = None if mtime_ns is None else struct.pack(
-            ">LL", (mtime_ns // 1_000_000_000) & 0xFFFFFFFF, mtime_ns % 1_000_000_000)
-        for i in range(count):
+        for i in range(first, count):
             if at + 62 > end:
                 raise ValueError("index entries overrun the file")
             flags = (data[at + 60] << 8) | data[at + 61]
@@ -192,7 +203,7 @@ class GitIndex:
             at = nxt
         if at > end:
             raise ValueError("index entries overrun the file")
-        out.racy = {paths[i] for i in racy}
+        out.racy.update(paths[i] for i in racy)
         while at < end:
             sig, size = struct.unpack_from(">4sL", data, at)
             body = data[at + 8:at + 8 + size]
@@ -208,20 +219,62 @@ class GitIndex:
         if at != end:
             raise ValueError("index extensions overrun the file")
         # After the extensions: a split index (a mandatory one) has entries with empty names.
-        if not all(map(operator.lt, paths, islice(paths, 1, None))):
+        # Entries taken over from ``previous`` were checked when it was read.
+        if not all(map(operator.lt, islice(paths, max(0, first - 1), None), islice(paths, max(1, first), None))):
             raise ValueError("index entries are not sorted")
         return out
 
+    def _take_blocks(self, previous: GitIndex, previous_ns: int, data: bytes, mtime_ns: int, newest: bytes,
+                     count: int) -> tuple[int, int]:
+        """Take over ``previous``'s leading blocks of entries that ``data`` holds unchanged; return (entries, offset).
+
+        Entries are self-delimiting, so a block found byte for byte at the same
+        offset is the same entries. An entry that was not racily clean against
+        ``previous``'s file (older than it) is not against a newer file either;
+        the ones that were are checked again against ``mtime_ns``.
+        """
+        at = _HEADER.size
+        if previous.version != self.version or mtime_ns < previous_ns:
+            return 0, at
+        blocks = previous._joined_blocks()
+        taken = 0
+        for block in blocks:
+            if taken + _BLOCK > count or not data.startswith(block, at):
+                break
+            at += len(block)
+            taken += _BLOCK
+        if not taken:
+            return 0, _HEADER.size
+        self.paths = previous.paths[:taken]
+        self.entries = previous.entries[:taken]
+        self._blocks = list(blocks[:taken // _BLOCK])
+        for key in previous.racy:
+            i = bisect_left(self.paths, key)
+            if i < taken and self.paths[i] == key and self.entries[i][8:16] >= newest:
+                self.racy.add(key)
+        return taken, at
+
+    def _joined_blocks(self) -> list[bytes]:
+        """Every whole block of ``_BLOCK`` entries, joined (kept for the next write too); a last partial one is left out."""
+        whole = len(self.entries) // _BLOCK
+        blocks = self._blocks
+        for k in range(whole):
+            if k == len(blocks):
+                blocks.append(None)
+            if blocks[k] is None:
+                blocks[k] = b"".join(self.entries[k * _BLOCK:(k + 1) * _BLOCK])
+        return blocks[:whole]  # type: ignore[return-value]  # every block up to `whole` was just filled
+
     @classmethod
-    def read(cls, path: Path) -> tuple[GitIndex, int]:
-        """Return the index file at ``path`` (empty if missing) and its mtime in ns (0 if missing)."""
+    def read(cls, path: Path, *, previous: tuple[GitIndex, int] | None = None) -> tuple[GitIndex, int]:
+        """Return the index file at ``path`` (empty if missing) and its mtime in ns (0 if missing); see ``parse``."""
         try:
             with open(path, "rb") as handle:
                 st = os.fstat(handle.fileno())
                 data = handle.read()
         except FileNotFoundError:
             return cls(), 0
-        return cls.parse(data, st.st_mtime_ns), st.st_mtime_ns
+        return cls.parse(data, st.st_mtime_ns, previous=previous), st.st_mtime_ns
 
     def __len__(self) -> int:
         return len(self.paths)

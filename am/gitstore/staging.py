@@ -45,6 +45,13 @@ def _close_later(fd: int) -> None:
         _closer[1].put(fd)
 
 
+def _previous(kept: tuple[tuple[int, int, int, int] | None, GitIndex] | None) -> tuple[GitIndex, int] | None:
+    """The index this process read or wrote last and its file's time, for a new read to take unchanged entries from."""
+    if kept is None or kept[0] is None:
+        return None
+    return kept[1], kept[0][2]
+
+
 class IndexView(Protocol):
     def staged(self, path: str) -> str | None: ...
 
@@ -129,7 +136,7 @@ class Staging(Reader):
         for attempt in range(50):
             try:
                 stamp = self._index_stamp()
-                index = GitIndex.read(self.gitdir / "index")[0]
+                index = GitIndex.read(self.gitdir / "index", previous=_previous(kept))[0]
                 if stamp is not None and self._index_stamp() == stamp:
                     self._index_kept = (stamp, index)  # the index write that follows need not parse it again
                 return index
@@ -182,7 +189,7 @@ class Staging(Reader):
             index, replaced_mtime = kept[1], stamp[2]
         else:
             try:
-                index, replaced_mtime = GitIndex.read(index_path)
+                index, replaced_mtime = GitIndex.read(index_path, previous=_previous(kept))
             except IndexUnsupported:
                 return None
             except ValueError as err:
