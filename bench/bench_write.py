@@ -11,8 +11,9 @@ Figures, all from one run so the ratios hold on a busy machine:
   update) and separate processes, as commits/s and as ratios to 200/s and to
   the single writer of the same run;
 * each of those phases starts from the vault as built (``git reset --hard``),
-  so all see the same vault; a last line times one writer again with the
-  processes' facts left in today's folder, where a write's cost grows with
+  so all see the same vault; two last lines time one writer again with the
+  processes' facts left in today's folder, and the writer threads once that
+  folder holds 1,500 facts or more (a busy day): a write's cost grows with
   the folder (each commit rewrites that folder's tree);
 * the bulk path ``Vault.import_records`` in facts/s while building each vault
   (target >= 500/s at 10k);
@@ -342,6 +343,8 @@ def main() -> None:
             reset(root, built)
             before = len(reflog_subjects(root))
             many = measure(root, args.writers, per * 2)
+            if label == "threads":
+                many_threads = many
             # Only this phase's moves (its warm-up writes, one per writer, count as moves of one).
             subjects = reflog_subjects(root)
             group = commits_per_ref_move(subjects[:len(subjects) - before])
@@ -353,6 +356,13 @@ def main() -> None:
         later = single_writes(vault, args.commits)
         print(f"{size:>6} facts | one writer with {full} facts already in today's folder: {later:6.1f} commits/s "
               f"({later / rate:4.2f}x of an empty one)", flush=True)
+        # A busy day: every commit writes today's folder again, so its size is part of each commit's cost.
+        while todays_folder(root) < 1500:
+            threaded_writes(root, args.writers, 200 // args.writers)
+        full = todays_folder(root)
+        busy = threaded_writes(root, args.writers, per * 2)
+        print(f"{size:>6} facts | {args.writers} writer threads with {full} facts already in today's folder: "
+              f"{busy:6.1f} commits/s ({busy / many_threads:4.2f}x of an empty one)", flush=True)
     if args.no_process_time:
         return
     times = process_times(args.python, work / f"v{sizes[0]}", args.runs)

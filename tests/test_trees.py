@@ -1,4 +1,4 @@
-"""The trees of a chain of commits (am/gitstore/trees.py): kept builders write what fresh ones would, checked with git."""
+"""The trees of a chain of commits (am/gitstore/trees.py): what libgit2's TreeBuilder writes, checked with git."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pygit2.enums import FileMode
 
 from am.errors import ConflictError
 from am.gitstore.trees import ChainTrees
@@ -22,7 +25,7 @@ def _blob(repo: pygit2.Repository, text: str) -> pygit2.Oid:
     return repo.create_blob(text.encode())
 
 
-def test_kept_builders_write_the_trees_fresh_builders_write(repo: pygit2.Repository) -> None:
+def test_kept_folders_write_the_trees_fresh_ones_write(repo: pygit2.Repository) -> None:
     kept = ChainTrees(repo)
     tree_kept = tree_fresh = None
     for n in range(30):
@@ -50,9 +53,54 @@ def test_a_build_that_fails_leaves_no_builder_that_no_longer_matches_its_tree(re
 
 def test_bases_name_the_tree_each_folder_replaced(repo: pygit2.Repository) -> None:
     bases: dict[bytes, bytes] = {}
-    trees = ChainTrees(repo, bases)
+    trees = ChainTrees(repo, bases=bases)
     first = trees.build(None, {("facts", "a.md"): _blob(repo, "a\n")})
     assert bases == {}  # nothing was replaced
     second = trees.build(first, {("facts", "b.md"): _blob(repo, "b\n")})
     facts_first, facts_second = repo[first]["facts"].id, repo[second]["facts"].id
     assert bases == {second.raw: first.raw, facts_second.raw: facts_first.raw}
+
+
+def _libgit2_tree(repo: pygit2.Repository, base: pygit2.Oid | None, changes: dict[tuple[str, ...], pygit2.Oid]
+                  ) -> pygit2.Oid:
+    """The oracle: the same changes applied with libgit2's TreeBuilder (a file where a folder goes: None)."""
+    builder = repo.TreeBuilder(base) if base is not None else repo.TreeBuilder()
+    groups: dict[str, dict[tuple[str, ...], pygit2.Oid]] = {}
+    for parts, oid in changes.items():
+        if len(parts) == 1:
+            builder.insert(parts[0], oid, FileMode.BLOB)
+        else:
+            groups.setdefault(parts[0], {})[parts[1:]] = oid
+    for name, sub in groups.items():
+        entry = builder.get(name)
+        if entry is not None and entry.filemode != FileMode.TREE:
+            raise ConflictError(name)
+        builder.insert(name, _libgit2_tree(repo, None if entry is None else entry.id, sub), FileMode.TREE)
+    return builder.write()
+
+
+# Names that sort differently as a file and as a folder ("a" < "a-b" < "a.md" < "a/"), and non-ASCII ones.
+_names = st.sampled_from(["a", "a-b", "a.md", "a0", "b", "é.md", "中文.md", "z"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commits=st.lists(st.lists(st.lists(_names, min_size=1, max_size=3), min_size=1, max_size=3),
+                        min_size=1, max_size=6))
+def test_trees_equal_libgit2_s_for_any_names_and_nesting(tmp_path_factory: pytest.TempPathFactory,
+                                                         commits: list[list[list[str]]]) -> None:
+    repo = pygit2.init_repository(str(tmp_path_factory.mktemp("t") / "r"))
+    trees = ChainTrees(repo)
+    ours = theirs = None
+    for n, paths in enumerate(commits):
+        changes = {tuple(parts): _blob(repo, f"{n} {'/'.join(parts)}\n") for parts in paths}
+        try:
+            expected = _libgit2_tree(repo, theirs, changes)
+        except ConflictError:
+            with pytest.raises(ConflictError):
+                trees.build(ours, changes)
+            continue
+        ours = trees.build(ours, changes)
+        theirs = expected
+        assert ours == theirs
+    if ours is not None:
+        run_git(Path(repo.path), "fsck", "--strict", "--no-dangling")

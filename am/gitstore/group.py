@@ -46,6 +46,8 @@ class Group:
         # (stamp of .git/index, the GitIndex am wrote it from): shared by every
         # GitStore of this process, since each batch may have another leader.
         self.kept: tuple[tuple[int, int, int, int] | None, Any] | None = None
+        # The folders the last chain of commits wrote (trees.Kept), for the next one, whoever leads it.
+        self.trees: Any = None
 
 
 _GROUPS: dict[str, Group] = {}

@@ -21,6 +21,7 @@ from am.gitstore.common import _Moved, _StatEntry, log
 from am.gitstore.gitindex import GitIndex, IndexUnsupported
 from am.gitstore.group import group_for
 from am.gitstore.reading import Reader
+from am.gitstore.trees import Kept
 
 
 # An index at least this large is freed off the write path (see _install_staged).
@@ -93,6 +94,14 @@ class Staging(Reader):
         if self._group is None:
             self._group = group_for(self.gitdir)
         self._group.kept = value
+
+    def _group_trees(self) -> Kept:
+        """The folders the last chain of commits of this process wrote (see am/gitstore/trees.py)."""
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        if self._group.trees is None:
+            self._group.trees = Kept()
+        return self._group.trees  # type: ignore[no-any-return]
 
     def _clear_stale_git_lock(self, lock: Path) -> bool:
         """Move a git lock file aside if it is older than the stale limit; return whether it was."""

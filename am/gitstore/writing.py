@@ -460,7 +460,7 @@ class Writer(Staging):
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
         tree: pygit2.Oid | None = None if base_tree is None else base_tree.id
-        trees = ChainTrees(objects.repo, objects.sink.bases)
+        trees = ChainTrees(objects.repo, sink=objects.sink, bases=objects.sink.bases, kept=self._group_trees())
         subjects = []
         pending: packs.PendingPack | None = None
         try:
