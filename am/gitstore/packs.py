@@ -322,6 +322,16 @@ def _common_prefix(a: bytes, b: bytes, limit: int) -> int:
     return at
 
 
+def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """The length of the longest common suffix of ``a`` and ``b``, at most ``limit`` (as ``_common_prefix``)."""
+    at, step, end_a, end_b = 0, 4096, len(a), len(b)
+    while step:
+        while at + step <= limit and a[end_a - at - step:end_a - at] == b[end_b - at - step:end_b - at]:
+            at += step
+        step >>= 2
+    return at
+
+
 def make_delta(source: bytes, target: bytes) -> bytes:
     """A git delta that makes ``target`` from ``source``: copy their common prefix and suffix, insert the rest.
 
@@ -331,7 +341,7 @@ def make_delta(source: bytes, target: bytes) -> bytes:
     """
     limit = min(len(source), len(target))
     head = _common_prefix(source, target, limit)
-    tail = _common_prefix(source[::-1], target[::-1], limit - head)
+    tail = _common_suffix(source, target, limit - head)
     out = bytearray(_varint(len(source)) + _varint(len(target)))
     _copy(out, 0, head)
     middle = target[head:len(target) - tail]
