@@ -21,7 +21,8 @@ smaller ones together. A vault so holds a few dozen packs at most, and each
 object is copied a handful of times over its life (simulated: over 6,000
 batches, a merge every 7.4 batches, never more than 14 packs at once, each
 object copied 6.5 times).
-A pack's entries are copied byte for byte; packs with a ``.keep`` file, cruft
+A pack's entries are copied byte for byte (an offset delta whose base moved
+gets its new distance); packs with a ``.keep`` file, cruft
 and promisor packs, packs over ``_MERGE_MAX`` and every pack of a repository
 with a multi-pack index are left to git.
 """
@@ -63,6 +64,8 @@ _STALE = 3600.0
 
 class PackSink(pygit2.OdbBackend):
     """An object-database backend that keeps what libgit2 writes in memory, until ``take``, over the real one.
+
+    am's tree writer (am/gitstore/trees.py) puts its trees in ``objects`` directly.
 
     Reads of anything not written here go to ``store`` (the repository's own
     object database). ``exists`` answers for this backend's objects only: libgit2
