@@ -73,6 +73,18 @@ def _flock(fd: int, mode: int, deadline: float | None) -> bool:
             time.sleep(0.005)
 
 
+# How many connections this process has open on each database file. POSIX drops
+# every lock a process holds on a file when it closes any descriptor of that file,
+# so reading the header with open() and close() while one of this process's SQLite
+# connections has the file open would drop that connection's locks; another process
+# closing its last connection would then take itself for the last user and delete
+# the -shm file from under this one (seen: "disk I/O error" on every later open in
+# this process). SQLite itself never closes such a descriptor early. So the header
+# is read only while this process has no connection on the file.
+_CONNECTED: dict[str, int] = {}
+_CONNECTED_GUARD = threading.Lock()
+
+
 class CacheFile:
     """The database file, its lock and its stamp; closes cleanly even from a finalizer."""
 
@@ -81,7 +93,26 @@ class CacheFile:
         self.schema = schema
         self.lock_path = path.with_name("index.lock")
         self.stamp_path = path.with_name(DB_NAME + ".stamp")
-        self.conn: Any = None  # the open sqlite3 connection, set by am/index.py
+        self._conn: Any = None
+
+    @property
+    def conn(self) -> Any:
+        """The open sqlite3 connection, set by am/index.py (counted in ``_CONNECTED``)."""
+        return self._conn
+
+    @conn.setter
+    def conn(self, value: Any) -> None:
+        """Set or clear the connection; clear it only once it is closed (the count guards its locks)."""
+        self._count((value is not None) - (self._conn is not None))
+        self._conn = value
+
+    def _count(self, delta: int) -> None:
+        with _CONNECTED_GUARD:
+            count = _CONNECTED.get(str(self.path), 0) + delta
+            if count:
+                _CONNECTED[str(self.path)] = count
+            else:
+                _CONNECTED.pop(str(self.path), None)
 
     @contextmanager
     def locked(self, *, exclusive: bool, timeout: float | None = None) -> Iterator[bool]:
@@ -134,7 +165,7 @@ class CacheFile:
 
     def close(self) -> None:
         """Close the connection; the last one to close checkpoints, so do it under the lock and stamp."""
-        conn, self.conn = self.conn, None
+        conn, self._conn = self._conn, None
         if conn is None:
             return
         try:
@@ -147,6 +178,8 @@ class CacheFile:
                     self.write_stamp()
         except OSError:
             pass
+        finally:
+            self._count(-1)  # counted until closed
 
     def check(self) -> bool:
         """Raise CacheDamaged on a missing, empty, foreign or truncated file; return whether it matches its stamp."""
@@ -155,8 +188,21 @@ class CacheFile:
             raise CacheDamaged("missing")
         if stamp[0] == 0:
             raise CacheDamaged("zero-length file")
-        with open(self.path, "rb") as handle:
-            header = handle.read(100)
+        with _CONNECTED_GUARD:
+            if _CONNECTED.get(str(self.path)):
+                header = None  # open here already, and checked when it was opened (see _CONNECTED)
+            else:
+                with open(self.path, "rb") as handle:
+                    header = handle.read(100)
+        if header is not None:
+            self._check_header(header, stamp)
+        try:
+            recorded = json.loads(self.stamp_path.read_text())
+        except (OSError, ValueError):
+            return False
+        return bool(recorded.get("schema") == self.schema and recorded.get("db") == stamp)
+
+    def _check_header(self, header: bytes, stamp: list[int]) -> None:
         if len(header) < 100 or not header.startswith(_MAGIC):
             raise CacheDamaged("not an SQLite file (bad header)")
         page_size = int.from_bytes(header[16:18], "big")
@@ -166,11 +212,6 @@ class CacheFile:
         valid = header[24:28] == header[92:96]
         if page_size < 512 or stamp[0] % page_size or (valid and stamp[0] < pages * page_size):
             raise CacheDamaged("truncated file")
-        try:
-            recorded = json.loads(self.stamp_path.read_text())
-        except (OSError, ValueError):
-            return False
-        return bool(recorded.get("schema") == self.schema and recorded.get("db") == stamp)
 
     def move_aside(self, reason: str) -> None:
         """Move the file (and its WAL) to .am/cache/aside/, keeping the last few for a post-mortem."""

@@ -439,3 +439,23 @@ def test_folder_names_one_connection_remembers_are_dropped_when_another_changes_
         assert seeded.cache().lookup("fact-two") is not None
     finally:
         other.close()
+
+
+def test_a_second_open_in_one_process_keeps_the_first_connection_s_locks(seeded: Vault, vault_path: Path) -> None:
+    # Closing any descriptor of a file drops every POSIX lock the process holds on it. If a
+    # second handle read the cache file's header with open()/close(), the first handle's
+    # SQLite locks would be gone, and a process closing its last connection would take
+    # itself for the last user and delete the -shm file from under this one.
+    first = seeded.cache()
+    assert first is not None and first.lookup("fact-zh") is not None
+    shm = vault_path / ".am/cache/index.sqlite-shm"
+    assert shm.exists()
+    with Vault.open(vault_path) as second:
+        assert second.cache() is not None
+        code = "import sys\nfrom am.vault import Vault\nwith Vault.open(sys.argv[1]) as v:\n    assert v.cache()\n"
+        subprocess.run([sys.executable, "-c", code, str(vault_path)], check=True, env=subprocess_env())
+        assert shm.exists()  # the other process saw this one still using the file
+    with Vault.open(vault_path) as third:
+        index = third.cache()
+        assert index is not None and index.lookup("fact-ja") is not None
+    assert first.lookup("fact-ja") is not None
