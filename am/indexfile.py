@@ -94,6 +94,7 @@ class CacheFile:
         self.lock_path = path.with_name("index.lock")
         self.stamp_path = path.with_name(DB_NAME + ".stamp")
         self._conn: Any = None
+        self._key = os.path.realpath(path)  # one file, however a vault was opened (see _CONNECTED)
 
     @property
     def conn(self) -> Any:
@@ -108,11 +109,11 @@ class CacheFile:
 
     def _count(self, delta: int) -> None:
         with _CONNECTED_GUARD:
-            count = _CONNECTED.get(str(self.path), 0) + delta
+            count = _CONNECTED.get(self._key, 0) + delta
             if count:
-                _CONNECTED[str(self.path)] = count
+                _CONNECTED[self._key] = count
             else:
-                _CONNECTED.pop(str(self.path), None)
+                _CONNECTED.pop(self._key, None)
 
     @contextmanager
     def locked(self, *, exclusive: bool, timeout: float | None = None) -> Iterator[bool]:
@@ -189,7 +190,7 @@ class CacheFile:
         if stamp[0] == 0:
             raise CacheDamaged("zero-length file")
         with _CONNECTED_GUARD:
-            if _CONNECTED.get(str(self.path)):
+            if _CONNECTED.get(self._key):
                 header = None  # open here already, and checked when it was opened (see _CONNECTED)
             else:
                 with open(self.path, "rb") as handle:

@@ -236,7 +236,7 @@ class GitIndex:
         at = _HEADER.size
         if previous.version != self.version or mtime_ns < previous_ns:
             return 0, at
-        blocks = previous._joined_blocks()
+        blocks = previous._filled_blocks()[:len(previous.entries) // _BLOCK]  # whole blocks only
         taken = 0
         for block in blocks:
             if taken + _BLOCK > count or not data.startswith(block, at):
@@ -254,16 +254,17 @@ class GitIndex:
                 self.racy.add(key)
         return taken, at
 
-    def _joined_blocks(self) -> list[bytes]:
-        """Every whole block of ``_BLOCK`` entries, joined (kept for the next write too); a last partial one is left out."""
-        whole = len(self.entries) // _BLOCK
-        blocks = self._blocks
-        for k in range(whole):
+    def _filled_blocks(self) -> list[bytes]:
+        """The entries joined in blocks of ``_BLOCK`` (the last one may be shorter); only changed blocks are joined again."""
+        blocks, entries = self._blocks, self.entries
+        count = -(-len(entries) // _BLOCK)
+        del blocks[count:]
+        for k in range(count):
             if k == len(blocks):
                 blocks.append(None)
             if blocks[k] is None:
-                blocks[k] = b"".join(self.entries[k * _BLOCK:(k + 1) * _BLOCK])
-        return blocks[:whole]  # type: ignore[return-value]  # every block up to `whole` was just filled
+                blocks[k] = b"".join(entries[k * _BLOCK:(k + 1) * _BLOCK])
+        return blocks  # type: ignore[return-value]  # every block was just filled
 
     @classmethod
     def read(cls, path: Path, *, previous: tuple[GitIndex, int] | None = None) -> tuple[GitIndex, int]:
@@ -372,16 +373,8 @@ class GitIndex:
 
     def _parts(self) -> list[bytes]:
         """Return the file as pieces (header, entries, extensions) without its SHA-1 trailer, copying no entry twice."""
-        blocks, entries = self._blocks, self.entries
-        count = -(-len(entries) // _BLOCK)
-        del blocks[count:]
-        for k in range(count):
-            if k == len(blocks):
-                blocks.append(None)
-            if blocks[k] is None:
-                blocks[k] = b"".join(entries[k * _BLOCK:(k + 1) * _BLOCK])
-        parts: list[bytes] = [_HEADER.pack(b"DIRC", self.version, len(entries))]
-        parts += blocks  # type: ignore[arg-type]  # every block was just filled
+        parts: list[bytes] = [_HEADER.pack(b"DIRC", self.version, len(self.entries))]
+        parts += self._filled_blocks()
         if self.tree is not None:
             tree = _dump_tree(self.tree)
             parts.append(struct.pack(">4sL", b"TREE", len(tree)))

@@ -12,6 +12,7 @@ from typing import Any
 import pygit2
 
 from am.gitstore.common import Change
+from am.gitstore.trees import Kept
 
 # (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
 Who = tuple[str, str] | tuple[str, str, int, int]
@@ -46,8 +47,8 @@ class Group:
         # (stamp of .git/index, the GitIndex am wrote it from): shared by every
         # GitStore of this process, since each batch may have another leader.
         self.kept: tuple[tuple[int, int, int, int] | None, Any] | None = None
-        # The folders the last chain of commits wrote (trees.Kept), for the next one, whoever leads it.
-        self.trees: Any = None
+        # The folders the last chain of commits wrote, for the next one, whoever leads it.
+        self.trees = Kept()
 
 
 _GROUPS: dict[str, Group] = {}

@@ -410,14 +410,14 @@ def _read_pack(pack_dir: Path, name: str) -> _Packed | None:
                    struct.unpack_from(f">{n}I", idx, off_at), pack[12:-20])
 
 
-def _entries_without(packed: _Packed, seen: set[bytes], placed: dict[bytes, int],
+def _entries_without(packed: _Packed, placed: dict[bytes, int],
                      at: int) -> list[tuple[bytes, int, int, bytes]] | None:
-    """A pack's entries but those in ``seen``, in pack order, as (raw id, crc32, new offset, bytes) from offset ``at``.
+    """A pack's entries but those in ``placed``, in pack order, as (raw id, crc32, new offset, bytes) from ``at``.
 
     ``placed`` gives the merged pack's offset of every object already in it.
     An offset delta gets the distance to its base's new place (its base was
-    either copied just before, or is one of ``seen``, placed earlier); its
-    CRC is computed again. None if an entry's base cannot be found.
+    either copied just before, or placed earlier); its CRC is computed again.
+    None if an entry's base cannot be found.
     """
     order = sorted(range(len(packed.ids)), key=packed.offsets.__getitem__)
     ends = [packed.offsets[i] - 12 for i in order[1:]] + [len(packed.body)]
@@ -427,7 +427,7 @@ def _entries_without(packed: _Packed, seen: set[bytes], placed: dict[bytes, int]
     out = []
     for i, end in zip(order, ends):
         raw = packed.ids[i]
-        if raw in seen:
+        if raw in placed:
             continue
         piece, crc = packed.body[packed.offsets[i] - 12:end], packed.crcs[i]
         kind = (piece[0] >> 4) & 7
@@ -532,7 +532,6 @@ def tidy(pack_dir: Path, *, least: int = 2) -> int:
     # again what the repository had: the same file content twice, a folder back as it
     # was) is copied entry by entry without them, its offset deltas pointed at their
     # bases' new places.
-    seen: set[bytes] = set()
     placed: dict[bytes, int] = {}  # raw id -> offset in the merged pack
     sources: list[str] = []
     bodies: list[bytes] = []
@@ -542,14 +541,14 @@ def tidy(pack_dir: Path, *, least: int = 2) -> int:
         packed = _read_pack(pack_dir, base)
         if packed is None:
             continue
-        if seen.isdisjoint(packed.ids):
+        if placed.keys().isdisjoint(packed.ids):
             moved = [o - 12 + at for o in packed.offsets]
             entries += zip(packed.ids, packed.crcs, moved)
             placed.update(zip(packed.ids, moved))
             bodies.append(packed.body)
             at += len(packed.body)
         else:
-            pieces = _entries_without(packed, seen, placed, at)
+            pieces = _entries_without(packed, placed, at)
             if pieces is None:
                 continue
             for raw, crc, offset, piece in pieces:
@@ -557,7 +556,6 @@ def tidy(pack_dir: Path, *, least: int = 2) -> int:
                 placed[raw] = offset
                 bodies.append(piece)
                 at += len(piece)
-        seen.update(packed.ids)
         sources.append(base)
     if len(sources) < 2:
         return 0

@@ -67,10 +67,10 @@ class Reader:
     def build_commit(self, branch: str, files: dict[str, bytes], *, parents: Sequence[str], message: str,
                      author: tuple[str, str, int, int]) -> str:
         """Commit files over the first parent's tree and move ``branch`` there (for repositories am generates)."""
-        base = self.repo[parents[0]].peel(pygit2.Tree) if parents else None
+        base = self.repo[parents[0]].peel(pygit2.Tree).id if parents else None
         blobs = {tuple(PurePosixPath(p).parts): self.repo.create_blob(d) for p, d in files.items()}
         sig = pygit2.Signature(*author)
-        tree = ChainTrees(self.repo).build(None if base is None else base.id, blobs)
+        tree = ChainTrees(self.repo).build(base, blobs)
         oid = self.repo.create_commit(None, sig, sig, message, tree,
                                       [pygit2.Oid(hex=p) for p in parents])
         ref = self.repo.references.get(f"refs/heads/{branch}")

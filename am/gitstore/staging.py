@@ -19,9 +19,8 @@ from am.errors import GitError, LockTimeoutError
 from am.gitstore import common, packs
 from am.gitstore.common import _Moved, _StatEntry, log
 from am.gitstore.gitindex import GitIndex, IndexUnsupported
-from am.gitstore.group import group_for
+from am.gitstore.group import Group, group_for
 from am.gitstore.reading import Reader
-from am.gitstore.trees import Kept
 
 
 # An index at least this large is freed off the write path (see _install_staged).
@@ -82,26 +81,20 @@ class StagedIndex:
 class Staging(Reader):
     """Git's index entries, lock files and branch moves, shared by the write and repair paths."""
 
+    def _process_group(self) -> Group:
+        """What the writers of this process share for this repository (group commit, kept index and trees)."""
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        return self._group  # type: ignore[no-any-return]
+
     @property
     def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, GitIndex] | None:
         """The GitIndex am wrote .git/index from last, in this process (read and replaced holding the write lock)."""
-        if self._group is None:
-            self._group = group_for(self.gitdir)
-        return self._group.kept  # type: ignore[no-any-return]
+        return self._process_group().kept
 
     @_index_kept.setter
     def _index_kept(self, value: tuple[tuple[int, int, int, int] | None, GitIndex] | None) -> None:
-        if self._group is None:
-            self._group = group_for(self.gitdir)
-        self._group.kept = value
-
-    def _group_trees(self) -> Kept:
-        """The folders the last chain of commits of this process wrote (see am/gitstore/trees.py)."""
-        if self._group is None:
-            self._group = group_for(self.gitdir)
-        if self._group.trees is None:
-            self._group.trees = Kept()
-        return self._group.trees  # type: ignore[no-any-return]
+        self._process_group().kept = value
 
     def _clear_stale_git_lock(self, lock: Path) -> bool:
         """Move a git lock file aside if it is older than the stale limit; return whether it was."""

@@ -109,7 +109,7 @@ class ChainTrees:
     ``sink``, if given, is where trees are read from and new ones go
     directly (the batch's ``PackSink``: pygit2 reads a custom object
     database only through object lookups); otherwise both go through
-    ``repo``'s object database. ``bases``, if given, gets each new tree's id mapped to
+    ``repo``'s object database. ``bases`` (default: the sink's) gets each new tree's id mapped to
     the tree it replaces at the same path (the batch's pack stores it as a
     delta of that one). ``kept`` carries the folders over to a later chain.
     """
@@ -119,7 +119,7 @@ class ChainTrees:
         self.repo = repo
         self.objects = None if sink is None else sink.objects
         self.read: Callable[[pygit2.Oid], tuple[int, bytes]] = repo.odb.read if sink is None else sink.read_cb
-        self.bases = bases
+        self.bases = sink.bases if bases is None and sink is not None else bases
         self.kept = kept if kept is not None else Kept()
 
     def build(self, base: pygit2.Oid | None, changes: Changes) -> pygit2.Oid:

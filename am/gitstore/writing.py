@@ -33,7 +33,7 @@ from am.gitstore.common import (
     hash_blob,
     log,
 )
-from am.gitstore.group import _MAX_BATCH, AfterHook, Group, Request, Who, batch_tip, group_for, take_batch
+from am.gitstore.group import _MAX_BATCH, AfterHook, Group, Request, Who, batch_tip, take_batch
 from am.gitstore.staging import IndexView, StagedIndex, Staging
 from am.gitstore.trees import ChainTrees
 
@@ -254,9 +254,7 @@ class Writer(Staging):
         request's commit id once it is on disk; raises this request's own error.
         """
         request = Request(tuple(changes), message, author, committer, after)
-        if self._group is None:
-            self._group = group_for(self.gitdir)
-        group = self._group
+        group = self._process_group()
         with group.lock:
             group.pending.append(request)
             lead = not group.leading
@@ -460,17 +458,16 @@ class Writer(Staging):
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
         tree: pygit2.Oid | None = None if base_tree is None else base_tree.id
-        trees = ChainTrees(objects.repo, sink=objects.sink, bases=objects.sink.bases, kept=self._group_trees())
+        trees = ChainTrees(objects.repo, sink=objects.sink, kept=self._process_group().trees)
         subjects = []
         pending: packs.PendingPack | None = None
         try:
             for r in live:
                 try:
-                    built = trees.build(tree, r.blobs)
+                    tree = trees.build(tree, r.blobs)
                 except ConflictError as err:
                     outcomes.append(err)
                     continue
-                tree = built
                 parents = [] if parent is None else [pygit2.Oid(hex=parent)]
                 oid = objects.repo.create_commit(None, pygit2.Signature(*r.author),
                                                  pygit2.Signature(*(r.committer or r.author)), r.message, tree,
