@@ -18,11 +18,11 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from am.errors import UsageError
-from am.gitstore import Change, GitStore
+from am.git import Change, GitStore
 from am.registry import Registry
-from am.ids import parse_timestamp
-from am.model import Fact, Record, Relation, Topic
-from am.records import parse_record, render_record
+from am.records.ids import parse_timestamp
+from am.records.model import Fact, Record, Relation, Topic
+from am.records.codec import parse_record, render_record
 from am.vault import Vault
 
 __all__ = ["DEMO_CODE_COMMITS", "build_demo_code", "demo_source", "materialise_demo"]

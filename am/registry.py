@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from am.errors import InvalidRecordError, NotFoundError
-from am.frontmatter import MAX_FRONTMATTER_BYTES, fast_load_tables, strict_load
-from am.ids import check_id
+from am.records.frontmatter import MAX_FRONTMATTER_BYTES, fast_load_tables, strict_load
+from am.records.ids import check_id
 
 __all__ = ["Registry", "am_home"]
 
@@ -60,7 +60,7 @@ class Registry:
             yield
 
     def _save(self) -> None:
-        from am.frontmatter import safe_dump
+        from am.records.frontmatter import safe_dump
 
         # One entry a line however long the path (the fast path of load reads exactly that).
         text = safe_dump({"vaults": self.vaults, "repos": self.repos}, allow_unicode=True, sort_keys=True,

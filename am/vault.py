@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from am.authorship import Authorship
+from am.upkeep.authorship import Authorship
 from am.clock import now as _now
 from am.errors import (
     CollisionError,
@@ -26,8 +26,8 @@ from am.errors import (
     SecretError,
     UsageError,
 )
-from am.gitstore import Change, LazyStore, hash_blob
-from am.ids import (
+from am.git import Change, LazyStore, hash_blob
+from am.records.ids import (
     RECORD_DIRS,
     check_id,
     format_timestamp,
@@ -37,7 +37,7 @@ from am.ids import (
     relation_id,
     topic_id,
 )
-from am.model import (
+from am.records.model import (
     CONFIDENCES,
     STATUSES,
     TOPIC_KINDS,
@@ -47,10 +47,10 @@ from am.model import (
     Topic,
     replace,
 )
-from am.records import decode_record_bytes, parse_record, render_record
+from am.records.codec import decode_record_bytes, parse_record, render_record
 from am.registry import Registry
-from am.schemas import check_record
-from am.writes import WriteResult, one_line, with_fresh_ids
+from am.records.schemas import check_record
+from am.records.writes import WriteResult, one_line, with_fresh_ids
 
 __all__ = ["Vault", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 
@@ -138,8 +138,8 @@ class Vault(Authorship):
             cache.close()
 
     def cache(self) -> Any:
-        """Return the vault's cache (am/index.py), brought up to date; None when it cannot be used."""
-        from am.index import open_cache
+        """Return the vault's cache (am/cache/index.py), brought up to date; None when it cannot be used."""
+        from am.cache.index import open_cache
 
         return open_cache(self)
 
@@ -154,7 +154,7 @@ class Vault(Authorship):
         self.close()
 
     def _read_settings(self) -> dict[str, Any]:
-        from am.frontmatter import load_settings
+        from am.records.frontmatter import load_settings
 
         try:
             text = (self.root / VAULT_FILE).read_text(encoding="utf-8")
@@ -281,7 +281,7 @@ class Vault(Authorship):
     def _check_secrets(self, records: Sequence[Record], allow_secrets: bool) -> None:
         if allow_secrets:
             return
-        from am.secrets import scan_fields
+        from am.records.secrets import scan_fields
 
         for record in records:
             fields: dict[str, object] = {"body": record.body}
@@ -516,8 +516,8 @@ class Vault(Authorship):
     def add_relation(self, from_id: str, rel: str, to_id: str, *, note: str = "",
                      allow_secrets: bool = False) -> WriteResult:
         """Add a typed edge between two topics or facts (or reactivate an expired one)."""
-        from am.model import RELATION_TYPES
-        from am.schemas import relation_type_error
+        from am.records.model import RELATION_TYPES
+        from am.records.schemas import relation_type_error
 
         if rel not in RELATION_TYPES:
             raise relation_type_error(rel)

@@ -58,7 +58,7 @@ def bare_read(root: Path) -> int:
 
 def child_rebuild(vault: str) -> None:
     """Rebuild in this process and print its peak memory (run as a child)."""
-    from am.index import Index
+    from am.cache.index import Index
     from am.vault import Vault
 
     shutil.rmtree(Path(vault) / ".am" / "cache", ignore_errors=True)
@@ -121,8 +121,8 @@ def main() -> None:
         print(f"generating {args.facts} facts in {vault_path} ...", flush=True)
         write_vault(vault_path, args.facts)
 
-    from am.index import Index
-    from am.search import search
+    from am.cache.index import Index
+    from am.cache.search import search
     from am.vault import Vault
 
     out: dict[str, float] = {}

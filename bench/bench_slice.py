@@ -74,8 +74,8 @@ def ensure_code_repo(work: Path, commits: int) -> Path:
 
 def bench_in_process(vault_path: Path, runs: int) -> dict[str, float]:
     """Time warm in-process slices of a vault (records source and pack separately)."""
-    from am.ancestry import setup_world
-    from am.slice import SliceRequest, build_pack, render_markdown, slice_vault
+    from am.worlds.ancestry import setup_world
+    from am.packs.slice import SliceRequest, build_pack, render_markdown, slice_vault
     from am.vault import Vault
 
     vault = Vault.open(vault_path)
@@ -85,10 +85,10 @@ def bench_in_process(vault_path: Path, runs: int) -> dict[str, float]:
     out["whole slice_vault + render"] = _median(lambda: render_markdown(slice_vault(vault, request)), runs)
     cache = vault.cache() if hasattr(vault, "cache") else None
     if cache is not None:
-        from am.slice import _from_cache
+        from am.packs.slice import _from_cache
 
         def general() -> str:
-            # The path every slice took before am/slicecache.py: a view of every fact, resolve(), rank.
+            # The path every slice took before am/packs/cache.py: a view of every fact, resolve(), rank.
             setup = setup_world("project-alpha", "main", cache_dir=vault.root / ".am" / "cache" / "ancestry")
             records, load, dropped = _from_cache(cache, setup.world)
             return render_markdown(build_pack(records, request, setup, vault_name=vault.name, vault_commit=cache.head,
@@ -115,7 +115,7 @@ def bench_in_process(vault_path: Path, runs: int) -> dict[str, float]:
     out["whole slice_vault --topic X --depth 2 (the cache's path)"] = _median(
         lambda: render_markdown(slice_vault(vault, topic_request)), runs)
     if cache is not None:
-        from am.slice import _CachedLinks
+        from am.packs.slice import _CachedLinks
 
         def general_topic() -> str:
             # The path --topic took before: every fact view resolved, networkx on the whole world's graph.
@@ -174,11 +174,11 @@ def bench_process(vault_path: Path, runs: int, registered: Path | None = None) -
 
 def bench_ancestry(code: Path, facts: int, runs: int) -> dict[str, float]:
     """Time the world's history walk and judging facts observed at random commits."""
-    from am import ancestry
-    from am.gitstore import GitStore
-    from am.model import Fact
+    from am.worlds import ancestry
+    from am.git import GitStore
+    from am.records.model import Fact
     from am.registry import Registry
-    from am.worlds import resolve
+    from am.worlds.rules import resolve
 
     Registry.load().add_repo("bench-code", code)
     store = GitStore.open_code(code)

@@ -45,7 +45,7 @@ if __package__ in (None, ""):
 from bench.corpus import make_records  # noqa: E402
 
 from am.clock import now  # noqa: E402
-from am.model import Fact, Topic  # noqa: E402
+from am.records.model import Fact, Topic  # noqa: E402
 from am.vault import Vault  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def index_writes(root: Path, runs: int) -> tuple[float, float]:
     """Return the median seconds to set one entry and write Git's index: am's writer, then libgit2's."""
     import pygit2
 
-    from am.gitstore.gitindex import GitIndex
+    from am.git.gitindex import GitIndex
 
     gitdir = root / ".git"
     rel = "facts/bench-index-probe.md"

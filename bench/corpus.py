@@ -20,10 +20,10 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from am.gitstore import Change, GitStore
-from am.ids import record_path
-from am.model import Fact, Record, Relation, Topic
-from am.records import render_record
+from am.git import Change, GitStore
+from am.records.ids import record_path
+from am.records.model import Fact, Record, Relation, Topic
+from am.records.codec import render_record
 
 __all__ = ["make_records", "write_vault"]
 

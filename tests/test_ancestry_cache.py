@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from am.ancestry import HistoryFiles
+from am.worlds.ancestry import HistoryFiles
 from am.demo import materialise_demo
 from tests.test_startup import _probe
 

@@ -42,11 +42,11 @@ def _users(library: str) -> set[str]:
 
 
 def test_pygit2_only_in_gitstore() -> None:
-    assert {m for m in _users("pygit2") if not m.startswith("am/gitstore/")} == set()
+    assert {m for m in _users("pygit2") if not m.startswith("am/git/")} == set()
 
 
 def test_sqlite3_only_in_index() -> None:
-    assert _users("sqlite3") <= {"am/index.py"}
+    assert _users("sqlite3") <= {"am/cache/index.py"}
 
 
 def test_click_only_in_the_cli() -> None:

@@ -146,7 +146,7 @@ def test_undo_of_an_add_removes_the_file_and_index_entry(alpha: Vault, vault_pat
 
 
 def test_undo_keeps_an_open_cache_in_step(alpha: Vault, vault_path: Path) -> None:
-    from am.audit import undo
+    from am.upkeep.audit import undo
 
     added = alpha.add_fact("Cached then undone.", topics=["project-alpha"], id="fact-cached")
     assert alpha.locate("fact-cached") is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from am.check import check_vault
+from am.upkeep.check import check_vault
 from am.cli.main import cli
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from am.demo import demo_source, materialise_demo
 from am.errors import UsageError
-from am.model import Fact
-from am.records import decode_record_bytes, parse_record, render_record
-from am.schemas import check_record, schema_problems
-from am.records import record_to_meta
+from am.records.model import Fact
+from am.records.codec import decode_record_bytes, parse_record, render_record
+from am.records.schemas import check_record, schema_problems
+from am.records.codec import record_to_meta
 
 from conftest import fsck_clean, run_git
 

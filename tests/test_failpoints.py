@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from am.gitstore import FAILPOINTS
+from am.git import FAILPOINTS
 from am.vault import Vault
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env

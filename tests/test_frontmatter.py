@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from am.errors import InvalidRecordError
-from am.frontmatter import (
+from am.records.frontmatter import (
     LIST_FIELDS,
     MAX_FRONTMATTER_BYTES,
     STRING_FIELDS,
@@ -214,7 +214,7 @@ def test_loaders_never_crash_and_fast_never_disagrees(text: str) -> None:
 
 def _pyyaml_core_tag(text: str) -> str:
     """What the strict loader's resolver (a PyYAML resolver built from the same table) says."""
-    from am.frontmatter import _loader_class
+    from am.records.frontmatter import _loader_class
 
     return str(_loader_class()("").resolve(yaml.ScalarNode, text, (True, False)))
 
@@ -226,7 +226,7 @@ def _pyyaml_core_tag(text: str) -> str:
 @example(text="0o")
 @example(text="1\n")
 def test_plain_scalars_resolve_as_pyyaml_resolves_them(text: str) -> None:
-    from am.frontmatter import _resolve_plain
+    from am.records.frontmatter import _resolve_plain
 
     assert _resolve_plain(text) == _pyyaml_core_tag(text), repr(text)
 
@@ -244,7 +244,7 @@ _PATH = st.one_of(_PATH_TEXT.filter(bool), st.builds(lambda p: "/" + p, _PATH_TE
 @example(vaults={}, repos={"0": "0E0", "1e5": "0o17"})  # text in YAML 1.1, numbers in 1.2 core
 def test_registry_fast_path_agrees_with_the_strict_loader(vaults: dict[str, str], repos: dict[str, str],
                                                            tmp_path_factory: pytest.TempPathFactory) -> None:
-    from am.frontmatter import fast_load_tables
+    from am.records.frontmatter import fast_load_tables
     from am.registry import Registry
 
     registry = Registry(tmp_path_factory.mktemp("reg") / "registry.yml", dict(vaults), dict(repos))
@@ -259,7 +259,7 @@ def test_registry_fast_path_agrees_with_the_strict_loader(vaults: dict[str, str]
 
 
 def test_what_am_writes_to_the_registry_takes_the_fast_path() -> None:
-    from am.frontmatter import fast_load_tables
+    from am.records.frontmatter import fast_load_tables
 
     text = yaml.safe_dump({"vaults": {"demo": "/tmp/x y/demo", "work": "/home/me/" + "long/" * 30},
                            "repos": {}}, allow_unicode=True, sort_keys=True, width=1 << 30)
@@ -286,7 +286,7 @@ def test_what_am_writes_to_the_registry_takes_the_fast_path() -> None:
     "  a: /x\n",
 ])
 def test_registry_fast_path_declines_what_it_does_not_know(text: str) -> None:
-    from am.frontmatter import fast_load_tables
+    from am.records.frontmatter import fast_load_tables
 
     assert fast_load_tables(text) is None
 
@@ -314,7 +314,7 @@ def test_hostile_registry_refused(text: str, message: str, tmp_path: Path) -> No
     ("name: no\nformat: 1.10\n", {"name": "no", "format": 1.1}),
 ])
 def test_load_settings_equals_the_strict_loader(text: str, expected: dict[str, object]) -> None:
-    from am.frontmatter import load_settings
+    from am.records.frontmatter import load_settings
 
     assert load_settings(text) == expected
     assert strict_load(text.lstrip("\ufeff").replace("\r\n", "\n")) == expected
@@ -327,7 +327,7 @@ def test_load_settings_equals_the_strict_loader(text: str, expected: dict[str, o
     ("name: " + "x" * (MAX_FRONTMATTER_BYTES + 1) + "\n", "KiB"),
 ])
 def test_load_settings_refuses_hostile_input(text: str, message: str) -> None:
-    from am.frontmatter import load_settings
+    from am.records.frontmatter import load_settings
 
     with pytest.raises(InvalidRecordError) as err:
         load_settings(text, path=".am/vault.yml")
@@ -338,7 +338,7 @@ def test_load_settings_refuses_hostile_input(text: str, message: str) -> None:
 @given(text=st.text(max_size=120))
 @example(text="name: x\nname: y\n")
 def test_load_settings_never_disagrees_with_the_strict_loader(text: str) -> None:
-    from am.frontmatter import load_settings
+    from am.records.frontmatter import load_settings
 
     try:
         strict: object = strict_load(text)
@@ -354,7 +354,7 @@ def test_load_settings_never_disagrees_with_the_strict_loader(text: str) -> None
 @pytest.mark.parametrize("text", ["0E0", "1e5", "+1E-3", "0o17", "no", "null", "12"])
 def test_nested_values_read_back_as_the_text_they_were(text: str) -> None:
     """Nested values (hand-written files) are dumped for the strict YAML 1.2 core loader too, not just YAML 1.1."""
-    from am.frontmatter import dump
+    from am.records.frontmatter import dump
 
     mapping = {"extra": {"a": text, "b": [text, "x"]}}
     assert strict_load(dump(mapping)) == mapping

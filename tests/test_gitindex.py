@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from am.gitstore.gitindex import GitIndex, IndexUnsupported
-from am.gitstore.light import hash_blob
+from am.git.gitindex import GitIndex, IndexUnsupported
+from am.git.light import hash_blob
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@e"}
@@ -229,7 +229,7 @@ def test_random_edits_agree_with_git(tmp_path_factory: pytest.TempPathFactory, o
 def test_kept_blocks_match_a_fresh_join_after_every_write(tmp_path_factory: pytest.TempPathFactory,
                                                           ops: list[tuple[str, int]]) -> None:
     """Consecutive writes reuse joined blocks of entries; each file must equal one written from scratch."""
-    import am.gitstore.gitindex as gitindex
+    import am.git.gitindex as gitindex
 
     tmp = tmp_path_factory.mktemp("b")
     names = [f"d{n % 4}/f{n:02d}.md" for n in range(30)]
@@ -270,7 +270,7 @@ def test_kept_blocks_match_a_fresh_join_after_every_write(tmp_path_factory: pyte
 def test_index_replaced_by_git_between_staging_and_install_keeps_both(tmp_path: Path, monkeypatch:
                                                                        pytest.MonkeyPatch) -> None:
     """am stages Git's index before its flush; a `git add` landing before the branch moves must survive."""
-    from am.gitstore.writing import Writer
+    from am.git.writing import Writer
     from am.vault import Vault
 
     monkeypatch.setenv("AM_HOME", str(tmp_path / "home"))
@@ -301,7 +301,7 @@ def test_a_read_taking_blocks_over_from_the_previous_index_equals_a_full_parse(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
         ops: list[tuple[str, int]], racy_from: int) -> None:
     """Another writer changed the index: the blocks this process still holds are taken over, the rest parsed."""
-    import am.gitstore.gitindex as gitindex
+    import am.git.gitindex as gitindex
 
     monkeypatch.setattr(gitindex, "_BLOCK", 4)  # many blocks from few entries
     tmp = tmp_path_factory.mktemp("p")
@@ -332,7 +332,7 @@ def test_a_read_taking_blocks_over_from_the_previous_index_equals_a_full_parse(
 
 
 def test_blocks_are_taken_up_to_the_first_change_and_never_from_a_newer_index(tmp_path: Path) -> None:
-    import am.gitstore.gitindex as gitindex
+    import am.git.gitindex as gitindex
 
     names = [f"facts/2026/11/{day:02d}/f-{n}.md" for day in range(1, 29) for n in range(40)]
     repo = make_repo(tmp_path, {name: "x\n" for name in names})

@@ -9,9 +9,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-import am.gitstore as gitstore
+import am.git as gitstore
 from am.errors import ConflictError, DirtyFileError, GitError, LockTimeoutError, NotAVaultError
-from am.gitstore import Change, GitStore, hash_blob
+from am.git import Change, GitStore, hash_blob
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 
@@ -155,7 +155,7 @@ def test_write_lock_times_out_naming_the_holder(store: GitStore) -> None:
     import subprocess
 
     holder = subprocess.Popen(
-        [PYTHON, "-c", "import sys, time\nfrom pathlib import Path\nfrom am.gitstore import GitStore\n"
+        [PYTHON, "-c", "import sys, time\nfrom pathlib import Path\nfrom am.git import GitStore\n"
          f"s = GitStore.open(Path({str(store.root)!r}))\n"
          "with s.write_lock(op='test.hold'):\n    print('held', flush=True)\n    time.sleep(30)\n"],
         stdout=subprocess.PIPE, text=True, env=subprocess_env())
@@ -186,7 +186,7 @@ def test_failpoint_after_commit_leaves_a_committed_write(store: GitStore) -> Non
     import subprocess
 
     _commit(store, "topics/a.md", b"a\n")
-    script = ("from pathlib import Path, PurePosixPath\nfrom am.gitstore import Change, GitStore\n"
+    script = ("from pathlib import Path, PurePosixPath\nfrom am.git import Change, GitStore\n"
               f"s = GitStore.open(Path({str(store.root)!r}))\n"
               "with s.write_lock():\n"
               "    s.commit([Change(PurePosixPath('topics/b.md'), b'b\\n')], message='m\\n', author=('t', 't@x'))\n")

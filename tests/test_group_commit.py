@@ -18,10 +18,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-import am.gitstore.staging
+import am.git.staging
 from am.errors import ConflictError, DirtyFileError
-from am.gitstore import Change, GitStore
-from am.gitstore.group import group_for
+from am.git import Change, GitStore
+from am.git.group import group_for
 from am.vault import Vault
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
@@ -148,7 +148,7 @@ def test_a_failure_staging_git_s_index_fails_the_batch_and_leaves_nothing(
     def no_space(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(am.gitstore.staging.GitIndex, "write", no_space)
+    monkeypatch.setattr(am.git.staging.GitIndex, "write", no_space)
 
     def work(n: int) -> str:
         return stores[n].commit_grouped([Change(PurePosixPath(f"notes/n{n}.md"), f"note {n}\n".encode())],

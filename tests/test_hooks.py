@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from am.cli.main import cli
-from am.hooks import CODE_HOOKS, MARKER, VAULT_HOOKS
+from am.upkeep.hooks import CODE_HOOKS, MARKER, VAULT_HOOKS
 
 from conftest import GIT_IDENTITY, run_git
 
@@ -98,7 +98,7 @@ def test_valid_hand_commit_becomes_memory(hooked: object, vault_path: Path) -> N
         assert [r.id for r in v.list_relations(topic="tool-redis")] == ["project-alpha--depends-on--tool-redis"]
     # The cache and the commands that read through it see the hand commit too.
     try:
-        from am.index import Index
+        from am.cache.index import Index
     except ImportError:
         Index = None  # noqa: N806  (the cache is another module; without it there is nothing more to check)
     if Index is not None:
@@ -123,7 +123,7 @@ def test_post_commit_prints_lint_warnings(hooked: object, vault_path: Path) -> N
 
 
 def test_secrets_refused_by_the_hook_with_an_override(hooked: object, vault_path: Path) -> None:
-    from am.secrets import scan_fields
+    from am.records.secrets import scan_fields
     from test_secrets import _cases
 
     # The hook must refuse exactly what the am write path refuses (scan_fields over the body).

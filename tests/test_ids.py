@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from am.errors import InvalidIdError, InvalidRecordError
-from am.ids import (
+from am.records.ids import (
     check_id,
     check_record_path,
     format_timestamp,

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from am.index import Index, body_links, segment
-from am.links import link_targets
-from am.model import Fact
-from am.records import render_record
-from am.textseg import segment_for_index
+from am.cache.index import Index, body_links, segment
+from am.records.links import link_targets
+from am.records.model import Fact
+from am.records.codec import render_record
+from am.cache.textseg import segment_for_index
 from am.vault import Vault
 from tests.conftest import subprocess_env
 

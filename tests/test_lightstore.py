@@ -1,10 +1,10 @@
-"""Reading refs without pygit2 (am/gitstore/light.py): the git CLI is the oracle."""
+"""Reading refs without pygit2 (am/git/light.py): the git CLI is the oracle."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from am.gitstore.light import UNKNOWN, LazyStore, hash_blob, read_ref
+from am.git.light import UNKNOWN, LazyStore, hash_blob, read_ref
 from tests.conftest import run_git
 
 

@@ -1,4 +1,4 @@
-"""Tests for am.links: wikilink forms, code exclusion, line numbers, hostile input."""
+"""Tests for am.records.links: wikilink forms, code exclusion, line numbers, hostile input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from am.links import Link, link_targets, parse_links
+from am.records.links import Link, link_targets, parse_links
 
 
 def only(body: str) -> Link:

@@ -1,4 +1,4 @@
-"""One pack per batch, and the merging of small packs (am/gitstore/packs.py), checked with the git CLI.
+"""One pack per batch, and the merging of small packs (am/git/packs.py), checked with the git CLI.
 
 git itself is the oracle: ``git verify-pack`` re-reads every pack am wrote or
 merged, ``git cat-file`` reads objects back, ``git fsck --strict`` checks the
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from am.gitstore import Change, GitStore, packs
-from am.gitstore.group import Request
-from am.gitstore.packs import _geometric_split, _ofs_distance, _read_distance, make_delta, stage_pack, tidy
+from am.git import Change, GitStore, packs
+from am.git.group import Request
+from am.git.packs import _geometric_split, _ofs_distance, _read_distance, make_delta, stage_pack, tidy
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 
@@ -357,7 +357,7 @@ def test_geometric_split_follows_git_repack_geometric_2(sizes: list[int], split:
 
 def test_without_syncfs_the_pack_and_its_index_are_fsynced_before_they_are_renamed(
         store: GitStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from am.gitstore import common
+    from am.git import common
 
     monkeypatch.setattr(common, "_syncfs", None)
     synced: list[str] = []

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from am.errors import InvalidRecordError
-from am.ids import is_valid_id
-from am.model import CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Relation, Topic
-from am.records import decode_record_bytes, parse_record, record_to_meta, render_record
+from am.records.ids import is_valid_id
+from am.records.model import CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Relation, Topic
+from am.records.codec import decode_record_bytes, parse_record, record_to_meta, render_record
 
 from test_frontmatter import ODD_STRINGS
 

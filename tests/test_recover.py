@@ -90,8 +90,8 @@ def test_recover_reports_conflicts(alpha: Vault, vault_path: Path) -> None:
 
 
 def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
-    from am.model import Fact
-    from am.records import render_record
+    from am.records.model import Fact
+    from am.records.codec import render_record
 
     facts = vault_path / "facts" / "2026" / "11" / "01"
     facts.mkdir(parents=True)
@@ -106,7 +106,7 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     dead = subprocess.run([PYTHON, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     temp = facts / f".fact-x.md.am-{dead.stdout.strip()}.tmp"
     temp.write_text("partial")
-    # A queued write and an answer left by dead processes (am/gitstore/spool.py).
+    # A queued write and an answer left by dead processes (am/git/spool.py).
     queue = vault_path / ".git" / "am" / "queue"
     queue.mkdir(parents=True)
     queued = [queue / f"{dead.stdout.strip()}-0-0a1b2c3d.req", queue / f"{dead.stdout.strip()}-1-0a1b2c3d.done"]
@@ -204,7 +204,7 @@ def test_fresh_index_lock_commits_and_doctor_repairs_the_index(alpha: Vault, vau
 
 
 def test_doctor_reports_a_corrupt_cache_rebuilt(alpha: Vault, vault_path: Path) -> None:
-    pytest.importorskip("am.index")
+    pytest.importorskip("am.cache.index")
     alpha.close()
     db = vault_path / ".am" / "cache" / "index.sqlite"
     ok("--vault", str(vault_path), "doctor")

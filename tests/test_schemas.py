@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from am.errors import InvalidRecordError
-from am.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Relation, Topic
-from am.records import parse_record, record_to_meta
-from am.schemas import check_record, load_schema, schema_problems
+from am.records.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Relation, Topic
+from am.records.codec import parse_record, record_to_meta
+from am.records.schemas import check_record, load_schema, schema_problems
 
 from test_records import DEMO, _ID, facts, relations, topics
 

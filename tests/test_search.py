@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from am.cli.main import cli
-from am.search import search, snippet
+from am.cache.search import search, snippet
 from am.vault import Vault
 from tests.conftest import subprocess_env
 
@@ -173,8 +173,8 @@ def test_search_as_a_process(corpus: Vault, vault_path: Path) -> None:
 
 def test_ranking_equals_one_plain_join_query(tmp_path: Path) -> None:
     """The two-step ranking (FTS5 alone, then the records) gives exactly the join's answer, ties by id."""
-    from am.indexquery import BM25 as _BM25
-    from am.textseg import build_match
+    from am.cache.query import BM25 as _BM25
+    from am.cache.textseg import build_match
     from bench.corpus import write_vault
 
     write_vault(tmp_path / "bench", 400)

@@ -1,4 +1,4 @@
-"""Tests for am.secrets: every family caught, ordinary notes left alone.
+"""Tests for am.records.secrets: every family caught, ordinary notes left alone.
 
 Secret-shaped test values are assembled at run time from pieces and seeded
 random characters, so this file holds nothing a secret scanner would flag
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from am.secrets import KINDS, SecretFinding, scan_fields, scan_text
+from am.records.secrets import KINDS, SecretFinding, scan_fields, scan_text
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -530,5 +530,5 @@ def test_scan_fields_never_raises(fields: dict[str, object]) -> None:
 
 def test_repository_files_hold_no_secrets() -> None:
     root = Path(__file__).resolve().parent.parent
-    for path in (root / "am" / "secrets.py", Path(__file__)):
+    for path in (root / "am" / "records" / "secrets.py", Path(__file__)):
         assert scan_text(path.read_text(encoding="utf-8"), field=path.name) == []

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from am.cli.main import cli
 from am.registry import Registry
-from am.slice import estimate_tokens
+from am.packs.slice import estimate_tokens
 from tests.conftest import REPO_ROOT, run_git, subprocess_env
 
 
@@ -154,7 +154,7 @@ def test_as_of_reads_the_vault_at_a_past_commit(alpha: Any, git: Any) -> None:
 
 
 def _many(alpha: Any, n: int) -> None:
-    from am.model import Fact
+    from am.records.model import Fact
 
     facts = [Fact(id=f"fact-n{i:03d}", topics=("project-alpha",), confidence=("high", "medium", "low")[i % 3],
                   body=f"Observation number {i} about the Alpha service and its callers.\n",
@@ -254,7 +254,7 @@ def test_topic_neighbourhood_follows_relations_and_links(demo: Any) -> None:
 
 
 def test_query_degrades_and_names_the_level(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("am.slice._search_fn", lambda vault: None)
+    monkeypatch.setattr("am.packs.slice._search_fn", lambda vault: None)
     out = am(demo, "slice", "--query", "Redis", "--repo", "project-alpha", "--branch", "main")
     assert "served by: graph" in out and "vector: not configured" in out
     assert "f-20260923-1210-8d2e41" in shown_ids(out)
@@ -367,7 +367,7 @@ def test_cache_and_file_scan_give_the_same_pack(demo: Any, monkeypatch: pytest.M
     args = ["slice", "--repo", "project-alpha", "--branch", "main", "--max-tokens", "0"]
     topic = ["slice", "--topic", "project-alpha", "--depth", "2"]
     with_cache = [am(demo, *args), am(demo, *topic)]
-    monkeypatch.setattr("am.slice._open_index", lambda vault: None)
+    monkeypatch.setattr("am.packs.slice._open_index", lambda vault: None)
     assert [am(demo, *args), am(demo, *topic)] == with_cache
 
 
@@ -384,7 +384,7 @@ def test_fact_text_cannot_open_a_heading_in_the_pack(alpha: Any) -> None:
 
 
 def test_facts_about_a_topic_without_a_file_still_show(alpha: Any) -> None:
-    from am.model import Fact
+    from am.records.model import Fact
 
     alpha.import_records([Fact(id="fact-orphan", topics=("tool-ghost",), body="Ghost is deprecated.\n",
                                created="2026-10-01T10:00:00+08:00")], source="test")

@@ -1,4 +1,4 @@
-"""The cache's slice path (am/slicecache.py) against the general judge: the same pack, byte for byte.
+"""The cache's slice path (am/packs/cache.py) against the general judge: the same pack, byte for byte.
 
 Random vaults mix every status, repo, branch, commit (full, short, unknown,
 on and off the world's history), until_commit, valid time, supersession both
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from am.model import Fact, Record, Relation, Topic
+from am.records.model import Fact, Record, Relation, Topic
 from am.registry import Registry
-from am.slice import SliceRequest, render_json, render_markdown, slice_vault
-from am.worlds import to_moment
+from am.packs.slice import SliceRequest, render_json, render_markdown, slice_vault
+from am.worlds.rules import to_moment
 from tests.conftest import commit_file, run_git
 
 
@@ -119,7 +119,7 @@ def test_query_on_the_cache_path_equals_the_general_judge(vault: Any, clone: dic
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from dataclasses import replace
 
-    import am.slicecache
+    import am.packs.cache
 
     rng = random.Random(100 + seed)
     vault.import_records(_random_records(rng, clone, 80), source="test")
@@ -129,7 +129,7 @@ def test_query_on_the_cache_path_equals_the_general_judge(vault: Any, clone: dic
         fast = slice_vault(vault, asked)
         with monkeypatch.context() as patch:
             # The general path on the same cache (its full-text search, its link table).
-            patch.setattr(am.slicecache, "cached_pack", lambda *args, **kwargs: None)
+            patch.setattr(am.packs.cache, "cached_pack", lambda *args, **kwargs: None)
             general = slice_vault(vault, asked)
         assert general.resolution.counted is None
         served += fast.resolution.counted is not None
@@ -177,18 +177,18 @@ def _topic_requests(rng: random.Random, commits: dict[str, str], k: int) -> list
 @pytest.mark.parametrize("seed", range(4))
 def test_topic_on_the_cache_path_equals_the_general_judge(vault: Any, clone: dict[str, str], seed: int,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    import am.slicecache
+    import am.packs.cache
 
     rng = random.Random(200 + seed)
     vault.import_records(_linked_records(rng, clone, 50 + 20 * seed), source="test")
     # Facts in scope come along the rank index (a wide scope) or by topic then sorted (a narrow one).
-    monkeypatch.setattr(am.slicecache, "_DENSE", 0.0 if seed % 2 else float("inf"))
+    monkeypatch.setattr(am.packs.cache, "_DENSE", 0.0 if seed % 2 else float("inf"))
     for request in _topic_requests(rng, clone, 6):
         fast = slice_vault(vault, request)
         assert fast.resolution.counted is not None, request
         with monkeypatch.context() as patch:
             # The general path on the same cache (views, its link table, networkx).
-            patch.setattr(am.slicecache, "cached_pack", lambda *args, **kwargs: None)
+            patch.setattr(am.packs.cache, "cached_pack", lambda *args, **kwargs: None)
             general = slice_vault(vault, request)
         assert general.resolution.counted is None
         assert render_markdown(fast) == render_markdown(general), request
@@ -223,7 +223,7 @@ def test_topic_missing_or_dangling(vault: Any, clone: dict[str, str]) -> None:
 
 
 def test_topic_graph_odd_cases(vault: Any, clone: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import am.slicecache
+    import am.packs.cache
 
     topic = lambda tid, body="": Topic(id=tid, kind="concept", title=tid, body=body)  # noqa: E731
     fact = lambda fid, *about: Fact(id=fid, topics=about, body=f"{fid}.\n")  # noqa: E731
@@ -247,15 +247,15 @@ def test_topic_graph_odd_cases(vault: Any, clone: dict[str, str], monkeypatch: p
         fast = slice_vault(vault, request)
         assert fast.resolution.counted is not None
         with monkeypatch.context() as patch:
-            patch.setattr(am.slicecache, "cached_pack", lambda *args, **kwargs: None)
+            patch.setattr(am.packs.cache, "cached_pack", lambda *args, **kwargs: None)
             general = slice_vault(vault, request)
         assert render_markdown(fast) == render_markdown(general)
         assert render_json(fast) == render_json(general)
         return {t.id for t, _ in fast.sections}
 
-    monkeypatch.setattr(am.slicecache, "_DENSE", 0.0)  # read along the rank index
+    monkeypatch.setattr(am.packs.cache, "_DENSE", 0.0)  # read along the rank index
     assert near("t-a", 3) == {"t-a", "t-b"}
-    monkeypatch.setattr(am.slicecache, "_DENSE", float("inf"))  # read by topic, then sorted
+    monkeypatch.setattr(am.packs.cache, "_DENSE", float("inf"))  # read by topic, then sorted
     assert near("t-a", 0) == {"t-a"}
     assert near("t-a", 3) == {"t-a", "t-b"}  # t-a - fact-010 - fact-020 - t-b; fact-005 was passed before
     assert near("t-e", 1) == {"t-e", "t-d", "fact-040"}  # fact-040's topic t-e links t-d; the topic is a node

@@ -1,4 +1,4 @@
-"""Tests for am.textseg against a real SQLite FTS5 table."""
+"""Tests for am.cache.textseg against a real SQLite FTS5 table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from am.textseg import build_match, id_prefix_terms, segment_for_index
+from am.cache.textseg import build_match, id_prefix_terms, segment_for_index
 
 ALPHA = "Alpha 在主分支上只提供单个查询接口，没有限流。"
 DEPLOY = "先週のデプロイで障害が発生した"

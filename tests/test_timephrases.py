@@ -1,4 +1,4 @@
-"""Tests for am.timephrases with a fixed clock: Sunday 2026-11-29 15:30 at +08:00."""
+"""Tests for am.cache.timephrases with a fixed clock: Sunday 2026-11-29 15:30 at +08:00."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from am.errors import UsageError
-from am.timephrases import ParsedQuery, TimeRange, parse_query, parse_time
+from am.cache.timephrases import ParsedQuery, TimeRange, parse_query, parse_time
 
 TZ = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 29, 15, 30, tzinfo=TZ)  # a Sunday

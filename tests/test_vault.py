@@ -18,9 +18,9 @@ from am.errors import (
     NotFoundError,
     UsageError,
 )
-from am.model import Fact, Relation, Topic
-from am.records import render_record
-from am.schemas import check_record
+from am.records.model import Fact, Relation, Topic
+from am.records.codec import render_record
+from am.records.schemas import check_record
 from am.vault import Vault
 
 from conftest import fsck_clean, run_git
@@ -346,13 +346,13 @@ def test_actor_from_environment(vault_path: Path, vault: Vault, git: Git, monkey
 
 def test_a_changed_git_identity_is_used_once_its_lookup_is_a_second_old(
         alpha: Vault, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
-    import am.authorship
-    monkeypatch.setattr(am.authorship, "_IDENTITY_FOR", 3600.0)
+    import am.upkeep.authorship
+    monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 3600.0)
     alpha.add_topic(title="Before", kind="project")
     git("config", "user.email", "new@example.com")
     alpha.add_topic(title="Within the second", kind="project")
     assert git("log", "-1", "--format=%ce").strip() != "new@example.com"  # the lookup is reused
-    monkeypatch.setattr(am.authorship, "_IDENTITY_FOR", 0.0)
+    monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 0.0)
     alpha.add_topic(title="After", kind="project")
     assert git("log", "-1", "--format=%ae|%ce").strip() == "new@example.com|new@example.com"
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from am.ancestry import CommitGraph, setup_world
-from am.gitstore import GitStore
-from am.model import Fact, Relation, Topic
+from am.worlds.ancestry import CommitGraph, setup_world
+from am.git import GitStore
+from am.records.model import Fact, Relation, Topic
 from am.registry import Registry
-from am.worlds import RULE_ANCESTRY, RULE_BRANCH, SetAncestry, World, judge, resolve
+from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, SetAncestry, World, judge, resolve
 from tests.conftest import commit_file, run_git
 
 TZ = timezone(timedelta(hours=8))
@@ -179,7 +179,7 @@ def test_setup_world_rules(clone: dict[str, str]) -> None:
 
 
 def test_history_files_cache_and_extend(clone: dict[str, str], tmp_path: Path) -> None:
-    from am import ancestry
+    from am.worlds import ancestry
 
     root = Path(clone["root"])
     store = GitStore.open_code(root)
@@ -200,7 +200,7 @@ def test_history_files_cache_and_extend(clone: dict[str, str], tmp_path: Path) -
 
 
 def test_setup_world_uses_the_history_files(clone: dict[str, str], tmp_path: Path) -> None:
-    from am import ancestry
+    from am.worlds import ancestry
 
     registry = Registry.load()
     registry.add_repo("alpha", Path(clone["root"]))

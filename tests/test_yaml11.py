@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from am.frontmatter import _yaml11_plain_is_str
+from am.records.frontmatter import _yaml11_plain_is_str
 
 _STR = "tag:yaml.org,2002:str"
 

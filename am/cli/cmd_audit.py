@@ -25,7 +25,7 @@ def log(ctx: click.Context, actor: str | None, op: str | None, record_id: str | 
 
     Example: am log --actor claude-code --op fact.supersede --since "last week"
     """
-    from am.audit import log_entries, parse_since
+    from am.upkeep.audit import log_entries, parse_since
 
     when = parse_since(since) if since else None
     entries = log_entries(open_vault(ctx), actor=actor, op=op, record=record_id, since=when, limit=limit)
@@ -48,7 +48,7 @@ def history(ctx: click.Context, record_id: str, fmt: str) -> None:
 
     Example: am history fact-alpha-getuser-main
     """
-    from am.audit import record_history
+    from am.upkeep.audit import record_history
 
     h = record_history(open_vault(ctx), record_id)
     if fmt == "json":
@@ -70,7 +70,7 @@ def blame(ctx: click.Context, record_id: str, fmt: str) -> None:
 
     Example: am blame f-20261002-0915-c4f1a5
     """
-    from am.audit import blame as blame_fields
+    from am.upkeep.audit import blame as blame_fields
 
     lines = blame_fields(open_vault(ctx), record_id)
     if fmt == "json":
@@ -95,7 +95,7 @@ def undo(ctx: click.Context, commit: str, fmt: str) -> None:
 
     Example: am undo 3f0e99a
     """
-    from am.audit import undo as undo_commit
+    from am.upkeep.audit import undo as undo_commit
 
     result = undo_commit(open_vault(ctx), commit)
     if fmt == "json":

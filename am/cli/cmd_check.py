@@ -19,7 +19,7 @@ def check(ctx: click.Context, strict: bool, fmt: str) -> None:
 
     Example: am check --strict --format json
     """
-    from am.check import check_vault
+    from am.upkeep.check import check_vault
 
     report = check_vault(open_vault(ctx))
     if fmt == "json":

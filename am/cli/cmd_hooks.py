@@ -43,7 +43,7 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
 
     Example: am hooks install --code-repo ~/src/alpha --repo project-alpha
     """
-    from am.hooks import CODE_HOOKS, VAULT_HOOKS, install_hooks
+    from am.upkeep.hooks import CODE_HOOKS, VAULT_HOOKS, install_hooks
 
     vault = open_vault(ctx)
     if code_repo is None:
@@ -52,7 +52,7 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
         actions = install_hooks(vault.root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])
     else:
         from am.errors import UsageError
-        from am.ids import check_id
+        from am.records.ids import check_id
         from am.registry import Registry
 
         if not repo:
@@ -78,7 +78,7 @@ def uninstall(ctx: click.Context, code_repo: Path | None, fmt: str) -> None:
 
     Example: am hooks uninstall
     """
-    from am.hooks import CODE_HOOKS, VAULT_HOOKS, uninstall_hooks
+    from am.upkeep.hooks import CODE_HOOKS, VAULT_HOOKS, uninstall_hooks
 
     if code_repo is None:
         actions = uninstall_hooks(open_vault(ctx).root, names=VAULT_HOOKS)
@@ -97,7 +97,7 @@ def hook(ctx: click.Context, name: str, repo: str | None, args: tuple[str, ...])
 
     Example: am hook pre-commit
     """
-    from am.hooks import run_code_hook, run_vault_hook
+    from am.upkeep.hooks import run_code_hook, run_vault_hook
 
     # Only post-rewrite gets data on stdin; reading it elsewhere could block on a terminal.
     stdin = sys.stdin.buffer.read() if name == "post-rewrite" and not sys.stdin.isatty() else b""

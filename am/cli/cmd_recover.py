@@ -22,7 +22,7 @@ def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> No
 
     Example: am recover --apply
     """
-    from am.recover import find_lost, restore
+    from am.upkeep.recover import find_lost, restore
 
     vault = open_vault(ctx)
     lost = find_lost(vault, scan_objects=not reflog_only)
@@ -57,7 +57,7 @@ def doctor(ctx: click.Context, fix: bool, fmt: str) -> None:
 
     Example: am doctor --fix
     """
-    from am.recover import diagnose, repair
+    from am.upkeep.recover import diagnose, repair
 
     vault = open_vault(ctx)
     done = repair(vault) if fix else []
@@ -91,7 +91,7 @@ def stale(ctx: click.Context, repo: str, since: str | None, until: str | None, c
 
     Example: am stale --repo project-alpha --since v1.2.0
     """
-    from am.stale import WATCH_ACTOR, code_root_of, mark_stale
+    from am.worlds.stale import WATCH_ACTOR, code_root_of, mark_stale
     from am.vault import Vault
 
     opts = ctx.obj

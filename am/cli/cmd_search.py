@@ -43,7 +43,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
 
     Example: am search 限流 last week --topic project-alpha
     """
-    from am.search import search as run_search
+    from am.cache.search import search as run_search
 
     cache = _cache(ctx)
     result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,

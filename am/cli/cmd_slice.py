@@ -12,8 +12,8 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault
 def _time(value: str | None, flag: str) -> tuple[object, str | None]:
     if value is None:
         return None, None
-    from am.ancestry import now
-    from am.timephrases import parse_time
+    from am.worlds.ancestry import now
+    from am.cache.timephrases import parse_time
 
     from am.errors import UsageError
 
@@ -55,7 +55,7 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
 
     Example: am slice --repo project-alpha --branch main --max-tokens 2000
     """
-    from am.slice import SliceRequest, render_json, render_markdown, slice_vault
+    from am.packs.slice import SliceRequest, render_json, render_markdown, slice_vault
 
     vault = open_vault(ctx)
     if repo is None and branch is None and commit_ is None:
@@ -75,7 +75,7 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
 def _here_world() -> tuple[str | None, str | None, str | None]:
     """Take the world from the registered code repository around the current folder, if any."""
     from am.errors import AmError
-    from am.here import world_here
+    from am.worlds.here import world_here
 
     try:
         return world_here()
@@ -101,7 +101,7 @@ def repo_add(name: str, path: Path) -> None:
 
     Example: am repo add project-alpha ~/src/alpha
     """
-    from am.gitstore import GitStore
+    from am.git import GitStore
     from am.registry import Registry
 
     store = GitStore.open_code(path.expanduser().resolve())

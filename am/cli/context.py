@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from am.model import Record
+    from am.records.model import Record
     from am.vault import Vault, WriteResult
 
 FORMAT_OPTION = click.option(
@@ -36,7 +36,7 @@ def open_vault(ctx: click.Context) -> Vault:
 
     opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
     if opts._vault is None:
-        from am.index import Index
+        from am.cache.index import Index
 
         Index.progress_hook = progress_bar  # any command that rebuilds the cache shows a bar after 1 s
         opts._vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor))
@@ -73,7 +73,7 @@ def read_text_arg(value: str) -> str:
 
 def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, Any]:
     """Return the stable JSON shape of a record: its frontmatter, body and path."""
-    from am.records import record_to_meta
+    from am.records.codec import record_to_meta
 
     data = record_to_meta(record)
     data["body"] = record.body
@@ -103,7 +103,7 @@ def report_write(result: WriteResult, fmt: str, verb: str) -> None:
 
 def describe(record: Record, path: PurePosixPath | None = None) -> str:
     """Return a record as a short block for people."""
-    from am.model import Fact, Relation, Topic
+    from am.records.model import Fact, Relation, Topic
 
     lines = []
     if isinstance(record, Topic):

@@ -43,7 +43,7 @@ def _world(ctx: click.Context, here: bool, repo: str | None, branch: str | None,
            commit: str | None) -> tuple[str | None, str | None, str | None]:
     if not here:
         return repo, branch, commit
-    from am.here import world_here
+    from am.worlds.here import world_here
 
     found = world_here()
     return repo or found[0], branch or found[1], commit or found[2]
@@ -137,7 +137,7 @@ def show(ctx: click.Context, fact_id: str, fmt: str) -> None:
 
     Example: am fact show fact-alpha-getuser-main --format json
     """
-    from am.model import Fact
+    from am.records.model import Fact
 
     path, record = open_vault(ctx).get_typed(fact_id, Fact, "fact")
     if fmt == "json":

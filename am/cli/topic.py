@@ -31,7 +31,7 @@ def add(ctx: click.Context, topic_id: str | None, title: str, kind: str | None, 
 
     Example: am topic add project-alpha --title "Alpha service" --alias Alpha
     """
-    from am.model import TOPIC_KINDS
+    from am.records.model import TOPIC_KINDS
 
     if kind is None:
         prefix = (topic_id or "").split("-", 1)[0]
@@ -52,7 +52,7 @@ def show(ctx: click.Context, topic_id: str, fmt: str) -> None:
     Example: am topic show project-alpha
     """
     vault = open_vault(ctx)
-    from am.model import Topic
+    from am.records.model import Topic
 
     path, record = vault.get_typed(topic_id, Topic, "topic")
     if fmt == "json":

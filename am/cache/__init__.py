@@ -1,0 +1,14 @@
+"""The cache: the disposable SQLite index of records, links and full text, and search over it.
+
+Floor 3. The only user of sqlite3 (in ``index.py``). Everything here is
+derived from the working tree and Git history and can be deleted: ``file``
+guards the database file, ``rows`` says what a record becomes in it, ``scan``
+finds what changed since the last refresh, ``query`` reads it back,
+``textseg`` segments text (CJK bigrams), ``timephrases`` turns "last week" or
+"上周" into a range, ``search`` ranks hits.
+
+May import: ``am.errors``, ``am.clock``, ``am.records``, ``am.git`` (its light,
+pygit2-free part at module level).
+Must not import: ``am.worlds``, ``am.packs``, ``am.upkeep``, ``am.vault``, doors.
+A vault reaches the cache through the ``VaultFiles`` protocol, not the facade.
+"""

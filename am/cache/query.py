@@ -1,0 +1,418 @@
+"""Reading the cache: lookups, record lists, links and ranked full-text search.
+
+A mixin of am/cache/index.py's ``Index`` (which owns the connection); this module
+only runs SQL through ``self.conn`` and never opens a database itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from am.cache.rows import Hit, IndexedLink, IndexStatus, record_from_json
+from am.records.model import Record
+from am.cache.textseg import build_match
+
+__all__ = ["IndexQueries", "BM25"]
+
+_CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+_WORLD = "status, repo, version, commit_id, until_commit, valid_from, valid_until"
+# The same expression as in the index records_rank (am/cache/rows.py), so ORDER BY walks that index.
+_CONF_RANK = ("(CASE COALESCE(conf, 'medium') WHEN 'high' THEN 0 WHEN 'medium' THEN 1 WHEN 'low' THEN 2 "
+              "ELSE 3 END)")
+
+
+def _world_of(alias: str) -> str:
+    return ", ".join(f"{alias}.{c}" for c in _WORLD.split(", "))
+
+_NEVER = float("inf")
+# Column weights for bm25(): a title or alias hit outranks a body hit.
+BM25 = "bm25(search, 8.0, 1.0, 6.0, 3.0)"
+_BM25 = BM25
+
+
+class IndexQueries:
+    """The read side of the cache; ``Index`` supplies ``conn``, ``path`` and ``_meta``."""
+
+    conn: Any
+    path: Path
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+    def lookup(self, record_id: str) -> PurePosixPath | None:
+        """Return the path of the record with this id (the first by path if duplicated), or None."""
+        row = self.conn.execute("SELECT path FROM records WHERE id = ? ORDER BY path LIMIT 1",
+                                (record_id,)).fetchone()
+        return PurePosixPath(row[0]) if row else None
+
+    def invalid_paths(self, record_id: str) -> list[PurePosixPath]:
+        """Return files named after this id that do not parse as records."""
+        name = f"{record_id}.md"
+        return [PurePosixPath(p) for (p,) in self.conn.execute(
+            "SELECT path FROM files WHERE error IS NOT NULL ORDER BY path") if p.rsplit("/", 1)[-1] == name]
+
+    def get(self, record_id: str) -> tuple[PurePosixPath, Record] | None:
+        """Return (path, record) for an id, or None."""
+        row = self.conn.execute("SELECT path, type, data FROM records WHERE id = ? ORDER BY path LIMIT 1",
+                                (record_id,)).fetchone()
+        return (PurePosixPath(row[0]), record_from_json(row[1], row[2])) if row else None
+
+    def records(self, *, type: str | None = None, topic: str | None = None, status: str | None = None,
+                ids: Iterable[str] | None = None) -> list[tuple[PurePosixPath, Record]]:
+        """Return (path, record) pairs of the working tree, sorted by id then path."""
+        where, args = self._filters(type=type, topic=topic, status=status)
+        if ids is not None:
+            wanted = list(ids)
+            where.append("r.id IN (SELECT value FROM json_each(?))")
+            args.append(json.dumps(wanted))
+        sql = "SELECT r.path, r.type, r.data FROM records r"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY r.id, r.path"
+        return [(PurePosixPath(p), record_from_json(t, d)) for p, t, d in self.conn.execute(sql, args)]
+
+    def fact_world_rows(self, *, repo: str | None = None, dropped: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+        """Return the world fields of facts, bodies left out: every fact sorted by id then path, or ranked.
+
+        Columns: id, status, confidence, repo, version, commit, until_commit,
+        valid_from, valid_until, supersedes (JSON list, or None), superseded_by, pinned,
+        created, topics (JSON list). A slice judges and ranks these and decodes
+        only the facts it shows. With ``dropped`` (statuses that never hold in
+        the world), only facts that can hold in ``repo``'s world come back (no
+        repo or that one; another status), ranked: pinned, confidence, newest, id.
+        A last column, created_ts, is the moment ``created`` names.
+        """
+        cols = ("id, COALESCE(status, 'active'), COALESCE(conf, 'medium'), repo, version, commit_id, until_commit, "
+                "valid_from, valid_until, NULLIF(supersedes, '[]'), superseded_by, pinned, created, topics, created_ts")
+        if dropped is None:
+            sql = f"SELECT {cols} FROM records WHERE type = 'fact' ORDER BY id, path"
+            return self.conn.execute(sql).fetchall()  # type: ignore[no-any-return]
+        marks = ",".join("?" * len(dropped))
+        sql = (f"SELECT {cols} FROM records WHERE type = 'fact' AND COALESCE(status, 'active') NOT IN ({marks}) "
+               "AND (repo IS NULL OR repo = ?)")
+        rows: list[tuple[Any, ...]] = self.conn.execute(sql, (*dropped, repo)).fetchall()
+        # Sorting here is ~3x faster than ORDER BY, whose sorter copies every column. No moment sorts last.
+        rows.sort(key=lambda r: (-r[11], _CONFIDENCE_RANK.get(r[2], 3), _NEVER if r[14] is None else -r[14], r[0]))
+        return rows
+
+    def fact_world_dropped(self, *, repo: str | None, dropped: Sequence[str]) -> dict[str | None, int]:
+        """Count the facts ``fact_world_rows(repo=, dropped=)`` leaves out: by status, and None for another repo."""
+        marks = ",".join("?" * len(dropped))
+        sql = (f"SELECT CASE WHEN COALESCE(status, 'active') IN ({marks}) THEN COALESCE(status, 'active') END, "
+               f"count(*) FROM records WHERE type = 'fact' AND (COALESCE(status, 'active') IN ({marks}) "
+               "OR repo IS NOT NULL AND repo IS NOT ?) GROUP BY 1")
+        return dict(self.conn.execute(sql, (*dropped, *dropped, repo)).fetchall())
+
+    def has_duplicate_facts(self) -> bool:
+        """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
+        return self.conn.execute("SELECT 1 FROM twins WHERE type = 'fact' LIMIT 1").fetchone() is not None
+
+    def has_twins(self) -> bool:
+        """Return whether two record files of one type share an id (the triggers of the schema keep the list)."""
+        return self.conn.execute("SELECT 1 FROM twins LIMIT 1").fetchone() is not None
+
+    # ------------------------------------------------------------ a slice's world, in pieces (am/packs/cache.py)
+    # World fields, in the order am.packs.cache reads them: status, repo, version, commit, until_commit, valid time.
+    # INDEXED BY names the covering index each query was written for, and CROSS JOIN fixes the join order
+    # (the planner, without statistics, would pick a narrower index or the wrong side and read every row).
+
+    def fact_world_groups(self) -> list[tuple[Any, ...]]:
+        """Return every distinct combination of the facts' world fields (7 columns) and how many facts have it."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT {_WORLD}, count(*) FROM records INDEXED BY records_world WHERE type = 'fact' "
+            f"GROUP BY {_WORLD}").fetchall()
+
+    def ranked_facts(self, *, repo: str | None, dropped: Sequence[str],
+                     chunk: int = 128, topics: bool = False) -> Iterator[tuple[Any, ...]]:
+        """Yield (id, 7 world fields, data) of the facts that may hold in ``repo``'s world, best ranked first.
+
+        Rank: pinned, confidence (high, medium, low, other), newest ``created``
+        (none last), id. ``dropped`` are statuses that never hold there. With
+        ``topics``, the topics (JSON list) come before ``data``.
+        """
+        marks = ",".join("?" * len(dropped))
+        cursor = self.conn.execute(
+            f"SELECT id, {_WORLD}, {'topics, ' if topics else ''}data FROM records INDEXED BY records_rank WHERE type = 'fact' "
+            f"AND COALESCE(status, 'active') NOT IN ({marks}) AND (repo IS NULL OR repo = ?) "
+            f"ORDER BY pinned DESC, {_CONF_RANK}, created_ts DESC, id", (*dropped, repo))
+        try:
+            while True:
+                rows = cursor.fetchmany(chunk)
+                if not rows:
+                    return
+                yield from rows
+                chunk = min(chunk * 2, 4096)
+        finally:
+            cursor.close()  # a reader that stops early (the budget is full) ends the statement now
+
+    def supersession_edges(self, *, repo: str | None, dropped: Sequence[str],
+                           believed: Sequence[str]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Return the edges 'new supersedes old' whose two ends may hold in ``repo``'s world, the new one believed.
+
+        Two lists of (new id, 7 world fields, old id, 7 world fields): from the
+        new facts' ``supersedes`` (by new id, then list order), and from the old
+        facts' ``superseded_by`` (by old id).
+        """
+        drop, keep = ",".join("?" * len(dropped)), ",".join("?" * len(believed))
+        new_w, old_w = _world_of("n"), _world_of("o")
+        by_list = self.conn.execute(
+            f"SELECT n.id, {new_w}, o.id, {old_w} FROM records n INDEXED BY records_supersedes, json_each(n.supersedes) j "
+            "CROSS JOIN records o INDEXED BY records_fact ON o.type = 'fact' AND o.id = j.value "
+            f"WHERE n.type = 'fact' AND n.supersedes != '[]' AND COALESCE(n.status, 'active') IN ({keep}) "
+            f"AND (n.repo IS NULL OR n.repo = ?) AND COALESCE(o.status, 'active') NOT IN ({drop}) "
+            "AND (o.repo IS NULL OR o.repo = ?) AND o.id != n.id ORDER BY n.id, j.key",
+            (*believed, repo, *dropped, repo)).fetchall()
+        by_link = self.conn.execute(
+            f"SELECT n.id, {new_w}, o.id, {old_w} FROM records o INDEXED BY records_successor "
+            "CROSS JOIN records n INDEXED BY records_fact ON n.type = 'fact' AND n.id = o.superseded_by "
+            f"WHERE o.type = 'fact' AND o.superseded_by IS NOT NULL AND COALESCE(o.status, 'active') NOT IN ({drop}) "
+            f"AND (o.repo IS NULL OR o.repo = ?) AND COALESCE(n.status, 'active') IN ({keep}) "
+            "AND (n.repo IS NULL OR n.repo = ?) AND n.id != o.id ORDER BY o.id",
+            (*dropped, repo, *believed, repo)).fetchall()
+        return by_list, by_link
+
+    def fact_rows_about(self, ids: Sequence[str], *, members: bool = True) -> list[tuple[Any, ...]]:
+        """Return (id, 7 world fields, pinned, conf, created_ts, topics) of the facts with one of ``ids``
+        or (``members``) about one of them, each once, in no particular order."""
+        cols = f"r.id, {_world_of('r')}, r.pinned, r.conf, r.created_ts, r.topics"
+        wanted = json.dumps(list(ids))
+        rows: list[tuple[Any, ...]] = self.conn.execute(
+            f"SELECT {cols} FROM records r INDEXED BY records_fact WHERE r.type = 'fact' "
+            "AND r.id IN (SELECT value FROM json_each(?))", (wanted,)).fetchall()
+        if members:
+            rows += self.conn.execute(
+                f"SELECT {cols} FROM members m CROSS JOIN records r ON r.rowid = m.rowid "
+                "WHERE m.topic IN (SELECT value FROM json_each(?)) AND r.type = 'fact'", (wanted,)).fetchall()
+        return list({row[0]: row for row in rows}.values())
+
+    def topic_values(self, *, statuses: Sequence[str]) -> list[Record]:
+        """Return the topics with one of ``statuses`` (no status: active), sorted by id then path."""
+        marks = ",".join("?" * len(statuses))
+        return [record_from_json("topic", d) for (d,) in self.conn.execute(
+            f"SELECT data FROM records INDEXED BY records_topic WHERE type = 'topic' "
+            f"AND COALESCE(status, 'active') IN ({marks}) ORDER BY id, path", tuple(statuses))]
+
+    def relation_world_rows(self) -> list[tuple[Any, ...]]:
+        """Return (id, rel, from, to, 7 world fields) of every relation, sorted by id then path."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT id, rel, src, dst, {_WORLD} FROM records INDEXED BY records_relation "
+            "WHERE type = 'relation' ORDER BY id, path").fetchall()
+
+    def record_values(self, *, type: str | None = None) -> list[Record]:
+        """Return every record of the working tree (or of one type), sorted by id then path."""
+        sql = "SELECT type, data FROM records" + (" WHERE type = ?" if type else "") + " ORDER BY id, path"
+        return [record_from_json(t, d) for t, d in self.conn.execute(sql, (type,) if type else ())]
+
+    @staticmethod
+    def _filters(*, type: str | None = None, topic: str | None = None, status: str | None = None,
+                 statuses: Sequence[str] | None = None, repo: str | None = None,
+                 types: Sequence[str] | None = None, since: datetime | None = None,
+                 until: datetime | None = None) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        args: list[Any] = []
+        if type is not None:
+            where.append("r.type = ?")
+            args.append(type)
+        if types:
+            where.append(f"r.type IN ({','.join('?' * len(types))})")
+            args += list(types)
+        if topic is not None:
+            where.append("r.rowid IN (SELECT rowid FROM members WHERE topic = ?)")
+            args.append(topic)
+        if status is not None:
+            where.append("r.status = ?")
+            args.append(status)
+        if statuses is not None:
+            where.append(f"r.status IN ({','.join('?' * len(statuses))})")
+            args += list(statuses)
+        if repo is not None:
+            # A record without a repo holds in every repo's world (DESIGN §5).
+            where.append("(r.repo = ? OR r.repo IS NULL)")
+            args.append(repo)
+        if since is not None:
+            where.append("r.created_ts >= ?")
+            args.append(since.timestamp())
+        if until is not None:
+            where.append("r.created_ts < ?")
+            args.append(until.timestamp())
+        return where, args
+
+    def links(self, *, source: str | None = None, target: str | None = None,
+              dangling: bool | None = None) -> list[IndexedLink]:
+        """Return body wikilinks, sorted by source then target; cross-vault links never dangle here."""
+        sql = ("SELECT r.id, r.path, l.target, l.vault, "
+               "l.vault = '' AND NOT EXISTS (SELECT 1 FROM records t WHERE t.id = l.target) "
+               "FROM links l JOIN records r ON r.rowid = l.rowid")
+        where, args = [], []
+        if source is not None:
+            where.append("r.id = ?")
+            args.append(source)
+        if target is not None:
+            where.append("l.target = ?")
+            args.append(target)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        out = [IndexedLink(s, PurePosixPath(p), t, v or None, bool(d))
+               for s, p, t, v, d in self.conn.execute(sql + " ORDER BY r.id, r.path, l.target, l.vault", args)]
+        return out if dangling is None else [link for link in out if link.dangling == dangling]
+
+    def link_pairs(self) -> list[tuple[str, str]]:
+        """Return (source id, target id) of every same-vault wikilink, in the order of ``links()``."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            "SELECT r.id, l.target FROM links l JOIN records r ON r.rowid = l.rowid WHERE l.vault = '' "
+            "ORDER BY r.id, r.path, l.target").fetchall()
+
+    # ------------------------------------------------------------ a slice's --topic neighbourhood (am/packs/cache.py)
+    # A fact's world fields as one value, json_array(...): the keys of the groups that hold are passed back in.
+
+    def link_rows(self, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Return (source id, target id, source type, 7 world fields, topics) of the same-vault wikilinks of
+        every topic and relation, and of the facts with one of ``ids``."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT r.id, l.target, r.type, {_world_of('r')}, r.topics FROM records r CROSS JOIN links l "
+            "ON l.rowid = r.rowid WHERE l.vault = '' AND r.rowid IN ("
+            "SELECT rowid FROM records INDEXED BY records_topic WHERE type = 'topic' UNION ALL "
+            "SELECT rowid FROM records INDEXED BY records_relation WHERE type = 'relation' UNION ALL "
+            "SELECT rowid FROM records INDEXED BY records_fact WHERE type = 'fact' "
+            "AND id IN (SELECT value FROM json_each(?)))", (json.dumps(list(ids)),)).fetchall()
+
+    def link_ends(self) -> tuple[list[str], list[str]]:
+        """Return the distinct same-vault link targets and the distinct topics records are about."""
+        targets = [t for (t,) in self.conn.execute("SELECT DISTINCT target FROM links INDEXED BY links_target")]
+        members = [t for (t,) in self.conn.execute("SELECT DISTINCT topic FROM members")]
+        return targets, members
+
+    def fact_links_touching(self, ids: Sequence[str], *, as_target: bool = True,
+                            as_topic: bool = True) -> list[tuple[Any, ...]]:
+        """Return (topic, target, fact id, 7 world fields) of the same-vault links of facts, one row per topic
+        of the fact, where the target (``as_target``) or the topic (``as_topic``) is one of ``ids``."""
+        cols = f"m.topic, l.target, r.id, {_world_of('r')}"
+        wanted = json.dumps(list(ids))
+        rows: list[tuple[Any, ...]] = []
+        if as_target:
+            rows += self.conn.execute(
+                f"SELECT {cols} FROM links l INDEXED BY links_target CROSS JOIN records r ON r.rowid = l.rowid "
+                "CROSS JOIN members m ON m.rowid = l.rowid WHERE l.target IN (SELECT value FROM json_each(?)) "
+                "AND l.vault = '' AND r.type = 'fact'", (wanted,)).fetchall()
+        if as_topic:
+            rows += self.conn.execute(
+                f"SELECT {cols} FROM members m CROSS JOIN records r ON r.rowid = m.rowid "
+                "CROSS JOIN links l ON l.rowid = m.rowid WHERE m.topic IN (SELECT value FROM json_each(?)) "
+                "AND l.vault = '' AND r.type = 'fact'", (wanted,)).fetchall()
+        return rows
+
+    def fact_world_counts_about(self, topics: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Return (7 world fields, count) of the facts about one of ``topics``, by distinct world fields."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT {_WORLD}, count(*) FROM records INDEXED BY records_world WHERE type = 'fact' AND rowid IN "
+            "(SELECT rowid FROM members WHERE topic IN (SELECT value FROM json_each(?))) "
+            f"GROUP BY {_WORLD}", (json.dumps(list(topics)),)).fetchall()
+
+    def search(self, match: str, *, limit: int = 20, since: datetime | None = None, until: datetime | None = None,
+               statuses: Sequence[str] | None = None, topic: str | None = None, repo: str | None = None,
+               types: Sequence[str] | None = None) -> list[Hit]:
+        """Return records matching a user's text (all words, CJK found inside runs), best BM25 first.
+
+        Ties are broken by id, so the answer depends only on the files. With
+        empty text, return the newest records that pass the filters.
+        """
+        where, args = self._filters(topic=topic, statuses=statuses, repo=repo, types=types,
+                                    since=since, until=until)
+        expression = build_match(match) if match.strip() else None
+        cols = "r.id, r.path, r.type, r.status, r.created"
+        if expression is None:
+            sql = f"SELECT {cols}, 0.0 FROM records r"
+            if where:
+                sql += " WHERE " + " AND ".join(where)
+            sql += " ORDER BY r.created_ts DESC, r.id LIMIT ?"
+            rows = self.conn.execute(sql, [*args, limit]).fetchall()
+            return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in rows]
+        # Rank inside FTS5 alone (2-3x faster than ranking through a join on a
+        # word found in 10k records), then read the best records a few at a time.
+        narrowing = any(x is not None for x in (since, until, topic, repo, types))
+        cut = None if narrowing else limit * 4 + 50
+        while True:
+            found, complete = self._best(expression, cols, where, args, limit, cut, narrowing)
+            if complete or cut is None:
+                return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in found]
+            cut = None  # the best few were not enough (filtered out, or tied at the cut): rank all
+
+    def _best(self, expression: str, cols: str, where: list[str], args: list[Any], limit: int,
+              cut: int | None, narrowing: bool) -> tuple[list[tuple[Any, ...]], bool]:
+        """Return the best ``limit`` hits among the ``cut`` best-ranked matches, and whether that is exact."""
+        if cut is None:
+            pairs = self.conn.execute(f"SELECT rowid, {_BM25} FROM search WHERE search MATCH ?",
+                                      (expression,)).fetchall()
+            if narrowing:
+                # Apply the filters to the set first; a narrow one (a week, a topic) leaves little to rank.
+                allowed = {r for (r,) in self.conn.execute(
+                    "SELECT r.rowid FROM records r WHERE " + " AND ".join(where), args)}
+                pairs = [p for p in pairs if p[0] in allowed]
+                where, args = [], []
+            pairs.sort(key=lambda p: p[1])
+        else:
+            pairs = self.conn.execute(f"SELECT rowid, {_BM25} AS rank FROM search WHERE search MATCH ? "
+                                      f"ORDER BY rank LIMIT {cut}", (expression,)).fetchall()
+        sql = (f"SELECT {cols}, r.rowid FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?))"
+               + "".join(f" AND {w}" for w in where))
+        ranks = dict(pairs)
+        found: list[tuple[Any, ...]] = []
+        at, step = 0, limit * 2 + 10
+        while at < len(pairs):
+            if len(found) >= limit and pairs[at][1] > ranks[found[limit - 1][-1]]:
+                break  # nothing further can come before or tie with the last kept hit
+            chunk = [rowid for rowid, _ in pairs[at:at + step]]
+            at, step = at + step, step * 2
+            found += self.conn.execute(sql, [json.dumps(chunk), *args]).fetchall()
+            found.sort(key=lambda row: (ranks[row[-1]], row[0]))
+        complete = (cut is None or len(pairs) < cut
+                    or (len(found) >= limit and pairs[-1][1] > ranks[found[limit - 1][-1]]))
+        return [(*row[:-1], ranks[row[-1]]) for row in found[:limit]], complete
+
+    def ids_with_prefix(self, prefix: str, *, limit: int = 20, since: datetime | None = None,
+                        until: datetime | None = None, statuses: Sequence[str] | None = None,
+                        topic: str | None = None, repo: str | None = None,
+                        types: Sequence[str] | None = None) -> list[Hit]:
+        """Return records whose id starts with ``prefix`` and pass the filters, sorted by id."""
+        where, args = self._filters(topic=topic, statuses=statuses, repo=repo, types=types, since=since, until=until)
+        sql = ("SELECT r.id, r.path, r.type, r.status, r.created FROM records r WHERE r.id >= ? AND r.id < ?"
+               + "".join(f" AND {w}" for w in where) + " ORDER BY r.id, r.path LIMIT ?")
+        rows = self.conn.execute(sql, [prefix, prefix + "\U0010ffff", *args, limit]).fetchall()
+        return [Hit(i, PurePosixPath(p), t, s, c, 0.0) for i, p, t, s, c in rows]
+
+    def status(self) -> IndexStatus:
+        """Return counts and problems of the cache."""
+        meta = self._meta()
+        counts = dict(self.conn.execute("SELECT type, count(*) FROM records GROUP BY type").fetchall())
+        invalid = self.conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path").fetchall()
+        dup = [i for (i,) in self.conn.execute(
+            "SELECT id FROM records GROUP BY id HAVING count(*) > 1 ORDER BY id")]
+        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+        return IndexStatus(
+            path=self.path, schema=int(meta.get("schema", 0)), head=meta.get("head") or None, counts=counts,
+            files=self.conn.execute("SELECT count(*) FROM files").fetchone()[0],
+            invalid=[(p, e) for p, e in invalid], dirty=json.loads(meta.get("dirty") or "[]"),
+            duplicates=dup, bytes=size, swept_at=float(meta.get("swept_at") or 0),
+        )
+
+    def dump(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Return the cache's content without bookkeeping (stat data, row ids), for comparisons."""
+        return {
+            "files": self.conn.execute("SELECT path, blob, error FROM files ORDER BY path").fetchall(),
+            "records": self.conn.execute(
+                "SELECT path, id, type, status, kind, title, rel, src, dst, repo, version, created, created_ts, "
+                "pinned, data FROM records ORDER BY path").fetchall(),
+            "members": self.conn.execute(
+                "SELECT r.path, m.topic FROM members m JOIN records r USING(rowid) ORDER BY 1, 2").fetchall(),
+            "links": [(str(l.path), l.target, l.vault, l.dangling) for l in self.links()],
+            "search": self.conn.execute(
+                "SELECT r.path, s.title, s.body, s.aliases, s.tags FROM search s JOIN records r "
+                "ON r.rowid = s.rowid ORDER BY 1").fetchall(),
+            "dirty": [(p,) for p in json.loads(self._meta().get("dirty") or "[]")],
+        }
+

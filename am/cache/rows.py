@@ -1,0 +1,285 @@
+"""What a record file becomes in the cache: values, search text, links, rows. Pure, no I/O.
+
+am/cache/index.py stores these; am/cache/query.py reads them back. ``segment`` and
+``body_links`` are fast equivalents of am/cache/textseg.py and am/records/links.py (tests hold
+them equal), because a rebuild calls them for every file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+import zlib
+from dataclasses import dataclass, fields
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from am.errors import InvalidRecordError
+from am.records.ids import RECORD_DIRS, parse_timestamp
+from am.records.model import Fact, Record, Relation, Topic
+from am.cache.textseg import _CJK_RANGES
+
+__all__ = [
+    "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS",
+    "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
+]
+
+SCHEMA_VERSION = 8  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+
+TOPS = tuple(RECORD_DIRS.values())
+SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
+
+
+# ---------------------------------------------------------------- schema
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE files(path TEXT PRIMARY KEY, blob TEXT NOT NULL, mtime_ns INTEGER, size INTEGER,
+                   ino INTEGER, error TEXT, slot INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX files_slot ON files(slot, mtime_ns, size, ino);  -- covering: the rolling sweep reads only this
+CREATE TABLE dirs(path TEXT PRIMARY KEY, mtime_ns INTEGER) WITHOUT ROWID;
+-- A token that changes whenever a row of files or dirs comes or goes (random: a rolled-back change
+-- cannot come back to a value seen before), so a process knows whether the folder listings it
+-- remembers are still what the cache holds (am/cache/scan.py, _note_own_folders).
+CREATE TABLE names_token(n INTEGER NOT NULL);
+INSERT INTO names_token VALUES (0);
+CREATE TRIGGER files_in AFTER INSERT ON files BEGIN UPDATE names_token SET n = random(); END;
+CREATE TRIGGER files_out AFTER DELETE ON files BEGIN UPDATE names_token SET n = random(); END;
+CREATE TRIGGER dirs_in AFTER INSERT ON dirs BEGIN UPDATE names_token SET n = random(); END;
+CREATE TRIGGER dirs_out AFTER DELETE ON dirs BEGIN UPDATE names_token SET n = random(); END;
+CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
+  status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
+  pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,
+  superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
+CREATE INDEX records_id ON records(id, path);
+CREATE INDEX records_created ON records(created_ts);
+-- Covering indexes for a slice (am/packs/cache.py), which judges worlds from these and reads `data` only for
+-- the facts a pack shows: world fields by id, grouped by value, in rank order, supersession edges, topics, relations.
+CREATE INDEX records_fact ON records(id, status, repo, version, commit_id, until_commit, valid_from, valid_until)
+  WHERE type = 'fact';
+CREATE INDEX records_world ON records(status, repo, version, commit_id, until_commit, valid_from, valid_until)
+  WHERE type = 'fact';
+CREATE INDEX records_rank ON records(pinned DESC, (CASE COALESCE(conf, 'medium') WHEN 'high' THEN 0
+  WHEN 'medium' THEN 1 WHEN 'low' THEN 2 ELSE 3 END), created_ts DESC, id) WHERE type = 'fact';
+CREATE INDEX records_supersedes ON records(id, status, repo, version, commit_id, until_commit, valid_from,
+  valid_until, supersedes) WHERE type = 'fact' AND supersedes != '[]';
+CREATE INDEX records_successor ON records(superseded_by, id, status, repo, version, commit_id, until_commit,
+  valid_from, valid_until) WHERE type = 'fact' AND superseded_by IS NOT NULL;
+CREATE INDEX records_topic ON records(id, path, status) WHERE type = 'topic';
+CREATE INDEX records_relation ON records(id, path, rel, src, dst, status, repo, version, commit_id, until_commit,
+  valid_from, valid_until) WHERE type = 'relation';
+-- (type, id) pairs that two or more files hold (a person's copy): kept by triggers, so a reader asks one row,
+-- not a scan of every id, whether the first-by-path rule matters.
+CREATE TABLE twins(type TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(type, id)) WITHOUT ROWID;
+CREATE TRIGGER records_twin_in AFTER INSERT ON records
+  WHEN EXISTS (SELECT 1 FROM records WHERE id = NEW.id AND type = NEW.type AND rowid != NEW.rowid)
+  BEGIN INSERT OR IGNORE INTO twins VALUES (NEW.type, NEW.id); END;
+CREATE TRIGGER records_twin_out AFTER DELETE ON records
+  WHEN (SELECT count(*) FROM records WHERE id = OLD.id AND type = OLD.type) < 2
+  BEGIN DELETE FROM twins WHERE type = OLD.type AND id = OLD.id; END;
+CREATE TRIGGER records_twin_moved AFTER UPDATE OF id, type ON records BEGIN
+  INSERT OR IGNORE INTO twins SELECT NEW.type, NEW.id
+    WHERE EXISTS (SELECT 1 FROM records WHERE id = NEW.id AND type = NEW.type AND rowid != NEW.rowid);
+  DELETE FROM twins WHERE type = OLD.type AND id = OLD.id
+    AND (SELECT count(*) FROM records WHERE id = OLD.id AND type = OLD.type) < 2;
+END;
+CREATE TABLE members(rowid INTEGER NOT NULL, topic TEXT NOT NULL, PRIMARY KEY(topic, rowid)) WITHOUT ROWID;
+CREATE INDEX members_rowid ON members(rowid);
+CREATE TABLE links(rowid INTEGER NOT NULL, target TEXT NOT NULL, vault TEXT NOT NULL DEFAULT '',
+                   PRIMARY KEY(rowid, target, vault)) WITHOUT ROWID;
+CREATE INDEX links_target ON links(target);
+CREATE VIRTUAL TABLE search USING fts5(title, body, aliases, tags, tokenize = "unicode61 remove_diacritics 2");
+"""
+
+
+# ---------------------------------------------------------------- values
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a record id, where it lives, and its BM25 rank (lower is better)."""
+
+    id: str
+    path: PurePosixPath
+    type: str
+    status: str
+    created: str | None
+    rank: float
+
+
+@dataclass(frozen=True)
+class IndexedLink:
+    """A [[wikilink]] in a record's body; dangling when no record has the target id."""
+
+    source: str
+    path: PurePosixPath
+    target: str
+    vault: str | None
+    dangling: bool
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """What one refresh did."""
+
+    checked: int
+    changed: int
+    removed: int
+    rebuilt: str | None = None  # why the cache was rebuilt, if it was
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """The state of the cache, for `am index status`."""
+
+    path: Path
+    schema: int
+    head: str | None
+    counts: dict[str, int]
+    files: int
+    invalid: list[tuple[str, str]]
+    dirty: list[str]
+    duplicates: list[str]
+    bytes: int
+    swept_at: float
+
+
+
+# textseg.segment_for_index walks the text a character at a time; these
+# regular expressions find the same runs (``[^\W_]`` is exactly str.isalnum)
+# about 10x faster, which matters for a rebuild. A test holds them equal.
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+_CJK_CLASS = "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES)
+_RUN: list[re.Pattern[str]] = []  # compiled on first use: ~10 ms that a read never needs
+
+
+def segment(text: str) -> str:
+    """Return text as the FTS column stores it: exactly textseg.segment_for_index, faster."""
+    if not text:
+        return ""
+    if text.isascii():
+        return " ".join(_ASCII_WORD.findall(text)).lower()
+    tokens: list[str] = []
+    if not _RUN:
+        _RUN.append(re.compile(rf"((?:(?=[{_CJK_CLASS}])[^\W_])+)|((?:(?![{_CJK_CLASS}])[^\W_])+)"))
+    for cjk, other in _RUN[0].findall(unicodedata.normalize("NFKC", text)):
+        if cjk:
+            tokens += [cjk[i:i + 2] for i in range(len(cjk) - 1)]
+            tokens.append(cjk[-1])
+        else:
+            tokens.append(other.lower())
+    return " ".join(tokens)
+
+
+_WIKILINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
+# Characters that can put a "[[" inside code, HTML, an escape, an entity or a
+# table cell; with none of them (and no indented line or "]:" reference
+# definition) the wikilinks are exactly the regex's matches, no parser needed.
+_MARKDOWN_RISK = re.compile(r"[`<\\&|~\t]|    |\]:")
+
+
+def body_links(body: str) -> list[tuple[str, str | None]]:
+    """Return the distinct (target, vault) wikilinks of a body, as am/records/links.py finds them."""
+    if "[[" not in body:
+        return []
+    from am.records import links
+
+    if _MARKDOWN_RISK.search(body):
+        found = [(link.target, link.vault) for link in links.parse_links(body)]
+    else:
+        found = []
+        for match in _WIKILINK.finditer(body):
+            parts = links._split(match.group(1))
+            if parts is not None:
+                found.append((parts[0], parts[1]))
+    return list(dict.fromkeys(found))
+
+
+def _timestamp(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        moment = parse_timestamp(value)
+    except InvalidRecordError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return moment.timestamp()
+
+
+_CLASSES: dict[str, type[Record]] = {"topic": Topic, "fact": Fact, "relation": Relation}
+RECORD_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _CLASSES.values()}
+_TUPLES = {cls: tuple(i for i, f in enumerate(fields(cls)) if str(f.type).startswith("tuple"))
+           for cls in _CLASSES.values()}
+
+
+def record_json(record: Record) -> str:
+    """Return a record as the cache stores it: a JSON array of its fields, in order."""
+    # A JSON array in field order: the cache's own format, rebuilt without re-validation.
+    # A dataclass's __dict__ holds its fields in declaration order.
+    return json.dumps(list(record.__dict__.values()), separators=(",", ":"))
+
+
+def record_from_json(rtype: str, text: str) -> Record:
+    """Return the record stored by ``record_json``."""
+    cls = _CLASSES[rtype]
+    values = json.loads(text)
+    for i in _TUPLES[cls]:
+        values[i] = tuple(values[i])
+    # The values were validated when the file was parsed; filling the frozen
+    # instance's __dict__ directly is ~5x faster than calling __init__.
+    record = object.__new__(cls)
+    record.__dict__.update(zip(RECORD_FIELDS[cls], values))
+    return record
+
+
+def is_record_path(path: str) -> bool:
+    """Return whether a vault-relative path is a record file am indexes."""
+    parts = path.split("/")
+    return (len(parts) > 1 and parts[0] in TOPS and path.endswith(".md")
+            and not any(p.startswith(".") for p in parts))
+
+
+
+def file_slot(path: str) -> int:
+    """Return the rolling-sweep slot of a file path (stable across runs and machines)."""
+    return zlib.crc32(path.encode()) % SLOTS
+
+
+def _world_columns(r: Record) -> tuple[Any, ...]:
+    """Return a record's world fields that have no column of their own (a slice reads them without the JSON)."""
+    if isinstance(r, Relation):
+        return (None, r.commit, r.until_commit, r.valid_from, r.valid_until, None, None, None)
+    if not isinstance(r, Fact):
+        return (None,) * 8
+    return (r.confidence, r.commit, r.until_commit, r.valid_from, r.valid_until,
+            _ids_json(r.supersedes), r.superseded_by, _ids_json(r.topics))
+
+
+def _ids_json(ids: tuple[str, ...]) -> str:
+    return json.dumps(list(ids), ensure_ascii=False, separators=(",", ":"))
+
+
+def record_rows(rowid: int, path: str, r: Record) -> tuple[tuple[Any, ...], list[tuple[int, str]],
+                                                            list[tuple[int, str, str]], tuple[Any, ...]]:
+    """Return a record's row, its topic memberships, its links and its full-text row."""
+    kind = r.kind if isinstance(r, Topic) else None
+    rel, src, dst = (r.rel, r.from_, r.to) if isinstance(r, Relation) else (None, None, None)
+    repo = None if isinstance(r, Topic) else r.repo
+    version = None if isinstance(r, Topic) else r.version
+    pinned = int(r.pinned) if isinstance(r, Fact) else 0
+    row = (rowid, path, r.id, r.type, r.status, kind, r.title if isinstance(r, Topic) else None, rel, src, dst,
+           repo, version, r.created, _timestamp(r.created), pinned, *_world_columns(r), record_json(r))
+    title, aliases, tags = "", "", " ".join(r.tags)
+    ends: tuple[str, ...]
+    if isinstance(r, Topic):
+        title, aliases, ends = r.title, " ".join(r.aliases), (r.id,)
+    elif isinstance(r, Fact):
+        ends = r.topics
+    else:
+        title, ends = f"{r.from_} {r.rel} {r.to}", (r.from_, r.to)
+    members = [(rowid, t) for t in dict.fromkeys(ends)]
+    links = [(rowid, target, vault or "") for target, vault in body_links(r.body)]
+    text = (rowid, segment(title), segment(r.body), segment(aliases), segment(tags))
+    return row, members, links, text

@@ -1,0 +1,42 @@
+"""The only user of pygit2 (this package): the write lock, compare-and-swap commits, and reads of history.
+
+A write follows RELIABILITY.md to the letter:
+
+1. take am's own advisory lock (``.git/am/write.lock``), blocking with a timeout;
+2. check that no file to be written carries someone's uncommitted edit;
+3. write each working-tree file atomically (temp file, fsync, rename, fsync dir);
+4. build the new tree from the branch tip plus exactly the changed files and
+   create the commit with ``create_commit(ref, ..., parents=[tip])``, which
+   libgit2 turns into a compare-and-swap; if someone else moved the branch,
+   rebuild on the new tip and try again, never dropping their commit;
+5. update Git's index for those paths only, holding ``index.lock`` the way git
+   does, so a later ``git add -A && git commit`` keeps am's files.
+
+Writers of one process that arrive together are committed as a group
+(``commit_grouped``): one commit each, chained, with one flush, one branch
+move, one index rewrite (docs/commit-protocol.md).
+
+Failpoints for crash tests: ``AM_FAILPOINT=<name>`` makes the process kill
+itself with SIGKILL at that step (names in ``FAILPOINTS``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# The light names import no pygit2; GitStore (which does) is imported on first use,
+# so a read on a fresh cache never pays for pygit2 (see am/git/light.py).
+from am.git.light import FAILPOINTS, Change, CommitInfo, LazyStore, failpoint, hash_blob
+
+if TYPE_CHECKING:
+    from am.git.store import GitStore
+
+__all__ = ["FAILPOINTS", "Change", "CommitInfo", "GitStore", "LazyStore", "failpoint", "hash_blob"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GitStore":
+        from am.git.store import GitStore
+
+        return GitStore
+    raise AttributeError(f"module 'am.git' has no attribute {name!r}")

@@ -1,0 +1,214 @@
+"""What a read needs from Git without pygit2: value types, failpoints, blob ids, and HEAD from the ref files.
+
+Importing pygit2 costs ~100 ms, more than a whole warm `am search`. A read on a
+fresh cache needs only HEAD's commit id (to see that the cache is current) and
+the path of Git's index (its stamp): both are plain files. ``LazyStore`` answers
+those from the files and opens the repository (importing pygit2) the first time
+it is asked anything else; anything unusual about the refs (a symbolic ref
+chain, reftable, an unborn branch) is left to pygit2.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from am.git.store import GitStore
+
+    _Store = GitStore  # type checkers see every GitStore method; at run time they come from __getattr__
+else:
+    _Store = object
+
+__all__ = ["FAILPOINTS", "Change", "CommitInfo", "LazyStore", "failpoint", "hash_blob", "read_ref"]
+
+FAILPOINTS = (
+    "before-write",      # lock held, nothing written
+    "after-file",        # working-tree file written, no commit
+    "after-objects",     # the batch's commits written (unsynced), branch not moved
+    "after-commit",      # commit created and branch moved, Git's index not updated
+    "after-index",       # index updated, cache not yet
+)
+
+_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_OPENING = threading.Lock()
+# read_ref's answer when the files do not settle it (ask pygit2).
+UNKNOWN = "unknown"
+
+
+def failpoint(name: str) -> None:
+    """Kill this process at the named step when AM_FAILPOINT asks for it (crash tests)."""
+    wanted = os.environ.get("AM_FAILPOINT")
+    if wanted and wanted == name:
+        # AM_FAILPOINT_SKIP=n lets the first n passes through (kill a process mid-run).
+        global _failpoint_passes
+        with _FAILPOINT_LOCK:
+            _failpoint_passes += 1
+            if _failpoint_passes <= int(os.environ.get("AM_FAILPOINT_SKIP", "0")):
+                return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+_failpoint_passes = 0
+_FAILPOINT_LOCK = threading.Lock()
+
+
+def hash_blob(data: bytes) -> str:
+    """Return the Git blob id of some bytes."""
+    import hashlib  # OpenSSL's start-up (~5 ms) is paid only by commands that hash files
+
+    # Git's object id: SHA-1 of "blob <size>\0" and the bytes (what pygit2.hash computes).
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file a write puts in the tree; ``base`` is the blob it was computed from (None: new)."""
+
+    path: PurePosixPath
+    data: bytes
+    base: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit as am reads it."""
+
+    id: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    time: int
+    offset: int
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+    def trailers(self) -> list[tuple[str, str]]:
+        """Return the (key, value) trailers of the message's last paragraph."""
+        block = self.message.rstrip("\n").rsplit("\n\n", 1)[-1]
+        pairs = []
+        for line in block.split("\n"):
+            key, sep, value = line.partition(": ")
+            if sep and key and " " not in key:
+                pairs.append((key, value))
+        return pairs
+
+
+def read_ref(gitdir: Path, name: str = "HEAD") -> str:
+    """Return the commit id a ref (HEAD, or refs/heads/B) names, read from the files, or UNKNOWN.
+
+    HEAD may be detached (a raw id) or name a branch whose loose ref file or
+    packed-refs line holds the id; anything else (reftable, a symbolic chain,
+    a missing or odd file) is UNKNOWN, and the caller asks pygit2.
+    """
+    if os.path.exists(gitdir / "reftable") or ".." in name or name.startswith("/"):
+        return UNKNOWN
+    try:
+        text = (gitdir / name).read_text("ascii").strip()
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeError):
+        return UNKNOWN
+    if text.startswith("ref: ") and name == "HEAD":
+        target = text[5:].strip()
+        if not target.startswith("refs/heads/") or ".." in target:
+            return UNKNOWN
+        return read_ref(gitdir, target)
+    if _OID.fullmatch(text):
+        return text
+    if text or not name.startswith("refs/heads/"):
+        return UNKNOWN
+    # No loose file: the ref may be packed.
+    try:
+        with open(gitdir / "packed-refs", encoding="ascii") as packed:
+            for line in packed:
+                oid, _, ref = line.rstrip("\n").partition(" ")
+                if ref == name and _OID.fullmatch(oid):
+                    return oid
+    except (OSError, UnicodeError):
+        pass
+    return UNKNOWN  # an unborn branch, most likely: pygit2 says so for certain
+
+
+class LazyStore(_Store):
+    """A vault's GitStore that opens the repository only when a question needs more than the ref files."""
+
+    def __init__(self, root: Path, *, code: bool = False) -> None:
+        self.root = root
+        self.gitdir = root / ".git"
+        self._code = code
+        self._store: GitStore | None = None
+
+    @staticmethod
+    def _plain(root: Path) -> bool:
+        return (root / ".git" / "HEAD").is_file() and (root / ".git" / "objects").is_dir()
+
+    @classmethod
+    def open(cls, root: Path) -> LazyStore:
+        """Open a work tree: lazily when its .git is a plain folder, now otherwise (a linked worktree, none)."""
+        store = cls(root)
+        if not cls._plain(root):
+            store.opened()
+        return store
+
+    @classmethod
+    def open_code(cls, root: Path) -> LazyStore:
+        """Open a code repository's clone to read its commit graph: lazily when it has a plain .git folder."""
+        store = cls(root.resolve(), code=True)
+        if not cls._plain(store.root):
+            store.root = root
+            store.opened()
+        return store
+
+    @classmethod
+    def init(cls, root: Path, *, branch: str = "main") -> LazyStore:
+        """Create a repository at ``root`` (or open the one there), opened now."""
+        from am.git.store import GitStore
+
+        store = cls(root)
+        store._store = GitStore.init(root, branch=branch)
+        store.root, store.gitdir = store._store.root, store._store.gitdir
+        return store
+
+    def opened(self) -> GitStore:
+        """Return the real store, opening the repository the first time."""
+        if self._store is None:
+            from am.git.store import GitStore
+
+            # Threads sharing a vault must share one store (its locks and kept index live in it).
+            with _OPENING:
+                if self._store is None:
+                    store = GitStore.open_code(self.root) if self._code else GitStore.open(self.root)
+                    self.root, self.gitdir = store.root, store.gitdir
+                    self._store = store
+        return self._store
+
+    def head(self) -> str | None:
+        """Return the commit id HEAD resolves to, or None on an unborn branch."""
+        if self._store is None:
+            found = read_ref(self.gitdir)
+            if found != UNKNOWN:
+                return found
+        return self.opened().head()
+
+    def find_commit(self, rev: str) -> str | None:
+        """Return the commit a revision names, or None; a branch ref is read from the files when it can be."""
+        if self._store is None and rev.startswith("refs/heads/"):
+            found = read_ref(self.gitdir, rev)
+            if found != UNKNOWN:
+                return found
+        return self.opened().find_commit(rev)
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else is the real store's (called only for names not found here).
+        if name.startswith("__") or name == "_store":
+            raise AttributeError(name)
+        return getattr(self.opened(), name)

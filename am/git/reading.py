@@ -1,0 +1,285 @@
+"""Opening repositories and reading them: refs, trees, blobs, history, ancestry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Self, cast
+
+import pygit2
+
+from am.errors import GitError, NotAVaultError
+from am.git.common import (
+    CommitInfo,
+)
+from am.git.trees import ChainTrees
+
+if TYPE_CHECKING:
+    from am.git.packs import BatchObjects
+
+
+class Reader:
+    """Opening a repository and reading it."""
+
+    def __init__(self, repo: pygit2.Repository, root: Path) -> None:
+        self.repo = repo
+        self.root = root
+        self.gitdir = Path(repo.path)
+        self._am_dir = self.gitdir / "am"
+        self._group: Any = None  # the process's group-commit queue and kept index for this repository (writing.py)
+        self._objects: BatchObjects | None = None  # the second handle whose new objects become one pack a batch
+
+    # ------------------------------------------------------------ open / init
+
+    @classmethod
+    def open(cls, root: Path) -> Self:
+        """Open the repository whose work tree is ``root``."""
+        try:
+            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        except (pygit2.GitError, KeyError):
+            raise NotAVaultError(
+                f"{root} is not a Git repository",
+                hint=f"give the folder that holds .git (to make a new vault there: am init {root})",
+            ) from None
+        if repo.is_bare or repo.workdir is None:
+            raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree")
+        return cls(repo, Path(repo.workdir).resolve())
+
+    @classmethod
+    def open_code(cls, root: Path) -> Self:
+        """Open a code repository (work tree or bare) to read its commit graph."""
+        try:
+            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        except (pygit2.GitError, KeyError):
+            raise GitError(f"{root} is not a Git repository",
+                           hint="give the folder of a local clone (the one holding .git)") from None
+        return cls(repo, Path(repo.workdir or repo.path).resolve())
+
+    @classmethod
+    def init(cls, root: Path, *, branch: str = "main") -> Self:
+        """Create a repository at ``root``, or open the one that is there."""
+        if (root / ".git").exists():
+            return cls.open(root)
+        root.mkdir(parents=True, exist_ok=True)
+        repo = pygit2.init_repository(str(root), initial_head=branch)
+        return cls(repo, Path(repo.workdir).resolve())
+
+    def build_commit(self, branch: str, files: dict[str, bytes], *, parents: Sequence[str], message: str,
+                     author: tuple[str, str, int, int]) -> str:
+        """Commit files over the first parent's tree and move ``branch`` there (for repositories am generates)."""
+        base = self.repo[parents[0]].peel(pygit2.Tree).id if parents else None
+        blobs = {tuple(PurePosixPath(p).parts): self.repo.create_blob(d) for p, d in files.items()}
+        sig = pygit2.Signature(*author)
+        tree = ChainTrees(self.repo).build(base, blobs)
+        oid = self.repo.create_commit(None, sig, sig, message, tree,
+                                      [pygit2.Oid(hex=p) for p in parents])
+        ref = self.repo.references.get(f"refs/heads/{branch}")
+        if ref is None:
+            self.repo.references.create(f"refs/heads/{branch}", oid)
+        else:
+            ref.set_target(oid, f"commit: {message.splitlines()[0]}")
+        return str(oid)
+
+    def check_out(self, branch: str) -> None:
+        """Point HEAD at a branch and write its files into a fresh work tree."""
+        self.repo.set_head(f"refs/heads/{branch}")
+        self.repo.checkout_head(strategy=pygit2.enums.CheckoutStrategy.FORCE)  # type: ignore[no-untyped-call]
+
+    # ------------------------------------------------------------ reading
+
+    def head_ref(self) -> str:
+        """Return the branch HEAD points at, e.g. ``refs/heads/main``."""
+        ref = self.repo.references.get("HEAD")
+        if ref is None:
+            raise GitError("HEAD is missing")
+        target = ref.target
+        if isinstance(target, str):
+            return target
+        raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
+
+    def head(self) -> str | None:
+        """Return the commit id HEAD resolves to, or None on an unborn branch."""
+        try:
+            return str(self.repo.head.target)
+        except (pygit2.GitError, KeyError):
+            return None
+
+    def branch_tip(self, ref: str) -> str | None:
+        """Return the commit a ref points at, or None."""
+        reference = self.repo.references.get(ref)
+        if reference is None:
+            return None
+        return str(reference.resolve().target)
+
+    def resolve(self, rev: str) -> str:
+        """Resolve a revision (sha, branch, tag, HEAD~2) to a commit id."""
+        try:
+            obj = self.repo.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            raise GitError(f"unknown revision {rev!r}") from None
+        return str(commit.id)
+
+    def read_blob(self, path: PurePosixPath | str, *, commit: str | None = None) -> bytes | None:
+        """Return a file's bytes in a commit (HEAD by default), or None."""
+        oid = self.blob_id(path, commit=commit)
+        if oid is None:
+            return None
+        blob = cast(pygit2.Blob, self.repo[oid])
+        return bytes(blob.data)
+
+    def read_object(self, oid: str) -> bytes:
+        """Return the bytes of a blob by id."""
+        return bytes(cast(pygit2.Blob, self.repo[oid]).data)
+
+    def blob_id(self, path: PurePosixPath | str, *, commit: str | None = None) -> str | None:
+        """Return the blob id of a path in a commit (HEAD by default), or None."""
+        commit = commit or self.head()
+        if commit is None:
+            return None
+        tree = self.repo[commit].peel(pygit2.Tree)
+        try:
+            entry = tree[str(path)]
+        except KeyError:
+            return None
+        if entry.type_str != "blob":
+            return None
+        return str(entry.id)
+
+    def tree_files(self, prefixes: Sequence[str], *, commit: str | None = None) -> Iterator[tuple[str, str]]:
+        """Yield (path, blob id) of every file under the given top-level folders."""
+        commit = commit or self.head()
+        if commit is None:
+            return
+        tree = self.repo[commit].peel(pygit2.Tree)
+        for prefix in prefixes:
+            try:
+                entry = tree[prefix]
+            except KeyError:
+                continue
+            if entry.type_str == "tree":
+                yield from self._walk(cast(pygit2.Tree, self.repo[entry.id]), prefix)
+
+    def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, str]]:
+        for entry in tree:
+            path = f"{prefix}/{entry.name}"
+            if entry.type_str == "tree":
+                yield from self._walk(cast(pygit2.Tree, self.repo[entry.id]), path)
+            elif entry.type_str == "blob":
+                yield path, str(entry.id)
+
+    def diff_paths(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
+        """Return (path, new blob id or None if deleted) for every file that differs."""
+        def tree_of(c: str | None) -> pygit2.Tree | None:
+            return None if c is None else self.repo[c].peel(pygit2.Tree)
+        old_tree, new_tree = tree_of(old), tree_of(new)
+        if new_tree is None:
+            return [(p, None) for p, _ in self.tree_files(["topics", "facts", "relations"], commit=old)]
+        if old_tree is None:
+            diff = new_tree.diff_to_tree(swap=True)
+        else:
+            diff = self.repo.diff(old_tree, new_tree)  # type: ignore[call-overload]
+        out: list[tuple[str, str | None]] = []
+        for delta in diff.deltas:
+            if delta.status_char() == "D":
+                out.append((delta.old_file.path, None))
+            else:
+                if delta.old_file.path != delta.new_file.path:
+                    out.append((delta.old_file.path, None))
+                out.append((delta.new_file.path, str(delta.new_file.id)))
+        return out
+
+    def tree_changes(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
+        """Like diff_paths, but skip subtrees whose ids are equal (libgit2's diff walks all: ~100 ms at 100k)."""
+        def tree_of(oid: Any) -> pygit2.Tree | None:
+            return None if oid is None else self.repo[oid].peel(pygit2.Tree)
+
+        out: list[tuple[str, str | None]] = []
+
+        def walk(a: pygit2.Tree | None, b: pygit2.Tree | None, prefix: str) -> None:
+            left = {str(e.name): e for e in a} if a is not None else {}
+            right = {str(e.name): e for e in b} if b is not None else {}
+            for name in sorted(left.keys() | right.keys()):
+                ea, eb = left.get(name), right.get(name)
+                if ea is not None and eb is not None and ea.id == eb.id:
+                    continue
+                path = f"{prefix}{name}"
+                subtrees = [tree_of(e.id) if e is not None and e.type_str == "tree" else None for e in (ea, eb)]
+                if any(t is not None for t in subtrees):
+                    walk(subtrees[0], subtrees[1], path + "/")
+                if ea is not None and ea.type_str == "blob" and (eb is None or eb.type_str != "blob"):
+                    out.append((path, None))
+                if eb is not None and eb.type_str == "blob":
+                    out.append((path, str(eb.id)))
+
+        walk(tree_of(old), tree_of(new), "")
+        return out
+
+    def commit_info(self, oid: str) -> CommitInfo:
+        """Return one commit's metadata."""
+        c = self.repo[oid].peel(pygit2.Commit)
+        return CommitInfo(
+            id=str(c.id), parents=tuple(str(p) for p in c.parent_ids), author=c.author.name,
+            email=c.author.email, time=c.commit_time, offset=c.commit_time_offset, message=c.message,
+        )
+
+    def walk(self, start: str | None = None) -> Iterator[CommitInfo]:
+        """Yield commits reachable from ``start`` (HEAD), newest first."""
+        start = start or self.head()
+        if start is None:
+            return
+        for c in self.repo.walk(start, pygit2.enums.SortMode.TIME | pygit2.enums.SortMode.TOPOLOGICAL):
+            yield CommitInfo(
+                id=str(c.id), parents=tuple(str(p) for p in c.parent_ids), author=c.author.name,
+                email=c.author.email, time=c.commit_time, offset=c.commit_time_offset, message=c.message,
+            )
+
+    def find_commit(self, rev: str) -> str | None:
+        """Return the full id of the commit a sha prefix, branch or tag names, or None."""
+        try:
+            return str(self.repo.revparse_single(rev).peel(pygit2.Commit).id)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError, TypeError):
+            return None
+
+    def ancestors(self, tip: str, *, known: str | None = None) -> set[str]:
+        """Return ``tip`` and every commit reachable from it, walking the history once.
+
+        With ``known`` (an ancestor whose history the caller already has), walk
+        only the commits reachable from ``tip`` and not from ``known``.
+        """
+        walker = self.repo.walk(tip, pygit2.enums.SortMode.NONE)
+        if known is not None:
+            walker.hide(known)
+        return {str(c.id) for c in walker}
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Return whether ``ancestor`` is ``descendant`` or reachable from it."""
+        if ancestor == descendant:
+            return True
+        try:
+            return bool(self.repo.descendant_of(descendant, ancestor))
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
+
+    def last_commit_at(self, moment: float, *, start: str | None = None) -> str | None:
+        """Return the newest commit reachable from ``start`` (HEAD) committed at or before a Unix time."""
+        start = start or self.head()
+        if start is None:
+            return None
+        # Topological first: commits made within one second must still come newest first.
+        for c in self.repo.walk(start, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
+            if c.commit_time <= moment:
+                return str(c.id)
+        return None
+
+    def config_value(self, key: str) -> str | None:
+        """Return a git config value, or None."""
+        # One Config kept per store: libgit2 re-reads a config file that changed
+        # on every lookup, and opening a Config for each is most of its cost.
+        config = self.__dict__.get("_config")
+        if config is None:
+            config = self.__dict__["_config"] = self.repo.config
+        try:
+            return str(config[key])
+        except KeyError:
+            return None

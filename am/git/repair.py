@@ -1,0 +1,317 @@
+"""Repairs: undo, recovery of lost commits, doctor's checks, staging for hooks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pygit2
+
+from am.errors import ConflictError, DirtyFileError, GitError
+from am.git import common
+from am.git.common import (
+    _MAX_CAS_RETRIES,
+    Change,
+    CommitInfo,
+    _Moved,
+    hash_blob,
+)
+from am.git.group import Who
+from am.git.staging import IndexView
+from am.git.writing import Writer
+
+
+class Repairer(Writer):
+    """Undo, recover, doctor and hooks: history-level operations."""
+
+    # ------------------------------------------------------------ repair: undo, recover, doctor, hooks
+
+    def staged_entries(self, index_file: str | None = None) -> dict[str, str]:
+        """Return {path: blob id} of Git's index, or of the index file a hook was handed."""
+        if index_file:
+            index = pygit2.Index(index_file)
+        else:
+            index = self.repo.index
+            index.read(False)
+        return {entry.path: str(entry.id) for entry in index}
+
+    def changed_files(self, commit: str) -> list[tuple[str, str | None]]:
+        """Return (path, new blob id or None) for what one commit changed against its first parent."""
+        info = self.commit_info(commit)
+        parent = info.parents[0] if info.parents else None
+        if parent is None:
+            tree = self.repo[commit].peel(pygit2.Tree)
+            return [(p, str(e)) for p, e in self._all_files(tree, "")]
+        return self.diff_paths(parent, commit)
+
+    def _all_files(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
+        for entry in tree:
+            path = f"{prefix}{entry.name}"
+            if entry.type_str == "tree":
+                yield from self._all_files(self.repo[entry.id].peel(pygit2.Tree), path + "/")
+            elif entry.type_str == "blob":
+                yield path, entry.id
+
+    def _tree_of(self, commit: str | None) -> pygit2.Tree:
+        if commit is None:
+            return self.repo[self.repo.TreeBuilder().write()].peel(pygit2.Tree)
+        return self.repo[commit].peel(pygit2.Tree)
+
+    def revert_tree(self, commit: str, onto: str) -> str:
+        """Return the tree of ``onto`` with one commit's changes reverted; raise ConflictError on conflicts."""
+        c = self.repo[commit].peel(pygit2.Commit)
+        if len(c.parent_ids) > 1:
+            raise ConflictError(f"{commit[:10]} is a merge commit; am undo reverts one write at a time")
+        index = self.repo.revert_commit(c, self.repo[onto].peel(pygit2.Commit))
+        return self._merged_tree(index, f"reverting {commit[:10]}")
+
+    def pick_tree(self, commit: str, onto: str | None) -> str:
+        """Return the tree of ``onto`` with one commit's changes applied (a cherry-pick without a work tree)."""
+        c = self.repo[commit].peel(pygit2.Commit)
+        parent = str(c.parent_ids[0]) if c.parent_ids else None
+        index = self.repo.merge_trees(self._tree_of(parent), self._tree_of(onto), c.tree)
+        return self._merged_tree(index, f"restoring {commit[:10]}")
+
+    def _merged_tree(self, index: pygit2.Index, what: str) -> str:
+        if index.conflicts is not None:
+            paths = sorted({(e.path if e is not None else "?") for trio in index.conflicts for e in trio if e})
+            raise ConflictError(
+                f"{what} conflicts with later changes in: {', '.join(paths)}",
+                hint="nothing was changed; edit those records by hand (or supersede the facts) instead",
+            )
+        return str(index.write_tree(self.repo))
+
+    def tree_id(self, commit: str | None) -> str:
+        """Return the tree id of a commit (the empty tree for None)."""
+        return str(self._tree_of(commit).id)
+
+    def commit_tree(self, make_tree: Any, *, message: str, author: Who,
+                    committer: Who | None = None) -> str | None:
+        """Commit ``make_tree(tip)`` (a tree id) on HEAD's branch with the compare-and-swap of ``commit``.
+
+        Only the paths that differ from the tip are written to the work tree and
+        Git's index; a user's uncommitted edit to one of them is refused. Returns
+        None when the tree equals the tip's (nothing to do). The caller holds
+        ``write_lock``.
+        """
+        if "\x00" in message:
+            raise GitError("a commit message may not contain NUL")
+        ref = self.head_ref()
+        author_sig = pygit2.Signature(*author)
+        committer_sig = pygit2.Signature(*(committer or author))
+        for _attempt in range(_MAX_CAS_RETRIES):
+            tip = self.branch_tip(ref)
+            tree_id = str(make_tree(tip))
+            base_tree = self._tree_of(tip)
+            if tree_id == str(base_tree.id):
+                return None
+            new_tree = self.repo[tree_id].peel(pygit2.Tree)
+            diff = self.repo.diff(base_tree, new_tree)  # type: ignore[call-overload]
+            writes: list[tuple[PurePosixPath, pygit2.Oid, str | None]] = []
+            removes: list[tuple[PurePosixPath, str]] = []
+            for delta in diff.deltas:
+                if delta.status_char() in ("D", "R") or delta.old_file.path != delta.new_file.path:
+                    removes.append((PurePosixPath(delta.old_file.path), str(delta.old_file.id)))
+                if delta.status_char() != "D":
+                    old = None if delta.status_char() == "A" else str(delta.old_file.id)
+                    writes.append((PurePosixPath(delta.new_file.path), delta.new_file.id, old))
+            index = self._read_index()
+            self._check_not_dirty(
+                [Change(p, self.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
+            for rel, base in removes:
+                self._check_removable(rel, base, index)
+            for rel, oid, _ in writes:
+                self._write_file(rel, self.read_object(str(oid)))
+            for rel, _ in removes:
+                target = self._safe_target(rel)
+                target.unlink(missing_ok=True)
+            try:
+                oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
+            except _Moved:
+                continue
+            self._update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
+            return str(oid)
+        raise GitError(f"could not move {ref}: it kept changing under am")
+
+    def _check_removable(self, rel: PurePosixPath, base: str, index: IndexView) -> None:
+        full = self.root / rel
+        try:
+            on_disk: str | None = hash_blob(full.read_bytes())
+        except FileNotFoundError:
+            on_disk = None
+        staged = index.staged(str(rel))
+        if on_disk not in (base, None) or (staged is not None and staged != base):
+            raise DirtyFileError(f"{rel} has uncommitted changes",
+                                 hint="commit or discard them first, then retry")
+
+    def stage_paths(self, paths: Sequence[PurePosixPath]) -> None:
+        """Set Git's index entries of these paths to their blobs in HEAD (repairs an interrupted write)."""
+        entries = []
+        for rel in paths:
+            oid = self.blob_id(rel)
+            if oid is not None and (self.root / rel).is_file():
+                entries.append((rel, pygit2.Oid(hex=oid)))
+        if entries:
+            self._update_index(entries)
+
+    def work_tree_status(self) -> dict[str, str]:
+        """Return {path: 'untracked'|'modified'|'deleted'|'staged'} for files that differ from HEAD."""
+        out: dict[str, str] = {}
+        FS = pygit2.enums.FileStatus
+        for path, flags in self.repo.status(untracked_files="all").items():
+            if flags & FS.WT_NEW:
+                out[path] = "untracked"
+            elif flags & FS.WT_DELETED:
+                out[path] = "deleted"
+            elif flags & FS.WT_MODIFIED:
+                out[path] = "modified"
+            elif flags & (FS.INDEX_NEW | FS.INDEX_MODIFIED | FS.INDEX_DELETED | FS.INDEX_RENAMED):
+                out[path] = "staged"
+        return out
+
+    def git_locks(self) -> list[tuple[Path, float]]:
+        """Return Git's lock files in this repository with their age in seconds."""
+        found = []
+        candidates = [self.gitdir / n for n in ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")]
+        candidates += list((self.gitdir / "refs").rglob("*.lock"))
+        now = time.time()
+        for lock in candidates:
+            try:
+                found.append((lock, now - lock.stat().st_mtime))
+            except FileNotFoundError:
+                continue
+        return found
+
+    def clear_stale_git_locks(self) -> list[Path]:
+        """Move Git lock files older than AM_GIT_LOCK_STALE aside; return the ones moved. Hold write_lock."""
+        moved = []
+        for lock, age in self.git_locks():
+            if age >= common._GIT_LOCK_STALE and self._clear_stale_git_lock(lock):
+                moved.append(lock)
+        return moved
+
+    def reflog(self, ref: str) -> list[tuple[str, str, str]]:
+        """Return (old id, new id, message) of a ref's reflog, newest first (empty when there is none)."""
+        reference = self.repo.references.get(ref)
+        if reference is None:
+            return []
+        try:
+            return [(str(e.oid_old), str(e.oid_new), e.message or "") for e in reference.log()]
+        except (pygit2.GitError, KeyError):
+            return []
+
+    def _reachable_from_refs(self) -> set[str]:
+        walker = None
+        for name in self.repo.references:
+            if name == "HEAD" or name.startswith("refs/am-"):
+                continue
+            try:
+                target = self.repo.references[name].resolve().peel(pygit2.Commit).id
+            except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+                continue
+            if walker is None:
+                walker = self.repo.walk(target, pygit2.enums.SortMode.NONE)
+            else:
+                walker.push(target)
+        head = self.head()
+        if head is not None:
+            if walker is None:
+                walker = self.repo.walk(head, pygit2.enums.SortMode.NONE)
+            else:
+                walker.push(pygit2.Oid(hex=head))
+        return set() if walker is None else {str(c.id) for c in walker}
+
+    def lost_commits(self, *, scan_objects: bool = True) -> list[tuple[CommitInfo, str]]:
+        """Return commits no branch or tag reaches, oldest first, each with how it was found.
+
+        The reflogs are read first (``reflog``); with ``scan_objects`` every
+        object in the database is then looked at too (``unreachable``), like
+        ``git fsck --unreachable``, for a repository without reflogs.
+        """
+        reachable = self._reachable_from_refs()
+        found: dict[str, str] = {}
+
+        def collect(start: str, how: str) -> None:
+            if start in reachable or start in found or set(start) == {"0"}:
+                return
+            try:
+                walker = self.repo.walk(start, pygit2.enums.SortMode.NONE)
+            except (pygit2.GitError, KeyError, ValueError):
+                return
+            for c in walker:
+                cid = str(c.id)
+                if cid in reachable or cid in found:
+                    walker.hide(c.id)
+                    continue
+                found[cid] = how
+
+        refs = ["HEAD", *self.repo.references]
+        for name in refs:
+            for old, new, _ in self.reflog(name):
+                collect(new, "reflog")
+                collect(old, "reflog")
+        if scan_objects:
+            commit_type = pygit2.enums.ObjectType.COMMIT
+            for oid in self.repo.odb:
+                if str(oid) in reachable or str(oid) in found:
+                    continue
+                try:
+                    kind = self.repo.odb.read_header(oid)[0]
+                except (pygit2.GitError, KeyError, ValueError):
+                    continue
+                if kind == commit_type:
+                    collect(str(oid), "unreachable")
+        infos = [self.commit_info(cid) for cid in found]
+        # Oldest first, parents before children, so restoring them replays history in order.
+        order = {cid: i for i, cid in enumerate(self._topo_order(found))}
+        infos.sort(key=lambda i: order[i.id])
+        return [(info, found[info.id]) for info in infos]
+
+    def _topo_order(self, ids: dict[str, str]) -> list[str]:
+        """Return ids so that every commit comes after its parents among them (ties by time)."""
+        infos = {cid: self.commit_info(cid) for cid in ids}
+        done: list[str] = []
+        seen: set[str] = set()
+
+        def visit(cid: str) -> None:
+            stack = [(cid, False)]
+            while stack:
+                node, expanded = stack.pop()
+                if expanded:
+                    if node not in seen:
+                        seen.add(node)
+                        done.append(node)
+                    continue
+                if node in seen:
+                    continue
+                stack.append((node, True))
+                for parent in infos[node].parents:
+                    if parent in infos and parent not in seen:
+                        stack.append((parent, False))
+
+        for cid in sorted(infos, key=lambda c: (infos[c].time, c)):
+            visit(cid)
+        return done
+
+    def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
+                       message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
+        """Commit ``tree`` on ``ref`` in one libgit2 call (it moves the ref); raise _Moved if ``ref`` left ``tip``."""
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+                return self.repo.create_commit(ref, author, committer, message, tree, parents)
+            except pygit2.GitError as err:
+                # libgit2 re-checks the tip under the ref lock: someone moved it.
+                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                raise GitError(f"could not commit: {err}") from None
+            except OSError as err:
+                if "lock" not in str(err):
+                    raise GitError(f"could not commit: {err}") from None
+                self._wait_git_lock(lock, deadline)
+                if self.branch_tip(ref) != tip:
+                    raise _Moved() from None

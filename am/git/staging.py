@@ -1,0 +1,333 @@
+"""Git's index, lock files and branch moves for the write path (am's own index writer; libgit2 for other formats)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+import pygit2
+
+from am.errors import GitError, LockTimeoutError
+from am.git import common, packs
+from am.git.common import _Moved, _StatEntry, log
+from am.git.gitindex import GitIndex, IndexUnsupported
+from am.git.group import Group, group_for
+from am.git.reading import Reader
+
+
+# An index at least this large is freed off the write path (see _install_staged).
+_FREE_LATER = 1 << 20
+_closer: tuple[int, queue.SimpleQueue[int]] | None = None  # (pid, queue of the closing thread)
+_closer_lock = threading.Lock()
+
+
+def _close_later(fd: int) -> None:
+    """Close ``fd`` on a helper thread of this process (started on first use)."""
+    global _closer
+    with _closer_lock:
+        if _closer is None or _closer[0] != os.getpid():  # a forked child has no such thread
+            fds: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+            def close_each() -> None:
+                while True:
+                    os.close(fds.get())
+
+            threading.Thread(target=close_each, name="am-free-index", daemon=True).start()
+            _closer = (os.getpid(), fds)
+        _closer[1].put(fd)
+
+
+def _previous(kept: tuple[tuple[int, int, int, int] | None, GitIndex] | None) -> tuple[GitIndex, int] | None:
+    """The index this process read or wrote last and its file's time, for a new read to take unchanged entries from."""
+    if kept is None or kept[0] is None:
+        return None
+    return kept[1], kept[0][2]
+
+
+class IndexView(Protocol):
+    def staged(self, path: str) -> str | None: ...
+
+
+class _Libgit2Index:
+    """libgit2's reading of an index format am's own reader leaves alone."""
+
+    def __init__(self, index: pygit2.Index) -> None:
+        self.index = index
+
+    def staged(self, path: str) -> str | None:
+        """Return the blob id staged for ``path``, or None."""
+        return str(self.index[path].id) if path in self.index else None
+
+
+@dataclass
+class StagedIndex:
+    """An index written to am's temporary file, waiting to be renamed over `.git/index`."""
+
+    index: GitIndex
+    tmp: Path
+    base: tuple[int, int, int, int] | None  # the stamp of the .git/index it was built from
+    entries: tuple[tuple[PurePosixPath, pygit2.Oid], ...]
+    removed: tuple[PurePosixPath, ...]
+
+
+class Staging(Reader):
+    """Git's index entries, lock files and branch moves, shared by the write and repair paths."""
+
+    def _process_group(self) -> Group:
+        """What the writers of this process share for this repository (group commit, kept index and trees)."""
+        if self._group is None:
+            self._group = group_for(self.gitdir)
+        return self._group  # type: ignore[no-any-return]
+
+    @property
+    def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, GitIndex] | None:
+        """The GitIndex am wrote .git/index from last, in this process (read and replaced holding the write lock)."""
+        return self._process_group().kept
+
+    @_index_kept.setter
+    def _index_kept(self, value: tuple[tuple[int, int, int, int] | None, GitIndex] | None) -> None:
+        self._process_group().kept = value
+
+    def _clear_stale_git_lock(self, lock: Path) -> bool:
+        """Move a git lock file aside if it is older than the stale limit; return whether it was."""
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return True
+        if age < common._GIT_LOCK_STALE:
+            return False
+        aside = self._am_dir / "stale-locks"
+        aside.mkdir(parents=True, exist_ok=True)
+        target = aside / f"{lock.name}.{int(time.time())}.{os.getpid()}"
+        try:
+            os.replace(lock, target)
+        except FileNotFoundError:
+            return True
+        log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
+        return True
+
+    def _wait_git_lock(self, lock: Path, deadline: float) -> None:
+        if self._clear_stale_git_lock(lock):
+            return
+        if time.monotonic() >= deadline:
+            raise LockTimeoutError(
+                f"Git's lock file {lock} is held",
+                hint="another git command is running; if none is, remove that file",
+            )
+        time.sleep(0.005)
+
+    def _read_index(self) -> IndexView:
+        """Return Git's index, read afresh (or the one am wrote last, if it is still on disk); retry a torn read.
+
+        libgit2 takes the index file's size with stat() and then reads it, so
+        a `git add` replacing the file in between gives "extension is
+        truncated" or "could not read"; 16 writers racing a `git commit` loop
+        hit it. The file itself is always whole (git renames it into place).
+        """
+        kept = self._index_kept
+        if kept is not None and kept[0] == self._index_stamp():
+            return kept[1]  # the index am wrote last is still the one on disk
+        for attempt in range(50):
+            try:
+                stamp = self._index_stamp()
+                index = GitIndex.read(self.gitdir / "index", previous=_previous(kept))[0]
+                if stamp is not None and self._index_stamp() == stamp:
+                    self._index_kept = (stamp, index)  # the index write that follows need not parse it again
+                return index
+            except IndexUnsupported:
+                break
+            except (ValueError, OSError) as err:
+                if attempt == 49:
+                    raise GitError(f"could not read Git's index: {err}") from None
+                time.sleep(0.002)
+        for attempt in range(50):  # a format am's reader leaves to libgit2
+            try:
+                index = self.repo.index
+                index.read(attempt > 0)
+                return _Libgit2Index(index)
+            except (pygit2.GitError, OSError) as err:
+                if attempt == 49:
+                    raise GitError(f"could not read Git's index: {err}") from None
+                time.sleep(0.002)
+        raise AssertionError("unreachable")
+
+    def _lock_index(self) -> Path:
+        """Take `.git/index.lock` as git does (O_EXCL), waiting for a running git command; return its path."""
+        lock = self.gitdir / "index.lock"
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                return lock
+            except FileExistsError:
+                self._wait_git_lock(lock, deadline)
+
+    def _stage_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                     removed: Sequence[PurePosixPath] = (), *, sync: bool = True,
+                     early: bool = False) -> StagedIndex | None:
+        """Write the index with these entries set to am's temporary file; None if its format is libgit2's to write.
+
+        The caller installs it with ``_install_staged`` (under index.lock); if
+        `.git/index` changed in the meantime the entries are set again on the
+        new file. ``sync=False`` leaves the flush to the caller's syncfs;
+        ``early`` starts it at once, so the disk writes the file while the caller works on.
+        """
+        index_path = self.gitdir / "index"
+        # One name per process: threads stage the index only holding the write lock.
+        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+        kept = self._index_kept
+        stamp = self._index_stamp()
+        # If .git/index is still the file am wrote last, the GitIndex kept from then is current.
+        self._index_kept = None  # changed below: kept again only once installed
+        if kept is not None and kept[0] == stamp and stamp is not None:
+            index, replaced_mtime = kept[1], stamp[2]
+        else:
+            try:
+                index, replaced_mtime = GitIndex.read(index_path, previous=_previous(kept))
+            except IndexUnsupported:
+                return None
+            except ValueError as err:
+                raise GitError(f"could not read Git's index {index_path}: {err}", hint="run: am doctor --fix") from None
+        index.smudge_racy(self.root, replaced_mtime)
+        for rel, oid in entries:
+            index.set(str(rel), oid.raw, (self.root / rel).stat())
+        for rel in removed:
+            index.remove(str(rel))
+        try:
+            index.write(tmp, sync=sync, early=common.start_writeback if early else None)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return StagedIndex(index, tmp, stamp, tuple(entries), tuple(removed))
+
+    def _install_staged(self, staged: StagedIndex) -> None:
+        """Rename a staged index over `.git/index`; the caller holds `.git/index.lock`."""
+        if self._index_stamp() != staged.base:
+            # Someone (git add, git commit) replaced the index after am staged
+            # it: set the entries again on theirs. Holding the lock, it cannot change again.
+            staged.tmp.unlink(missing_ok=True)
+            again = self._stage_index(staged.entries, staged.removed)
+            if again is None:
+                self._update_index_libgit2(staged.entries, staged.removed, staged.tmp)
+                return
+            staged = again
+        index_path = self.gitdir / "index"
+        # Replacing the last name of a large file frees its blocks inside the
+        # rename (~2 ms for 5 MB). Held open, the old file is freed when the
+        # helper thread closes it, while the writers are already told.
+        held = None
+        try:
+            held = os.open(index_path, os.O_RDONLY)
+            if os.fstat(held).st_size < _FREE_LATER:
+                os.close(held)
+                held = None
+        except FileNotFoundError:
+            pass
+        try:
+            os.replace(staged.tmp, index_path)
+        finally:
+            if held is not None:
+                _close_later(held)
+        self._index_kept = (self._index_stamp(), staged.index)
+
+    def _finish_index(self, staged: StagedIndex | None, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                      removed: Sequence[PurePosixPath] = ()) -> None:
+        """Install a staged index under `.git/index.lock` (None: set the entries through libgit2 there)."""
+        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+        try:
+            lock = self._lock_index()
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        try:
+            if staged is None:
+                self._update_index_libgit2(entries, removed, tmp)  # a format am's writer leaves alone
+            else:
+                self._install_staged(staged)
+        except BaseException:
+            self._index_kept = None
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            lock.unlink(missing_ok=True)
+
+    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                      removed: Sequence[PurePosixPath] = ()) -> None:
+        """Set Git's index entries for these paths, holding index.lock as git does (for repairs and late fixes)."""
+        self._finish_index(self._stage_index(entries, removed), entries, removed)
+
+    def _update_index_libgit2(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+                              removed: Sequence[PurePosixPath], tmp: Path) -> None:
+        """Set the entries through libgit2: for index formats am's own writer leaves alone (see gitindex.py)."""
+        index_path = self.gitdir / "index"
+        shutil.copyfile(index_path, tmp)
+        index = pygit2.Index(str(tmp))
+        for rel, oid in entries:
+            index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))
+        for rel in removed:
+            if str(rel) in index:
+                index.remove(str(rel))
+        index.write()  # to tmp, fsynced by libgit2 (enable_fsync_gitdir)
+        os.replace(tmp, index_path)
+
+    def _index_stamp(self) -> tuple[int, int, int, int] | None:
+        """Return what tells one index file from another: inode, size, mtime and ctime."""
+        try:
+            st = (self.gitdir / "index").stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _batch_objects(self) -> packs.BatchObjects:
+        """This store's second handle on the repository, whose new objects are kept for one pack a batch."""
+        if self._objects is None:
+            self._objects = packs.open_batch_repo(self.gitdir)
+        return self._objects
+
+    # ------------------------------------------------------------ the branch
+
+    def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
+        """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
+        lock = self.gitdir / (ref + ".lock")
+        deadline = time.monotonic() + common._GIT_LOCK_WAIT
+        while True:
+            try:
+                if tip is None:
+                    self.repo.create_reference_direct(ref, oid, False, message=reflog)
+                else:
+                    current = self.repo.references.get(ref)
+                    if current is None or str(current.target) != tip:
+                        raise _Moved()
+                    # set_target is a compare-and-swap against the value just looked up.
+                    current.set_target(oid, reflog)
+                return
+            except (pygit2.AlreadyExistsError, ValueError):
+                raise _Moved() from None
+            except (pygit2.GitError, OSError) as err:
+                if "does not match" in str(err) or self.branch_tip(ref) != tip:
+                    raise _Moved() from None
+                if "lock" not in str(err):
+                    raise GitError(f"could not move {ref}: {err}") from None
+                self._wait_git_lock(lock, deadline)
+
+    def _sync_filesystems(self) -> None:
+        """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
+        assert common._syncfs is not None
+        # One call per file system: the work tree and .git are usually on the same one.
+        objects = self._batch_objects().pack_dir.parent
+        folders = {os.stat(f).st_dev: f for f in (objects, self.root, self._am_dir)}
+        for folder in folders.values():
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                if common._syncfs(fd) != 0:
+                    raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
+            finally:
+                os.close(fd)

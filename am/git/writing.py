@@ -1,0 +1,548 @@
+"""The write path: am's lock, Git's lock files, one compare-and-swap commit, Git's index."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+import pygit2
+
+from am.errors import (
+    AmError,
+    ConflictError,
+    DirtyFileError,
+    GitError,
+    LockTimeoutError,
+    PathTakenError,
+)
+from am.git import common, packs, spool
+from am.git.common import (
+    _MAX_CAS_RETRIES,
+    Change,
+    _flock_now,
+    _flock_within,
+    _fsync_dir,
+    _Moved,
+    failpoint,
+    hash_blob,
+    log,
+)
+from am.git.group import _MAX_BATCH, AfterHook, Group, Request, Who, batch_tip, take_batch
+from am.git.staging import IndexView, StagedIndex, Staging
+from am.git.trees import ChainTrees
+
+# How much longer a leader keeps committing other processes' queued requests once its own is done.
+_LINGER = 0.1
+_SETTLE = 0.002
+
+
+class Writer(Staging):
+    """Writing: locks, files, trees, commits and index entries."""
+
+    # ------------------------------------------------------------ locking
+
+    @contextmanager
+    def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None) -> Iterator[None]:
+        """Hold the vault's write lock (an flock on a file of am's own) for one write.
+
+        With ``request``, a writer that finds the lock taken leaves the request
+        in the queue while it waits (am/git/spool.py); if the leader
+        committed it meanwhile, its commit (or error) is set on the request,
+        and the block may run without the lock (there is nothing left to do).
+        """
+        self._am_dir.mkdir(exist_ok=True)
+        path = self._am_dir / "write.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if request is not None and spool.enabled():
+                if not _flock_now(fd) and not self._wait_spooled(fd, request, timeout):
+                    yield  # answered without the lock: the request is done, nothing to do under it
+                    return
+            elif not _flock_within(fd, timeout):
+                self._lock_timeout()
+            # The holder note is for people reading a timeout message only; the
+            # flock itself dies with the process, so kill -9 never blocks anyone.
+            note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "op": op, "since": time.time()})
+            try:
+                (self._am_dir / "write.holder").write_text(note)
+            except OSError:
+                pass
+            yield
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def _wait_spooled(self, fd: int, request: Request, timeout: float) -> bool:
+        """Wait for the write lock with the request in the queue; return whether the lock is held.
+
+        A final answer from the leader ends the wait without the lock (the
+        request's commit or error is set); an answer found holding the lock
+        is taken too, and Git's index entries of a commit whose leader died
+        before setting them are set here.
+        """
+        queue = self._queue_dir
+        ticket = spool.put(queue, request)
+        try:
+            # Polled, not a blocking flock in a helper thread: a writer that returns
+            # on its answer would leave that thread queued on the lock, and such
+            # abandoned waiters (each needing its busy process to run again to
+            # let go) starved real ones past the timeout with 32 writers. Nobody
+            # starves here: whoever takes the lock claims every queued request.
+            deadline = time.monotonic() + timeout
+            pause = 0.0005
+            while True:
+                if _flock_now(fd):
+                    got = spool.collect(queue, ticket, self._in_branch)
+                    if got is not None:
+                        self._take_answer(request, got)
+                    return True
+                got = spool.collect(queue, ticket, self._in_branch, final_only=True)
+                if got is not None:
+                    self._take_answer(request, got)
+                    return False
+                if time.monotonic() >= deadline:
+                    if spool.give_up(ticket):
+                        self._lock_timeout()
+                    # A leader has claimed the request: its answer comes when its batch is done.
+                    deadline = time.monotonic() + timeout
+                time.sleep(pause)
+                pause = min(pause * 2, 0.005)
+        finally:
+            spool.withdraw(ticket)
+
+    def _take_answer(self, request: Request, got: spool.Answer) -> None:
+        """Set a leader's answer on the request; set Git's index entries if the leader died before it did."""
+        request.commit, request.error = got.commit, got.error
+        if got.commit is not None and not got.final:
+            try:
+                self._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
+            except (OSError, AmError) as err:
+                log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
+                            got.commit[:10], err)
+
+    def _lock_timeout(self) -> None:
+        raise LockTimeoutError(
+            f"the vault's write lock {self._am_dir / 'write.lock'} is held by {self._lock_holder()}",
+            hint="wait for that writer to finish, or stop it",
+        )
+
+    @property
+    def _queue_dir(self) -> Path:
+        return self._am_dir / "queue"
+
+    def _in_branch(self, commit: str) -> bool:
+        """Return whether HEAD's branch reaches ``commit``."""
+        tip = self.branch_tip(self.head_ref())
+        if tip is None:
+            return False
+        if tip == commit:
+            return True
+        try:
+            return bool(self.repo.descendant_of(tip, commit))
+        except (pygit2.GitError, KeyError, ValueError):
+            return False  # e.g. its objects never reached the disk
+
+    def _lock_holder(self) -> str:
+        try:
+            info = json.loads((self._am_dir / "write.holder").read_text())
+            return f"process {info['pid']} on {info['host']} ({info['op']})"
+        except (OSError, ValueError, KeyError):
+            return "another process"
+
+    # ------------------------------------------------------------ writing
+
+    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None,
+                         index: IndexView) -> None:
+        for change in changes:
+            p = str(change.path)
+            try:
+                base_id: str | None = str(base_tree[p].id) if base_tree is not None else None
+            except KeyError:
+                base_id = None
+            if change.base is not None and base_id != change.base:
+                raise ConflictError(
+                    f"{p} changed in the vault while am was writing it",
+                    hint="run the command again; it will start from the new version",
+                )
+            if change.base is None and base_id is not None and base_id != hash_blob(change.data):
+                raise PathTakenError(f"{p} already exists in the vault", path=p, hint="choose another id")
+            full = self.root / p
+            try:
+                on_disk: str | None = hash_blob(full.read_bytes())
+            except FileNotFoundError:
+                on_disk = None
+            except IsADirectoryError:
+                raise DirtyFileError(f"{p} is a folder in the work tree") from None
+            new_id = hash_blob(change.data)
+            if on_disk not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has uncommitted changes",
+                    hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry",
+                )
+            staged = index.staged(p)
+            if staged not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has staged changes",
+                    hint="commit them first (git commit), or unstage them (git restore --staged FILE)",
+                )
+
+    def _safe_target(self, rel: PurePosixPath) -> Path:
+        target = self.root / rel
+        parent = self.root
+        for part in rel.parts[:-1]:
+            parent = parent / part
+            if parent.is_symlink():
+                raise DirtyFileError(f"{parent.relative_to(self.root)} is a symbolic link; am will not write through it")
+        if target.is_symlink():
+            raise DirtyFileError(f"{rel} is a symbolic link; am will not write through it")
+        return target
+
+    def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True) -> None:
+        target = self._safe_target(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.am-{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        os.replace(tmp, target)
+        if sync:
+            _fsync_dir(target.parent)
+
+    def commit(self, changes: Sequence[Change], *, message: str, author: Who,
+               committer: Who | None = None) -> str:
+        """Write files and commit them as one commit on HEAD's branch; return the commit id.
+
+        The caller holds ``write_lock``.
+        """
+        request = Request(tuple(changes), message, author, committer)
+        self._commit_batch([request])
+        self._tidy_packs()
+        if request.error is not None:
+            raise request.error
+        assert request.commit is not None
+        return request.commit
+
+    def commit_grouped(self, changes: Sequence[Change], *, message: str, author: Who,
+                       committer: Who | None = None, op: str = "write",
+                       after: AfterHook | None = None) -> str:
+        """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers.
+
+        Takes the write lock itself (do not hold it). Writers in other threads
+        of this process that arrive while a batch is being written queue up;
+        the next leader commits them all as a chain of commits, one per
+        request, then moves the branch, rewrites Git's index and calls one
+        ``after`` hook (the cache) once for the whole batch, with the last
+        commit, every path and the commit the chain was built on. Returns this
+        request's commit id once it is on disk; raises this request's own error.
+        """
+        request = Request(tuple(changes), message, author, committer, after)
+        group = self._process_group()
+        with group.lock:
+            group.pending.append(request)
+            lead = not group.leading
+            group.leading = True
+        if not lead:
+            request.woken.wait()
+            if request.commit is not None:
+                return request.commit
+            if request.error is not None:
+                raise request.error
+            # Promoted: the previous leader handed the queue to this request.
+        try:
+            with self.write_lock(op=op, request=request):
+                # The first batch may leave this request for later (it touches a
+                # path an older waiting request touches): keep leading until it is done.
+                led = False  # an answer may have come with no lock held: then nothing runs here
+                while request.commit is None and request.error is None:
+                    self._lead_batch(self._next_batch(group), request)
+                    led = True
+                # Other processes' requests still queued: lead a little longer. The
+                # next leader would first re-read Git's index, which this one keeps
+                # (~50 ms at 50k files); this writer's caller waits at most _LINGER more.
+                until = time.monotonic() + _LINGER
+                while led and spool.enabled() and time.monotonic() < until and spool.waiting(self._queue_dir):
+                    time.sleep(_SETTLE)  # let the writers just answered queue their next requests too
+                    batch = self._next_batch(group)
+                    if not batch:
+                        break
+                    try:
+                        # Other processes' requests carry no hook: this writer's own updates the shared cache.
+                        self._lead_batch(batch, None, after)
+                    except Exception as err:  # noqa: BLE001 - theirs: answered to them; this write is done
+                        log.warning("a batch of queued writes failed (%s); their writers were told", err)
+                        break
+        except BaseException as err:
+            if request.commit is None and request.error is None:
+                request.error = err
+            raise
+        finally:
+            with group.lock:
+                if request in group.pending:
+                    group.pending.remove(request)
+                if group.pending:
+                    group.pending[0].woken.set()  # hand the lead to the oldest waiting writer
+                else:
+                    group.leading = False
+        if request.error is not None:
+            raise request.error
+        assert request.commit is not None
+        return request.commit
+
+    def _next_batch(self, group: Group) -> list[Request]:
+        """Take the next batch: this process's waiting writers and the queued requests of others."""
+        remote = spool.claim(self._queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
+        with group.lock:
+            batch, rest = take_batch(group.pending + remote)
+            group.pending = [r for r in rest if r.remote is None]
+        for r in rest:
+            if r.remote is not None:
+                spool.unclaim(self._queue_dir, r)
+        return batch
+
+    def _lead_batch(self, batch: list[Request], own: Request | None,
+                    after: AfterHook | None = None) -> None:
+        """Commit a batch, run one ``after`` hook for it, and wake its writers (all but ``own``).
+
+        ``after`` is the hook to run when no request of the batch brings one
+        (a lingering leader's batch holds only other processes' requests).
+        """
+        try:
+            base = self._commit_batch(batch)
+            done = [r for r in batch if r.commit is not None]
+            hook = next((r.after for r in done if r.after is not None), after)
+            if done and hook is not None:
+                # One cache update for the whole batch: every Vault of this folder
+                # shares the cache file (the hook never raises).
+                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base)
+        except BaseException as err:
+            for r in batch:
+                if r.commit is None and r.error is None:
+                    r.error = err
+            raise
+        finally:
+            for r in batch:
+                if r.remote is not None:
+                    spool.answer(self._queue_dir, r)
+                elif r is not own:
+                    r.woken.set()
+        self._tidy_packs()  # its writers are answered
+
+    def _commit_batch(self, batch: Sequence[Request]) -> str | None:
+        """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
+
+        Returns the tip the chain was built on.
+
+        The caller holds ``write_lock``. A request that fails its own checks
+        gets ``error`` set and the rest go on; an error that hits the whole
+        batch (the branch cannot be moved, Git fails) is raised, with every
+        file written by the batch put back.
+        """
+        ref = self.head_ref()
+        live: list[Request] = []
+        for r in batch:
+            if "\x00" in r.message:
+                r.error = GitError("a commit message may not contain NUL")
+            else:
+                live.append(r)
+        # The pack of the batch's objects and its files are flushed with one syncfs
+        # per batch instead of an fsync (and a folder fsync) each, as git's
+        # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
+        # and the ref itself is fsynced. Without syncfs (not Linux) every file is
+        # fsynced. The objects go to memory first, then to one pack (am/git/packs.py).
+        sync_each = common._syncfs is None
+        objects = self._batch_objects()
+        objects.sink.clear()  # left by a batch that failed before its pack was written
+        for r in live:
+            r.blobs = {tuple(c.path.parts): objects.repo.create_blob(c.data) for c in r.changes}
+        failpoint("before-write")
+        written: list[Request] = []
+        committed = False
+        files_done = False
+        try:
+            for _attempt in range(_MAX_CAS_RETRIES):
+                tip = self.branch_tip(ref)
+                base_tree = None if tip is None else objects.repo[tip].peel(pygit2.Tree)
+                index = self._read_index()
+                for r in list(live):
+                    try:
+                        # Requests of one batch touch disjoint paths (see take_batch), so
+                        # each is checked against the tip as if it were alone.
+                        self._check_not_dirty(r.changes, base_tree, index)
+                    except AmError as err:
+                        r.error = err
+                        live.remove(r)
+                        if r in written:
+                            self._roll_back(r.changes, r.previous)
+                            written.remove(r)
+                        continue
+                    if r not in written:
+                        r.previous = {c.path: self._read_or_none(c.path) for c in r.changes}
+                        written.append(r)
+                        try:
+                            for c in r.changes:
+                                self._write_file(c.path, c.data, sync=sync_each)
+                        except AmError as err:  # e.g. a symbolic link on its path: this request only
+                            r.error = err
+                            live.remove(r)
+                            written.remove(r)
+                            self._roll_back(r.changes, r.previous)
+                if not live:
+                    return None
+                if not files_done:
+                    files_done = True
+                    failpoint("after-file")
+                try:
+                    outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each)
+                except _Moved:
+                    continue
+                committed = True
+                for r, outcome in zip(live, outcomes):
+                    if isinstance(outcome, AmError):
+                        r.error = outcome
+                        self._roll_back(r.changes, r.previous)  # its tree could not be built
+                    else:
+                        r.commit = str(outcome)
+                done = [r for r in live if r.commit is not None]
+                if not done:
+                    return None
+                failpoint("after-commit")
+                try:
+                    self._finish_index(staged, [(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes])
+                except LockTimeoutError as err:
+                    # The writes are committed and durable; only Git's index lags, and doctor repairs that.
+                    log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
+                                done[-1].commit[:10] if done[-1].commit else "", err)
+                failpoint("after-index")
+                return tip
+            raise GitError(f"could not move {ref}: it kept changing under am")
+        except BaseException:
+            if not committed:
+                for r in written:
+                    self._roll_back(r.changes, r.previous)
+            raise
+
+    def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
+                     sync_each: bool) -> tuple[list[pygit2.Oid | AmError], StagedIndex | None]:
+        """Write one commit per request, each on the previous, as one pack; flush it, then move the branch to the last.
+
+        Returns each request's commit, or the error that kept it out (a file
+        where its path needs a folder; the chain goes on without it), and Git's
+        index with the chain's entries staged: written before the flush, so the
+        one syncfs covers it too, and renamed into place once the branch moved.
+        """
+        # Git's index is staged first, with every request's entries, and its
+        # flush started: at 50k files it is 5.6 MB, which the disk writes while
+        # the commits are built. A request whose tree cannot be built is rare;
+        # then the index is staged again without it.
+        entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r in live for c in r.changes]
+        staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
+        objects = self._batch_objects()
+        outcomes: list[pygit2.Oid | AmError] = []
+        parent = tip
+        tree: pygit2.Oid | None = None if base_tree is None else base_tree.id
+        trees = ChainTrees(objects.repo, sink=objects.sink, kept=self._process_group().trees)
+        subjects = []
+        pending: packs.PendingPack | None = None
+        try:
+            for r in live:
+                try:
+                    tree = trees.build(tree, r.blobs)
+                except ConflictError as err:
+                    outcomes.append(err)
+                    continue
+                parents = [] if parent is None else [pygit2.Oid(hex=parent)]
+                oid = objects.repo.create_commit(None, pygit2.Signature(*r.author),
+                                                 pygit2.Signature(*(r.committer or r.author)), r.message, tree,
+                                                 parents)
+                outcomes.append(oid)
+                parent = str(oid)
+                subjects.append(r.message.split("\n", 1)[0])
+            if any(isinstance(o, AmError) for o in outcomes):
+                self._drop_staged(staged)
+                staged = None
+                if parent is None or parent == tip:
+                    return outcomes, None  # every request failed its tree: nothing to move
+                entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r, o in zip(live, outcomes)
+                           if not isinstance(o, AmError) for c in r.changes]
+                staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
+        except BaseException:
+            self._drop_staged(staged)
+            raise
+        assert parent is not None  # at least one commit was made (checked above)
+        for r, o in zip(live, outcomes):
+            if r.remote is not None and not isinstance(o, AmError):
+                spool.answer_pending(self._queue_dir, r, str(o))
+        try:
+            taken, bases = objects.sink.take()
+            pending = packs.stage_pack(objects.pack_dir, taken, sync=sync_each, bases=bases)
+            failpoint("after-objects")
+            if not sync_each:
+                self._sync_filesystems()
+            # Like git's core.fsyncMethod=batch: flushed under temporary names, then renamed into place.
+            pending.install(sync=sync_each)
+            pending = None
+            reflog = "commit: " + subjects[-1]
+            if len(subjects) > 1:
+                reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
+            self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+        except BaseException:
+            if pending is not None:
+                pending.discard()
+            self._drop_staged(staged)
+            raise
+        return outcomes, staged
+
+    def _tidy_packs(self) -> None:
+        """Merge small packs if enough have piled up (the write lock is held, so no other am process merges too).
+
+        Deciding costs a listing of the pack folder and a stat a pack; a merge
+        of small packs ~10 ms, once every ~8 batches.
+        """
+        try:
+            packs.tidy(self._batch_objects().pack_dir, least=packs.TIDY_AT)
+        except (OSError, ValueError) as err:
+            log.warning("could not merge small pack files (%s); they stay as they are", err)
+
+    def _drop_staged(self, staged: StagedIndex | None) -> None:
+        """Throw away a staged index that will not be installed (the kept copy has its entries: forget it)."""
+        self._index_kept = None
+        if staged is not None:
+            staged.tmp.unlink(missing_ok=True)
+
+    def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
+        try:
+            return (self.root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    def _roll_back(self, changes: Sequence[Change], previous: dict[PurePosixPath, bytes | None]) -> None:
+        """Put back the work-tree files of a write that failed before its commit (only if still ours)."""
+        for c in changes:
+            if self._read_or_none(c.path) != c.data or c.path not in previous:
+                continue
+            before = previous[c.path]
+            try:
+                if before is None:
+                    (self.root / c.path).unlink()
+                else:
+                    self._write_file(c.path, before)
+            except OSError as err:
+                log.warning("could not put back %s after a failed write: %s", c.path, err)

@@ -1,0 +1,222 @@
+"""Record text <-> record values: pure, no I/O.
+
+``parse_record(text, path)`` reads a Markdown file with YAML frontmatter into a
+Topic, Fact or Relation; ``render_record(record)`` writes am's canonical form,
+and ``parse_record(render_record(r)) == r``. Line endings of a hand-written file
+are kept (``record.eol``); a UTF-8 BOM is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from am.errors import InvalidRecordError
+from am.records.frontmatter import LIST_FIELDS, dump, fast_load, strict_load
+from am.records.ids import check_id
+from am.records.model import Fact, Record, Relation, Topic
+
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "split_frontmatter",
+    "parse_record",
+    "parse_meta",
+    "record_from_meta",
+    "record_to_meta",
+    "render_record",
+    "decode_record_bytes",
+]
+
+MAX_RECORD_BYTES = 1024 * 1024
+
+_TOPIC_KEYS = ("type", "id", "kind", "title", "aliases", "tags", "status", "created")
+_FACT_KEYS = (
+    "type", "id", "topics", "status", "confidence", "provenance", "repo", "version", "commit",
+    "until_commit", "axis", "valid_from", "valid_until", "supersedes", "superseded_by", "reason",
+    "paths", "tags", "pinned", "created",
+)
+_RELATION_KEYS = (
+    "type", "id", "rel", "from", "to", "status", "repo", "version", "commit", "until_commit",
+    "axis", "valid_from", "valid_until", "reason", "tags", "created",
+)
+_KNOWN = {"topic": _TOPIC_KEYS, "fact": _FACT_KEYS, "relation": _RELATION_KEYS}
+_TIMESTAMPS = frozenset({"created", "valid_from", "valid_until"})
+
+
+def decode_record_bytes(data: bytes, *, path: str | None = None) -> str:
+    """Decode a record file's bytes as UTF-8, naming the line of a bad byte."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise InvalidRecordError(
+            f"file is larger than {MAX_RECORD_BYTES // 1024} KiB", path=path,
+            hint="a record is one small note; split it",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise InvalidRecordError(
+            f"invalid UTF-8 at byte {err.start}", path=path, line=line,
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def split_frontmatter(text: str, *, path: str | None = None) -> tuple[str, str, str]:
+    """Split a record's text into (frontmatter, body, eol); raise if there is no frontmatter."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if text.startswith("---\r\n"):
+        eol = "\r\n"
+    elif text.startswith("---\n"):
+        eol = "\n"
+    else:
+        raise InvalidRecordError(
+            "does not start with a '---' frontmatter line", path=path, line=1,
+            hint="begin the file with ---, the YAML keys, then --- on its own line",
+        )
+    start = 3 + len(eol)
+    if text[start:].startswith("---" + eol) or text[start:] == "---":
+        return "", text[start + 3 + len(eol):], eol
+    end = text.find(eol + "---" + eol, start - len(eol))
+    if end == -1:
+        if text.endswith(eol + "---"):
+            end = len(text) - 3 - len(eol)
+        else:
+            raise InvalidRecordError(
+                "frontmatter is not closed", path=path,
+                hint="add a line with just --- after the YAML keys",
+            )
+    front = text[start:end + len(eol)]
+    body = text[end + len(eol) * 2 + 3:]
+    return front, body, eol
+
+
+def parse_meta(front: str, eol: str, *, path: str | None = None) -> dict[str, Any]:
+    """Load a frontmatter block: the fast path for canonical text, else the strict loader."""
+    if eol == "\n":
+        meta = fast_load(front)
+        if meta is not None:
+            return meta
+    normalised = front.replace("\r\n", "\n") if eol == "\r\n" else front
+    return strict_load(normalised, path=path, line_offset=1)
+
+
+def _str(meta: dict[str, Any], key: str, path: str | None, *, required: bool = False) -> str | None:
+    value = meta.get(key)
+    if value is None:
+        if required:
+            raise InvalidRecordError("is required", path=path, field=key)
+        return None
+    if not isinstance(value, str):
+        raise InvalidRecordError(
+            f"must be a string, not {type(value).__name__}", path=path, field=key,
+        )
+    return value
+
+
+def _link_target(value: str) -> str:
+    # Obsidian's Properties view writes links in frontmatter as "[[id]]".
+    text = value.strip()
+    if text.startswith("[[") and text.endswith("]]"):
+        text = text[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
+    return text
+
+
+def _list(meta: dict[str, Any], key: str, path: str | None, *, links: bool = False) -> tuple[str, ...]:
+    value = meta.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidRecordError(
+            "must be a list of strings", path=path, field=key,
+            hint=f"write it as {key}: [a, b]",
+        )
+    return tuple(_link_target(v) if links else v for v in value)
+
+
+def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: str | None = None) -> Record:
+    """Build a record from loaded frontmatter and body; raise naming the field on bad shape."""
+    rtype = _str(meta, "type", path, required=True)
+    if rtype not in _KNOWN:
+        raise InvalidRecordError(
+            f"unknown record type {rtype!r}", path=path, field="type",
+            hint="use one of: topic, fact, relation",
+        )
+    extra = {k: v for k, v in meta.items() if k not in _KNOWN[rtype]}
+    rid = check_id(_str(meta, "id", path, required=True), path=path)
+
+    def s(key: str, required: bool = False) -> str | None:
+        return _str(meta, key, path, required=required)
+
+    status = s("status") or "active"
+    if rtype == "topic":
+        return Topic(
+            id=rid, kind=s("kind") or rid.split("-", 1)[0], title=s("title") or rid, body=body,
+            aliases=_list(meta, "aliases", path), tags=_list(meta, "tags", path), status=status,
+            created=s("created"), extra=extra, eol=eol,
+        )
+    if rtype == "fact":
+        pinned = meta.get("pinned", False)
+        if not isinstance(pinned, bool):
+            raise InvalidRecordError("must be true or false", path=path, field="pinned")
+        return Fact(
+            id=rid, topics=_list(meta, "topics", path, links=True), body=body, status=status,
+            confidence=s("confidence") or "medium", provenance=s("provenance") or "human",
+            repo=s("repo"), version=s("version"), commit=s("commit"), axis=s("axis"),
+            created=s("created"), valid_from=s("valid_from"), valid_until=s("valid_until"),
+            until_commit=s("until_commit"), supersedes=_list(meta, "supersedes", path, links=True),
+            superseded_by=s("superseded_by"), reason=s("reason"), paths=_list(meta, "paths", path),
+            tags=_list(meta, "tags", path), pinned=pinned, extra=extra, eol=eol,
+        )
+    return Relation(
+        id=rid, rel=s("rel", True) or "", from_=_link_target(s("from", True) or ""),
+        to=_link_target(s("to", True) or ""), body=body, status=status, created=s("created"),
+        repo=s("repo"), version=s("version"), commit=s("commit"), until_commit=s("until_commit"),
+        axis=s("axis"), valid_from=s("valid_from"), valid_until=s("valid_until"),
+        reason=s("reason"), tags=_list(meta, "tags", path), extra=extra, eol=eol,
+    )
+
+
+def parse_record(text: str, path: str | None = None) -> Record:
+    """Parse a record file's text; raise InvalidRecordError naming the file, line and field."""
+    front, body, eol = split_frontmatter(text, path=path)
+    meta = parse_meta(front, eol, path=path)
+    return record_from_meta(meta, body, eol=eol, path=path)
+
+
+def record_to_meta(record: Record) -> dict[str, Any]:
+    """Return the frontmatter mapping of a record, in canonical key order."""
+    meta: dict[str, Any] = {"type": record.type, "id": record.id}
+    if isinstance(record, Topic):
+        meta.update(kind=record.kind, title=record.title, aliases=list(record.aliases),
+                    tags=list(record.tags), status=record.status, created=record.created)
+    elif isinstance(record, Fact):
+        meta.update(
+            topics=list(record.topics), status=record.status, confidence=record.confidence,
+            provenance=record.provenance, repo=record.repo, version=record.version,
+            commit=record.commit, until_commit=record.until_commit, axis=record.axis,
+            valid_from=record.valid_from, valid_until=record.valid_until,
+            supersedes=list(record.supersedes), superseded_by=record.superseded_by,
+            reason=record.reason, paths=list(record.paths), tags=list(record.tags),
+            pinned=record.pinned or None, created=record.created,
+        )
+    else:
+        meta.update(
+            rel=record.rel, **{"from": record.from_}, to=record.to, status=record.status,
+            repo=record.repo, version=record.version, commit=record.commit,
+            until_commit=record.until_commit, axis=record.axis, valid_from=record.valid_from,
+            valid_until=record.valid_until, reason=record.reason, tags=list(record.tags),
+            created=record.created,
+        )
+    # Empty lists and unset values are left out, so files stay small and readable.
+    meta = {k: v for k, v in meta.items() if v is not None and v != [] and not (k in LIST_FIELDS and not v)}
+    for key, value in record.extra.items():
+        meta[key] = value
+    return meta
+
+
+def render_record(record: Record) -> str:
+    """Render a record in am's canonical form."""
+    front = dump(record_to_meta(record), timestamp_fields=_TIMESTAMPS)
+    eol = record.eol
+    if eol != "\n":
+        front = front.replace("\n", eol)
+    return f"---{eol}{front}---{eol}{record.body}"

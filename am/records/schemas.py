@@ -1,0 +1,138 @@
+"""Validation of records: the JSON Schemas in ``schemas/``, and a fast check for writes.
+
+``schema_problems`` runs jsonschema (75 ms to import, so only ``am check`` and
+the hooks use it). ``check_record`` enforces the same rules in plain Python on
+every write; a test holds the two to the same verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from am.errors import InvalidRecordError
+from am.records.ids import is_valid_id
+from am.records.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Record, Relation, Topic
+
+__all__ = ["load_schema", "schema_problems", "check_record", "relation_type_error"]
+
+_TS = re.compile(r"^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?\Z")
+_HEX = re.compile(r"^[0-9a-fA-F]{4,64}\Z")
+
+
+@lru_cache(maxsize=None)
+def load_schema(record_type: str) -> dict[str, Any]:
+    """Return the JSON Schema of a record type, from the installed package or the source tree."""
+    from importlib import resources  # ~5 ms (tempfile, shutil...): only when a schema is read
+
+    name = f"{record_type}.json"
+    try:
+        text = (resources.files("am._schemas") / name).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        text = (Path(__file__).resolve().parents[2] / "schemas" / name).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@lru_cache(maxsize=None)
+@lru_cache(maxsize=None)
+def _validator(record_type: str) -> Any:
+    # Built once per type: extending the validator class and checking the
+    # schema are most of the cost of a one-record check.
+    return _validator_class()(load_schema(record_type))
+
+
+def _validator_class() -> Any:
+    import jsonschema
+
+    def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Any:
+        # JSON Schema regexes are ECMA-262, where "$" is the end of input; in
+        # Python "$" also matches before a final newline, so "id\n" would pass.
+        if validator.is_type(instance, "string"):
+            anchored = patrn[:-1] + r"\Z" if patrn.endswith("$") and not patrn.endswith("\\$") else patrn
+            if re.search(anchored, instance) is None:
+                yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, {"pattern": pattern})  # type: ignore[no-untyped-call]
+
+
+def schema_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    """Validate a frontmatter mapping against its schema; return (field, message) pairs."""
+    rtype = meta.get("type")
+    if rtype not in ("topic", "fact", "relation"):
+        return [("type", f"unknown record type {rtype!r}; use one of: topic, fact, relation")]
+    validator = _validator(str(rtype))
+    problems = []
+    for error in sorted(validator.iter_errors(meta), key=lambda e: list(e.absolute_path)):
+        field = ".".join(str(p) for p in error.absolute_path) or (
+            error.message.split("'")[1] if error.validator == "required" else "(record)"
+        )
+        problems.append((field, error.message))
+    return problems
+
+
+def relation_type_error(rel: str, *, path: str | None = None) -> InvalidRecordError:
+    """Return the error for a relation type outside the seven."""
+    return InvalidRecordError(
+        f"relation type {rel!r} is not allowed; use one of: {', '.join(RELATION_TYPES)}",
+        path=path,
+        field="rel",
+    )
+
+
+def _need(ok: bool, field: str, message: str, path: str | None) -> None:
+    if not ok:
+        raise InvalidRecordError(message, path=path, field=field)
+
+
+def _world(record: Fact | Relation, path: str | None) -> None:
+    for key in ("repo", "version"):
+        value = getattr(record, key)
+        _need(value is None or value != "", key, "must not be empty", path)
+    for key in ("commit", "until_commit"):
+        value = getattr(record, key)
+        _need(value is None or _HEX.match(value) is not None, key,
+              "must be a commit id (4 to 64 hex digits)", path)
+    _need(record.axis is None or record.axis in AXES, "axis", f"must be one of: {', '.join(AXES)}", path)
+    for key in ("valid_from", "valid_until", "created"):
+        value = getattr(record, key)
+        _need(value is None or _TS.match(value) is not None, key,
+              "must be an ISO 8601 date or date-time, e.g. 2026-09-23T12:00:00+08:00", path)
+
+
+def check_record(record: Record, *, path: str | None = None) -> None:
+    """Raise InvalidRecordError if a record breaks a rule of its schema."""
+    _need(is_valid_id(record.id), "id", "is not a valid id", path)
+    _need(record.status in STATUSES, "status", f"must be one of: {', '.join(STATUSES)}", path)
+    if isinstance(record, Topic):
+        _need(record.kind in TOPIC_KINDS, "kind", f"must be one of: {', '.join(TOPIC_KINDS)}", path)
+        _need(0 < len(record.title) <= 300, "title", "must be 1 to 300 characters", path)
+        _need(record.created is None or _TS.match(record.created) is not None, "created",
+              "must be an ISO 8601 date or date-time", path)
+        _need(all(record.aliases), "aliases", "must not contain empty strings", path)
+        _need(all(record.tags), "tags", "must not contain empty strings", path)
+        return
+    if isinstance(record, Fact):
+        _need(len(record.topics) > 0, "topics", "must name at least one topic", path)
+        _need(all(is_valid_id(t) for t in record.topics), "topics", "must be topic ids", path)
+        _need(record.confidence in CONFIDENCES, "confidence", f"must be one of: {', '.join(CONFIDENCES)}", path)
+        _need(record.provenance != "", "provenance", "must not be empty", path)
+        _need(record.created is not None, "created", "is required", path)
+        _need(all(is_valid_id(s) for s in record.supersedes), "supersedes", "must be fact ids", path)
+        _need(record.superseded_by is None or is_valid_id(record.superseded_by), "superseded_by",
+              "must be a fact id", path)
+        _need(all(record.paths), "paths", "must not contain empty strings", path)
+        _need(all(record.tags), "tags", "must not contain empty strings", path)
+        _world(record, path)
+        return
+    assert isinstance(record, Relation)
+    if record.rel not in RELATION_TYPES:
+        raise relation_type_error(record.rel, path=path)
+    _need(is_valid_id(record.from_), "from", "must be a topic or fact id", path)
+    _need(is_valid_id(record.to), "to", "must be a topic or fact id", path)
+    _need(all(record.tags), "tags", "must not contain empty strings", path)
+    _world(record, path)

@@ -1,0 +1,316 @@
+"""Audit and undo from Git itself: log, history, blame and undo of one write.
+
+Every am write is one commit whose trailers name the operation, the records
+and the actor (DESIGN §4), so the audit trail is ``git log``. Commits made by
+hand (Obsidian, the git CLI) have no trailers; they show as op ``manual`` with
+the author as actor and the records read from the files they changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import PurePosixPath
+from typing import Any
+
+from am.errors import InvalidRecordError, NotFoundError, UsageError
+from am.records.ids import RECORD_DIRS, check_id
+
+__all__ = [
+    "LogEntry",
+    "Version",
+    "History",
+    "FieldBlame",
+    "UndoResult",
+    "entry_of",
+    "log_entries",
+    "record_history",
+    "blame",
+    "undo",
+    "parse_since",
+]
+
+_TOPS = tuple(RECORD_DIRS.values())
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit of the vault as the audit trail sees it."""
+
+    commit: str
+    time: str
+    actor: str
+    op: str
+    records: tuple[str, ...]
+    subject: str
+    reason: str | None
+    manual: bool
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the entry."""
+        return {
+            "commit": self.commit, "time": self.time, "actor": self.actor, "op": self.op,
+            "records": list(self.records), "subject": self.subject, "reason": self.reason,
+            "manual": self.manual, "trailers": self.extra,
+        }
+
+
+def _iso(seconds: int, offset_minutes: int) -> str:
+    tz = timezone(timedelta(minutes=offset_minutes))
+    return datetime.fromtimestamp(seconds, tz).isoformat(timespec="seconds")
+
+
+def _record_ids_changed(store: Any, commit: str) -> tuple[str, ...]:
+    out = []
+    for path, _ in store.changed_files(commit):
+        p = PurePosixPath(path)
+        if p.parts and p.parts[0] in _TOPS and p.suffix == ".md":
+            out.append(p.stem)
+    return tuple(dict.fromkeys(sorted(out)))
+
+
+def entry_of(store: Any, info: Any) -> LogEntry:
+    """Return the audit view of one commit (trailers, or the files a hand commit changed)."""
+    trailers: dict[str, list[str]] = {}
+    for key, value in info.trailers():
+        trailers.setdefault(key, []).append(value)
+    op = trailers["Am-Op"][0] if trailers.get("Am-Op") else None
+    reason = trailers["Reason"][0] if trailers.get("Reason") else None
+    extra = {k: v for k, v in trailers.items() if k.startswith("Am-") and k not in ("Am-Op", "Am-Record", "Am-Actor")}
+    if op is None:
+        records = _record_ids_changed(store, info.id) if len(info.parents) <= 1 else ()
+        return LogEntry(info.id, _iso(info.time, info.offset), info.author, "manual", records, info.subject,
+                        reason, True, extra)
+    actor = (trailers.get("Am-Actor") or [info.author])[0]
+    return LogEntry(info.id, _iso(info.time, info.offset), actor, op, tuple(trailers.get("Am-Record", [])),
+                    info.subject, reason, False, extra)
+
+
+def parse_since(value: str) -> datetime:
+    """Read a --since value: an ISO date or date-time, or a phrase such as 'yesterday' or '3 days ago'."""
+    from am.cache.timephrases import parse_time
+
+    try:
+        return parse_time(value, now=datetime.now().astimezone())
+    except (ValueError, InvalidRecordError, UsageError) as err:
+        raise UsageError(f"cannot read --since {value!r} ({err})",
+                         hint="use an ISO date like 2026-11-01, or a phrase like 'yesterday' or '3 days ago'") from None
+
+
+def log_entries(vault: Any, *, actor: str | None = None, op: str | None = None, record: str | None = None,
+                since: datetime | None = None, limit: int | None = None) -> list[LogEntry]:
+    """Return the vault's commits, newest first, filtered by actor, operation, record and time."""
+    out: list[LogEntry] = []
+    cutoff = since.timestamp() if since is not None else None
+    for info in vault.store.walk():
+        if cutoff is not None and info.time < cutoff:
+            # History is walked newest first by commit time; an older commit ends the range.
+            break
+        entry = entry_of(vault.store, info)
+        if actor is not None and entry.actor != actor:
+            continue
+        if op is not None and not (entry.op == op or entry.op.startswith(op + ".")):
+            continue
+        if record is not None and record not in entry.records:
+            continue
+        out.append(entry)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a record: the commit that wrote it and what it said."""
+
+    commit: str
+    time: str
+    actor: str
+    op: str
+    path: str
+    deleted: bool
+    meta: dict[str, Any]
+    body: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the version."""
+        return {"commit": self.commit, "time": self.time, "actor": self.actor, "op": self.op, "path": self.path,
+                "deleted": self.deleted, "frontmatter": self.meta, "body": self.body}
+
+
+@dataclass(frozen=True)
+class History:
+    """Every version of one record, oldest first, and its supersede chain."""
+
+    id: str
+    versions: tuple[Version, ...]
+    chain: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the history."""
+        return {"id": self.id, "versions": [v.to_json() for v in self.versions], "supersede_chain": list(self.chain)}
+
+
+def _parse_blob(data: bytes, path: str) -> tuple[dict[str, Any], str]:
+    from am.records.codec import decode_record_bytes, parse_meta, split_frontmatter
+
+    try:
+        text = decode_record_bytes(data, path=path)
+        front, body, eol = split_frontmatter(text, path=path)
+        meta = parse_meta(front, eol, path=path)
+        return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in meta.items()}, body
+    except InvalidRecordError as err:
+        return {"unreadable": str(err)}, data.decode("utf-8", "replace")
+
+
+def _versions(vault: Any, record_id: str) -> Iterator[Version]:
+    """Yield the versions of a record, newest first, by walking history once."""
+    store = vault.store
+    for info in store.walk():
+        entry = entry_of(store, info)
+        # An am commit names every record it wrote, so the others need no diff.
+        if not entry.manual and record_id not in entry.records:
+            continue
+        for path, blob in store.changed_files(info.id):
+            p = PurePosixPath(path)
+            if p.stem != record_id or not p.parts or p.parts[0] not in _TOPS:
+                continue
+            if blob is None:
+                yield Version(info.id, entry.time, entry.actor, entry.op, path, True, {}, "")
+                continue
+            meta, body = _parse_blob(store.read_object(blob), path)
+            if meta.get("id", record_id) != record_id:
+                continue
+            yield Version(info.id, entry.time, entry.actor, entry.op, path, False, meta, body)
+
+
+def _chain(vault: Any, record_id: str) -> tuple[str, ...]:
+    """Return the supersede chain through a fact, oldest first (just the id for other records)."""
+    from am.records.model import Fact
+
+    def fact(rid: str) -> Fact | None:
+        try:
+            path = vault.locate(rid)
+            rec = vault.read_path(path) if path is not None else None
+        except (InvalidRecordError, NotFoundError):
+            return None
+        return rec if isinstance(rec, Fact) else None
+
+    chain = [record_id]
+    seen = {record_id}
+    current = fact(record_id)
+    while current is not None and current.supersedes:
+        prev = current.supersedes[0]
+        if prev in seen:
+            break
+        chain.insert(0, prev)
+        seen.add(prev)
+        current = fact(prev)
+    current = fact(record_id)
+    while current is not None and current.superseded_by and current.superseded_by not in seen:
+        nxt = current.superseded_by
+        chain.append(nxt)
+        seen.add(nxt)
+        current = fact(nxt)
+    return tuple(chain)
+
+
+def record_history(vault: Any, record_id: str) -> History:
+    """Return every version of a record across Git history, oldest first, and its supersede chain."""
+    check_id(record_id)
+    versions = list(_versions(vault, record_id))
+    if not versions:
+        raise NotFoundError(f"no record with id {record_id!r} in the vault's history",
+                            hint="list them with: am fact list / am topic list")
+    versions.reverse()
+    return History(record_id, tuple(versions), _chain(vault, record_id))
+
+
+@dataclass(frozen=True)
+class FieldBlame:
+    """Who last set one field of a record, and in which commit."""
+
+    field: str
+    value: Any
+    commit: str
+    actor: str
+    time: str
+    op: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the blame line."""
+        return {"field": self.field, "value": self.value, "commit": self.commit, "actor": self.actor,
+                "time": self.time, "op": self.op}
+
+
+def blame(vault: Any, record_id: str) -> list[FieldBlame]:
+    """Return, for each field of a record's latest version, the commit and actor that set it."""
+    history = record_history(vault, record_id)
+    setters: dict[str, FieldBlame] = {}
+    previous: dict[str, Any] = {}
+    for version in history.versions:
+        if version.deleted:
+            previous = {}
+            setters = {}
+            continue
+        current = dict(version.meta)
+        current["body"] = version.body
+        for key, value in current.items():
+            if key not in previous or previous[key] != value:
+                setters[key] = FieldBlame(key, value, version.commit, version.actor, version.time, version.op)
+        for key in list(setters):
+            if key not in current:
+                del setters[key]
+        previous = current
+    order = list(previous)
+    return [setters[k] for k in order if k in setters]
+
+
+@dataclass(frozen=True)
+class UndoResult:
+    """What an undo did."""
+
+    commit: str
+    reverted: str
+    records: tuple[str, ...]
+    paths: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the result."""
+        return {"commit": self.commit, "reverted": self.reverted, "records": list(self.records),
+                "paths": list(self.paths)}
+
+
+def undo(vault: Any, rev: str) -> UndoResult:
+    """Revert one commit as a new commit (compare-and-swap); refuse clearly when it conflicts."""
+    from am.records.writes import one_line
+
+    store = vault.store
+    commit = store.resolve(rev)
+    info = store.commit_info(commit)
+    if len(info.parents) > 1:
+        raise UsageError(f"{commit[:10]} is a merge commit", hint="undo the writes it brought in one at a time")
+    if not info.parents:
+        raise UsageError(f"{commit[:10]} is the vault's first commit; there is nothing before it to go back to")
+    head = store.head()
+    if head is None or commit not in store.ancestors(head):
+        raise UsageError(f"{commit[:10]} is not on the current branch", hint="see am log for the commits you can undo")
+    entry = entry_of(store, info)
+    changed = [p for p, _ in store.changed_files(commit)]
+    ids = list(entry.records) or [PurePosixPath(p).stem for p in changed if p.endswith(".md")]
+    lines = [one_line(f"undo: {info.subject}", limit=120), "", f"Reason: undo of {commit}",
+             "Am-Op: undo", f"Am-Reverts: {commit}"]
+    lines += [f"Am-Record: {i}" for i in ids]
+    lines.append(f"Am-Actor: {vault.actor}")
+    message = "\n".join(lines) + "\n"
+    with store.write_lock(op="undo"):
+        new = store.commit_tree(lambda tip: store.revert_tree(commit, tip), message=message,
+                                author=vault._author(), committer=vault._committer())
+        if new is None:
+            raise UsageError(f"{commit[:10]} is already undone: reverting it changes nothing")
+        touched = [PurePosixPath(p) for p, _ in store.changed_files(new)]
+        vault._after_write(new, touched)
+    return UndoResult(new, commit, tuple(ids), tuple(str(p) for p in touched))
+

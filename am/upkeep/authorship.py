@@ -1,0 +1,78 @@
+"""Who a vault's commits are by: the actor (the agent or person), git's identity, and am's commit messages."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from am.errors import UsageError
+from am.records.writes import one_line
+
+if TYPE_CHECKING:
+    from am.git import LazyStore
+
+__all__ = ["Authorship"]
+
+_ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}\Z")
+# How long a looked-up git identity is used before it is looked up again (seconds).
+_IDENTITY_FOR = 1.0
+
+
+class Authorship:
+    """A mixin of ``Vault``: the actor, the author and committer of its commits, and their messages."""
+
+    store: LazyStore
+
+    @staticmethod
+    def _check_actor(actor: str) -> str:
+        if not _ACTOR_RE.match(actor):
+            raise UsageError(
+                f"actor {actor!r} is not allowed",
+                hint="use letters, digits and . _ @ + : / - (at most 64), e.g. claude-code",
+            )
+        return actor
+
+    def _default_actor(self) -> str:
+        env = os.environ.get("AM_ACTOR")
+        if env:
+            return self._check_actor(env)
+        name = self.store.config_value("user.name")
+        return one_line(name, limit=64) if name else "am"
+    actor = cached_property(_default_actor)
+
+    def _identity(self) -> tuple[str | None, str | None]:
+        """Return git's user.name and user.email, looked up at most once a second.
+
+        Each lookup is a libgit2 call that lets go of Python's lock; with
+        other threads busy, getting it back took ~0.5 ms a lookup, four per write.
+        """
+        now = time.monotonic()
+        memo: tuple[float, tuple[str | None, str | None]] | None = self.__dict__.get("_identity_memo")
+        if memo is None or now - memo[0] >= _IDENTITY_FOR:
+            memo = (now, (self.store.config_value("user.name"), self.store.config_value("user.email")))
+            self.__dict__["_identity_memo"] = memo
+        return memo[1]
+
+    def _author(self) -> tuple[str, str]:
+        return (self.actor, self._identity()[1] or "am@localhost")
+
+    def _committer(self) -> tuple[str, str]:
+        name, email = self._identity()
+        return (one_line(name or self.actor, limit=64), email or "am@localhost")
+
+    def _message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,
+                 reason: str | None = None, summary: str | None = None) -> str:
+        head = subject or f"{noun}: {verb} {ids[0] if ids else ''}".rstrip()
+        if summary:
+            head += f" {one_line(summary, limit=72)!s}" if subject is None else ""
+        lines = [one_line(head, limit=120), ""]
+        if reason:
+            lines.append(f"Reason: {one_line(reason)}")
+        lines.append(f"Am-Op: {noun}.{verb}")
+        lines += [f"Am-Record: {i}" for i in ids]
+        lines.append(f"Am-Actor: {self.actor}")
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,333 @@
+"""`am check`: the whole vault (or some of its files) against the format.
+
+Per file: UTF-8, frontmatter, the JSON Schema of its type, the seven relation
+types, id <-> file name, the folder it sits in. Across files: duplicate ids,
+relations and facts naming records that do not exist, dangling ``[[links]]``,
+supersede cycles and half-finished supersessions.
+
+Severities: ``error`` (the exit code says so), ``warning`` (errors under
+``--strict``) and ``note`` (never fatal: a person may keep a file where they
+like, DESIGN §2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from am.errors import InvalidRecordError
+from am.records.ids import RECORD_DIRS, record_path
+from am.records.model import RELATION_TYPES, Fact, Record, Relation, Topic
+
+__all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_bytes"]
+
+_FOLDER_OF = {v: k for k, v in RECORD_DIRS.items()}
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem found in one file."""
+
+    severity: str
+    code: str
+    path: str
+    message: str
+    field: str | None = None
+    line: int | None = None
+
+    def describe(self) -> str:
+        """Return the issue as one line for people."""
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        field = f" field '{self.field}':" if self.field else ""
+        return f"{self.severity}: {where}:{field} {self.message} [{self.code}]"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the issue."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What a check found."""
+
+    issues: tuple[Issue, ...]
+    files: int
+    records: int
+
+    @property
+    def errors(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "warning"]
+
+    @property
+    def notes(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "note"]
+
+    def is_ok(self, *, strict: bool = False) -> bool:
+        """Return whether there is nothing fatal (warnings count under strict)."""
+        return not self.errors and not (strict and self.warnings)
+
+    def exit_code(self, *, strict: bool = False) -> int:
+        """Return 0 when clean, else InvalidRecordError's exit code."""
+        return 0 if self.is_ok(strict=strict) else InvalidRecordError.exit_code
+
+    def to_json(self, *, strict: bool = False) -> dict[str, Any]:
+        """Return the stable JSON shape of the report."""
+        return {
+            "ok": self.is_ok(strict=strict),
+            "files": self.files,
+            "records": self.records,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "notes": len(self.notes),
+            "issues": [i.to_json() for i in self.issues],
+        }
+
+
+def _parse(path: str, data: bytes, issues: list[Issue]) -> tuple[Record | None, dict[str, Any] | None]:
+    """Parse one file, adding its per-file issues; return the record and its raw frontmatter."""
+    from am.records.codec import decode_record_bytes, parse_meta, record_from_meta, split_frontmatter
+    from am.records.schemas import check_record, schema_problems
+
+    try:
+        text = decode_record_bytes(data, path=path)
+        front, body, eol = split_frontmatter(text, path=path)
+        meta = parse_meta(front, eol, path=path)
+    except InvalidRecordError as err:
+        issues.append(Issue("error", "parse", path, err.message, err.field, err.line))
+        return None, None
+    if not isinstance(meta, dict):
+        issues.append(Issue("error", "parse", path, "frontmatter is not a mapping of keys to values"))
+        return None, None
+    rel = meta.get("rel")
+    if meta.get("type") == "relation" and isinstance(rel, str) and rel not in RELATION_TYPES:
+        issues.append(Issue("error", "relation-type", path,
+                            f"relation type {rel!r} is not allowed; use one of: {', '.join(RELATION_TYPES)}",
+                            "rel"))
+    for field, message in schema_problems(_jsonable(meta)):
+        if field == "rel" and any(i.code == "relation-type" and i.path == path for i in issues):
+            continue
+        issues.append(Issue("error", "schema", path, message, field))
+    try:
+        record = record_from_meta(meta, body, eol=eol, path=path)
+    except InvalidRecordError as err:
+        if not any(i.path == path for i in issues):
+            issues.append(Issue("error", "schema", path, err.message, err.field, err.line))
+        return None, meta
+    if not any(i.path == path and i.severity == "error" for i in issues):
+        try:
+            check_record(record, path=path)
+        except InvalidRecordError as err:
+            issues.append(Issue("error", "schema", path, err.message, err.field, err.line))
+    _check_place(path, record, issues)
+    return record, meta
+
+
+def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
+    # The strict loader keeps timestamps as text, but a date object would fail
+    # "type: string" for the wrong reason; say what the schema means instead.
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        out[key] = value.isoformat() if hasattr(value, "isoformat") else value
+    return out
+
+
+def _check_place(path: str, record: Record, issues: list[Issue]) -> None:
+    p = PurePosixPath(path)
+    if p.stem != record.id:
+        issues.append(Issue("error", "id-file-name", path,
+                            f"id {record.id!r} does not match the file name {p.name!r}",
+                            "id", None))
+        return
+    folder_type = _FOLDER_OF.get(p.parts[0]) if p.parts else None
+    if folder_type != record.type:
+        issues.append(Issue("note", "misplaced", path,
+                            f"a {record.type} in {p.parts[0]}/; am would keep it in {RECORD_DIRS[record.type]}/"))
+        return
+    try:
+        expected = str(record_path(record.type, record.id, record.created))
+    except InvalidRecordError:
+        return
+    if expected != path:
+        issues.append(Issue("note", "misplaced", path, f"am would keep this file at {expected}"))
+
+
+def check_record_bytes(path: str, data: bytes) -> list[Issue]:
+    """Return the per-file issues of one record file's bytes (what pre-commit checks)."""
+    issues: list[Issue] = []
+    _parse(path, data, issues)
+    return issues
+
+
+def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, str] | None = None,
+                load_other: Callable[[str], Record | None] | None = None) -> CheckReport:
+    """Check record files given as (path, bytes), and the links between them.
+
+    ``other_ids`` maps ids of records outside ``files`` to their paths (they
+    count as existing); ``load_other`` reads one of them when a supersession
+    must be checked from both ends.
+    """
+    issues: list[Issue] = []
+    records: dict[str, tuple[str, Record]] = {}
+    nfiles = 0
+    for path, data in files:
+        nfiles += 1
+        record, _ = _parse(path, data, issues)
+        if record is None:
+            continue
+        if record.id in records:
+            first = records[record.id][0]
+            issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {first}", "id"))
+            continue
+        other = (other_ids or {}).get(record.id)
+        if other is not None and other != path:
+            issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {other}", "id"))
+        records[record.id] = (path, record)
+    others = dict(other_ids or {})
+
+    def exists(rid: str) -> bool:
+        return rid in records or rid in others
+
+    def get(rid: str) -> Record | None:
+        if rid in records:
+            return records[rid][1]
+        if load_other is not None and rid in others:
+            return load_other(rid)
+        return None
+
+    for rid, (path, record) in sorted(records.items(), key=lambda kv: kv[1][0]):
+        _check_references(path, record, exists, get, issues)
+    _check_cycles(records, get, issues)
+    order = {"error": 0, "warning": 1, "note": 2}
+    issues.sort(key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
+    return CheckReport(tuple(issues), nfiles, len(records))
+
+
+def _check_references(path: str, record: Record, exists: Callable[[str], bool],
+                      get: Callable[[str], Record | None], issues: list[Issue]) -> None:
+    from am.records.links import parse_links
+
+    if isinstance(record, Fact):
+        for topic in record.topics:
+            if not exists(topic):
+                issues.append(Issue("warning", "unknown-topic", path, f"topic {topic!r} does not exist", "topics"))
+            else:
+                target = get(topic)
+                if target is not None and not isinstance(target, Topic):
+                    issues.append(Issue("error", "not-a-topic", path, f"{topic!r} is a {target.type}, not a topic",
+                                        "topics"))
+        _check_supersession(path, record, exists, get, issues)
+    elif isinstance(record, Relation):
+        for field, value in (("from", record.from_), ("to", record.to)):
+            if value and not exists(value):
+                issues.append(Issue("error", "missing-target", path, f"{field} names {value!r}, which does not exist",
+                                    field))
+    # A relation's own ends are already reported as missing targets.
+    ends = {record.from_, record.to} if isinstance(record, Relation) else set()
+    for link in parse_links(record.body):
+        if link.vault is None and link.target and not exists(link.target) and link.target not in ends:
+            issues.append(Issue("warning", "dangling-link", path, f"[[{link.target}]] links to no record",
+                                "body", link.line))
+
+
+def _check_supersession(path: str, fact: Fact, exists: Callable[[str], bool],
+                        get: Callable[[str], Record | None], issues: list[Issue]) -> None:
+    for old_id in fact.supersedes:
+        if not exists(old_id):
+            issues.append(Issue("error", "missing-target", path, f"supersedes {old_id!r}, which does not exist",
+                                "supersedes"))
+            continue
+        old = get(old_id)
+        if isinstance(old, Fact) and old.superseded_by != fact.id:
+            issues.append(Issue("error", "half-supersession", path,
+                                f"supersedes {old_id!r}, but that fact's superseded_by is "
+                                f"{old.superseded_by!r}; set superseded_by: {fact.id} there",
+                                "supersedes"))
+    if fact.superseded_by:
+        new = get(fact.superseded_by)
+        if not exists(fact.superseded_by):
+            issues.append(Issue("error", "half-supersession", path,
+                                f"superseded_by names {fact.superseded_by!r}, which does not exist",
+                                "superseded_by"))
+        elif isinstance(new, Fact) and fact.id not in new.supersedes:
+            issues.append(Issue("error", "half-supersession", path,
+                                f"superseded_by {fact.superseded_by!r}, but that fact does not list "
+                                f"{fact.id!r} in supersedes", "superseded_by"))
+    elif fact.status == "superseded":
+        issues.append(Issue("warning", "half-supersession", path,
+                            "status is superseded but superseded_by is not set", "superseded_by"))
+
+
+def _check_cycles(records: Mapping[str, tuple[str, Record]], get: Callable[[str], Record | None],
+                  issues: list[Issue]) -> None:
+    """Report every supersede cycle once (a fact that, step by step, supersedes itself)."""
+    def successors(rid: str) -> list[str]:
+        rec = records[rid][1] if rid in records else get(rid)
+        return list(rec.supersedes) if isinstance(rec, Fact) else []
+
+    state: dict[str, int] = {}
+    reported: set[frozenset[str]] = set()
+    for start in sorted(r for r, (_, rec) in records.items() if isinstance(rec, Fact)):
+        if state.get(start):
+            continue
+        stack: list[tuple[str, list[str]]] = [(start, successors(start))]
+        trail = [start]
+        state[start] = 1
+        while stack:
+            node, nexts = stack[-1]
+            if not nexts:
+                stack.pop()
+                trail.pop()
+                state[node] = 2
+                continue
+            nxt = nexts.pop()
+            if state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt):]
+                key = frozenset(cycle)
+                if key not in reported:
+                    reported.add(key)
+                    where = records[cycle[0]][0] if cycle[0] in records else cycle[0]
+                    issues.append(Issue("error", "supersede-cycle", where,
+                                        "supersede cycle: " + " -> ".join([*cycle, nxt]), "supersedes"))
+            elif not state.get(nxt):
+                state[nxt] = 1
+                trail.append(nxt)
+                stack.append((nxt, successors(nxt)))
+
+
+def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = None) -> CheckReport:
+    """Check a vault's work tree: every record file, or only ``paths`` against the rest.
+
+    With ``paths``, the other files count by file name (cheap) and are read
+    only when a supersession must be checked from both ends.
+    """
+    root = vault.root
+    all_paths = [str(p) for p in vault.iter_record_paths()]
+    if paths is None:
+        chosen = all_paths
+        others: dict[str, str] = {}
+    else:
+        wanted = {str(p) for p in paths}
+        chosen = [p for p in all_paths if p in wanted]
+        others = {PurePosixPath(p).stem: p for p in all_paths if p not in wanted}
+
+    def files() -> Iterable[tuple[str, bytes]]:
+        for p in chosen:
+            try:
+                yield p, (root / p).read_bytes()
+            except OSError as err:
+                yield p, f"unreadable: {err}".encode()
+
+    def load_other(rid: str) -> Record | None:
+        try:
+            rec: Record = vault.read_path(PurePosixPath(others[rid]))
+            return rec
+        except (InvalidRecordError, KeyError, OSError):
+            return None
+
+    return check_texts(files(), other_ids=others, load_other=load_other)

@@ -1,0 +1,400 @@
+"""Git hooks: install, uninstall, and what each hook does when Git runs it.
+
+Every installed hook is a one-line shim that runs the *installed* am (the
+interpreter and package that ran ``am hooks install``, in isolated mode so the
+current folder is never on ``sys.path``) — never code from the vault. A hook
+that was already there is moved to ``.git/am/hooks-chained/`` and run after
+am's own work; ``am hooks uninstall`` puts it back.
+
+Vault hooks: ``pre-commit`` refuses staged records that break the format or
+carry a credential; ``post-commit``, ``post-merge``, ``post-checkout`` and
+``post-rewrite`` bring the cache up to date and print lint warnings. Code
+repository hooks: ``post-commit`` and ``post-merge`` mark the facts that watch
+the changed paths ``pending-review`` (see ``am.worlds.stale``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, TextIO
+
+from am.errors import UsageError
+from am.records.ids import RECORD_DIRS
+
+__all__ = [
+    "VAULT_HOOKS",
+    "CODE_HOOKS",
+    "MARKER",
+    "HookAction",
+    "am_command",
+    "render_shim",
+    "install_hooks",
+    "uninstall_hooks",
+    "run_vault_hook",
+    "run_code_hook",
+    "run_chained",
+    "refresh_cache",
+]
+
+VAULT_HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
+CODE_HOOKS = ("post-commit", "post-merge")
+MARKER = "# am-hook: installed by `am hooks install`; a hook it replaced is kept in .git/am/hooks-chained/"
+_RECORD_TOPS = tuple(RECORD_DIRS.values())
+
+
+@dataclass(frozen=True)
+class HookAction:
+    """What install or uninstall did to one hook file."""
+
+    name: str
+    path: str
+    action: str  # installed, updated, chained, restored, removed, kept
+
+
+def am_command() -> list[str]:
+    """Return the argv prefix that runs this installation of am, independent of the current folder."""
+    import am
+
+    package_parent = Path(am.__file__).resolve().parent.parent
+    site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    python = str(Path(sys.executable).absolute())
+    if package_parent in site:
+        return [python, "-I", "-m", "am.cli.main"]
+    # A source checkout: put exactly that folder on the path, nothing else.
+    code = f"import sys; sys.path.insert(0, {str(package_parent)!r}); from am.cli.main import main; main()"
+    return [python, "-I", "-c", code]
+
+
+def render_shim(args: Sequence[str]) -> str:
+    """Return the text of a hook that runs ``am <args> "$@"``."""
+    words = " ".join(shlex.quote(w) for w in [*am_command(), *args])
+    return f"#!/bin/sh\n{MARKER}\nexec {words} \"$@\"\n"
+
+
+def _is_ours(path: Path) -> bool:
+    try:
+        return MARKER in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def _hooks_dir(root: Path) -> tuple[Path, Path]:
+    """Return (hooks folder Git runs, am's folder in the git dir) for a repository."""
+    from am.git import GitStore
+
+    store = GitStore.open(root)
+    configured = store.config_value("core.hooksPath")
+    if configured:
+        hooks = Path(configured).expanduser()
+        if not hooks.is_absolute():
+            hooks = store.root / hooks
+        try:
+            hooks.resolve().relative_to(store.root)
+        except ValueError:
+            pass
+        else:
+            # Hook files there are versioned content; am neither moves nor writes them.
+            raise UsageError(f"core.hooksPath points inside the repository ({configured})",
+                             hint="point it outside (or unset it: git config --unset core.hooksPath), "
+                                  "then run am hooks install again")
+    else:
+        hooks = store.gitdir / "hooks"
+    return hooks, store.gitdir / "am"
+
+
+def _check_not_inside(package: Path, root: Path) -> None:
+    try:
+        package.resolve().relative_to(root.resolve())
+    except ValueError:
+        return
+    raise UsageError(f"the am that would run the hooks lives inside {root}",
+                     hint="install am outside the repository (pip install am) and run am hooks install again")
+
+
+def install_hooks(root: Path, *, names: Sequence[str], args_for: Callable[[str], list[str]]) -> list[HookAction]:
+    """Install am's shim for each hook name, chaining any hook already there."""
+    import am
+
+    _check_not_inside(Path(am.__file__).parent, root)
+    hooks, am_dir = _hooks_dir(root)
+    chained = am_dir / "hooks-chained"
+    hooks.mkdir(parents=True, exist_ok=True)
+    actions = []
+    for name in names:
+        target = hooks / name
+        action = "installed"
+        if target.exists() or target.is_symlink():
+            if _is_ours(target):
+                action = "updated"
+            else:
+                chained.mkdir(parents=True, exist_ok=True)
+                keep = chained / name
+                n = 1
+                while keep.exists():
+                    keep = chained / f"{name}.{n}"
+                    n += 1
+                os.replace(target, keep)
+                action = "chained"
+        tmp = target.with_name(f".{name}.am-tmp")
+        tmp.write_text(render_shim(args_for(name)), encoding="utf-8")
+        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH | stat.S_IRUSR)
+        os.replace(tmp, target)
+        actions.append(HookAction(name, str(target), action))
+    return actions
+
+
+def uninstall_hooks(root: Path, *, names: Sequence[str]) -> list[HookAction]:
+    """Remove am's shims and put back the hooks they replaced."""
+    hooks, am_dir = _hooks_dir(root)
+    chained = am_dir / "hooks-chained"
+    actions = []
+    for name in names:
+        target = hooks / name
+        kept = chained / name
+        if target.exists() and not _is_ours(target):
+            actions.append(HookAction(name, str(target), "kept"))
+            continue
+        if target.exists():
+            target.unlink()
+            action = "removed"
+        else:
+            action = "absent"
+        if kept.exists():
+            os.replace(kept, target)
+            action = "restored"
+        if action != "absent":
+            actions.append(HookAction(name, str(target), action))
+    return actions
+
+
+def run_chained(gitdir: Path, name: str, args: Sequence[str], stdin: bytes | None) -> int:
+    """Run the hook am replaced (if any) with the same arguments and input; return its exit code."""
+    hook = gitdir / "am" / "hooks-chained" / name
+    if not hook.is_file() or not os.access(hook, os.X_OK):
+        return 0
+    proc = subprocess.run([str(hook), *args], input=stdin or b"")
+    return proc.returncode
+
+
+def refresh_cache(vault: Any) -> str | None:
+    """Bring the vault's cache up to date, if this am has one; return a warning on failure."""
+    opener = getattr(vault, "cache", None)
+    if not callable(opener):
+        return None
+    try:
+        # The vault's own handle: a second one in this process would only contend for the cache's lock.
+        index = opener()
+        if index is not None:
+            index.refresh()
+    except ImportError:
+        return None
+    except Exception as err:  # the cache is disposable; a failure must not break a commit
+        return f"could not update the cache ({err}); the next am command rebuilds it"
+    return None
+
+
+# ---------------------------------------------------------------- what the vault hooks do
+
+
+def _is_record_path(path: str) -> bool:
+    return path.endswith(".md") and path.split("/", 1)[0] in _RECORD_TOPS and "/." not in "/" + path
+
+
+def _secret_findings(path: str, data: bytes) -> list[str]:
+    """Return descriptions of suspected credentials in a record file, like the am write path sees them."""
+    from am.errors import InvalidRecordError
+    from am.records.model import Fact, Relation, Topic
+    from am.records.codec import decode_record_bytes, parse_record
+    from am.records.secrets import scan_fields, scan_text
+
+    try:
+        text = decode_record_bytes(data, path=path)
+    except InvalidRecordError:
+        return []
+    try:
+        record = parse_record(text, path)
+    except InvalidRecordError:
+        findings = scan_text(text, field="file")
+    else:
+        fields: dict[str, object] = {"body": record.body}
+        if isinstance(record, Topic):
+            fields.update(title=record.title, aliases=list(record.aliases))
+        if isinstance(record, (Fact, Relation)) and record.reason:
+            fields["reason"] = record.reason
+        fields.update(record.extra)
+        findings = scan_fields(fields)
+    return [f"{path}: {f.describe()}" for f in findings]
+
+
+def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: TextIO) -> int:
+    """Check the staged record files; return 1 (refuse the commit) on errors or suspected secrets."""
+    from am.upkeep.check import check_texts
+
+    staged = {p: oid for p, oid in store.staged_entries(index_file).items() if _is_record_path(p)}
+    head = dict(store.tree_files(list(_RECORD_TOPS)))
+    changed = sorted(p for p, oid in staged.items() if head.get(p) != oid)
+    deleted = sorted(p for p in head if p not in staged)
+    if not changed and not deleted:
+        return 0
+    others = {PurePosixPath(p).stem: p for p in staged if p not in set(changed)}
+
+    def load_other(rid: str) -> Any:
+        from am.records.codec import decode_record_bytes, parse_record
+
+        path = others[rid]
+        try:
+            return parse_record(decode_record_bytes(store.read_object(staged[path]), path=path), path)
+        except Exception:
+            return None
+
+    blobs = {p: store.read_object(staged[p]) for p in changed}
+    report = check_texts(((p, blobs[p]) for p in changed), other_ids=others, load_other=load_other)
+    refused = [i.describe() for i in report.errors]
+    if not allow_secrets:
+        for p in changed:
+            refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
+    renamed_ids = {PurePosixPath(p).stem for p in changed}
+    for p in deleted:
+        if PurePosixPath(p).stem not in renamed_ids:
+            out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
+                      "but Git history keeps it\n")
+    if refused:
+        # Warnings ride along with a refusal; on success post-commit prints them once.
+        for issue in report.warnings:
+            out.write(f"am: {issue.describe()}\n")
+        out.write("am: commit refused; the staged records break the vault's format:\n")
+        for line in refused:
+            out.write(f"  {line}\n")
+        out.write("fix those files and `git add` them again. A secret that is not one: "
+                  "AM_ALLOW_SECRET=1 git commit ...\n")
+        return 1
+    return 0
+
+
+def _rev(store: Any, rev: str) -> str | None:
+    from am.errors import GitError
+
+    try:
+        return str(store.resolve(rev))
+    except GitError:
+        return None
+
+
+def _changed_between(store: Any, old: str | None, new: str | None) -> list[str]:
+    if new is None:
+        return []
+    if old is None or set(old) == {"0"}:
+        return [p for p, _ in store.tree_files(list(_RECORD_TOPS), commit=new)]
+    return [p for p, blob in store.diff_paths(old, new) if blob is not None]
+
+
+def post_change_paths(store: Any, name: str, args: Sequence[str], stdin: bytes) -> list[str]:
+    """Return the record files a post-* hook's change touched (that still exist)."""
+    head = store.head()
+    paths: list[str] = []
+    if name == "post-commit":
+        if head is not None:
+            paths = [p for p, blob in store.changed_files(head) if blob is not None]
+    elif name == "post-merge":
+        paths = _changed_between(store, _rev(store, "ORIG_HEAD"), head)
+    elif name == "post-checkout":
+        if len(args) >= 2:
+            paths = _changed_between(store, args[0], args[1])
+    elif name == "post-rewrite":
+        for line in stdin.decode("utf-8", "replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 2:
+                try:
+                    paths += [p for p, blob in store.changed_files(parts[1]) if blob is not None]
+                except Exception:
+                    continue
+    return sorted({p for p in paths if _is_record_path(p)})
+
+
+def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: TextIO) -> int:
+    """Refresh the cache and print lint warnings for the records a commit, merge or checkout changed."""
+    from am.upkeep.check import check_vault
+
+    problem = refresh_cache(vault)
+    if problem:
+        out.write(f"am: warning: {problem}\n")
+    paths = [p for p in post_change_paths(vault.store, name, args, stdin) if (vault.root / p).is_file()]
+    if paths:
+        report = check_vault(vault, paths=paths)
+        for issue in report.issues:
+            if issue.severity != "note":
+                out.write(f"am: {issue.describe()}\n")
+    return 0
+
+
+def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, out: TextIO) -> int:
+    """Run one vault hook in the repository at ``cwd``, then the hook it replaced."""
+    from am.errors import AmError, NotAVaultError
+    from am.git import GitStore
+    from am.vault import Vault
+
+    if name not in VAULT_HOOKS:
+        raise UsageError(f"unknown hook {name!r}; am handles: {', '.join(VAULT_HOOKS)}")
+    try:
+        store = GitStore.open(cwd)
+    except NotAVaultError as err:
+        out.write(f"am: {err}\n")
+        return 0
+    code = 0
+    try:
+        if name == "pre-commit":
+            index_file = os.environ.get("GIT_INDEX_FILE")
+            if index_file and not os.path.isabs(index_file):
+                index_file = str(cwd / index_file)
+            allow = os.environ.get("AM_ALLOW_SECRET", "") not in ("", "0")
+            code = pre_commit(store, index_file=index_file, allow_secrets=allow, out=out)
+        else:
+            try:
+                vault = Vault.open(cwd)
+            except NotAVaultError:
+                vault = None
+            if vault is not None:
+                with vault:
+                    post_change(vault, name, args, stdin, out)
+    except AmError as err:
+        out.write(f"am: {name}: {err}\n")
+        code = 1 if name == "pre-commit" else 0
+    if code:
+        return code
+    return run_chained(store.gitdir, name, args, stdin)
+
+
+def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str | None, repo: str,
+                  stdin: bytes, out: TextIO) -> int:
+    """Run a code-repository hook: mark the facts watching the changed paths, then the chained hook."""
+    from am.errors import AmError
+    from am.git import GitStore
+    from am.worlds.stale import mark_stale
+    from am.vault import Vault
+
+    store = GitStore.open(cwd)
+    head = store.head()
+    since: str | None = None
+    if name == "post-merge":
+        since = _rev(store, "ORIG_HEAD")
+    elif head is not None:
+        parents = store.commit_info(head).parents
+        since = parents[0] if parents else None
+    try:
+        with Vault.open(vault_where, actor="am-watch") as vault:
+            result = mark_stale(vault, code_root=store.root, repo=repo, since=since, until=head,
+                                remember=True)
+        if result.marked:
+            out.write(f"am: {len(result.marked)} facts of {repo} are now pending-review "
+                      f"(vault commit {str(result.commit)[:10]}): {', '.join(result.marked)}\n")
+    except AmError as err:
+        out.write(f"am: {name}: could not check watched paths: {err}\n")
+    return run_chained(store.gitdir, name, args, stdin)

@@ -1,0 +1,340 @@
+"""Recovery: am commits a branch lost, and the debris of interrupted writes.
+
+``find_lost`` lists am commits that no branch reaches any more (a ``git reset
+--hard``, a bad rebase): the reflogs first, then every object in the database.
+``restore`` replays each one on the current branch as a new commit — a
+cherry-pick made with a three-way tree merge, so history is never rewritten and
+the original message, author and trailers are kept, plus ``Am-Restored-From``.
+
+``diagnose`` / ``repair`` are ``am doctor``: stale Git locks, am's temp files,
+orphan record files left by a write that was killed before its commit, Git
+index entries a killed write did not update, the cache, and a branch that moved
+backwards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from am.errors import AmError, ConflictError, InvalidRecordError
+from am.records.ids import RECORD_DIRS
+
+__all__ = ["LostCommit", "Restored", "Finding", "find_lost", "restore", "diagnose", "repair"]
+
+_TOPS = tuple(RECORD_DIRS.values())
+_TEMP = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.tmp$")
+_INDEX_TEMP = re.compile(r"^index\.(?P<pid>\d+)\.tmp$")
+_QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/git/spool.py
+
+
+@dataclass(frozen=True)
+class LostCommit:
+    """An am commit no branch reaches any more."""
+
+    commit: str
+    found_by: str
+    time: str
+    actor: str
+    op: str
+    records: tuple[str, ...]
+    subject: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the lost commit."""
+        return {"commit": self.commit, "found_by": self.found_by, "time": self.time, "actor": self.actor,
+                "op": self.op, "records": list(self.records), "subject": self.subject}
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What restoring one lost commit did: the new commit, or why there is none."""
+
+    lost: str
+    commit: str | None
+    outcome: str  # restored, already-present, conflict
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the outcome."""
+        return {"lost": self.lost, "commit": self.commit, "outcome": self.outcome, "detail": self.detail}
+
+
+def _restored_ids(store: Any) -> set[str]:
+    out = set()
+    for info in store.walk():
+        for key, value in info.trailers():
+            if key == "Am-Restored-From":
+                out.add(value.strip())
+    return out
+
+
+def find_lost(vault: Any, *, scan_objects: bool = True) -> list[LostCommit]:
+    """Return am commits that no branch reaches and that were not restored yet, oldest first."""
+    from am.upkeep.audit import entry_of
+
+    store = vault.store
+    done = _restored_ids(store)
+    head = store.head()
+    head_tree = store.tree_id(head)
+    out = []
+    for info, how in store.lost_commits(scan_objects=scan_objects):
+        if info.id in done:
+            continue
+        entry = entry_of(store, info)
+        if entry.manual:
+            continue
+        try:
+            # Its change may be on the branch already (a killed write whose files doctor committed).
+            if head is not None and store.pick_tree(info.id, head) == head_tree:
+                continue
+        except ConflictError:
+            pass
+        out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records, info.subject))
+    return out
+
+
+def _restore_message(message: str, lost: str) -> str:
+    text = message.rstrip("\n")
+    return f"{text}\nAm-Restored-From: {lost}\n"
+
+
+def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
+    """Replay lost am commits on the current branch, oldest first, each as one new commit."""
+    store = vault.store
+    results = []
+    with store.write_lock(op="recover"):
+        for item in lost:
+            info = store.commit_info(item.commit)
+            try:
+                new = store.commit_tree(lambda tip, c=item.commit: store.pick_tree(c, tip),
+                                        message=_restore_message(info.message, item.commit),
+                                        author=(info.author, info.email), committer=vault._committer())
+            except ConflictError as err:
+                results.append(Restored(item.commit, None, "conflict", str(err)))
+                continue
+            if new is None:
+                results.append(Restored(item.commit, None, "already-present"))
+                continue
+            touched = [PurePosixPath(p) for p, _ in store.changed_files(new)]
+            vault._after_write(new, touched)
+            results.append(Restored(item.commit, new, "restored"))
+    return results
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing am doctor noticed."""
+
+    kind: str
+    path: str
+    message: str
+    fixable: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the finding."""
+        return {"kind": self.kind, "path": self.path, "message": self.message, "fixable": self.fixable}
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
+    """Return the bytes of a work-tree record file am may commit, or None and why not."""
+    from am.upkeep.hooks import _secret_findings
+    from am.records.codec import decode_record_bytes, parse_record, render_record
+    from am.records.schemas import check_record
+
+    try:
+        data = (vault.root / path).read_bytes()
+        text = decode_record_bytes(data, path=path)
+        record = parse_record(text, path)
+        check_record(record, path=path)
+    except (OSError, InvalidRecordError) as err:
+        return None, f"not a valid record ({err})"
+    if PurePosixPath(path).stem != record.id:
+        return None, "its id does not match its file name"
+    if render_record(record) != text:
+        # Only am's canonical form can be a write am itself was making.
+        return None, "not in am's canonical form, so it looks like a person's edit"
+    if _secret_findings(path, data):
+        return None, "it looks like it holds a credential"
+    return data, ""
+
+
+def _candidates(vault: Any) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    store = vault.store
+    head = dict(store.tree_files(list(_TOPS)))
+    staged = store.staged_entries()
+    status = store.work_tree_status()
+    return head, staged, status
+
+
+def diagnose(vault: Any) -> list[Finding]:
+    """Return what is wrong with the vault's repository and work tree; change nothing.
+
+    Lost commits count only when a reflog shows the branch once held them: an
+    unreachable commit found by scanning objects may be a write that failed
+    before it moved the branch, so only ``am recover`` lists those.
+    """
+    from am.git import hash_blob
+
+    store = vault.store
+    findings: list[Finding] = []
+    stale_after = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
+    for lock, age in store.git_locks():
+        stale = age >= stale_after
+        findings.append(Finding(
+            "stale-lock" if stale else "lock", str(lock),
+            f"Git lock file, {age:.0f} s old" + ("; no git command should hold a lock this long" if stale
+                                                 else "; a git command may be running"),
+            stale,
+        ))
+    am_dir = store.gitdir / "am"
+    if am_dir.is_dir():
+        for tmp in am_dir.iterdir():
+            m = _INDEX_TEMP.match(tmp.name)
+            if m and not _pid_alive(int(m["pid"])):
+                findings.append(Finding("temp-file", str(tmp), "temporary index of a killed am process", True))
+        queue = am_dir / "queue"
+        for item in sorted(queue.iterdir()) if queue.is_dir() else ():
+            m = _QUEUED.match(item.name)
+            if m and not _pid_alive(int(m["pid"])):
+                findings.append(Finding("temp-file", str(item), "queued write of a killed am process", True))
+    head, staged, status = _candidates(vault)
+    for path in sorted(status):
+        p = PurePosixPath(path)
+        m = _TEMP.match(p.name)
+        if m and p.parts and p.parts[0] in _TOPS:
+            if not _pid_alive(int(m["pid"])):
+                findings.append(Finding("temp-file", path, "half-written file of a killed am process", True))
+            continue
+        if not (p.parts and p.parts[0] in _TOPS and p.suffix == ".md"):
+            continue
+        full = vault.root / path
+        on_disk = hash_blob(full.read_bytes()) if full.is_file() else None
+        in_head = head.get(path)
+        in_index = staged.get(path)
+        if on_disk is not None and on_disk == in_head:
+            if in_index != in_head:
+                findings.append(Finding("index-drift", path,
+                                        "committed, but Git's index does not have it (a write was killed "
+                                        "before it updated the index)", True))
+            continue
+        if on_disk is None:
+            if in_head is not None:
+                findings.append(Finding("missing", path, "committed but deleted from the work tree; "
+                                        "restore it with: git checkout -- " + path, False))
+            continue
+        data, why = _orphan_data(vault, path)
+        if in_index not in (None, in_head, on_disk):
+            data, why = None, "it has staged changes of its own"
+        if data is not None:
+            findings.append(Finding("orphan", path, ("new" if in_head is None else "changed")
+                                    + " record file not committed (a write killed before its commit, "
+                                    "or a note not committed yet)", True))
+        else:
+            findings.append(Finding("uncommitted", path, f"uncommitted edit left alone: {why}", False))
+    findings += _cache_findings(vault)
+    try:
+        lost = find_lost(vault, scan_objects=False)
+    except AmError as err:
+        findings.append(Finding("history", "", f"could not read the reflog: {err}", False))
+        lost = []
+    if lost:
+        findings.append(Finding("branch-moved-back", store.head_ref(),
+                                f"{len(lost)} am commits are no longer on any branch "
+                                f"(first: {lost[0].commit[:10]} {lost[0].subject}); am recover --apply restores them",
+                                True))
+    return findings
+
+
+def _cache_findings(vault: Any) -> list[Finding]:
+    """Open the cache, which checks it and rebuilds it when it is corrupt; report a rebuild."""
+    opener = getattr(vault, "cache", None)
+    if not callable(opener):
+        return []
+    try:
+        index = opener()
+    except ImportError:
+        return []
+    except Exception as err:  # the cache is disposable; report and let the next command rebuild it
+        return [Finding("cache", ".am/cache", f"the cache could not be opened: {err}", True)]
+    if index is None:
+        return [Finding("cache", ".am/cache", "the cache cannot be used; am reads the files instead", True)]
+    rebuilt = getattr(index, "rebuilt", None)
+    if rebuilt and rebuilt != "missing":
+        return [Finding("cache-rebuilt", ".am/cache", f"the cache was {rebuilt}; moved aside and rebuilt", False)]
+    return []
+
+
+def repair(vault: Any) -> list[str]:
+    """Fix what ``diagnose`` finds that is safe to fix; return what was done, one line each."""
+    from am.git import Change
+
+    store = vault.store
+    done: list[str] = []
+    with store.write_lock(op="doctor"):
+        for lock in store.clear_stale_git_locks():
+            done.append(f"moved stale lock aside: {lock}")
+        findings = diagnose(vault)
+        drift = [PurePosixPath(f.path) for f in findings if f.kind == "index-drift"]
+        if drift:
+            store.stage_paths(drift)
+            done.append(f"updated Git's index for {len(drift)} committed files")
+        for f in findings:
+            if f.kind == "temp-file":
+                try:
+                    os.unlink(vault.root / f.path)  # an absolute path stays absolute
+                    done.append(f"removed {f.path}")
+                except FileNotFoundError:
+                    pass
+        orphans = [f.path for f in findings if f.kind == "orphan"]
+        if orphans:
+            changes = []
+            ids = []
+            for path in orphans:
+                data, _ = _orphan_data(vault, path)
+                if data is None:
+                    continue
+                changes.append(Change(PurePosixPath(path), data, base=store.blob_id(path)))
+                ids.append(PurePosixPath(path).stem)
+            if changes:
+                message = vault._message("doctor", "adopt", ids,
+                                         subject=f"doctor: commit {len(changes)} record files left uncommitted")
+                commit = store.commit(changes, message=message, author=vault._author(),
+                                      committer=vault._committer())
+                vault._after_write(commit, [c.path for c in changes])
+                done.append(f"committed {len(changes)} orphan record files in {commit[:10]}: {', '.join(ids)}")
+    if any(f.kind == "cache" for f in findings):
+        done += _rebuild_cache(vault)
+    if any(f.kind == "branch-moved-back" for f in findings):
+        results = restore(vault, find_lost(vault, scan_objects=False))
+        ok = [r for r in results if r.outcome == "restored"]
+        done.append(f"restored {len(ok)} of {len(results)} lost am commits")
+        done += [f"could not restore {r.lost[:10]}: {r.detail}" for r in results if r.outcome == "conflict"]
+    return done
+
+
+def _rebuild_cache(vault: Any) -> list[str]:
+    opener = getattr(vault, "cache", None)
+    try:
+        index = opener() if callable(opener) else None
+        if index is None:
+            return []
+        index.rebuild()
+    except Exception as err:  # report; the truth is the files, never the cache
+        return [f"could not rebuild the cache: {err}"]
+    return ["rebuilt the cache"]

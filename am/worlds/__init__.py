@@ -1,0 +1,13 @@
+"""Worlds: which records hold in a (repo, branch, commit, time), and why.
+
+Floor 4. ``rules`` judges one record in a world (status, repo, ancestry or
+branch name, valid time, supersession); ``ancestry`` reads the code
+repository's commit graph through a registered clone and caches it;
+``here`` finds the world of the current checkout; ``stale`` tells which facts
+a code commit makes stale.
+
+May import: ``am.errors``, ``am.clock``, ``am.registry``, ``am.records``,
+``am.git``, ``am.cache``.
+Must not import: ``am.packs``, ``am.upkeep``, ``am.vault`` (take the
+``VaultReader`` protocol instead), doors.
+"""

@@ -1,0 +1,286 @@
+"""The world of a slice: which code repository, branch and commit, and which rule decides.
+
+``setup_world`` turns ``--repo/--branch/--commit`` into a ``World`` and an
+ancestry oracle read from the registered local clone (through GitStore, the
+only pygit2 user). When there is no clone, or the branch or commit is not in
+it, it falls back to the branch-name rule and says why in ``notes``.
+
+The world's history is walked once and kept in memory per (clone, commit),
+and on disk in the vault's cache (``HistoryFiles``), so judging N facts costs
+one walk (or a short walk from a cached older tip) plus N set lookups.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from am.clock import now
+from am.errors import AmError
+from am.registry import Registry
+from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
+
+if TYPE_CHECKING:
+    from am.git import GitStore
+    from am.records.model import Record
+    from am.vault import Vault
+
+__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "now", "records_at"]
+
+log = logging.getLogger("am")
+
+_HISTORY_CACHE: dict[tuple[str, str], frozenset[str]] = {}
+_CACHE_LIMIT = 8
+_FILES_PER_CLONE = 8
+_SUFFIX = ".hist"
+_RESOLVED = "resolved.json"
+_RESOLVED_LIMIT = 20000
+_HEX = re.compile(r"[0-9a-fA-F]{4,40}")
+
+
+class HistoryFiles:
+    """Histories of commits kept on disk (in the vault's disposable cache), one file per commit.
+
+    A commit's ancestors never change, so a file named by the commit is valid
+    for ever. When a branch moves on, the new history is the cached history of
+    an older tip plus a short walk from the new tip down to it.
+    """
+
+    def __init__(self, folder: Path, store: GitStore) -> None:
+        import hashlib  # OpenSSL's start-up only when a registered clone's history is cached
+
+        self.store = store
+        self.folder = folder / hashlib.sha1(str(store.gitdir).encode()).hexdigest()[:16]
+
+    def _path(self, tip: str) -> Path:
+        return self.folder / f"{tip}{_SUFFIX}"
+
+    def load(self, tip: str) -> frozenset[str] | None:
+        """Return the cached history of a commit, or None."""
+        try:
+            data = self._path(tip).read_bytes()
+        except OSError:
+            return None
+        if len(data) % 20:
+            return None
+        history = frozenset(data[i:i + 20].hex() for i in range(0, len(data), 20))
+        return history if tip in history else None
+
+    def save(self, tip: str, history: frozenset[str]) -> None:
+        """Write a commit's history atomically, keeping the newest few files per clone."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = self.folder / f".{tip}.{os.getpid()}.tmp"
+            tmp.write_bytes(b"".join(bytes.fromhex(h) for h in sorted(history)))
+            os.replace(tmp, self._path(tip))
+            files = sorted(self.folder.glob(f"*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in files[_FILES_PER_CLONE:]:
+                old.unlink(missing_ok=True)
+        except OSError as err:  # a cache that cannot be written only costs time
+            log.warning("could not cache the history of %s: %s", tip[:12], err)
+
+    def load_resolved(self) -> dict[str, str]:
+        """Return the commit ids (and hex prefixes) already resolved in this clone: id -> full id."""
+        try:
+            data = json.loads((self.folder / _RESOLVED).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def save_resolved(self, found: dict[str, str]) -> None:
+        """Remember resolved commit ids: a commit, once in the clone, stays what its id names."""
+        try:
+            known = self.load_resolved()
+            known.update(found)
+            if len(known) > _RESOLVED_LIMIT:
+                known = dict(list(known.items())[-_RESOLVED_LIMIT:])
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp = self.folder / f".{_RESOLVED}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(known))
+            os.replace(tmp, self.folder / _RESOLVED)
+        except OSError as err:  # a cache that cannot be written only costs time
+            log.warning("could not cache resolved commits: %s", err)
+
+    def history(self, tip: str) -> frozenset[str]:
+        """Return the history of ``tip``: cached, extended from a cached ancestor, or walked."""
+        found = self.load(tip)
+        if found is not None:
+            return found
+        try:
+            files = sorted(self.folder.glob(f"*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:
+            files = []
+        for path in files[:3]:
+            base = path.name[: -len(_SUFFIX)]
+            if self.store.is_ancestor(base, tip):
+                older = self.load(base)
+                if older is not None:
+                    history = older | self.store.ancestors(tip, known=base)
+                    self.save(tip, history)
+                    return history
+        history = frozenset(self.store.ancestors(tip))
+        self.save(tip, history)
+        return history
+
+
+class CommitGraph:
+    """An ancestry oracle over one commit's history in a code repository."""
+
+    def __init__(self, store: GitStore, tip: str, *, cache_dir: Path | None = None) -> None:
+        self.store = store
+        self.tip = tip
+        # The disk cache holds the histories and the commit ids resolved in this clone.
+        self._files = HistoryFiles(cache_dir, store) if cache_dir is not None else None
+        key = (str(store.gitdir), tip)
+        history = _HISTORY_CACHE.get(key)
+        if history is None:
+            if self._files is not None:
+                history = self._files.history(tip)
+            else:
+                history = frozenset(store.ancestors(tip))
+            if len(_HISTORY_CACHE) >= _CACHE_LIMIT:
+                _HISTORY_CACHE.pop(next(iter(_HISTORY_CACHE)))
+            _HISTORY_CACHE[key] = history
+        self.history = history
+        self._resolved: dict[str, str | None] | None = None  # read on the first commit not in the history
+        self._sorted: list[str] | None = None
+
+    def contains(self, commit: str) -> bool | None:
+        """Return whether a commit (id, prefix, tag) is in the history; None if the clone lacks it."""
+        if commit in self.history:
+            return True
+        if self._resolved is None:
+            # Commit ids found in the clone before (kept on disk with the histories):
+            # asking Git again would import pygit2 in a read that needs nothing else from it.
+            self._resolved = dict(self._files.load_resolved()) if self._files is not None else {}
+        if commit not in self._resolved:
+            full = self._in_history(commit)
+            if full is None:
+                full = self.store.find_commit(commit)
+                # Only ids: a tag or branch name may move, an id never does.
+                if full is not None and self._files is not None and _HEX.fullmatch(commit):
+                    self._files.save_resolved({commit: full})
+            self._resolved[commit] = full
+        full = self._resolved[commit]
+        if full is None:
+            return None
+        return full in self.history
+
+    def _in_history(self, prefix: str) -> str | None:
+        """Return the one history commit a hex prefix names (bisect; no object lookups)."""
+        prefix = prefix.lower()
+        if len(prefix) < 4 or len(prefix) >= 40 or not all(c in "0123456789abcdef" for c in prefix):
+            return None
+        if self._sorted is None:
+            self._sorted = sorted(self.history)
+        i = bisect.bisect_left(self._sorted, prefix)
+        found = self._sorted[i] if i < len(self._sorted) and self._sorted[i].startswith(prefix) else None
+        if found is None or (i + 1 < len(self._sorted) and self._sorted[i + 1].startswith(prefix)):
+            return None  # absent or ambiguous here: let Git decide
+        return found
+
+
+@dataclass(frozen=True)
+class WorldSetup:
+    """A world, the oracle that judges commits in it, and how it was decided."""
+
+    world: World
+    oracle: CommitGraph | None
+    rule: str
+    notes: tuple[str, ...] = ()
+    clone: str | None = None
+    commit_source: str | None = None
+
+    @property
+    def history_size(self) -> int:
+        return 0 if self.oracle is None else len(self.oracle.history)
+
+
+def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | None, str | None]:
+    """Open the registered clone of a code repository; return (store, why not)."""
+    registry = registry or Registry.load()
+    path = registry.repos.get(name)
+    if path is None:
+        return None, f"repo {name} is not registered on this machine (register its clone: am repo add {name} PATH)"
+    from am.git import LazyStore
+
+    try:
+        # A warm slice reads the branch tip from the ref files and the history from the
+        # disk cache: pygit2 is imported only when a question needs the object store.
+        return LazyStore.open_code(Path(path).expanduser()), None
+    except AmError as err:
+        return None, f"the clone of {name} at {path} cannot be read ({err.message})"
+
+
+def _branch_tip(store: GitStore, branch: str) -> str | None:
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", f"refs/tags/{branch}"):
+        tip = store.find_commit(ref)
+        if tip is not None:
+            return tip
+    return None
+
+
+def _current_branch(store: GitStore) -> str | None:
+    try:
+        return store.head_ref().removeprefix("refs/heads/")
+    except AmError:
+        return None
+
+
+def setup_world(repo: str | None, branch: str | None = None, commit: str | None = None, *,
+                at: datetime | None = None, include_pending: bool = False,
+                registry: Registry | None = None, cache_dir: Path | None = None) -> WorldSetup:
+    """Build the world of a slice and its ancestry oracle, falling back to branch names."""
+    def world(b: str | None, c: str | None) -> World:
+        return World(repo=repo, branch=b, commit=c, at=at, include_pending=include_pending)
+
+    if repo is None:
+        return WorldSetup(world(branch, commit), None, RULE_NONE,
+                          ("no repo given: only records that name no repo hold",))
+    store, why = open_clone(repo, registry)
+    notes: list[str] = []
+    if store is not None:
+        if commit is not None:
+            tip, source = store.find_commit(commit), "given"
+            if tip is None:
+                why = f"commit {commit} is not in the clone at {store.root} (fetch it, or check the id)"
+        elif branch is not None:
+            tip, source = _branch_tip(store, branch), "branch tip"
+            if tip is None:
+                why = f"branch {branch} is not in the clone at {store.root} (fetch it, or check the name)"
+        else:
+            tip, source = store.head(), "HEAD of the clone"
+            branch = _current_branch(store)
+            if tip is None:
+                why = f"the clone at {store.root} has no commits"
+        if tip is not None:
+            oracle = CommitGraph(store, tip, cache_dir=cache_dir)
+            return WorldSetup(world(branch, tip), oracle, RULE_ANCESTRY, tuple(notes), str(store.root), source)
+    assert why is not None
+    notes.append(why)
+    if branch is None:
+        notes.append("no branch given: only records that name no branch hold")
+    return WorldSetup(world(branch, commit), None, RULE_BRANCH, tuple(notes))
+
+
+def records_at(vault: Vault, commit: str) -> Iterator[Record]:
+    """Yield the records in a vault commit's tree (record time: --as-of)."""
+    from am.errors import InvalidRecordError
+    from am.records.codec import decode_record_bytes, parse_record
+
+    store = vault.store
+    for path, blob in sorted(store.tree_files(["topics", "facts", "relations"], commit=commit)):
+        if not path.endswith(".md"):
+            continue
+        try:
+            yield parse_record(decode_record_bytes(store.read_object(blob), path=path), path)
+        except InvalidRecordError as err:
+            log.warning("skipping %s", err)
