@@ -11,10 +11,10 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from am.upkeep.authorship import Authorship
 from am.clock import now as _now
@@ -50,9 +50,12 @@ from am.records.model import (
 from am.records.codec import decode_record_bytes, parse_record, render_record
 from am.registry import Registry
 from am.records.schemas import check_record
-from am.records.writes import WriteResult, one_line, with_fresh_ids
+from am.records.writes import FactDraft, WriteResult, one_line, with_fresh_ids
 
-__all__ = ["Vault", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
+if TYPE_CHECKING:
+    from am.cache.index import Index
+
+__all__ = ["Vault", "FactDraft", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 
 log = logging.getLogger("am")
 
@@ -137,13 +140,13 @@ class Vault(Authorship):
         if cache is not None:
             cache.close()
 
-    def cache(self) -> Any:
+    def cache(self) -> Index | None:
         """Return the vault's cache (am/cache/index.py), brought up to date; None when it cannot be used."""
         from am.cache.index import open_cache
 
         return open_cache(self)
 
-    def _record_pairs(self, rtype: str) -> Any:
+    def _record_pairs(self, rtype: str) -> Iterable[tuple[PurePosixPath, Record]]:
         cache = self.cache()
         return cache.records(type=rtype) if cache is not None else self.iter_records()
 
@@ -205,7 +208,7 @@ class Vault(Authorship):
             found = cache.lookup(record_id)
             for broken in cache.invalid_paths(record_id) if found is None else ():
                 self.read_path(broken)
-            return found  # type: ignore[no-any-return]
+            return found
         for guess in self._guess_paths(record_id):
             if (self.root / guess).is_file() and self.read_path(guess).id == record_id:
                 return guess
@@ -405,56 +408,49 @@ class Vault(Authorship):
             created.append((record_path("topic", t, None), topic))
         return created
 
-    def _new_fact(self, text: str, *, topics: Sequence[str], id: str | None, confidence: str,
-                  provenance: str | None, repo: str | None, branch: str | None, commit: str | None,
-                  paths: Sequence[str], valid_from: str | None, valid_until: str | None,
-                  tags: Sequence[str], pin: bool, axis: str | None, supersedes: Sequence[str] = ()) -> Fact:
-        if not text.strip():
+    def _new_fact(self, draft: FactDraft, *, supersedes: Sequence[str] = ()) -> Fact:
+        if not draft.text.strip():
             raise UsageError("the fact's text is empty", hint="say it in one to three sentences")
+        confidence = draft.confidence or "medium"
         if confidence not in CONFIDENCES:
             raise InvalidRecordError(f"must be one of: {', '.join(CONFIDENCES)}", field="confidence")
         now = _now()
-        fid = check_id(id) if id else new_fact_id(now)
+        fid = check_id(draft.id) if draft.id else new_fact_id(now)
+        axis = draft.axis
         if axis is None:
-            axis = "subject" if (repo or commit) else ("time" if (valid_from or valid_until) else None)
-        fact = Fact(
-            id=fid, topics=tuple(dict.fromkeys(topics)), body=_body(text), confidence=confidence,
-            provenance=provenance or (f"session:{self.actor}" if self.actor != "am" else "human"),
-            repo=repo, version=branch, commit=commit, axis=axis, created=format_timestamp(now),
-            valid_from=valid_from, valid_until=valid_until, supersedes=tuple(supersedes),
-            paths=tuple(paths), tags=tuple(tags), pinned=pin,
+            axis = ("subject" if (draft.repo or draft.commit)
+                    else ("time" if (draft.valid_from or draft.valid_until) else None))
+        return Fact(
+            id=fid, topics=tuple(dict.fromkeys(draft.topics)), body=_body(draft.text), confidence=confidence,
+            provenance=draft.provenance or (f"session:{self.actor}" if self.actor != "am" else "human"),
+            repo=draft.repo, version=draft.branch, commit=draft.commit, axis=axis, created=format_timestamp(now),
+            valid_from=draft.valid_from, valid_until=draft.valid_until, supersedes=tuple(supersedes),
+            paths=draft.paths, tags=draft.tags, pinned=draft.pin,
         )
-        return fact
 
-    def add_fact(self, text: str, *, topics: Sequence[str], id: str | None = None, confidence: str = "medium",
-                 provenance: str | None = None, repo: str | None = None, branch: str | None = None,
-                 commit: str | None = None, paths: Sequence[str] = (), valid_from: str | None = None,
-                 valid_until: str | None = None, tags: Sequence[str] = (), pin: bool = False,
-                 axis: str | None = None, create_topics: bool = False,
-                 allow_secrets: bool = False) -> WriteResult:
-        """Add a fact about one or more topics, in one commit (with any topics it creates)."""
-        new_topics = self._check_topics(topics, create=create_topics)
-        if id:
-            self._ensure_new(check_id(id))
+    def add_fact(self, draft: FactDraft | str, /, *, create_topics: bool = False, allow_secrets: bool = False,
+                 **fields: Any) -> WriteResult:
+        """Add a fact about one or more topics, in one commit (with any topics it creates).
+
+        ``draft`` is a ``FactDraft``, or the fact's text with the draft's fields as keywords.
+        """
+        draft = FactDraft.of(draft, fields)
+        new_topics = self._check_topics(draft.topics, create=create_topics)
+        if draft.id:
+            self._ensure_new(check_id(draft.id))
 
         def attempt() -> WriteResult:
-            fact = self._new_fact(text, topics=topics, id=id, confidence=confidence, provenance=provenance,
-                                  repo=repo, branch=branch, commit=commit, paths=paths, valid_from=valid_from,
-                                  valid_until=valid_until, tags=tags, pin=pin, axis=axis)
+            fact = self._new_fact(draft)
             path = record_path("fact", fact.id, fact.created)
             items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None)]
             items += [(p, t, None) for p, t in new_topics]
             return self._write(items, noun="fact", verb="add", ids=[fact.id] + [t.id for _, t in new_topics],
-                               summary=text, allow_secrets=allow_secrets)
+                               summary=draft.text, allow_secrets=allow_secrets)
 
-        return with_fresh_ids(attempt, generated=not id)
+        return with_fresh_ids(attempt, generated=not draft.id)
 
-    def supersede_fact(self, old_id: str, text: str, *, reason: str, topics: Sequence[str] = (),
-                       id: str | None = None, confidence: str | None = None, provenance: str | None = None,
-                       repo: str | None = None, branch: str | None = None, commit: str | None = None,
-                       paths: Sequence[str] = (), valid_from: str | None = None, valid_until: str | None = None,
-                       tags: Sequence[str] = (), pin: bool = False, axis: str | None = None,
-                       create_topics: bool = False, allow_secrets: bool = False) -> WriteResult:
+    def supersede_fact(self, old_id: str, draft: FactDraft | str, /, *, reason: str, create_topics: bool = False,
+                       allow_secrets: bool = False, **fields: Any) -> WriteResult:
         """Replace a fact with a new one, in one commit touching both files.
 
         The new fact inherits the old one's topics and world unless given. The old
@@ -462,24 +458,19 @@ class Vault(Authorship):
         repo, no narrower branch or later commit); otherwise it stays active and
         the supersession is resolved per world (DESIGN §5.6).
         """
+        draft = FactDraft.of(draft, fields)
         if not reason.strip():
             raise UsageError("a supersede needs a reason", hint="pass --reason 'what changed'")
         old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
-        new_topics = self._check_topics(topics or old.topics, create=create_topics)
-        if id:
-            self._ensure_new(check_id(id))
+        draft = draft.inheriting(old)
+        new_topics = self._check_topics(draft.topics, create=create_topics)
+        if draft.id:
+            self._ensure_new(check_id(draft.id))
 
         def attempt() -> WriteResult:
-            fact = self._new_fact(
-                text, topics=topics or old.topics, id=id, confidence=confidence or old.confidence,
-                provenance=provenance, repo=repo or old.repo, branch=branch or old.version,
-                commit=commit or old.commit, paths=paths or old.paths, valid_from=valid_from,
-                valid_until=valid_until, tags=tags or old.tags, pin=pin or old.pinned, axis=axis or old.axis,
-                supersedes=[old.id],
-            )
-            fact = replace(fact, reason=one_line(reason))
+            fact = replace(self._new_fact(draft, supersedes=[old.id]), reason=one_line(reason))
             holds_everywhere = (
                 fact.repo == old.repo
                 and (old.version is None or fact.version in (None, old.version))
@@ -493,7 +484,7 @@ class Vault(Authorship):
             return self._write(items, noun="fact", verb="supersede", ids=[fact.id, old.id], reason=reason,
                                subject=f"fact: supersede {old.id} -> {fact.id}", allow_secrets=allow_secrets)
 
-        return with_fresh_ids(attempt, generated=not id)
+        return with_fresh_ids(attempt, generated=not draft.id)
 
     def set_fact_status(self, fact_id: str, status: str, *, reason: str | None = None,
                         verb: str = "status") -> WriteResult:

@@ -41,7 +41,7 @@ def _users(library: str) -> set[str]:
             if any(name == library or name.startswith(library + ".") for name, _ in _imports(p))}
 
 
-def test_pygit2_only_in_gitstore() -> None:
+def test_pygit2_only_in_the_git_package() -> None:
     assert {m for m in _users("pygit2") if not m.startswith("am/git/")} == set()
 
 
@@ -83,3 +83,75 @@ def test_the_architecture_test_can_fail(tmp_path: Path) -> None:
     sample = tmp_path / "x.py"
     sample.write_text("import pygit2\ndef f():\n    import networkx\n")
     assert _imports(sample) == [("pygit2", True), ("networkx", False)]
+
+
+# The floors of am/, bottom to top (docs/architecture.md). A module may import only
+# floors below its own, or modules of its own package: lazily or under TYPE_CHECKING too.
+FLOORS = {
+    "am": 0, "errors": 0, "clock": 0,
+    "records": 1,
+    "git": 2,
+    "cache": 3, "registry": 3,
+    "worlds": 4,
+    "packs": 5,
+    "upkeep": 6,
+    "vault": 7,
+    "demo": 8,
+    "cli": 10,
+}
+DOOR = 9  # any other package (mcp, sync, sessions, io, ...): a door above the facade, beside the others
+
+
+def _unit(module: str) -> str:
+    """Return the floor unit of a dotted ``am`` module: its subpackage or top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "am"
+
+
+def _floor(unit: str) -> int:
+    return FLOORS.get(unit, DOOR)
+
+
+def _arrows() -> list[tuple[str, str]]:
+    """Return (importing module, imported am module) for every import of am inside am/."""
+    arrows = []
+    for path in _modules():
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        module = ".".join(parts)
+        for name, _ in _imports(path):
+            if name == "am" or name.startswith("am."):
+                arrows.append((module, name))
+    return arrows
+
+
+def _wrong_way(arrows: list[tuple[str, str]]) -> list[str]:
+    wrong = []
+    for module, name in arrows:
+        src, dst = _unit(module), _unit(name)
+        if src == dst or dst == "am":
+            continue
+        if _floor(dst) > _floor(src) or (_floor(dst) == _floor(src) and src != dst):
+            wrong.append(f"{module} -> {name}")
+    return wrong
+
+
+def test_subpackages_import_only_the_floors_below() -> None:
+    assert _wrong_way(_arrows()) == []
+
+
+def test_the_floor_rule_can_fail() -> None:
+    assert _wrong_way([("am.cache.index", "am.vault")]) == ["am.cache.index -> am.vault"]
+    assert _wrong_way([("am.mcp.server", "am.sync.run")]) == ["am.mcp.server -> am.sync.run"]
+    assert _wrong_way([("am.cache.index", "am.cache.rows"), ("am.vault", "am.packs.slice"),
+                       ("am.cli.main", "am.mcp.server")]) == []
+
+
+def test_every_subpackage_says_its_floor() -> None:
+    """Each subpackage's docstring says its role, what it may import and what it must not."""
+    missing = []
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        if "May import" not in doc or "Must not import" not in doc:
+            missing.append(_rel(init))
+    assert missing == []

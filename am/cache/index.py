@@ -54,7 +54,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from am.errors import AmError
 from am.git import hash_blob
@@ -78,9 +78,9 @@ from am.cache.rows import (
 from am.records.codec import decode_record_bytes, parse_record
 
 if TYPE_CHECKING:
-    from am.vault import Vault
+    from am.git import LazyStore
 
-__all__ = ["Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERSION", "open_cache",
+__all__ = ["VaultFiles", "Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERSION", "open_cache",
            "segment", "body_links"]
 
 log = logging.getLogger("am")
@@ -90,7 +90,14 @@ _BATCH = 1000
 Progress = Callable[[int, int], None]
 
 
-def open_cache(vault: Vault) -> Index | None:
+class VaultFiles(Protocol):
+    """What the cache needs of a vault: its folder and its Git store (``am.vault.Vault`` is one)."""
+
+    root: Path
+    store: LazyStore
+
+
+def open_cache(vault: VaultFiles) -> Index | None:
     """Return the vault's open cache, refreshed at most once a second; None (logged) if unusable."""
     state = vault.__dict__
     index: Index | None = state.get("_cache")
@@ -115,7 +122,7 @@ class Index(IndexQueries, FolderScans):
 
     progress_hook: ClassVar[Callable[[], Progress | None] | None] = None
 
-    def __init__(self, vault: Vault, path: Path) -> None:
+    def __init__(self, vault: VaultFiles, path: Path) -> None:
         # No reference to the vault itself: the vault holds its cache, and a cycle
         # would leave closing to the garbage collector at an arbitrary moment.
         self.root = vault.root
@@ -137,7 +144,7 @@ class Index(IndexQueries, FolderScans):
     # ------------------------------------------------------------ open / close
 
     @classmethod
-    def open(cls, vault: Vault, *, refresh: bool = True, progress: Progress | None = None) -> Index:
+    def open(cls, vault: VaultFiles, *, refresh: bool = True, progress: Progress | None = None) -> Index:
         """Open the vault's cache, repairing or rebuilding it if needed, and bring it up to date."""
         folder = vault.root / CACHE_DIR
         folder.mkdir(parents=True, exist_ok=True)

@@ -98,6 +98,7 @@ def hook(ctx: click.Context, name: str, repo: str | None, args: tuple[str, ...])
     Example: am hook pre-commit
     """
     from am.upkeep.hooks import run_code_hook, run_vault_hook
+    from am.vault import Vault
 
     # Only post-rewrite gets data on stdin; reading it elsewhere could block on a terminal.
     stdin = sys.stdin.buffer.read() if name == "post-rewrite" and not sys.stdin.isatty() else b""
@@ -105,9 +106,9 @@ def hook(ctx: click.Context, name: str, repo: str | None, args: tuple[str, ...])
         if not repo:
             raise click.UsageError("code hooks need --repo NAME")
         code = run_code_hook(name[len("code-"):], args, cwd=Path.cwd(), vault_where=ctx.obj.vault_arg,
-                             repo=repo, stdin=stdin, out=sys.stderr)
+                             repo=repo, stdin=stdin, out=sys.stderr, open_vault=Vault.open)
     else:
-        code = run_vault_hook(name, args, cwd=Path.cwd(), stdin=stdin, out=sys.stderr)
+        code = run_vault_hook(name, args, cwd=Path.cwd(), stdin=stdin, out=sys.stderr, open_vault=Vault.open)
     ctx.exit(code)
 
 

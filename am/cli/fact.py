@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from am.cli.context import FORMAT_OPTION, describe, emit_json, open_vault, read_text_arg, record_dict, report_write
+from am.records.writes import FactDraft
 
 
 def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,7 +40,7 @@ def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _world(ctx: click.Context, here: bool, repo: str | None, branch: str | None,
+def _world(here: bool, repo: str | None, branch: str | None,
            commit: str | None) -> tuple[str | None, str | None, str | None]:
     if not here:
         return repo, branch, commit
@@ -49,13 +50,13 @@ def _world(ctx: click.Context, here: bool, repo: str | None, branch: str | None,
     return repo or found[0], branch or found[1], commit or found[2]
 
 
-def _common(kw: dict[str, Any], ctx: click.Context) -> dict[str, Any]:
-    repo, branch, commit = _world(ctx, kw.pop("here"), kw.pop("repo"), kw.pop("branch"), kw.pop("commit_"))
-    return dict(
-        topics=kw.pop("topics"), id=kw.pop("fact_id"), provenance=kw.pop("provenance"),
-        repo=repo, branch=branch, commit=commit, paths=kw.pop("paths"), valid_from=kw.pop("valid_from"),
-        valid_until=kw.pop("valid_until"), tags=kw.pop("tags"), pin=kw.pop("pin"), axis=kw.pop("axis"),
-        create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"),
+def _draft(text: str, confidence: str | None, kw: dict[str, Any]) -> FactDraft:
+    repo, branch, commit = _world(kw.pop("here"), kw.pop("repo"), kw.pop("branch"), kw.pop("commit_"))
+    return FactDraft(
+        text=read_text_arg(text), topics=kw.pop("topics"), id=kw.pop("fact_id"), confidence=confidence,
+        provenance=kw.pop("provenance"), repo=repo, branch=branch, commit=commit, paths=kw.pop("paths"),
+        valid_from=kw.pop("valid_from"), valid_until=kw.pop("valid_until"), tags=kw.pop("tags"),
+        pin=kw.pop("pin"), axis=kw.pop("axis"),
     )
 
 
@@ -77,7 +78,8 @@ def add(ctx: click.Context, /, text: str, confidence: str | None, fmt: str, **kw
     Example: am fact add "Alpha on main only offers getUser(id)" --topic project-alpha --repo project-alpha --branch main
     """
     vault = open_vault(ctx)
-    result = vault.add_fact(read_text_arg(text), confidence=confidence or "medium", **_common(kw, ctx))
+    draft = _draft(text, confidence, kw)
+    result = vault.add_fact(draft, create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"))
     report_write(result, fmt, "added")
 
 
@@ -96,8 +98,9 @@ def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confid
     Example: am fact supersede fact-alpha-getuser-main "Alpha offers getUsers(ids) too" --reason "batch API merged"
     """
     vault = open_vault(ctx)
-    result = vault.supersede_fact(old_id, read_text_arg(text), reason=reason, confidence=confidence,
-                                  **_common(kw, ctx))
+    draft = _draft(text, confidence, kw)
+    result = vault.supersede_fact(old_id, draft, reason=reason, create_topics=kw.pop("create_topic"),
+                                  allow_secrets=kw.pop("allow_secret"))
     report_write(result, fmt, "superseded by")
 
 

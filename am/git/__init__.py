@@ -18,6 +18,10 @@ move, one index rewrite (docs/commit-protocol.md).
 
 Failpoints for crash tests: ``AM_FAILPOINT=<name>`` makes the process kill
 itself with SIGKILL at that step (names in ``FAILPOINTS``).
+
+Floor 2. May import: ``am.errors``, ``am.clock``, ``am.records``, pygit2 (in
+``store`` and the modules it loads, never from ``light``).
+Must not import: ``am.cache`` and every floor above it, sqlite3, click.
 """
 
 from __future__ import annotations

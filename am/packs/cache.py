@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from am.cache.rows import record_from_json
 from am.records.model import Fact, Relation, Topic
+from am.packs.assemble import fill, ids_of, topic_scope
 from am.packs.pack import Pack, SliceRequest, clean_text
 from am.worlds.rules import (
     WHY_PENDING,
@@ -47,6 +48,7 @@ from am.worlds.rules import (
 )
 
 if TYPE_CHECKING:
+    from am.cache.index import Index
     from am.worlds.ancestry import WorldSetup
     from am.packs.retrieval import Retrieved, SearchFn
 
@@ -89,7 +91,7 @@ def _key(values: tuple[Any, ...] | list[Any]) -> _Key:
     return ("active" if values[0] is None else values[0], *values[1:7])
 
 
-def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_name: str,
+def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault_name: str,
                 vault_commit: str | None, search: SearchFn | None = None,
                 backend_note: str = "vector: not configured") -> Pack | None:
     """Build a pack from the cache in pieces; None when the general path must do it.
@@ -100,7 +102,6 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
     from the cache's relation and link rows); the graph level needs the whole
     world's topics matched against the query, so it takes the general path.
     """
-    from am.packs.slice import fill, topic_scope
 
     if (request.query and search is None) or index.has_twins():
         return None
@@ -139,7 +140,7 @@ def cached_pack(index: Any, request: SliceRequest, setup: WorldSetup, *, vault_n
     return pack
 
 
-def _resolution(index: Any, world: World,
+def _resolution(index: Index, world: World,
                 verdict: _Judge) -> tuple[Resolution, tuple[str, ...], dict[str, tuple[str, _Key]]]:
     """Return what holds in the world (facts only counted; topics and relations that hold), the statuses
     that never hold there, and the facts superseded here."""
@@ -169,7 +170,7 @@ def _resolution(index: Any, world: World,
         res.superseded_here = {old: new for old, (new, _) in sorted(hidden.items())}
     res.counted = (held, contested)
     statuses = _BELIEVED + (("pending-review",) if world.include_pending else ())
-    topics: dict[str, Topic] = {t.id: t for t in index.topic_values(statuses=statuses)}
+    topics = cast(dict[str, Topic], {t.id: t for t in index.topic_values(statuses=statuses)})
     res.topics = topics
     for rid, rel, src, dst, *fields in index.relation_world_rows():
         key = _key(fields)
@@ -178,7 +179,7 @@ def _resolution(index: Any, world: World,
     return res, never, hidden
 
 
-def _query_scope(index: Any, query: str, search: SearchFn, note: str, verdict: _Judge,
+def _query_scope(index: Index, query: str, search: SearchFn, note: str, verdict: _Judge,
                  hidden: dict[str, tuple[str, _Key]],
                  topics: dict[str, Topic]) -> tuple[Retrieved, list[str], set[str]] | None:
     """Return what the full-text level retrieves, the facts in scope (ranked ids) and the topics in scope.
@@ -189,7 +190,6 @@ def _query_scope(index: Any, query: str, search: SearchFn, note: str, verdict: _
     search fails or nothing it finds holds (the general path then tries the graph).
     """
     from am.packs.retrieval import Retrieved
-    from am.packs.slice import _ids
 
     try:
         raw = list(search(query, 200))
@@ -202,8 +202,8 @@ def _query_scope(index: Any, query: str, search: SearchFn, note: str, verdict: _
         return None
     hit = set(hits)
     about = [r for r in index.fact_rows_about(hits) if r[0] not in hidden and verdict(_key(r[1:8])).holds]
-    chosen = [r for r in about if r[0] in hit or hit.intersection(_ids(r[11]))]
-    scope = {t for t in hits if t in topics} | {t for r in chosen if r[0] in hit for t in _ids(r[11])}
+    chosen = [r for r in about if r[0] in hit or hit.intersection(ids_of(r[11]))]
+    scope = {t for t in hits if t in topics} | {t for r in chosen if r[0] in hit for t in ids_of(r[11])}
     order = {i: n for n, i in enumerate(hits)}
     last = len(order)
     chosen.sort(key=lambda r: (not r[8], order.get(r[0], last), _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
@@ -214,12 +214,11 @@ def _query_scope(index: Any, query: str, search: SearchFn, note: str, verdict: _
 
 def _held(rows: Any, verdict: _Judge, hidden: dict[str, tuple[str, _Key]]) -> dict[str, tuple[str, ...]]:
     """Return {id: topics} of the rows' facts (id, 7 world fields, ..., topics last) that hold, not superseded here."""
-    from am.packs.slice import _ids
 
-    return {r[0]: _ids(r[-1]) for r in rows if r[0] not in hidden and verdict(_key(r[1:8])).holds}
+    return {r[0]: ids_of(r[-1]) for r in rows if r[0] not in hidden and verdict(_key(r[1:8])).holds}
 
 
-def _near(index: Any, start: str, depth: int, topics: dict[str, Topic], relations: Any, verdict: _Judge,
+def _near(index: Index, start: str, depth: int, topics: dict[str, Topic], relations: Any, verdict: _Judge,
           hidden: dict[str, tuple[str, _Key]]) -> set[str]:
     """Return the topics within ``depth`` hops of ``start``, as ``am.packs.retrieval.neighbourhood`` finds them.
 
@@ -308,27 +307,26 @@ def _near(index: Any, start: str, depth: int, topics: dict[str, Topic], relation
 _DENSE = 0.25  # a scope with this share of the world's facts is read along the rank index, not by topic
 
 
-def _facts_about(index: Any, world: World, never: tuple[str, ...], near: set[str], verdict: _Judge,
+def _facts_about(index: Index, world: World, never: tuple[str, ...], near: set[str], verdict: _Judge,
                  hidden: dict[str, tuple[str, _Key]], held: int) -> tuple[Generator[Fact | None, None, None], int]:
     """Return the facts about these topics that hold and are not superseded here, best ranked first, and
     how many they are."""
-    from am.packs.slice import _ids
 
     counts = index.fact_world_counts_about(sorted(near))
     total = sum(row[7] for row in counts if verdict(_key(row)).holds)
     if hidden:
         total -= sum(1 for r in index.fact_rows_about(sorted(hidden), members=False)
-                     if near.intersection(_ids(r[11])))
+                     if near.intersection(ids_of(r[11])))
     if total < held * _DENSE:
         rows = [r for r in index.fact_rows_about(sorted(near))
-                if r[0] not in hidden and near.intersection(_ids(r[11])) and verdict(_key(r[1:8])).holds]
+                if r[0] not in hidden and near.intersection(ids_of(r[11])) and verdict(_key(r[1:8])).holds]
         rows.sort(key=lambda r: (not r[8], _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
                                  _NEVER if r[10] is None else -r[10], r[0]))
         return _loaded(index, [r[0] for r in rows]), total
     return _ranked(index, world, never, verdict, hidden, near), total
 
 
-def _loaded(index: Any, ids: list[str]) -> Generator[Fact | None, None, None]:
+def _loaded(index: Index, ids: list[str]) -> Generator[Fact | None, None, None]:
     """Yield the facts with these ids in full, in this order, reading them 200 at a time (None: gone)."""
     for at in range(0, len(ids), 200):
         batch = ids[at:at + 200]
@@ -340,7 +338,7 @@ def _loaded(index: Any, ids: list[str]) -> Generator[Fact | None, None, None]:
             yield found.get(fid)
 
 
-def _hidden(index: Any, world: World, never: tuple[str, ...], verdict: _Judge) -> dict[str, tuple[str, _Key]]:
+def _hidden(index: Index, world: World, never: tuple[str, ...], verdict: _Judge) -> dict[str, tuple[str, _Key]]:
     """Return the facts superseded in this world: old id -> (the new id that hides it, the old one's fields)."""
     by_list, by_link = index.supersession_edges(repo=world.repo, dropped=never, believed=_BELIEVED)
     hidden: dict[str, tuple[str, _Key]] = {}
@@ -353,16 +351,15 @@ def _hidden(index: Any, world: World, never: tuple[str, ...], verdict: _Judge) -
     return hidden
 
 
-def _ranked(index: Any, world: World, never: tuple[str, ...], verdict: _Judge,
+def _ranked(index: Index, world: World, never: tuple[str, ...], verdict: _Judge,
             hidden: dict[str, tuple[str, _Key]], near: set[str] | None = None) -> Generator[Fact, None, None]:
     """Yield the facts that hold and are not superseded here (and are about one of ``near``), in full,
     best ranked first."""
-    from am.packs.slice import _ids
 
     for row in index.ranked_facts(repo=world.repo, dropped=never, topics=near is not None):
         if row[0] in hidden or not verdict(_key(row[1:8])).holds:
             continue
-        if near is not None and not near.intersection(_ids(row[8])):
+        if near is not None and not near.intersection(ids_of(row[8])):
             continue
         fact = record_from_json("fact", row[-1])
         assert isinstance(fact, Fact)

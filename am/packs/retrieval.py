@@ -33,6 +33,7 @@ from am.records.model import Fact, Record, Relation, Topic
 from am.worlds.rules import FactView
 
 if TYPE_CHECKING:
+    from am.packs.reader import VaultOpener, VaultReader
     from am.worlds.ancestry import WorldSetup
 
 __all__ = [
@@ -215,8 +216,8 @@ def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fac
     return Retrieved("none", (), tuple(notes))
 
 
-def follow_links(facts: Iterable[Fact], vault_name: str,
-                 setup: WorldSetup) -> tuple[list[tuple[str, Record]], list[str]]:
+def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *,
+                 open_vault: VaultOpener) -> tuple[list[tuple[str, Record]], list[str]]:
     """Return the records that facts link in other vaults ([[vault:id]], one hop), judged in the same world.
 
     Returns (vault name, record) pairs and a note for every link that could not be followed.
@@ -224,7 +225,6 @@ def follow_links(facts: Iterable[Fact], vault_name: str,
     from am.errors import AmError
     from am.records.links import parse_links
     from am.registry import Registry
-    from am.vault import Vault
     from am.worlds.rules import judge
 
     wanted: dict[tuple[str, str], None] = {}
@@ -238,7 +238,7 @@ def follow_links(facts: Iterable[Fact], vault_name: str,
     if not wanted:
         return found, notes
     registry = Registry.load()
-    opened: dict[str, Vault | None] = {}
+    opened: dict[str, VaultReader | None] = {}
     try:
         for name, target in sorted(wanted):
             shown = f"[[{name}:{target}]]"
@@ -248,7 +248,7 @@ def follow_links(facts: Iterable[Fact], vault_name: str,
                     notes.append(f"{shown} not followed: no vault named {name} is registered")
                     continue
                 try:
-                    opened[name] = Vault.open(registry.vaults[name])
+                    opened[name] = open_vault(registry.vaults[name])
                 except AmError as err:  # one broken neighbour must not break the pack
                     notes.append(f"{shown} not followed: vault {name} cannot be opened ({err.message})")
                     continue

@@ -1,16 +1,17 @@
-"""What a write returns, the one-line form of text in commit messages, and drawing a fact id again."""
+"""What a write takes (``FactDraft``) and returns, the one-line form of text in commit messages, and drawing a fact id again."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
+from typing import Any
 
 from am.errors import PathTakenError
-from am.records.model import Record
+from am.records.model import Fact, Record
 
-__all__ = ["WriteResult", "one_line", "with_fresh_ids"]
+__all__ = ["FactDraft", "WriteResult", "one_line", "with_fresh_ids"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
 
@@ -48,3 +49,53 @@ def with_fresh_ids(attempt: Callable[[], WriteResult], *, generated: bool) -> Wr
             if not generated or tries_left == 0:
                 raise
     raise AssertionError("unreachable")
+
+
+_TUPLE_FIELDS = ("topics", "paths", "tags")
+
+
+@dataclass(frozen=True)
+class FactDraft:
+    """A fact being written, as one value: built by whichever door received it (CLI, MCP, importer).
+
+    ``None`` and ``()`` mean "not given": a new fact takes the defaults
+    (confidence ``medium``), a superseding one inherits the old fact's value
+    (``inheriting``).
+    """
+
+    text: str
+    topics: tuple[str, ...] = ()
+    id: str | None = None
+    confidence: str | None = None
+    provenance: str | None = None
+    repo: str | None = None
+    branch: str | None = None
+    commit: str | None = None
+    paths: tuple[str, ...] = ()
+    valid_from: str | None = None
+    valid_until: str | None = None
+    tags: tuple[str, ...] = ()
+    pin: bool = False
+    axis: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in _TUPLE_FIELDS:  # callers pass lists; the value stays hashable and immutable
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @classmethod
+    def of(cls, draft: FactDraft | str, fields: dict[str, Any]) -> FactDraft:
+        """Return ``draft`` itself, or a draft of the text ``draft`` with ``fields`` (not both)."""
+        if isinstance(draft, FactDraft):
+            if fields:
+                raise TypeError(f"pass a FactDraft or keyword fields, not both: {sorted(fields)}")
+            return draft
+        return cls(text=draft, **fields)
+
+    def inheriting(self, old: Fact) -> FactDraft:
+        """Fill what this draft leaves open from the fact it supersedes (topics, world, paths, tags, pin)."""
+        return replace(
+            self, topics=self.topics or old.topics, confidence=self.confidence or old.confidence,
+            repo=self.repo or old.repo, branch=self.branch or old.version, commit=self.commit or old.commit,
+            paths=self.paths or old.paths, tags=self.tags or old.tags, pin=self.pin or old.pinned,
+            axis=self.axis or old.axis,
+        )

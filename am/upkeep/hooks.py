@@ -24,10 +24,13 @@ import sysconfig
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from am.errors import UsageError
 from am.records.ids import RECORD_DIRS
+
+if TYPE_CHECKING:
+    from am.packs.reader import VaultOpener
 
 __all__ = [
     "VAULT_HOOKS",
@@ -335,11 +338,14 @@ def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: T
     return 0
 
 
-def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, out: TextIO) -> int:
-    """Run one vault hook in the repository at ``cwd``, then the hook it replaced."""
+def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, out: TextIO,
+                   open_vault: VaultOpener) -> int:
+    """Run one vault hook in the repository at ``cwd``, then the hook it replaced.
+
+    ``open_vault`` is the facade's opener (``am.vault.Vault.open``), handed down by the door.
+    """
     from am.errors import AmError, NotAVaultError
     from am.git import GitStore
-    from am.vault import Vault
 
     if name not in VAULT_HOOKS:
         raise UsageError(f"unknown hook {name!r}; am handles: {', '.join(VAULT_HOOKS)}")
@@ -358,7 +364,7 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
             code = pre_commit(store, index_file=index_file, allow_secrets=allow, out=out)
         else:
             try:
-                vault = Vault.open(cwd)
+                vault = open_vault(cwd)
             except NotAVaultError:
                 vault = None
             if vault is not None:
@@ -373,12 +379,11 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
 
 
 def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str | None, repo: str,
-                  stdin: bytes, out: TextIO) -> int:
+                  stdin: bytes, out: TextIO, open_vault: VaultOpener) -> int:
     """Run a code-repository hook: mark the facts watching the changed paths, then the chained hook."""
     from am.errors import AmError
     from am.git import GitStore
     from am.worlds.stale import mark_stale
-    from am.vault import Vault
 
     store = GitStore.open(cwd)
     head = store.head()
@@ -389,7 +394,7 @@ def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str
         parents = store.commit_info(head).parents
         since = parents[0] if parents else None
     try:
-        with Vault.open(vault_where, actor="am-watch") as vault:
+        with open_vault(vault_where, actor="am-watch") as vault:
             result = mark_stale(vault, code_root=store.root, repo=repo, since=since, until=head,
                                 remember=True)
         if result.marked:

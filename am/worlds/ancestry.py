@@ -31,7 +31,7 @@ from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
 if TYPE_CHECKING:
     from am.git import GitStore
     from am.records.model import Record
-    from am.vault import Vault
+    from am.cache.index import VaultFiles
 
 __all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "now", "records_at"]
 
@@ -271,7 +271,7 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     return WorldSetup(world(branch, commit), None, RULE_BRANCH, tuple(notes))
 
 
-def records_at(vault: Vault, commit: str) -> Iterator[Record]:
+def records_at(vault: VaultFiles, commit: str) -> Iterator[Record]:
     """Yield the records in a vault commit's tree (record time: --as-of)."""
     from am.errors import InvalidRecordError
     from am.records.codec import decode_record_bytes, parse_record

@@ -1,0 +1,242 @@
+"""Assembling a pack from ranked facts: ranking, the token budget and the sections (pure).
+
+``build_pack(records, request, setup, ...)`` takes any iterable of records (the
+cache, a work-tree scan, or a past commit's tree) and the world
+(``am.worlds.ancestry.setup_world``) and returns a ``Pack``; ``fill`` admits
+ranked facts under the budget, and is shared with the cache's fast path
+(``am.packs.cache``), which ranks in SQL and hands the result here.
+
+Ranking: pinned facts first, then (with --query) the retrieval order, then
+confidence, then recency, then id. The budget admits facts in that order, a
+topic's heading with its first fact, then relations among the shown topics;
+whatever does not fit is counted in the pack, with the way to get it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from am.errors import NotFoundError
+from am.records.model import Fact, Record, Relation, Topic
+from am.packs.pack import (
+    Pack,
+    SliceRequest,
+    clean_text,
+    estimate_tokens,
+    fact_markdown,
+    is_home_topic,
+    placeholder_topic,
+    relation_markdown,
+    topic_markdown,
+)
+from am.worlds.rules import (
+    FactView,
+    Resolution,
+    resolve,
+    to_moment,
+)
+
+if TYPE_CHECKING:
+    from am.packs.retrieval import Retrieved
+    from am.worlds.ancestry import WorldSetup
+
+__all__ = ["Loader", "build_pack", "fill", "topic_scope", "ids_of"]
+
+Loader = Callable[[Sequence[str]], Mapping[str, Fact]]
+
+_CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+_LEFT_OUT_FACT_TOKENS = 120
+_NO_TIME = datetime(1, 1, 2, tzinfo=timezone.utc)
+_RANK_OF = attrgetter("rank")
+
+
+def _created(record: Fact | FactView) -> datetime:
+    """Return when a fact was written, as an aware moment (naive: local time; unknown: long ago)."""
+    if not record.created:
+        return _NO_TIME
+    try:
+        moment = datetime.fromisoformat(record.created)
+    except ValueError:
+        moment = to_moment(record.created) or _NO_TIME
+    return moment if moment.tzinfo is not None else moment.astimezone()
+
+
+def _rank(facts: list[Fact | FactView], order: Mapping[str, int]) -> None:
+    """Sort facts best first: pinned, retrieval order, confidence, newest, id."""
+    # Stable sorts applied from the last key to the first; each key is cheap to compare.
+    last = len(order)
+    if all(isinstance(f, FactView) and f.rank >= 0 for f in facts):
+        # The cache ranked them by (pinned, confidence, newest, id): only the retrieval order is left.
+        if order:
+            facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _RANK_OF(f)))
+        else:
+            facts.sort(key=_RANK_OF)
+        return
+    facts.sort(key=lambda f: f.id)
+    facts.sort(key=_created, reverse=True)
+    facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _CONFIDENCE_RANK.get(f.confidence, 3)))
+
+
+def topic_scope(request: SliceRequest) -> str:
+    """Describe the scope of ``--topic ID --depth N``."""
+    return f"the neighbourhood of `{request.topic}` within {request.depth} hop{'s' * (request.depth != 1)}"
+
+
+def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | None,
+                 near: Mapping[str, int] | None) -> tuple[list[Fact | FactView], set[str], str]:
+    """Return the facts and topics in scope, and a description of the scope."""
+    facts = list(res.facts.values())
+    if near is not None:
+        topics = set(near)
+        return [f for f in facts if topics.intersection(f.topics)], topics, topic_scope(request)
+    if retrieved is not None:
+        scope = f"query \"{clean_text(request.query or '')}\" (served by: {retrieved.level})"
+        if retrieved.level == "none":
+            return facts, set(res.topics), scope + "; nothing matched, so the world's top-ranked records follow"
+        hit = set(retrieved.ids)
+        chosen = [f for f in facts if f.id in hit or hit.intersection(f.topics)]
+        topics = {t for t in hit if t in res.topics} | {t for f in chosen for t in f.topics if f.id in hit}
+        return chosen, topics, scope
+    return facts, set(res.topics), "every topic"
+
+
+def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setup: WorldSetup, *,
+               vault_name: str, vault_commit: str | None, search: Any = None,
+               backend: Any = None, backend_note: str = "vector: not configured",
+               links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None) -> Pack:
+    """Resolve records in the world, choose the scope, rank, and fill the budget.
+
+    Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
+    full facts, and is asked only for the facts the budget admits; ``dropped`` counts
+    facts the source already left out (why -> how many), for the header.
+    """
+    res = resolve(records, setup.world, setup.oracle)
+    for why, count in (dropped or {}).items():
+        res.excluded[why] = res.excluded.get(why, 0) + count
+    near: dict[str, int] | None = None
+    retrieved: Retrieved | None = None
+    if request.topic is not None:
+        if request.topic not in res.all_topics:
+            raise NotFoundError(f"no topic {request.topic!r} in the vault", hint="list them with: am topic list")
+        from am.packs.retrieval import neighbourhood
+
+        near = neighbourhood([request.topic], request.depth, topics=res.topics, facts=res.facts,
+                             relations=res.relations, links=links)
+        near.setdefault(request.topic, 0)
+    elif request.query:
+        from am.packs.retrieval import retrieve
+
+        retrieved = retrieve(request.query, topics=res.topics, facts=res.facts, relations=res.relations,
+                             search=search, backend=backend, backend_note=backend_note, links=links)
+    facts, topic_ids, scope = _scope_facts(res, request, retrieved, near)
+    order = {} if retrieved is None else {i: n for n, i in enumerate(retrieved.ids)}
+    _rank(facts, order)
+    pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved)
+    relations = sorted((r for r in res.relations.values()
+                        if r.from_ in topic_ids and r.to in topic_ids), key=lambda r: r.id)
+    loaded: dict[str, Fact] = {}
+    fill(pack, (_full(facts, n, loaded, load) for n in range(len(facts))), len(facts), topic_ids, relations,
+         res.topics)
+    return pack
+
+
+def _full(facts: list[Fact | FactView], n: int, cache: dict[str, Fact], load: Loader | None) -> Fact | None:
+    """Return the n-th fact in full, loading it and the next few in one batch when needed."""
+    fact = facts[n]
+    if isinstance(fact, Fact):
+        return fact
+    if fact.id not in cache and load is not None:
+        batch = [f.id for f in facts[n:n + 200] if not isinstance(f, Fact)]
+        cache.update(load(batch))
+    return cache.get(fact.id)
+
+
+def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Collection[str],
+         relations: Sequence[Relation], topics: Mapping[str, Topic]) -> None:
+    """Admit facts, topic headings and relations in rank order while the budget lasts.
+
+    ``ranked`` yields the ``total`` facts in scope in full, best first (None:
+    a fact whose file went away); it is read only as far as the budget goes.
+    ``topics`` are the topics that hold, by id.
+    """
+    budget = pack.request.max_tokens or None
+    # Room for the header and the closing note, whose size barely depends on the content.
+    used = 260 + estimate_tokens(pack.scope) + 40 * len(pack.setup.notes)
+    opened: dict[str, list[Fact]] = {}
+    section_rank: dict[str, int] = {}
+    left = {"facts": 0, "topics": 0, "relations": 0}
+    needed = used
+
+    def fits(cost: int) -> bool:
+        nonlocal needed
+        needed += cost
+        return budget is None or used + cost <= budget
+
+    for n, fact in enumerate(ranked):
+        if fact is None:  # its file went away between the two reads of the cache
+            left["facts"] += 1
+            continue
+        section = next((t for t in fact.topics if t in topic_ids), fact.topics[0] if fact.topics else "")
+        cost = estimate_tokens(fact_markdown(fact, section))
+        is_main = fact.status == "active"
+        if is_main and section not in opened:
+            cost += estimate_tokens(topic_markdown(topics.get(section) or placeholder_topic(section)))
+        if not fits(cost):
+            # The cut is a prefix of the ranking; what follows is only counted, with a generous
+            # size per fact (1-3 sentences and a meta line), so the hint gets them all.
+            rest = total - n - 1
+            left["facts"] += 1 + rest
+            needed += rest * _LEFT_OUT_FACT_TOKENS
+            break
+        used += cost
+        if fact.status == "contested":
+            pack.contested.append(fact)
+        elif fact.status == "pending-review":
+            pack.pending.append(fact)
+        else:
+            opened.setdefault(section, []).append(fact)
+            section_rank.setdefault(section, n)
+    # Topics in scope with nothing shown yet still tell the agent what exists.
+    for tid in sorted(set(topic_ids) - set(opened)):
+        topic = topics.get(tid)
+        if topic is None:
+            continue
+        cost = estimate_tokens(topic_markdown(topic))
+        if fits(cost):
+            used += cost
+            opened[tid] = []
+            section_rank[tid] = total
+        else:
+            left["topics"] += 1
+    for rel in relations:
+        if rel.from_ in opened and rel.to in opened:
+            cost = estimate_tokens(relation_markdown(rel))
+            if fits(cost):
+                used += cost
+                pack.relations.append(rel)
+                continue
+        left["relations"] += 1
+    # The world's own project comes first: it is what the agent is working on.
+    home = pack.setup.world.repo
+    pack.sections = [(topics.get(tid) or placeholder_topic(tid), opened[tid])
+                     for tid in sorted(opened, key=lambda t: (not is_home_topic(t, home), section_rank[t], t))]
+    pack.left_out = left
+    pack.needed = needed
+
+
+
+
+def ids_of(text: str | None) -> tuple[str, ...]:
+    """Return the ids of a JSON list of strings as the cache stores them (``None`` or ``[]``: none)."""
+    if not text or text == "[]":
+        return ()
+    if "\\" in text:
+        return tuple(json.loads(text))
+    # Without escapes, a JSON list of strings splits plainly (and ten times faster than json.loads).
+    return tuple(text[2:-2].split('","'))
+
+
