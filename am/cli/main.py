@@ -35,6 +35,7 @@ _HOMES = {
     "undo": "cmd_audit", "check": "cmd_check", "hooks": "cmd_hooks", "hook": "cmd_hooks",
     "recover": "cmd_recover", "doctor": "cmd_recover", "stale": "cmd_recover", "search": "cmd_search",
     "index": "cmd_search", "slice": "cmd_slice", "repo": "cmd_slice",
+    "mcp": "cmd_mcp", "setup": "cmd_mcp",
 }
 
 

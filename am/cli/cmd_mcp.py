@@ -1,0 +1,135 @@
+"""`am mcp` (the MCP server for agents) and `am setup` (wire an agent client to it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from am.cli.context import Options, emit_json, open_vault
+
+if TYPE_CHECKING:
+    from am.mcp.setup import FileChange
+
+
+@click.command("mcp")
+@click.option("--http", "http", is_flag=True,
+              help="Serve Streamable HTTP on 127.0.0.1 (default: stdio, for a client that starts the server).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="The port for --http (0: any free port; the address is printed on stderr).")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --http, require this bearer token (first line of the file; default: $AM_MCP_TOKEN if set).")
+@click.option("--read-only", is_flag=True, help="Offer only the tools that read; refuse writes.")
+@click.option("--actor", "actor", default=None, metavar="NAME",
+              help="Record writes as NAME (default: the MCP client's name).")
+@click.option("--repo", default=None, metavar="NAME",
+              help="The default world's repo (default: the registered clone of the current folder).")
+@click.option("--branch", default=None, help="The default world's branch (default: the clone's current branch).")
+@click.pass_context
+def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read_only: bool, actor: str | None,
+        repo: str | None, branch: str | None) -> None:
+    """Serve this vault to agents over the Model Context Protocol (stdio, or --http).
+
+    Tools: slice, search, fact_show, topic_show, topic_list, log, check, and the
+    writes fact_add, fact_supersede, fact_expire, topic_add, relation_add (one
+    commit each, with the client's name as actor). Started in a registered code
+    clone, a tool's world defaults to that clone's branch and HEAD. Write the
+    client's configuration with `am setup CLIENT`.
+
+    Example: am --vault myproject mcp --read-only
+    """
+    from am.mcp.server import ServerOptions, serve_stdio
+
+    opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
+    parent = ctx.parent
+    # `am --actor X mcp` overrides client names too; $AM_ACTOR only stands in when a client gives none.
+    if actor is None and parent is not None and opts.actor is not None:
+        source = parent.get_parameter_source("actor")
+        if source == click.core.ParameterSource.COMMANDLINE:
+            actor = opts.actor
+    vault = open_vault(ctx)
+    if actor is not None:
+        vault._check_actor(actor)
+    options = ServerOptions(vault_root=vault.root, folder=Path.cwd(), actor=actor, read_only=read_only,
+                            repo=repo, branch=branch)
+    vault.close()
+    if http:
+        from am.mcp.http import read_token, serve_http
+
+        serve_http(options, port=port, token=read_token(token_file))
+    else:
+        if token_file is not None:
+            from am.errors import UsageError
+
+            raise UsageError("--token-file is for --http", hint="a stdio server is reached only by its client")
+        serve_stdio(options)
+
+
+@click.command("setup")
+@click.argument("client", type=click.Choice(["claude-code", "codex", "cursor", "claude-desktop"]))
+@click.option("--project", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The project folder (default: the top of the Git repository around the current folder).")
+@click.option("--name", default="am", show_default=True, help="The server's name in the client's configuration.")
+@click.option("--read-only", is_flag=True, help="Start the server read-only (agents read, people write).")
+@click.option("--no-hook", is_flag=True, help="Claude Code: no SessionStart hook that puts the slice into context.")
+@click.option("--remove", is_flag=True, help="Take out what am setup wrote, leaving the files as they were.")
+@click.option("--print", "print_only", is_flag=True, help="Show what would be written; change nothing.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Output for people (text) or programs (json).")
+@click.pass_context
+def setup(ctx: click.Context, client: str, project: Path | None, name: str, read_only: bool, no_hook: bool,
+          remove: bool, print_only: bool, fmt: str) -> None:
+    """Wire an agent client to this vault: its MCP configuration and a few lines of instructions.
+
+    claude-code: .mcp.json (project scope), a SessionStart hook in .claude/settings.json
+    that puts the slice into context, and a block in CLAUDE.md. codex: [mcp_servers]
+    in ~/.codex/config.toml ($CODEX_HOME) and a block in AGENTS.md. cursor:
+    .cursor/mcp.json and .cursor/rules/am.mdc. claude-desktop: claude_desktop_config.json.
+    Running it again changes nothing; --remove restores the files byte for byte.
+
+    Example: am --vault myproject setup claude-code --print
+    """
+    from am.mcp.setup import SetupRequest, am_executable, apply, plan
+    from am.registry import Registry
+
+    vault = open_vault(ctx)
+    folder = (project or _repo_top(Path.cwd())).resolve()
+    registered = Registry.load().vaults.get(vault.name)
+    ref = vault.name if registered and Path(registered).expanduser().resolve() == vault.root else str(vault.root)
+    if ref != vault.name:
+        click.echo(f"warning: vault {vault.name!r} is not registered on this machine; the configuration names its "
+                   f"path (register it with: am init {vault.root} --name {vault.name})", err=True)
+    request = SetupRequest(client=client, project=folder, vault=ref, name=name, read_only=read_only,
+                           hook=not no_hook, command=am_executable() if client == "claude-desktop" else "am")
+    changes = plan(request, remove=remove)
+    if print_only:
+        _show(changes, fmt)
+        return
+    made = apply(changes, stop_at=folder)
+    if fmt == "json":
+        emit_json([{"path": str(c.path), "what": c.what, "changed": c in made} for c in changes])
+        return
+    for change in changes:
+        click.echo(f"{'changed' if change in made else 'unchanged'}: {change.path}  ({change.what})")
+    if not remove and client != "claude-desktop":
+        click.echo("next: start the client in this project; it asks once to trust the 'am' server")
+
+
+def _repo_top(start: Path) -> Path:
+    return next((p for p in (start, *start.parents) if (p / ".git").exists()), start)
+
+
+def _show(items: list[FileChange], fmt: str) -> None:
+    if fmt == "json":
+        emit_json([{"path": str(c.path), "what": c.what, "changes": c.changes,
+                    "after": None if c.after is None else c.after.decode("utf-8")} for c in items])
+        return
+    for c in items:
+        state = "would change" if c.changes else "unchanged"
+        click.echo(f"== {c.path}  ({c.what}; {state})")
+        if c.changes:
+            click.echo("(file removed)" if c.after is None else c.after.decode("utf-8"), nl=c.after is None)
+
+
+COMMANDS = [mcp, setup]

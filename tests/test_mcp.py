@@ -1,0 +1,327 @@
+"""`am mcp`, driven by the MCP SDK's own client against a real server process (stdio and Streamable HTTP).
+
+Git state is checked with the git CLI; the CLI's own output (`am slice`) is the oracle for packs.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from am.vault import Vault
+from conftest import PYTHON, commit_file, fsck_clean, run_git, subprocess_env
+
+mcp = pytest.importorskip("mcp")  # a dependency of am: missing means a broken install, which pytest shows
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_types import Implementation  # noqa: E402
+
+WRITES = {"fact_add", "fact_supersede", "fact_expire", "topic_add", "relation_add"}
+READS = {"slice", "search", "fact_show", "topic_show", "topic_list", "log", "check"}
+
+
+def _am(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "am.cli.main", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@asynccontextmanager
+async def stdio(vault: Path, *extra: str, cwd: Path, name: str = "test-client") -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=PYTHON, args=["-m", "am.cli.main", "--vault", str(vault), "mcp", *extra],
+                                   cwd=str(cwd), env=subprocess_env(AM_HOME=os.environ["AM_HOME"]))
+    async with Client(params, client_info=Implementation(name=name, version="1.0")) as client:
+        yield client
+
+
+def _head(root: Path) -> str:
+    return run_git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def clone(tmp_path: Path, alpha: Vault) -> Path:
+    """A registered code clone, project-alpha, with two commits on main and a fact observed at each."""
+    code = tmp_path / "alpha-code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    first = commit_file(code, "a.txt")
+    commit_file(code, "b.txt")
+    from am.registry import Registry
+
+    Registry.load().add_repo("project-alpha", code)
+    alpha.add_fact("Alpha on main only offers getUser(id).", topics=["project-alpha"], repo="project-alpha",
+                   branch="main", commit=first, confidence="high")
+    alpha.add_topic(title="Redis", kind="tool", id="tool-redis")
+    alpha.add_fact("Sessions are cached in Redis for 30 minutes.", topics=["tool-redis"])
+    return code
+
+
+def _actor_commits(root: Path, actor: str) -> list[str]:
+    return run_git(root, "log", "--format=%H", f"--grep=^Am-Actor: {actor}$").split()
+
+
+def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: Vault, clone: Path) -> None:
+    """Three servers at once: a full one in the clone, a read-only one, one whose --actor overrides the client."""
+    root = alpha.root
+    env = subprocess_env(AM_HOME=os.environ["AM_HOME"])
+    cli_default = _am("--vault", str(root), "slice", cwd=clone, env=env)
+    cli_main = _am("--vault", str(root), "slice", "--repo", "project-alpha", "--branch", "main", "--format", "json",
+                   cwd=root, env=env)
+    assert cli_default.returncode == 0 and cli_main.returncode == 0, cli_default.stderr + cli_main.stderr
+    results: dict[str, Any] = {}
+
+    async def full() -> None:
+        async with stdio(root, cwd=clone) as client:
+            listed = await client.list_tools()
+            results["tools"] = {t.name: t for t in listed.tools}
+            results["slice_default"] = await client.call_tool("slice", {})
+            results["slice_main"] = await client.call_tool("slice", {"repo": "project-alpha", "branch": "main",
+                                                                     "format": "json"})
+            results["bad_rel"] = await client.call_tool("relation_add", {"from": "project-alpha", "rel": "related-to",
+                                                                         "to": "tool-redis"})
+            results["add"] = await client.call_tool("fact_add", {"text": "The MCP door records facts.",
+                                                                 "topics": ["project-alpha"], "here": True})
+            results["bad_args"] = await client.call_tool("fact_add", {"text": "no topic"})
+            fact_id = results["add"].structured_content["records"][0]["id"]
+            results["show"] = await client.call_tool("fact_show", {"id": fact_id})
+
+    async def read_only() -> None:
+        async with stdio(root, "--read-only", cwd=root, name="ro-client") as client:
+            results["ro_tools"] = {t.name for t in (await client.list_tools()).tools}
+            results["ro_write"] = await client.call_tool("fact_add", {"text": "x.", "topics": ["project-alpha"]})
+            results["ro_read"] = await client.call_tool("topic_list", {})
+
+    async def overridden() -> None:
+        async with stdio(root, "--actor", "reviewer-bot", cwd=root, name="Some Client 2") as client:
+            results["actor"] = await client.call_tool("topic_add", {"title": "Postgres", "kind": "tool"})
+
+    async def all_three() -> None:
+        async with anyio.create_task_group() as group:
+            for job in (full, read_only, overridden):
+                group.start_soon(job)
+
+    anyio.run(all_three)
+    tools = results["tools"]
+    assert set(tools) == READS | WRITES
+    for tool in tools.values():
+        assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
+        assert tool.annotations.read_only_hint is (tool.name in READS)
+    # The same pack as the CLI, byte for byte: the server's clone as the default world, and a named world.
+    assert not results["slice_default"].is_error
+    assert results["slice_default"].content[0].text == cli_default.stdout
+    assert "Alpha on main only offers getUser(id)." in cli_default.stdout
+    assert results["slice_main"].content[0].text == cli_main.stdout
+    assert results["slice_main"].structured_content["pack"] == cli_main.stdout
+    assert "not instructions" in results["slice_default"].structured_content["note"]
+    # A bad relation type: a tool error with am's own message, and nothing changed.
+    bad = results["bad_rel"]
+    assert bad.is_error
+    assert bad.content[0].text.startswith("Error: field 'rel': relation type 'related-to' is not allowed; use one of:")
+    assert run_git(root, "log", "--format=%H", "--grep=^Am-Op: relation.add$").split() == []
+    assert not list(root.glob("relations/**/*related-to*"))
+    # fact_add: exactly one commit, whose actor is the client's name, placed at the clone's HEAD (here).
+    add = results["add"]
+    assert not add.is_error, add.content[0].text
+    fact = add.structured_content["records"][0]
+    assert _actor_commits(root, "test-client") == [add.structured_content["commit"]]
+    assert run_git(root, "log", "--format=%H", f"--grep=^Am-Record: {fact['id']}$").split() == [
+        add.structured_content["commit"]]
+    assert run_git(root, "log", "-1", "--format=%an", add.structured_content["commit"]).strip() == "test-client"
+    assert run_git(root, "show", "--format=", "--name-only", add.structured_content["commit"]).split() == [fact["path"]]
+    assert fact["repo"] == "project-alpha" and fact["commit"] == _head(clone) and fact["version"] == "main"
+    # Arguments that fail the input schema: a tool error naming the problem.
+    assert results["bad_args"].is_error and "'topics' is a required property" in results["bad_args"].content[0].text
+    shown = results["show"]
+    assert shown.structured_content["record"]["body"] == "The MCP door records facts.\n"
+    assert "not instructions" in shown.content[0].text.splitlines()[0]
+    # Read-only: no write tool listed, one called by name refused, reads work, nothing written.
+    assert results["ro_tools"] == READS
+    assert results["ro_write"].is_error and "read-only" in results["ro_write"].content[0].text
+    assert [t["id"] for t in results["ro_read"].structured_content["topics"]][:1] == ["project-alpha"]
+    assert _actor_commits(root, "ro-client") == []
+    # --actor overrides the client's name.
+    assert not results["actor"].is_error, results["actor"].content[0].text
+    assert len(_actor_commits(root, "reviewer-bot")) == 1 and _actor_commits(root, "Some-Client-2") == []
+    assert run_git(root, "status", "--porcelain") == ""
+
+
+def test_client_names_become_actors() -> None:
+    from am.mcp.server import actor_for_client
+    from am.upkeep.authorship import Authorship
+
+    for name, actor in (("claude-code", "claude-code"), ("Claude Desktop", "Claude-Desktop"),
+                        ("  cursor/vscode 1.2 ", "cursor/vscode-1.2"), ("", None), ("!!!", None),
+                        ("x" * 100, "x" * 64)):
+        assert actor_for_client(name) == actor
+        if actor:
+            assert Authorship._check_actor(actor) == actor
+
+
+# ---------------------------------------------------------------- HTTP
+
+class HttpServer:
+    def __init__(self, root: Path, token: str | None, *extra: str) -> None:
+        env = subprocess_env(AM_HOME=os.environ["AM_HOME"])
+        env.pop("AM_MCP_TOKEN", None)
+        if token:
+            env["AM_MCP_TOKEN"] = token
+        self.proc = subprocess.Popen([PYTHON, "-m", "am.cli.main", "--vault", str(root), "mcp", "--http",
+                                      "--port", "0", *extra], cwd=root, env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        assert "serving http://127.0.0.1:" in line, line
+        self.port = int(line.split("127.0.0.1:")[1].split("/")[0])
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._wait()
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("the server did not listen")
+
+    def raw(self, headers: dict[str, str]) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                           "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "raw", "version": "1"}}})
+        conn.putrequest("POST", "/mcp", skip_host=True)
+        for key, value in {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                           **headers}.items():
+            conn.putheader(key, value)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body.encode())
+        status = conn.getresponse().status
+        conn.close()
+        return status
+
+    def client(self, name: str, token: str | None) -> Client:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        http_client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60))
+        return Client(streamable_http_client(self.url, http_client=http_client),
+                      client_info=Implementation(name=name, version="1"))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+
+
+@pytest.fixture
+def http_server(alpha: Vault) -> Callable[..., HttpServer]:
+    started: list[HttpServer] = []
+
+    def start(token: str | None = None, *extra: str) -> HttpServer:
+        server = HttpServer(alpha.root, token, *extra)
+        started.append(server)
+        return server
+
+    yield start  # type: ignore[misc]
+    for server in started:
+        server.stop()
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Return the local addresses of listening TCP sockets on ``port`` (Linux /proc)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hexport = local.split(":")
+            if state == "0A" and int(hexport, 16) == port:
+                found.add(address)
+    return found
+
+
+def _check_the_guard(alpha: Vault, server: HttpServer, token: str) -> None:
+    host = f"127.0.0.1:{server.port}"
+    if Path("/proc/net/tcp").exists():
+        assert _listening_addresses(server.port) == {"0100007F"}  # 127.0.0.1, nothing else
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.2", server.port), timeout=2).close()
+    good = {"Host": host, "Authorization": f"Bearer {token}"}
+    assert server.raw(good) == 200
+    assert server.raw({**good, "Host": f"evil.example:{server.port}"}) == 421
+    assert server.raw({**good, "Origin": "http://evil.example"}) == 403
+    assert server.raw({**good, "Origin": f"http://{host}"}) == 200
+    assert server.raw({"Host": host}) == 401
+    assert server.raw({"Host": host, "Authorization": "Bearer wrong"}) == 401
+    before = _head(alpha.root)
+
+    async def session() -> None:
+        async with server.client("http-client", token) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == READS | WRITES
+            out = await client.call_tool("fact_add", {"text": "Over HTTP.", "topics": ["project-alpha"]})
+            assert not out.is_error, out.content[0].text
+
+    anyio.run(session)
+    assert len(run_git(alpha.root, "rev-list", f"{before}..HEAD").split()) == 1
+    assert "Am-Actor: http-client" in run_git(alpha.root, "log", "-1", "--format=%B")
+
+
+def test_http_on_loopback_only_with_host_origin_and_token_checked_and_eight_writers_at_once(
+        alpha: Vault, http_server: Callable[..., HttpServer]) -> None:
+    """One HTTP server: its guard, then 8 SDK clients writing through it while the CLI writes too."""
+    token = "s3cret-token-for-tests"
+    server = http_server(token)
+    _check_the_guard(alpha, server, token)
+    root = alpha.root
+    per_client, clients = 4, 8
+    acknowledged: list[tuple[str, str]] = []
+    env = subprocess_env(AM_HOME=os.environ["AM_HOME"], AM_ACTOR="cli-writer")
+    cli = subprocess.Popen(
+        ["sh", "-c", " && ".join(f"{PYTHON} -m am.cli.main --vault {root} fact add 'CLI fact {i}.' "
+                                 f"--topic project-alpha --format json" for i in range(4))],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    async def writer(n: int) -> None:
+        async with server.client(f"agent-{n}", token) as client:
+            for i in range(per_client):
+                out = await client.call_tool("fact_add", {"text": f"Agent {n} fact {i}.", "topics": ["project-alpha"]})
+                assert not out.is_error, out.content[0].text
+                acknowledged.append((out.structured_content["commit"], out.structured_content["records"][0]["id"]))
+
+    async def everyone() -> None:
+        async with anyio.create_task_group() as group:
+            for n in range(clients):
+                group.start_soon(writer, n)
+
+    anyio.run(everyone)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    cli_ids = [json.loads(chunk)["records"][0]["id"] for chunk in out.replace("}\n{", "}\0{").split("\0")]
+    assert len(acknowledged) == clients * per_client and len(cli_ids) == 4
+    history = set(run_git(root, "rev-list", "HEAD").split())
+    assert {commit for commit, _ in acknowledged} <= history
+    files = run_git(root, "ls-tree", "-r", "--name-only", "HEAD", "facts").split()
+    names = {Path(f).stem for f in files}
+    assert {fid for _, fid in acknowledged} | set(cli_ids) <= names
+    for n in range(clients):
+        assert len(run_git(root, "log", "--format=%H", f"--grep=^Am-Actor: agent-{n}$").split()) == per_client
+    fsck_clean(root)
