@@ -18,14 +18,12 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import PYTHON, commit_file, fsck_clean, run_git, subprocess_env
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import Implementation
 
 from am.vault import Vault
-from conftest import PYTHON, commit_file, fsck_clean, run_git, subprocess_env
-
-mcp = pytest.importorskip("mcp")  # a dependency of am: missing means a broken install, which pytest shows
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp_types import Implementation  # noqa: E402
 
 WRITES = {"fact_add", "fact_supersede", "fact_expire", "topic_add", "relation_add"}
 READS = {"slice", "search", "fact_show", "topic_show", "topic_list", "log", "check"}
@@ -33,7 +31,7 @@ READS = {"slice", "search", "fact_show", "topic_show", "topic_list", "log", "che
 
 def _am(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([PYTHON, "-m", "am.cli.main", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, check=False)
 
 
 @asynccontextmanager

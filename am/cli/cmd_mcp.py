@@ -106,7 +106,7 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
     if print_only:
         _show(changes, fmt)
         return
-    made = apply(changes, stop_at=folder)
+    made = apply(changes)
     if fmt == "json":
         emit_json([{"path": str(c.path), "what": c.what, "changed": c in made} for c in changes])
         return

@@ -126,7 +126,7 @@ def _nest(path: Sequence[str], last: Key, value: Any, kinds: Sequence[str]) -> A
     return inner
 
 
-def _check(text: str, where: str) -> None:
+def check_json(text: str, where: str) -> None:
     try:
         json.loads(text)
     except json.JSONDecodeError as err:
@@ -159,7 +159,7 @@ def insert_entry(text: str, path: Sequence[str], key: Key, value: Any, *, kinds:
     (used when a container must be created); ``key`` None appends to an array.
     """
     text = text if text.strip() else "{}\n"
-    _check(text, where)
+    check_json(text, where)
     try:
         found = _container(text, path)
     except ValueError as err:

@@ -27,7 +27,7 @@ from typing import Any
 
 from am.errors import UsageError
 from am.mcp.blocks import MD_MARKERS, TOML_MARKERS, drop_block, put_block
-from am.mcp.jsonedit import entry_value, has_entry, insert_entry, remove_entry
+from am.mcp.jsonedit import insert_entry, remove_entry
 
 __all__ = [
     "CLIENTS",
@@ -42,6 +42,7 @@ __all__ = [
 
 CLIENTS = ("claude-code", "codex", "cursor", "claude-desktop")
 HOOK_MATCHER = "startup|resume|clear|compact"
+HOOK_STATUS = "am: reading the slice"  # marks the hook as am's, to find it again
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class FileChange:
     before: bytes | None
     after: bytes | None
     what: str
+    root: Path | None = None  # emptied folders are removed up to here (the project, or the home folder)
 
     @property
     def changes(self) -> bool:
@@ -111,7 +113,14 @@ def _mcp_entry(request: SetupRequest, *, typed: bool) -> dict[str, Any]:
 
 def _hook_entry(request: SetupRequest) -> dict[str, Any]:
     command = f"{request.command} --vault {_shell(request.vault)} slice --max-tokens 4000"
-    return {"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command, "timeout": 30}]}
+    return {"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command, "timeout": 30,
+                                                "statusMessage": HOOK_STATUS}]}
+
+
+def _is_our_hook(element: Any) -> bool:
+    hooks = element.get("hooks") if isinstance(element, dict) else None
+    return isinstance(hooks, list) and any(isinstance(h, dict) and h.get("statusMessage") == HOOK_STATUS
+                                           for h in hooks)
 
 
 def _shell(word: str) -> str:
@@ -155,34 +164,49 @@ def _text(data: bytes | None, path: Path) -> str:
         raise UsageError(f"{path} is not UTF-8 text", hint="fix it, or add the entry by hand") from None
 
 
+def _current(text: str, tree: tuple[str, ...], key: str | None, ours: Any) -> Any:
+    """Return am's entry as the file now has it (by name; in an array, the element ``ours`` picks), or None."""
+    import json
+
+    node: Any = json.loads(text) if text.strip() else {}
+    for part in tree:
+        if not isinstance(node, dict) or not isinstance(node.get(part), (dict, list)):
+            return None
+        node = node[part]
+    if key is not None:
+        return node.get(key) if isinstance(node, dict) else None
+    return next((e for e in node if ours(e)), None) if isinstance(node, list) else None
+
+
 def _json_change(path: Path, tree: tuple[str, ...], key: str | None, value: Any, kinds: tuple[str, ...],
-                 remove: bool, what: str) -> FileChange:
+                 remove: bool, what: str, ours: Any = None) -> FileChange:
     before = _read(path)
     text = _text(before, path)
-    label = f"{path}"
+    if text.strip():
+        from am.mcp.jsonedit import check_json
+
+        check_json(text, str(path))
+    current = _current(text, tree, key, ours)
     if remove:
-        if before is None:
+        if current is None:
             return FileChange(path, before, before, f"{what}: nothing to remove")
-        out = remove_entry(text, tree, key, value, kinds=kinds)
+        out = remove_entry(text, tree, key, current, kinds=kinds)
         if out is None:
-            if entry_value(text, tree, key, value) is None:
-                return FileChange(path, before, before, f"{what}: nothing to remove")
-            raise UsageError(f"{path}: the am entry was changed since am setup wrote it",
+            raise UsageError(f"{path}: the {key or 'am'} entry was reformatted since am setup wrote it",
                              hint="remove it by hand")
         after = None if out.strip() == "{}" else out.encode("utf-8")
         return FileChange(path, before, after, f"{what}: removed")
-    if text.strip() and has_entry(text, tree, key, value):
+    if current == value:
         return FileChange(path, before, before, f"{what}: already set up")
-    if key is not None and text.strip() and entry_value(text, tree, key) is not None:
-        raise UsageError(f"{label} already has a server named {key!r} that differs from am's",
-                         hint="remove it, or choose another name with --name")
-    out = insert_entry(text, tree, key, value, kinds=kinds, where=label)
-    return FileChange(path, before, out.encode("utf-8") if before is not None else _pretty_new(out), f"{what}: added")
-
-
-def _pretty_new(text: str) -> bytes:
-    # A new file holds only am's entry: the same text insert_entry makes, so that --remove finds it.
-    return text.encode("utf-8")
+    if current is not None:
+        # am's own earlier entry (other options): replaced where it stands as am wrote it; anything else is refused.
+        out = remove_entry(text, tree, key, current, kinds=kinds)
+        if out is None:
+            raise UsageError(f"{path} already has a server named {key!r} that differs from am's",
+                             hint="remove it, or choose another name with --name")
+        text = out
+    out = insert_entry(text, tree, key, value, kinds=kinds, where=str(path))
+    return FileChange(path, before, out.encode("utf-8"), f"{what}: added")
 
 
 def _block_change(path: Path, body: str, markers: Any, remove: bool, what: str) -> FileChange:
@@ -211,7 +235,8 @@ def _toml_change(path: Path, request: SetupRequest, remove: bool) -> FileChange:
         return change
     before_text = _text(change.before, path)
     try:
-        old = tomllib.loads(drop_block(before_text, TOML_MARKERS) or before_text)
+        dropped = drop_block(before_text, TOML_MARKERS)
+        old = tomllib.loads(before_text if dropped is None else dropped)
         new = tomllib.loads(change.after.decode("utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise UsageError(f"{path} is not valid TOML ({err})", hint="fix it, or add the entry by hand") from None
@@ -231,7 +256,7 @@ def _toml_key(name: str) -> str:
 
 def _cursor_rule(request: SetupRequest, remove: bool) -> FileChange:
     path = request.project / ".cursor" / "rules" / "am.mdc"
-    content = ("---\ndescription: How to use this project's memory (am): read a slice, record and supersede facts\n"
+    content = ("---\ndescription: How to use this project's memory (am) - read a slice, record and supersede facts\n"
                "alwaysApply: true\n---\n" + instruction_block(request)).encode("utf-8")
     before = _read(path)
     if remove:
@@ -247,6 +272,14 @@ def _cursor_rule(request: SetupRequest, remove: bool) -> FileChange:
 
 def plan(request: SetupRequest, *, remove: bool = False) -> list[FileChange]:
     """Return the changes that set up (or remove) this client, without writing anything."""
+    import dataclasses
+
+    home = request.home or Path.home()
+    return [dataclasses.replace(c, root=request.project if request.project in c.path.parents else home)
+            for c in _plan(request, remove)]
+
+
+def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
     if request.client not in CLIENTS:
         raise UsageError(f"unknown client {request.client!r}", hint=f"use one of: {', '.join(CLIENTS)}")
     project, name = request.project, request.name
@@ -257,7 +290,7 @@ def plan(request: SetupRequest, *, remove: bool = False) -> list[FileChange]:
         if request.hook or remove:
             changes.append(_json_change(project / ".claude" / "settings.json", ("hooks", "SessionStart"), None,
                                         _hook_entry(request), ("object", "array"), remove,
-                                        "Claude Code SessionStart hook (slice into context)"))
+                                        "Claude Code SessionStart hook (slice into context)", _is_our_hook))
         changes.append(_block_change(project / "CLAUDE.md", instruction_block(request), MD_MARKERS, remove,
                                      "instructions in CLAUDE.md"))
         return changes
@@ -282,7 +315,7 @@ def am_executable() -> str:
     return str(Path(sys.argv[0]).resolve())
 
 
-def apply(changes: list[FileChange], *, stop_at: Path | None = None) -> list[FileChange]:
+def apply(changes: list[FileChange]) -> list[FileChange]:
     """Write the changes (a new file's folders are made; a removed file's empty folders go); return those made."""
     made = []
     for change in changes:
@@ -291,7 +324,7 @@ def apply(changes: list[FileChange], *, stop_at: Path | None = None) -> list[Fil
         path = change.path
         if change.after is None:
             path.unlink()
-            parent = path.parent
+            parent, stop_at = path.parent, change.root
             while stop_at is not None and parent != stop_at and stop_at in parent.parents:
                 try:
                     parent.rmdir()
