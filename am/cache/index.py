@@ -230,6 +230,23 @@ class Index(IndexQueries, FolderScans):
         row = self.conn.execute("SELECT value FROM meta WHERE key='head'").fetchone()
         return row[0] if row and row[0] else None
 
+    def content_token(self) -> tuple[int, int]:
+        """Return a token that changes whenever the cache's content may have changed, by any writer.
+
+        SQLite's ``data_version`` moves when another connection commits, and the
+        connection's ``total_changes`` when this one writes; both are per connection,
+        so compare tokens of one Index only. A long-lived reader (the MCP server)
+        keys what it derived from the cache on it.
+        """
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return int(version), self.conn.total_changes
+
+    def valid_time_bounds(self) -> list[str]:
+        """Return the distinct valid_from and valid_until values of records: where holding changes with time."""
+        rows = self.conn.execute("SELECT valid_from FROM records WHERE valid_from IS NOT NULL "
+                                 "UNION SELECT valid_until FROM records WHERE valid_until IS NOT NULL")
+        return [str(value) for (value,) in rows]
+
     def _git_index_stamp(self) -> str:
         try:
             st = os.stat(self.store.gitdir / "index")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from am.errors import AmError
+from am.mcp.memo import PackMemo
 from am.mcp.tools import TOOLS, Call, Tool, ToolOutput, World, tool_named
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class Dispatcher:
     _opened: list[Vault] = field(init=False, default_factory=list)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _validators: dict[str, Any] = field(init=False, default_factory=dict)
+    memo: PackMemo = field(init=False, default_factory=PackMemo)
 
     def __post_init__(self) -> None:
         self.executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="am-mcp")
@@ -126,7 +128,7 @@ class Dispatcher:
                     vault.actor = vault._check_actor(actor)
                 else:
                     vault.__dict__.pop("actor", None)  # $AM_ACTOR, else git's user
-            return tool.run(Call(vault, self.here), args)
+            return tool.run(Call(vault, self.here, self.memo), args)
         except AmError as err:
             return f"Error: {err}"
         except Exception as err:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from am.errors import UsageError
 
 if TYPE_CHECKING:
+    from am.mcp.memo import PackMemo
     from am.records.model import Record
     from am.records.writes import FactDraft
     from am.vault import Vault
@@ -39,6 +40,7 @@ class Call:
 
     vault: Vault
     here: Callable[[], World]  # the world of the server's folder (repo, branch, commit), or Nones
+    memo: PackMemo | None = None  # packs already rendered (am.mcp.memo)
 
     def world(self, args: Mapping[str, Any]) -> World:
         """Return the world named in the arguments, else the server's own (its clone's branch and HEAD)."""
@@ -171,16 +173,49 @@ def _slice(call: Call, args: dict[str, Any]) -> ToolOutput:
         depth=args.get("depth", 1), query=args.get("query"), max_tokens=args.get("max_tokens", 8000),
         include_pending=args.get("include_pending", False), follow_links=args.get("follow_links", False),
     )
-    pack = slice_vault(call.vault, request)
     fmt = args.get("format", "md")
-    text = render_json(pack) if fmt == "json" else render_markdown(pack)
-    world = pack.setup.world
-    return ToolOutput(text, {
-        "note": DATA_NOTE, "format": fmt, "pack": text,
-        "world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
-        "vault_commit": pack.vault_commit, "tokens": pack.tokens,
-        "left_out": {k: v for k, v in pack.left_out.items() if v},
-    })
+
+    def make() -> ToolOutput:
+        pack = slice_vault(call.vault, request)
+        text = render_json(pack) if fmt == "json" else render_markdown(pack)
+        world = pack.setup.world
+        return ToolOutput(text, {
+            "note": DATA_NOTE, "format": fmt, "pack": text,
+            "world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
+            "vault_commit": pack.vault_commit, "tokens": pack.tokens,
+            "left_out": {k: v for k, v in pack.left_out.items() if v},
+        })
+
+    key = _pack_key(call, request, fmt)
+    if key is None or call.memo is None:
+        return make()
+    index = call.vault.cache()
+    assert index is not None  # _pack_key opened it
+    from am.clock import now
+
+    out: ToolOutput = call.memo.get_or_make((key, index.content_token()), now(), make, index.valid_time_bounds)
+    return out
+
+
+def _pack_key(call: Call, request: Any, fmt: str) -> tuple[Any, ...] | None:
+    """Return what a pack depends on besides the cache's content (None: do not keep this pack)."""
+    if call.memo is None or request.as_of is not None or request.follow_links:
+        return None
+    if request.query:
+        from am.packs.retrieval import load_backend
+
+        if load_backend(call.vault.settings)[0] is not None:
+            return None  # a vector backend may answer differently from one call to the next
+    if call.vault.cache() is None:
+        return None
+    from am.worlds.ancestry import setup_world
+
+    setup = setup_world(request.repo, request.branch, request.commit, at=request.at,
+                        include_pending=request.include_pending)
+    world = setup.world
+    return (fmt, request.repo, request.branch, request.commit, request.at, request.at_label, request.topic,
+            request.depth, request.query, request.max_tokens, request.include_pending,
+            world.repo, world.branch, world.commit, setup.rule, setup.notes, setup.clone, setup.commit_source)
 
 
 def _search(call: Call, args: dict[str, Any]) -> ToolOutput:
