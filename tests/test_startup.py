@@ -24,7 +24,8 @@ from tests.conftest import REPO_ROOT, subprocess_env
 
 # Never needed by a read on a fresh cache; each costs milliseconds to import.
 HEAVY = ("yaml", "pygit2", "networkx", "jsonschema", "markdown_it", "rich", "hashlib", "secrets", "tempfile",
-         "importlib.metadata", "concurrent.futures", "am.records.links", "am.packs.retrieval")
+         "importlib.metadata", "concurrent.futures", "am.records.links", "am.packs.retrieval",
+         "mcp", "mcp_types", "pydantic", "anyio", "starlette", "am.mcp")
 
 _PROBE = """
 import io, json, sys
