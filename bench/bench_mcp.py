@@ -26,8 +26,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_index import median_time as _median  # noqa: E402
-from bench.bench_slice import ensure_vault  # noqa: E402
+from bench.bench_index import median_time as _median
+from bench.bench_slice import ensure_vault
 
 ROOT = Path(__file__).resolve().parent.parent
 WORLD = ["--repo", "project-alpha", "--branch", "main"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import commit_file, run_git
 
 from am.mcp.server import Dispatcher, ServerOptions
 from am.mcp.tools import ToolOutput
 from am.packs.slice import SliceRequest, render_markdown, slice_vault
 from am.registry import Registry
 from am.vault import Vault
-from conftest import commit_file, run_git
 
 
 @pytest.fixture
