@@ -76,6 +76,7 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
                    cwd=root, env=env)
     assert cli_default.returncode == 0 and cli_main.returncode == 0, cli_default.stderr + cli_main.stderr
     results: dict[str, Any] = {}
+    sliced = anyio.Event()  # the other servers' writes wait until the packs are read
 
     async def full() -> None:
         async with stdio(root, cwd=clone) as client:
@@ -84,6 +85,7 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
             results["slice_default"] = await client.call_tool("slice", {})
             results["slice_main"] = await client.call_tool("slice", {"repo": "project-alpha", "branch": "main",
                                                                      "format": "json"})
+            sliced.set()
             results["bad_rel"] = await client.call_tool("relation_add", {"from": "project-alpha", "rel": "related-to",
                                                                          "to": "tool-redis"})
             results["add"] = await client.call_tool("fact_add", {"text": "The MCP door records facts.",
@@ -95,11 +97,13 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
     async def read_only() -> None:
         async with stdio(root, "--read-only", cwd=root, name="ro-client") as client:
             results["ro_tools"] = {t.name for t in (await client.list_tools()).tools}
+            await sliced.wait()
             results["ro_write"] = await client.call_tool("fact_add", {"text": "x.", "topics": ["project-alpha"]})
             results["ro_read"] = await client.call_tool("topic_list", {})
 
     async def overridden() -> None:
         async with stdio(root, "--actor", "reviewer-bot", cwd=root, name="Some Client 2") as client:
+            await sliced.wait()
             results["actor"] = await client.call_tool("topic_add", {"title": "Postgres", "kind": "tool"})
 
     async def all_three() -> None:
