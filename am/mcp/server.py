@@ -96,6 +96,33 @@ class Dispatcher:
         except AmError:
             return None, None, None
 
+    def fill(self, repo: str | None, branch: str | None, commit: str | None) -> World:
+        """Fill a call's world where it names none, as `am slice` in the server's folder would."""
+        if self.options.repo is not None or self.options.branch is not None:
+            if repo is None and branch is None and commit is None:
+                return self.options.repo, self.options.branch, None
+            return repo if repo is not None else self.options.repo, branch, commit
+        from am.worlds import here
+
+        registered_here = getattr(here, "registered_here", None)
+        if registered_here is None:  # the clone's branch and HEAD, as `am slice` takes them without a world
+            return self.here() if repo is None and branch is None and commit is None else (repo, branch, commit)
+        # Worktree-aware filling (am.cli.context.here_world): a checked-out branch is the world, its tip resolved.
+        if repo is not None:
+            return repo, branch, commit
+        try:
+            found = registered_here(self.options.folder)
+        except AmError:
+            found = None
+        if found is None:
+            return None, branch, commit
+        name, checkout = found
+        if branch is None and commit is None:
+            branch, commit = checkout.head()
+            if branch is not None:
+                commit = None
+        return name, branch, commit
+
     def validate(self, tool: Tool, args: dict[str, Any]) -> None:
         """Check arguments against the tool's input schema; raise UsageError with the first problem."""
         validator = self._validators.get(tool.name)
@@ -128,7 +155,7 @@ class Dispatcher:
                     vault.actor = vault._check_actor(actor)
                 else:
                     vault.__dict__.pop("actor", None)  # $AM_ACTOR, else git's user
-            return tool.run(Call(vault, self.here, self.memo), args)
+            return tool.run(Call(vault, self.here, self.memo, self.fill), args)
         except AmError as err:
             return f"Error: {err}"
         except Exception as err:

@@ -39,12 +39,15 @@ class Call:
     """What one tool call works with: this thread's vault, and how the server was started."""
 
     vault: Vault
-    here: Callable[[], World]  # the world of the server's folder (repo, branch, commit), or Nones
+    here: Callable[[], World]  # the world of the server's folder (repo, branch, HEAD commit), or Nones
     memo: PackMemo | None = None  # packs already rendered (am.mcp.memo)
+    fill: Callable[[str | None, str | None, str | None], World] | None = None  # defaults, as the CLI fills them
 
     def world(self, args: Mapping[str, Any]) -> World:
-        """Return the world named in the arguments, else the server's own (its clone's branch and HEAD)."""
+        """Return the world named in the arguments, filled from the server's clone as the CLI fills it."""
         repo, branch, commit = args.get("repo"), args.get("branch"), args.get("commit")
+        if self.fill is not None:
+            return self.fill(repo, branch, commit)
         if repo is None and branch is None and commit is None:
             return self.here()
         return repo, branch, commit
