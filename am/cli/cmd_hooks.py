@@ -50,6 +50,12 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
         if repo:
             raise click.UsageError("--repo goes with --code-repo")
         actions = install_hooks(vault.root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])
+        # The record merge for git merge / git pull / obsidian-git (am/upkeep/merges.py).
+        from am.upkeep.hooks import HookAction, am_command
+        from am.upkeep.merges import register_merge_driver
+
+        for what in register_merge_driver(vault, command=am_command()):
+            actions.append(HookAction("merge-driver", what, "registered"))
     else:
         from am.errors import UsageError
         from am.records.ids import check_id

@@ -35,7 +35,7 @@ _HOMES = {
     "undo": "cmd_audit", "check": "cmd_check", "hooks": "cmd_hooks", "hook": "cmd_hooks",
     "recover": "cmd_recover", "doctor": "cmd_recover", "stale": "cmd_recover", "search": "cmd_search",
     "index": "cmd_search", "slice": "cmd_slice", "repo": "cmd_slice",
-    "mcp": "cmd_mcp", "setup": "cmd_mcp",
+    "mcp": "cmd_mcp", "setup": "cmd_mcp", "sync": "cmd_sync", "merge": "cmd_sync", "merge-driver": "cmd_sync",
 }
 
 

@@ -211,7 +211,12 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
 def _check_references(path: str, record: Record, exists: Callable[[str], bool],
                       get: Callable[[str], Record | None], issues: list[Issue]) -> None:
     from am.records.links import parse_links
+    from am.records.merge import has_merged_text
 
+    if has_merged_text(record.body):
+        issues.append(Issue("warning", "merged-text", path,
+                            "holds two versions of its text kept by a merge; edit them into one text "
+                            "and delete the am:merged lines", "body"))
     if isinstance(record, Fact):
         for topic in record.topics:
             if not exists(topic):

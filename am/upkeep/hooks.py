@@ -338,6 +338,16 @@ def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: T
     return 0
 
 
+def _complete_merge(vault: Any, out: TextIO) -> None:
+    """After Git's own merge: commit the contested copies its merge driver could not write (am/upkeep/merges.py)."""
+    from am.upkeep.merges import complete_merge
+
+    made = complete_merge(vault)
+    if made:
+        out.write(f"am: the merge changed facts on both sides; both versions are kept as contested facts "
+                  f"(commit {made[:10]}); resolve them with am fact supersede\n")
+
+
 def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, out: TextIO,
                    open_vault: VaultOpener) -> int:
     """Run one vault hook in the repository at ``cwd``, then the hook it replaced.
@@ -369,6 +379,8 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
                 vault = None
             if vault is not None:
                 with vault:
+                    if name in ("post-merge", "post-commit"):
+                        _complete_merge(vault, out)
                     post_change(vault, name, args, stdin, out)
     except AmError as err:
         out.write(f"am: {name}: {err}\n")

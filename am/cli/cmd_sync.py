@@ -1,0 +1,126 @@
+"""`am sync`, `am merge BRANCH` and `am merge-driver`: the doors into am/sync/ and the record merge."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from am.cli.context import FORMAT_OPTION, emit_json, open_vault
+
+
+def _report(report: Any, fmt: str) -> None:
+    if fmt == "json":
+        emit_json(report.to_json())
+        return
+    short = (report.after or "")[:10] or "nothing"
+    prefix = "would " if report.dry_run else ""
+    where = f"{report.remote}/{report.branch}" if report.remote != "." else f"branch {report.branch}"
+    if report.action == "up-to-date" and report.pushed:
+        pass  # said below
+    elif report.action == "up-to-date":
+        click.echo(f"{prefix}nothing to merge: up to date with {where} ({short})")
+    elif report.action == "fast-forward":
+        click.echo(f"{prefix}fast-forward to {where}" + ("" if report.dry_run else f" ({short}, {report.changed} files)"))
+    else:
+        click.echo(f"{prefix}merge {where}" + ("" if report.dry_run else f" in commit {(report.merge_commit or '')[:10]}"))
+    for d in report.decisions:
+        if d.how not in ("union", "deleted"):
+            click.echo(f"  {d.how:<6} {d.id}" + (f"  ({d.detail})" if d.detail else ""))
+    added = sum(1 for d in report.decisions if d.how == "union")
+    if added:
+        click.echo(f"  {added} records from the other side {'would be ' if report.dry_run else ''}added")
+    if report.contested:
+        click.echo(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
+    if report.pushed:
+        click.echo(f"pushed {short} to {where}")
+    if report.rounds > 1:
+        click.echo(f"  ({report.rounds} rounds: the remote moved while syncing)")
+
+
+@click.command("sync")
+@click.argument("remote", required=False)
+@click.option("--dry-run", is_flag=True, help="Fetch and say what would be merged and contested; change nothing.")
+@click.option("--set-upstream", "set_upstream", metavar="URL", default=None,
+              help="Point REMOTE (default origin) at URL and make it this branch's upstream, then sync.")
+@FORMAT_OPTION
+@click.pass_context
+def sync(ctx: click.Context, remote: str | None, dry_run: bool, set_upstream: str | None, fmt: str) -> None:
+    """Fetch the vault's remote, merge record by record, and push without force.
+
+    A fast-forward just moves the branch; diverged histories get one merge
+    commit (Am-Op: sync.merge) whose trailers name every record decided. A
+    fact whose text changed on both sides is kept twice, both contested. When
+    the remote moved during the push, am fetches and merges again. Credentials
+    are Git's own (credential helpers, ssh agent); am stores none.
+
+    Example: am sync --set-upstream git@github.com:me/memory.git
+    """
+    from am.sync import sync as run_sync
+
+    report = run_sync(open_vault(ctx), remote, dry_run=dry_run, set_upstream=set_upstream)
+    _report(report, fmt)
+
+
+@click.command("merge")
+@click.argument("branch")
+@click.option("--dry-run", is_flag=True, help="Say what would be merged and contested; change nothing.")
+@FORMAT_OPTION
+@click.pass_context
+def merge(ctx: click.Context, branch: str, dry_run: bool, fmt: str) -> None:
+    """Fold a vault branch (an agent's memory kept apart) into the current branch, record by record.
+
+    Uses the same merge as am sync: a fast-forward, or one merge commit.
+
+    Example: am merge agent-codex
+    """
+    from am.sync import merge_branch
+
+    report = merge_branch(open_vault(ctx), branch, dry_run=dry_run)
+    _report(report, fmt)
+
+
+@click.command("merge-driver")
+@click.argument("base", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("ours", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("theirs", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", required=False)
+def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> None:
+    """Merge one record file for Git (a merge driver: git passes %O %A %B %P); the result replaces OURS.
+
+    Registered by am hooks install in .gitattributes and merge.am.driver, so
+    git merge, git pull and obsidian-git merge records as am sync does. Exits
+    0 when merged; 1 (OURS left as it was, Git reports a conflict) when a side
+    is not a readable record.
+
+    Example: git config merge.am.driver 'am merge-driver %O %A %B %P'
+    """
+    from am.errors import AmError
+    from am.records.codec import decode_record_bytes
+    from am.records.merge import is_record_path, merge_record
+
+    name = path or ours.name
+    if path is not None and not is_record_path(path):
+        # Not a record: Git's own line merge (markers and all), as if no driver were set.
+        proc = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
+                               str(ours), str(base), str(theirs)], check=False)
+        sys.exit(0 if proc.returncode == 0 else 1)
+    try:
+        old = base.read_bytes()
+        result = merge_record(name, decode_record_bytes(old, path=name) if old else None,
+                              decode_record_bytes(ours.read_bytes(), path=name),
+                              decode_record_bytes(theirs.read_bytes(), path=name))
+    except AmError as err:
+        click.echo(f"am merge-driver: {err}", err=True)
+        sys.exit(1)
+    ours.write_bytes(result.text.encode("utf-8"))
+    for d in result.decisions:
+        if d.how == "split":
+            click.echo(f"am: {d.id}: {d.detail}", err=True)
+    sys.exit(0)
+
+
+COMMANDS = [sync, merge, merge_driver]

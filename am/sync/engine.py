@@ -1,0 +1,242 @@
+"""`am sync` and `am merge`: fetch, merge record-aware, push without force, and the same merge of a local branch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from am.errors import ConflictError, GitError, UsageError
+from am.git.light import failpoint
+from am.records.merge import Decision, TreeMerge, merge_changes
+from am.records.writes import one_line
+
+if TYPE_CHECKING:
+    from am.git.store import GitStore
+    from am.vault import Vault
+
+__all__ = ["MergePlan", "SyncReport", "merge_branch", "plan_merge", "sync"]
+
+# How many times a push rejected because the remote moved is retried (fetch, merge, push again).
+MAX_ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """What merging ``theirs`` into ``ours`` does: nothing, a fast-forward, or a merge commit of these files."""
+
+    action: str  # up-to-date, fast-forward, merge
+    ours: str | None
+    theirs: str | None
+    base: str | None = None
+    merge: TreeMerge | None = None
+
+    @property
+    def decisions(self) -> tuple[Decision, ...]:
+        return self.merge.decisions if self.merge is not None else ()
+
+    @property
+    def contested(self) -> tuple[str, ...]:
+        return self.merge.contested if self.merge is not None else ()
+
+
+@dataclass
+class SyncReport:
+    """What a sync (or a merge of a branch) did, round by round."""
+
+    remote: str
+    branch: str
+    dry_run: bool = False
+    before: str | None = None
+    after: str | None = None
+    remote_before: str | None = None
+    action: str = "up-to-date"
+    merge_commit: str | None = None
+    pushed: bool = False
+    rounds: int = 0
+    decisions: list[Decision] = field(default_factory=list)
+    contested: list[str] = field(default_factory=list)
+    changed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the report."""
+        return {
+            "remote": self.remote, "branch": self.branch, "dry_run": self.dry_run, "before": self.before,
+            "after": self.after, "remote_before": self.remote_before, "action": self.action,
+            "merge_commit": self.merge_commit, "pushed": self.pushed, "rounds": self.rounds,
+            "changed_files": self.changed, "contested": list(self.contested),
+            "decisions": [{"id": d.id, "path": d.path, "how": d.how, "detail": d.detail} for d in self.decisions],
+        }
+
+
+def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePlan:
+    """Decide how ``theirs`` joins ``ours``, computing the record-aware merge when histories diverged."""
+    from am.git import remote
+
+    if theirs is None or theirs == ours or (ours is not None and store.is_ancestor(theirs, ours)):
+        return MergePlan("up-to-date", ours, theirs)
+    if ours is None or store.is_ancestor(ours, theirs):
+        return MergePlan("fast-forward", ours, theirs)
+    base = remote.merge_base(store, ours, theirs)
+    mine = dict(store.tree_changes(base, ours))
+    other = dict(store.tree_changes(base, theirs))
+    both = [p for p in other if p in mine and mine[p] != other[p]]
+    base_ids = {p: (store.blob_id(p, commit=base) if base is not None else None) for p in both}
+
+    def exists(path: str) -> str | None:
+        return store.blob_id(path, commit=ours)
+
+    merged = merge_changes(mine, other, base=base_ids, read=store.read_object, exists=exists)
+    if merged.conflicts:
+        raise ConflictError(
+            f"both sides changed {', '.join(merged.conflicts[:5])} and they are not records am can merge",
+            hint="merge by hand (git merge), commit, then run am sync again; nothing was changed",
+        )
+    return MergePlan("merge", ours, theirs, base, merged)
+
+
+def _message(vault: Vault, plan: MergePlan, what: str, op: str) -> str:
+    decided = [d for d in plan.decisions if d.how not in ("union", "deleted")]
+    added = sum(1 for d in plan.decisions if d.how == "union")
+    subject = f"sync: merge {what}" + (f" ({len(decided)} records decided" if decided else "")
+    if decided:
+        subject += f", {len(plan.contested)} contested)" if plan.contested else ")"
+    lines = [one_line(subject, limit=120), ""]
+    lines.append(f"Am-Merge-Base: {plan.base or 'none'}")
+    lines.append(f"Am-Merge-Added: {added}")
+    lines.append(f"Am-Op: {op}")
+    for rid in dict.fromkeys(d.id for d in decided):
+        lines.append(f"Am-Record: {rid}")
+    for d in decided:
+        lines.append(f"Am-Decision: {one_line(d.trailer(), limit=300)}")
+    lines.append(f"Am-Actor: {vault.actor}")
+    return "\n".join(lines) + "\n"
+
+
+def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str) -> tuple[str | None, str | None, list[str]]:
+    """Carry out a plan on the vault's branch; return (new tip, merge commit, changed paths). Hold write_lock."""
+    from am.git import remote
+
+    store = vault.store.opened()
+    if plan.action == "up-to-date":
+        return plan.ours, None, []
+    assert plan.theirs is not None
+    commit = None
+    target = plan.theirs
+    if plan.action == "merge":
+        assert plan.merge is not None and plan.ours is not None
+        tree = remote.build_tree(store, plan.ours, plan.merge.files)
+        commit = target = remote.merge_commit(
+            store, tree, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
+            author=vault._author(), committer=vault._committer())
+    paths = remote.advance(store, target, expected=plan.ours,
+                           reflog=f"{op}: {plan.action} {what}")
+    return target, commit, paths
+
+
+def _refresh_cache(vault: Vault) -> None:
+    import logging
+
+    try:
+        cache = vault.cache()
+        if cache is not None:
+            cache.refresh()
+    except Exception as err:  # noqa: BLE001 - the merge stands; the next command catches up
+        logging.getLogger("am").warning("could not update the search cache after sync (%s)", err)
+
+
+def _resolve_remote(store: GitStore, branch: str, remote_arg: str | None) -> tuple[str, str]:
+    from am.git import remote
+
+    tracked = remote.upstream(store, branch)
+    if remote_arg:
+        return remote_arg, tracked[1] if tracked and tracked[0] == remote_arg else branch
+    if tracked:
+        return tracked
+    names = remote.remote_names(store)
+    if "origin" in names:
+        return "origin", branch
+    if len(names) == 1:
+        return names[0], branch
+    raise UsageError("this vault has no remote to sync with" if not names else
+                     f"this vault has several remotes ({', '.join(names)}) and its branch tracks none",
+                     hint="name one (am sync origin) or set one: am sync --set-upstream URL")
+
+
+def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, set_upstream: str | None = None,
+         max_rounds: int = MAX_ROUNDS) -> SyncReport:
+    """Fetch, merge (fast-forward or one record-aware merge commit) and push without force; retry when the remote moved."""
+    from am.git import remote
+
+    store = vault.store.opened()
+    ref = store.head_ref()
+    branch = ref.removeprefix("refs/heads/")
+    if set_upstream:
+        remote.set_upstream(store, remote=remote_arg or "origin", url=set_upstream, branch=branch)
+    name, remote_branch = _resolve_remote(store, branch, remote_arg)
+    report = SyncReport(remote=name, branch=remote_branch, dry_run=dry_run, before=store.branch_tip(ref))
+    with store.write_lock(op="sync"):
+        remote.resume_advance(store)  # a sync killed while moving the branch is finished first
+    for round_ in range(1, max_rounds + 1):
+        report.rounds = round_
+        theirs = remote.fetch(store, name, remote_branch)
+        if round_ == 1:
+            report.remote_before = theirs
+        failpoint("sync-fetched")
+        with store.write_lock(op="sync"):
+            ours = store.branch_tip(ref)
+            plan = plan_merge(store, ours, theirs)
+            if dry_run:
+                report.action, report.after = plan.action, ours
+                report.decisions, report.contested = list(plan.decisions), list(plan.contested)
+                return report
+            try:
+                tip, commit, paths = apply_plan(vault, plan, what=f"{name}/{remote_branch}", op="sync.merge")
+            except Exception as err:
+                from am.git.common import _Moved
+
+                if isinstance(err, _Moved):
+                    continue  # a commit landed meanwhile: fetch and plan again
+                raise
+        if plan.action != "up-to-date":
+            report.action = "merge" if plan.action == "merge" or report.action == "merge" else plan.action
+            report.changed += len(paths)
+            report.decisions += plan.decisions
+            report.contested += plan.contested
+            report.merge_commit = commit or report.merge_commit
+            _refresh_cache(vault)
+        report.after = tip
+        if tip is None or tip == theirs:
+            return report
+        result = remote.push(store, name, tip, remote_branch)
+        if result.status in ("ok", "up-to-date"):
+            report.pushed = result.status == "ok"
+            return report
+        if result.status != "rejected":
+            raise GitError(f"{name} refused the push of {remote_branch}: {result.message}",
+                           hint="the vault is merged locally; fix what the remote says, then run am sync again")
+    raise GitError(f"{name}/{remote_branch} kept moving: {max_rounds} rounds of fetch, merge and push did not land",
+                   hint="run am sync again; nothing is lost")
+
+
+def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False) -> SyncReport:
+    """Fold a vault branch (an agent's, say) into the current branch with the record-aware merge."""
+    store = vault.store.opened()
+    ref = store.head_ref()
+    theirs = store.branch_tip(f"refs/heads/{branch}")
+    if theirs is None:
+        raise UsageError(f"the vault has no branch {branch!r}", hint="list them with: git branch")
+    report = SyncReport(remote=".", branch=branch, dry_run=dry_run, before=store.branch_tip(ref),
+                        remote_before=theirs, rounds=1)
+    with store.write_lock(op="merge"):
+        ours = store.branch_tip(ref)
+        plan = plan_merge(store, ours, theirs)
+        report.action = plan.action
+        report.decisions, report.contested = list(plan.decisions), list(plan.contested)
+        if dry_run:
+            report.after = ours
+            return report
+        tip, commit, paths = apply_plan(vault, plan, what=f"branch {branch}", op="merge.branch")
+    report.after, report.merge_commit, report.changed = tip, commit, len(paths)
+    if plan.action != "up-to-date":
+        _refresh_cache(vault)
+    return report

@@ -1,0 +1,100 @@
+"""The record merge inside Git's own merges: the merge driver's registration, and what a driver cannot do.
+
+``am hooks install`` registers ``am merge-driver`` for the record files in
+``.gitattributes`` (committed, so every clone carries it) and in the clone's
+``merge.am.driver`` setting, so ``git merge``, ``git pull`` and obsidian-git
+merge records with the same rules as ``am sync`` (``am.records.merge``).
+
+A merge driver can only write the one file Git hands it. When a fact's text was
+changed on both sides, the rules keep the other side's version as a new
+contested fact with a ``conflicts-with`` relation: two new files. The
+post-merge and post-commit hooks call ``complete_merge``, which recomputes the
+merge of the commit's two parents and commits the files the driver could not
+write (one ``Am-Op: sync.merge`` commit), so the vault ends as ``am sync``
+would leave it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from am.git import Change
+from am.records.merge import merge_changes
+
+__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "register_merge_driver"]
+
+DRIVER = "am"
+ATTRIBUTES = (
+    "# am: record-aware merge of memory files (registered by am hooks install)",
+    "topics/**/*.md merge=am",
+    "facts/**/*.md merge=am",
+    "relations/**/*.md merge=am",
+)
+_AM_MERGES = ("Am-Op: sync.merge", "Am-Op: merge.branch")
+
+
+def register_merge_driver(vault: Any, *, command: list[str]) -> list[str]:
+    """Set ``merge.am.driver`` in the clone's config and commit the attribute lines; return what changed."""
+    done = []
+    store = vault.store.opened()
+    driver = " ".join(shlex.quote(w) for w in command) + " merge-driver %O %A %B %P"
+    if store.config_value(f"merge.{DRIVER}.driver") != driver:
+        for key, value in ((f"merge.{DRIVER}.name", "am record-aware merge"), (f"merge.{DRIVER}.driver", driver)):
+            subprocess.run(["git", "-C", str(store.root), "config", key, value], check=True, capture_output=True)
+        store.__dict__.pop("_config", None)
+        done.append("merge.am.driver")
+    path = PurePosixPath(".gitattributes")
+    current = (Path(store.root) / path).read_bytes() if (Path(store.root) / path).is_file() else b""
+    lines = current.decode("utf-8", "replace").splitlines()
+    missing = [line for line in ATTRIBUTES if line not in lines]
+    if missing:
+        sep = "" if not current or current.endswith(b"\n") else "\n"
+        data = current + (sep + "\n".join(missing) + "\n").encode("utf-8")
+        message = vault._message("hooks", "install", [], subject="hooks: register the record merge driver")
+        with store.write_lock(op="hooks.install"):
+            store.commit([Change(path, data, base=store.blob_id(path))], message=message,
+                         author=vault._author(), committer=vault._committer())
+        done.append(".gitattributes")
+    return done
+
+
+def complete_merge(vault: Any, commit: str | None = None) -> str | None:
+    """Commit what Git's merge (through the driver) could not write: contested copies and their relations.
+
+    Looks at ``commit`` (HEAD): when it is a merge of two parents not made by
+    am, the record merge of the parents is computed again and every new file
+    it makes that the commit lacks is committed. Returns the new commit, or None.
+    """
+    store = vault.store.opened()
+    commit = commit or store.head()
+    if commit is None:
+        return None
+    info = store.commit_info(commit)
+    if len(info.parents) != 2 or any(op in info.message for op in _AM_MERGES):
+        return None
+    from am.git.remote import merge_base
+
+    ours, theirs = info.parents
+    base = merge_base(store, ours, theirs)
+    mine = dict(store.tree_changes(base, ours))
+    other = dict(store.tree_changes(base, theirs))
+    both = [p for p in other if p in mine and mine[p] != other[p]]
+    if not both:
+        return None
+    base_ids = {p: (store.blob_id(p, commit=base) if base is not None else None) for p in both}
+    merged = merge_changes({p: mine[p] for p in both}, {p: other[p] for p in both}, base=base_ids,
+                           read=store.read_object, exists=lambda p: store.blob_id(p, commit=commit))
+    extra = {p: data for p, data in merged.files.items()
+             if p not in both and data is not None and store.blob_id(p, commit=commit) is None}
+    if not extra:
+        return None
+    ids = [PurePosixPath(p).stem for p in sorted(extra)]
+    message = vault._message("sync", "merge", ids,
+                             subject=f"sync: keep both versions of {len(ids) // 2 or 1} facts changed on both sides")
+    changes = [Change(PurePosixPath(p), data) for p, data in sorted(extra.items())]
+    with store.write_lock(op="sync.merge"):
+        new = str(store.commit(changes, message=message, author=vault._author(), committer=vault._committer()))
+    return new
