@@ -1,0 +1,79 @@
+"""A real Git server on loopback for sync tests: `git daemon` serving bare repositories, started and stopped by the test."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from conftest import run_git
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def make_bare(base: Path, name: str = "vault.git") -> Path:
+    """Create a bare repository that refuses non-fast-forwards and logs every ref update."""
+    bare = base / name
+    run_git(base, "init", "-q", "--bare", "-b", "main", str(bare))
+    run_git(bare, "config", "receive.denyNonFastForwards", "true")
+    run_git(bare, "config", "receive.denyDeletes", "true")
+    run_git(bare, "config", "core.logAllRefUpdates", "always")
+    return bare
+
+
+@contextmanager
+def git_daemon(base: Path) -> Iterator[str]:
+    """Serve the bare repositories under ``base`` with `git daemon` on 127.0.0.1; yield the URL prefix."""
+    for _attempt in range(5):
+        port = _free_port()
+        proc = subprocess.Popen(
+            ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all", "--enable=receive-pack",
+             "--listen=127.0.0.1", f"--port={port}", "--informative-errors", str(base)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None and not _listening(port):
+            time.sleep(0.02)
+        if proc.poll() is None and _listening(port):
+            break
+        proc.kill()
+        proc.wait()
+    else:
+        raise AssertionError("git daemon did not start")
+    try:
+        yield f"git://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def only_fast_forwards(bare: Path, branch: str = "main") -> list[tuple[str, str]]:
+    """Return the server branch's reflog as (old, new) pairs, asserting each update was a fast-forward."""
+    lines = run_git(bare, "reflog", "show", "--format=%H %gs", f"refs/heads/{branch}").splitlines()
+    assert lines, "the server's branch has no reflog"
+    log_file = (bare / "logs" / "refs" / "heads" / branch).read_text().splitlines()
+    pairs = [(line.split()[0], line.split()[1]) for line in log_file]
+    for old, new in pairs:
+        if set(old) == {"0"}:
+            continue
+        proc = subprocess.run(["git", "-C", str(bare), "merge-base", "--is-ancestor", old, new])
+        assert proc.returncode == 0, f"the server's {branch} moved from {old} to {new}, not a fast-forward"
+    return pairs

@@ -1,0 +1,264 @@
+"""`am sync` against a real Git server on loopback (`git daemon`): convergence, contested facts, the merge driver, pushes never forced."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.errors import DirtyFileError, GitError
+from am.records.codec import parse_record, render_record
+from am.records.model import replace
+from am.sync import merge_branch, sync
+from am.upkeep.check import check_vault
+from am.vault import Vault
+
+from conftest import GIT_IDENTITY, PYTHON, fsck_clean, run_git, subprocess_env
+from gitserver import git_daemon, make_bare, only_fast_forwards
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A bare repository served by `git daemon` on 127.0.0.1: (URL, path of the bare repository)."""
+    base = tmp_path / "server"
+    base.mkdir()
+    bare = make_bare(base)
+    with git_daemon(base) as url:
+        yield f"{url}/vault.git", bare
+
+
+@pytest.fixture
+def pair(alpha: Any, server: tuple[str, Path], tmp_path: Path) -> Iterator[tuple[Vault, Vault]]:
+    """Two clones of one vault, both synced with the server: (a, b)."""
+    url, _ = server
+    a: Vault = alpha
+    report = sync(a, set_upstream=url)
+    assert report.pushed
+    b = clone(url, tmp_path / "b", actor="agent-b")
+    yield a, b
+    b.close()
+
+
+def clone(url: str, path: Path, *, actor: str) -> Vault:
+    run_git(path.parent, "clone", "-q", url, str(path))
+    run_git(path, "config", "user.name", GIT_IDENTITY["GIT_AUTHOR_NAME"])
+    run_git(path, "config", "user.email", GIT_IDENTITY["GIT_AUTHOR_EMAIL"])
+    return Vault.open(path, actor=actor)
+
+
+def ids_in(root: Path, rev: str = "HEAD", top: str = "facts") -> set[str]:
+    return {Path(p).stem for p in run_git(root, "ls-tree", "-r", "--name-only", rev, top).split()}
+
+
+def record_at(root: Path, rel: str) -> Any:
+    return parse_record((root / rel).read_text(encoding="utf-8"), rel)
+
+
+def edit(root: Path, rel: str, message: str, **fields: Any) -> None:
+    """Change a record's fields by hand (as a person in Obsidian would) and commit it with the git CLI."""
+    record = record_at(root, rel)
+    (root / rel).write_text(render_record(replace(record, **fields)), encoding="utf-8")
+    run_git(root, "commit", "-q", "-am", message)
+
+
+def fact_path(root: Path, fact_id: str) -> str:
+    found = [p for p in run_git(root, "ls-files", "facts").split() if Path(p).stem == fact_id]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_two_clones_converge_within_two_rounds(pair: tuple[Vault, Vault], server: tuple[str, Path]) -> None:
+    a, b = pair
+    written = set()
+    for i in range(50):
+        written.add(a.add_fact(f"Machine A learned thing {i}.", topics=["project-alpha"]).record.id)
+        written.add(b.add_fact(f"Machine B learned thing {i}.", topics=["project-alpha"]).record.id)
+    assert len(written) == 100
+    for _round in range(2):
+        sync(a)
+        sync(b)
+    _, bare = server
+    assert ids_in(a.root) == ids_in(b.root) == ids_in(bare, "main") == written
+    assert run_git(a.root, "rev-parse", "HEAD").strip() == run_git(b.root, "rev-parse", "HEAD").strip()
+    assert len(only_fast_forwards(bare)) == 3  # set-upstream, a, then b's merge; round two moves nothing
+    for v in (a, b):
+        assert run_git(v.root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+        assert check_vault(v).errors == []
+        fsck_clean(v.root)
+    # The merge commit says what it is; the cache followed (search finds the other machine's fact).
+    merges = run_git(b.root, "log", "--merges", "--format=%B").split("\n")
+    assert "Am-Op: sync.merge" in merges
+    assert len(b.list_facts()) == 100
+
+
+def test_the_same_fact_changed_on_both_sides_is_kept_twice_and_contested(
+        pair: tuple[Vault, Vault], server: tuple[str, Path]) -> None:
+    a, b = pair
+    fid = a.add_fact("Alpha offers getUser(id) only.", topics=["project-alpha"], id="fact-getuser").record.id
+    sync(a)
+    sync(b)
+    rel = fact_path(a.root, fid)
+    edit(a.root, rel, "a edits", body="Alpha offers getUser(id) and getUsers(ids).\n")
+    edit(b.root, rel, "b edits", body="Alpha offers getUser(id), rate limited to 10/s.\n")
+    sync(a)
+    dry = sync(b, dry_run=True)
+    assert dry.action == "merge" and len(dry.contested) == 2
+    assert run_git(b.root, "log", "-1", "--format=%s").strip() == "b edits"  # a dry run changes nothing
+    report = sync(b)
+    sync(a)
+    assert report.action == "merge" and report.pushed
+    assert run_git(a.root, "rev-parse", "HEAD").strip() == run_git(b.root, "rev-parse", "HEAD").strip()
+    facts = {f.id: f for f in b.list_facts()}
+    contested = sorted(f for f in facts if facts[f].status == "contested")
+    assert len(contested) == 2 and fid in contested
+    bodies = {facts[f].body for f in contested}
+    assert bodies == {"Alpha offers getUser(id) and getUsers(ids).\n", "Alpha offers getUser(id), rate limited to 10/s.\n"}
+    relations = [r for r in b.list_relations() if r.rel == "conflicts-with"]
+    assert len(relations) == 1 and {relations[0].from_, relations[0].to} == set(contested)
+    assert check_vault(b).errors == []
+    message = run_git(b.root, "log", "-1", "--format=%B", report.merge_commit or "HEAD")
+    assert f"Am-Record: {fid}" in message and "Am-Op: sync.merge" in message
+    # The pack shows both in its contested section.
+    out = CliRunner().invoke(cli, ["--vault", str(b.root), "slice", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert sorted(f["id"] for f in json.loads(out.output)["contested"]) == contested
+    for root in (a.root, b.root):
+        assert "<<<<<<<" not in "".join(p.read_text() for p in (root / "facts").rglob("*.md"))
+    only_fast_forwards(server[1])
+
+
+def test_git_pull_through_the_merge_driver_gives_what_am_sync_gives(
+        pair: tuple[Vault, Vault], server: tuple[str, Path], tmp_path: Path) -> None:
+    a, b = pair
+    fid = a.add_fact("The cache is Redis 6.", topics=["project-alpha"], id="fact-cache").record.id
+    a.add_fact("Deploys run on Fridays.", topics=["project-alpha"], id="fact-deploys", tags=["ops"])
+    sync(a)
+    sync(b)
+    rel, deploys = fact_path(a.root, fid), fact_path(a.root, "fact-deploys")
+    edit(a.root, rel, "a edits", body="The cache is Redis 7.\n")
+    edit(a.root, deploys, "a tags", tags=("ops", "friday"))
+    edit(b.root, rel, "b edits", body="The cache is Valkey 8.\n")
+    edit(b.root, deploys, "b tags", tags=("ops", "release"), confidence="high")
+    sync(a)
+    # Installed last, so the edits above do not each start am's commit hooks (a second apiece).
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(b.root), "hooks", "install"],
+                          capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "merge=am" in (b.root / ".gitattributes").read_text()
+    assert "merge-driver" in run_git(b.root, "config", "merge.am.driver")
+    # A copy of b, merged by am instead of git, for comparison.
+    c_root = tmp_path / "c"
+    shutil.copytree(b.root, c_root, symlinks=True)
+    run_git(b.root, "-c", "pull.rebase=false", "pull", "-q", "--no-edit")
+    run_git(c_root, "fetch", "-q", "origin")
+    run_git(c_root, "branch", "theirs", "origin/main")
+    with Vault.open(c_root, actor="agent-b") as c:
+        merged = merge_branch(c, "theirs")
+    assert merged.action == "merge"
+    for root in (b.root, c_root):
+        assert run_git(root, "status", "--porcelain").strip() == ""
+        text = "".join(p.read_text() for p in (root / "facts").rglob("*.md"))
+        assert "<<<<<<<" not in text and ">>>>>>>" not in text
+    tree = {top: run_git(b.root, "rev-parse", f"HEAD:{top}").strip() for top in ("facts", "relations", "topics")}
+    assert tree == {top: run_git(c_root, "rev-parse", f"HEAD:{top}").strip() for top in tree}
+    with Vault.open(b.root) as vb:
+        facts = {f.id: f for f in vb.list_facts()}
+        assert sorted(f.status for f in facts.values() if f.id.startswith(fid)) == ["contested", "contested"]
+        assert set(facts["fact-deploys"].tags) == {"ops", "friday", "release"}
+        assert facts["fact-deploys"].confidence == "high"
+        assert len([r for r in vb.list_relations() if r.rel == "conflicts-with"]) == 1
+        assert check_vault(vb).errors == []
+
+
+def test_expire_against_supersede_takes_the_later_lifecycle_state(pair: tuple[Vault, Vault]) -> None:
+    a, b = pair
+    fid = a.add_fact("Alpha has no rate limit.", topics=["project-alpha"], id="fact-limit", tags=["api"]).record.id
+    sync(a)
+    sync(b)
+    a.expire_fact(fid, reason="limits came in")
+    rel = fact_path(a.root, fid)
+    edit(a.root, rel, "a tags", tags=("api", "limits"))
+    new = b.supersede_fact(fid, "Alpha limits clients to 10 requests a second.", reason="measured").record.id
+    edit(b.root, rel, "b tags", tags=("security",))
+    sync(a)
+    sync(b)
+    sync(a)
+    for v in (a, b):
+        old = v.get_fact(fid)
+        assert old.status == "superseded" and old.superseded_by == new
+        assert set(old.tags) == {"limits", "security"}  # 'api' was removed on one side: removed
+        assert check_vault(v).errors == []
+
+
+def test_a_push_the_server_refuses_is_an_error_not_a_success(pair: tuple[Vault, Vault], server: tuple[str, Path]) -> None:
+    a, _ = pair
+    _, bare = server
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'memory is frozen today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = run_git(bare, "rev-parse", "main").strip()
+    a.add_fact("A fact the server will refuse.", topics=["project-alpha"])
+    with pytest.raises(GitError, match="refused"):
+        sync(a)
+    assert run_git(bare, "rev-parse", "main").strip() == before
+
+
+def test_a_remote_that_moves_during_the_sync_is_fetched_and_merged_again(
+        pair: tuple[Vault, Vault], monkeypatch: pytest.MonkeyPatch) -> None:
+    from am.git import remote
+
+    a, b = pair
+    a.add_fact("A's fact.", topics=["project-alpha"], id="fact-from-a")
+    b.add_fact("B's fact.", topics=["project-alpha"], id="fact-from-b")
+    real_fetch = remote.fetch
+    calls: list[int] = []
+
+    def fetch_then_b_pushes(store: Any, name: str, branch: str) -> str | None:
+        found = real_fetch(store, name, branch)
+        calls.append(1)
+        if len(calls) == 1 and store.root == a.root:  # between a's fetch and a's push, b lands a commit
+            sync(b)
+        return found
+
+    monkeypatch.setattr(remote, "fetch", fetch_then_b_pushes)
+    report = sync(a)
+    assert report.rounds == 2 and report.pushed
+    assert {"fact-from-a", "fact-from-b"} <= ids_in(a.root)
+
+
+def test_an_uncommitted_edit_in_the_way_stops_the_sync_before_anything_changes(pair: tuple[Vault, Vault]) -> None:
+    a, b = pair
+    fid = a.add_fact("Shared fact.", topics=["project-alpha"], id="fact-shared").record.id
+    sync(a)
+    sync(b)
+    rel = fact_path(a.root, fid)
+    edit(a.root, rel, "a edits", body="Shared fact, edited on a.\n")
+    sync(a)
+    (b.root / rel).write_text((b.root / rel).read_text() + "\nAn unsaved thought.\n")
+    head = run_git(b.root, "rev-parse", "HEAD").strip()
+    with pytest.raises(DirtyFileError, match=rel):
+        sync(b)
+    assert run_git(b.root, "rev-parse", "HEAD").strip() == head
+    assert "An unsaved thought." in (b.root / rel).read_text()
+
+
+def test_am_sync_command_line(pair: tuple[Vault, Vault]) -> None:
+    a, b = pair
+    b.add_fact("From the command line.", topics=["project-alpha"])
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--vault", str(b.root), "sync", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["pushed"] is True and data["action"] == "up-to-date"
+    out = runner.invoke(cli, ["--vault", str(a.root), "sync", "--dry-run"])
+    assert out.exit_code == 0 and "would fast-forward" in out.output
+    out = runner.invoke(cli, ["--vault", str(a.root), "sync"])
+    assert out.exit_code == 0 and "fast-forward" in out.output
+    assert ids_in(a.root) == ids_in(b.root)
