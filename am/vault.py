@@ -86,8 +86,8 @@ class Vault(Authorship):
     # ------------------------------------------------------------ open / init
 
     @classmethod
-    def open(cls, where: str | Path | None = None, *, actor: str | None = None) -> Vault:
-        """Open a vault by registered name, path, $AM_VAULT, or the enclosing folder."""
+    def open(cls, where: str | Path | None = None, *, actor: str | None = None, branch: str | None = None) -> Vault:
+        """Open a vault by registered name, path, $AM_VAULT, or the enclosing folder (``branch``: a vault branch of it)."""
         where = where or os.environ.get("AM_VAULT") or None
         if where is None:
             root = find_vault_root(Path.cwd().resolve())
@@ -104,6 +104,10 @@ class Vault(Authorship):
             root = candidate.resolve()
             if not (root / ".am" / "vault.yml").is_file():
                 raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {text}")
+        if branch:
+            from am.git.branches import branch_worktree
+
+            root = branch_worktree(root, branch)
         return cls(root, LazyStore.open(root), actor=actor)
 
     @classmethod

@@ -24,9 +24,10 @@ FORMAT_OPTION = click.option(
 class Options:
     """Global options given before the command."""
 
-    def __init__(self, vault: str | None, actor: str | None) -> None:
+    def __init__(self, vault: str | None, actor: str | None, vault_branch: str | None = None) -> None:
         self.vault_arg = vault
         self.actor = actor
+        self.vault_branch = vault_branch
         self._vault: Vault | None = None
 
 
@@ -39,7 +40,8 @@ def open_vault(ctx: click.Context) -> Vault:
         from am.cache.index import Index
 
         Index.progress_hook = progress_bar  # any command that rebuilds the cache shows a bar after 1 s
-        opts._vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor))
+        opts._vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor,
+                                                           branch=opts.vault_branch))
     return opts._vault
 
 

@@ -89,15 +89,17 @@ class _LazyGroup(click.Group):
               help="The vault to use (default: $AM_VAULT, else the enclosing folder).")
 @click.option("--actor", envvar="AM_ACTOR", metavar="NAME",
               help="Who is writing, recorded as the commit author (default: $AM_ACTOR, else git's user).")
+@click.option("--vault-branch", "vault_branch", envvar="AM_VAULT_BRANCH", metavar="NAME",
+              help="Read and write the vault's branch NAME (an agent's memory kept apart; fold it in with am merge).")
 @click.pass_context
-def cli(ctx: click.Context, vault: str | None, actor: str | None) -> None:
+def cli(ctx: click.Context, vault: str | None, actor: str | None, vault_branch: str | None) -> None:
     """am - agent memory: what agents and people know about a project, kept in Git.
 
     Every change is one Git commit; `git log` audits it and `git revert` undoes it.
 
     Example: am demo /tmp/demo && cd /tmp/demo && am fact list
     """
-    ctx.obj = Options(vault, actor)
+    ctx.obj = Options(vault, actor, vault_branch)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,48 @@
+"""Vault branches: --vault-branch / AM_VAULT_BRANCH keep an agent's writes apart; `am merge BRANCH` folds them in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.upkeep.check import check_vault
+
+from conftest import run_git
+
+
+def ids_in(root: Path, rev: str) -> set[str]:
+    return {Path(p).stem for p in run_git(root, "ls-tree", "-r", "--name-only", rev, "facts").split()}
+
+
+def test_an_agent_on_a_vault_branch_writes_apart_and_am_merge_folds_it_in(alpha: Any) -> None:
+    root = alpha.root
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--vault", str(root), "--vault-branch", "agent-x", "fact", "add",
+                              "The agent's guess.", "--topic", "project-alpha", "--id", "fact-guess"])
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(cli, ["--vault", str(root), "fact", "show", "fact-guess"],
+                        env={"AM_VAULT_BRANCH": "agent-x"})
+    assert out.exit_code == 0 and "The agent's guess." in out.output
+    assert "fact-guess" in ids_in(root, "agent-x")
+    assert "fact-guess" not in ids_in(root, "main")
+    assert not (root / "facts").exists() or "fact-guess" not in {p.stem for p in (root / "facts").rglob("*.md")}
+    assert run_git(root, "status", "--porcelain").strip() == ""  # the branch's work tree is ignored here
+    alpha.add_fact("Meanwhile on main.", topics=["project-alpha"], id="fact-main")
+    out = runner.invoke(cli, ["--vault", str(root), "merge", "agent-x", "--dry-run"])
+    assert out.exit_code == 0 and "would merge" in out.output
+    assert "fact-guess" not in ids_in(root, "main")
+    out = runner.invoke(cli, ["--vault", str(root), "merge", "agent-x", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert {"fact-guess", "fact-main"} <= ids_in(root, "main")
+    assert run_git(root, "log", "-1", "--format=%B").count("Am-Op: merge.branch") == 1
+    assert len(run_git(root, "rev-list", "--parents", "-n1", "HEAD").split()) == 3
+    assert (root / run_git(root, "ls-files", "facts").split()[0]).exists()
+    assert check_vault(alpha).errors == []
+
+
+def test_a_vault_branch_name_must_be_an_id(alpha: Any) -> None:
+    out = CliRunner().invoke(cli, ["--vault", str(alpha.root), "--vault-branch", "../x", "fact", "list"])
+    assert out.exit_code != 0 and "vault branch" in str(out.exception or out.output)
