@@ -212,22 +212,22 @@ def test_a_push_the_server_refuses_is_an_error_not_a_success(pair: tuple[Vault, 
 
 def test_a_remote_that_moves_during_the_sync_is_fetched_and_merged_again(
         pair: tuple[Vault, Vault], monkeypatch: pytest.MonkeyPatch) -> None:
-    from am.git import remote
+    from am.git import transport
 
     a, b = pair
     a.add_fact("A's fact.", topics=["project-alpha"], id="fact-from-a")
     b.add_fact("B's fact.", topics=["project-alpha"], id="fact-from-b")
-    real_fetch = remote.fetch
+    real_fetch = transport.fetch
     calls: list[int] = []
 
-    def fetch_then_b_pushes(store: Any, name: str, branch: str) -> str | None:
-        found = real_fetch(store, name, branch)
+    def fetch_then_b_pushes(root: Path, gitdir: Path, name: str, branch: str, *, named: bool) -> str | None:
+        found = real_fetch(root, gitdir, name, branch, named=named)
         calls.append(1)
-        if len(calls) == 1 and store.root == a.root:  # between a's fetch and a's push, b lands a commit
+        if len(calls) == 1 and root == a.root:  # between a's fetch and a's push, b lands a commit
             sync(b)
         return found
 
-    monkeypatch.setattr(remote, "fetch", fetch_then_b_pushes)
+    monkeypatch.setattr(transport, "fetch", fetch_then_b_pushes)
     report = sync(a)
     assert report.rounds == 2 and report.pushed
     assert {"fact-from-a", "fact-from-b"} <= ids_in(a.root)

@@ -1,38 +1,30 @@
-"""Remotes and merges of a vault: fetch and push through the git CLI, merge bases, and moving the branch to a merge.
+"""Remotes and merges of a vault: the remote's settings, merge bases, the merge commit, and moving the branch to it.
 
-Network operations run the ``git`` program in a subprocess, not libgit2:
-
-- libgit2's push ignores ``receive.denyNonFastForwards`` on local remotes and
-  reports success when a remote hook refuses (RELIABILITY.md); ``git push
-  --porcelain`` reports each ref's outcome, which am checks;
-- credentials stay Git's own: credential helpers, the ssh agent, ``~/.ssh/config``
-  and ``http.*`` settings work exactly as for ``git push``; am stores none;
-- libgit2 builds may lack ssh, and would need callbacks for every credential kind.
-
-The refspec never has a ``+``: a push that is not a fast-forward is refused by
-the remote and reported, never forced. Local work (the merge commit, the branch
-move, the work tree and Git's index) is done here with pygit2 under am's write
-lock, following the write protocol of ``am/git/writing.py``: files first, then
-the branch by compare-and-swap, then the index. A journal in ``.git/am/`` names
-the move while it is under way, so a sync killed half way is completed by the
-next one (``resume_advance``).
+Network operations (fetch, push) run the ``git`` program (``am/git/transport.py``
+says why); the refspec never has a ``+``, so a push that is not a fast-forward is
+refused by the remote and reported, never forced. Local work (the merge commit,
+the branch move, the work tree and Git's index) is done here with pygit2 under
+am's write lock, following the write protocol of ``am/git/writing.py``: files
+first, then the branch by compare-and-swap, then the index. A journal in
+``.git/am/`` names the move while it is under way, so a sync killed half way is
+completed by the next one (``resume_advance``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 import pygit2
 
 from am.errors import DirtyFileError, GitError, UsageError
-from am.git import common
+from am.git import common, transport
 from am.git.common import _fsync_dir, _Moved, failpoint, hash_blob
+from am.git.light import UNKNOWN
+from am.git.transport import JOURNAL, PushResult
 
 if TYPE_CHECKING:
     from am.git.store import GitStore
@@ -60,47 +52,6 @@ SYNC_FAILPOINTS = (
     "sync-moved",        # the branch moved, Git's index not yet updated
     "sync-pushing",      # the push is under way
 )
-_JOURNAL = "sync-move.json"
-# Settings that keep a git subprocess from running code the vault's own files could plant.
-_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
-
-
-@dataclass(frozen=True)
-class PushResult:
-    """How a push of one ref went: ok, up-to-date, rejected (the remote moved: fetch and merge again) or refused."""
-
-    status: str
-    message: str = ""
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_GIT_VARS}
-    if not sys.stdin.isatty():
-        env["GIT_TERMINAL_PROMPT"] = "0"  # no one to answer a password prompt: fail at once
-    return env
-
-
-# Git variables that describe the user's setup (credentials, ssh, proxies), not a repository.
-_KEEP_GIT_VARS = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT",
-                            "GIT_HTTP_PROXY_AUTHMETHOD", "GIT_SSL_NO_VERIFY", "GIT_SSL_CAINFO", "GIT_CONFIG_GLOBAL",
-                            "GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
-                            "GIT_COMMITTER_EMAIL", "GIT_TRACE", "GIT_CURL_VERBOSE", "GIT_PROTOCOL"})
-
-
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    try:
-        proc = subprocess.run(["git", *_SAFE, "-C", str(root), *args], check=False, capture_output=True, text=True,
-                              env=_env(), stdin=subprocess.DEVNULL if not sys.stdin.isatty() else None)
-    except FileNotFoundError:
-        raise GitError("the git program was not found", hint="install Git; am syncs through it") from None
-    if check and proc.returncode != 0:
-        raise GitError(f"git {args[0]} failed: {_last_line(proc.stderr)}")
-    return proc
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
 
 
 def remote_names(store: GitStore) -> list[str]:
@@ -127,55 +78,26 @@ def set_upstream(store: GitStore, *, remote: str, url: str, branch: str) -> None
     if url.startswith("-") or "\n" in url:
         raise UsageError(f"{url!r} is not a remote URL", hint="give a URL or path such as ssh://host/vault.git")
     if remote_url(store, remote) is None:
-        _git(store.root, "remote", "add", remote, url)
+        transport.git(store.root, "remote", "add", remote, url)
     else:
-        _git(store.root, "remote", "set-url", remote, url)
-    _git(store.root, "config", f"branch.{branch}.remote", remote)
-    _git(store.root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}")
+        transport.git(store.root, "remote", "set-url", remote, url)
+    transport.git(store.root, "config", f"branch.{branch}.remote", remote)
+    transport.git(store.root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}")
     store.__dict__.pop("_config", None)
-
-
-def _check_names(remote: str, branch: str) -> None:
-    if remote.startswith("-") or branch.startswith("-") or ".." in branch or any(c in branch for c in " ~^:?*[\\"):
-        raise UsageError(f"refusing remote {remote!r} / branch {branch!r}", hint="name a configured remote and branch")
 
 
 def fetch(store: GitStore, remote: str, branch: str) -> str | None:
     """Fetch a remote's branch; return its commit, or None when the remote has no such branch (yet)."""
-    _check_names(remote, branch)
     named = remote_url(store, remote) is not None
-    spec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}" if named else f"refs/heads/{branch}"
-    proc = _git(store.root, "fetch", "--no-tags", "--quiet", remote, spec, check=False)
-    if proc.returncode != 0:
-        if "couldn't find remote ref" in proc.stderr or "could not find remote ref" in proc.stderr:
-            return None
-        raise GitError(f"could not fetch from {remote}: {_last_line(proc.stderr)}",
-                       hint="check the remote (git remote -v) and your network or credentials; nothing was changed")
-    if named:
+    found = transport.fetch(store.root, store.gitdir, remote, branch, named=named)
+    if found == UNKNOWN:
         return store.branch_tip(f"refs/remotes/{remote}/{branch}")
-    head = (store.gitdir / "FETCH_HEAD").read_text(encoding="utf-8", errors="replace").split("\t", 1)[0].strip()
-    return head or None
+    return found
 
 
 def push(store: GitStore, remote: str, commit: str, branch: str) -> PushResult:
     """Push ``commit`` to the remote's ``branch`` as a fast-forward only, and say how it went for that ref."""
-    _check_names(remote, branch)
-    failpoint("sync-pushing")
-    proc = _git(store.root, "push", "--porcelain", remote, f"{commit}:refs/heads/{branch}", check=False)
-    target = f"refs/heads/{branch}"
-    for line in proc.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 3 or not parts[1].endswith(":" + target):
-            continue
-        flag, summary = parts[0], parts[2]
-        if flag in (" ", "*"):
-            return PushResult("ok", summary)
-        if flag == "=":
-            return PushResult("up-to-date", summary)
-        if flag == "!" and ("fetch first" in summary or "non-fast-forward" in summary):
-            return PushResult("rejected", summary)
-        return PushResult("refused", summary)
-    return PushResult("refused", _last_line(proc.stderr))
+    return transport.push(store.root, remote, commit, branch)
 
 
 def merge_base(store: GitStore, a: str, b: str) -> str | None:
@@ -187,8 +109,8 @@ def merge_base(store: GitStore, a: str, b: str) -> str | None:
     return None if found is None else str(found)
 
 
-def build_tree(store: GitStore, commit: str, files: dict[str, bytes | None]) -> str:
-    """Return the id of ``commit``'s tree with ``files`` set (bytes) or removed (None)."""
+def build_tree(store: GitStore, commit: str, files: Mapping[str, bytes | str | None]) -> str:
+    """Return the id of ``commit``'s tree with ``files`` set (bytes, or a blob id) or removed (None)."""
     repo = store.repo
     nested: dict[str, object] = {}
     for path, data in files.items():
@@ -198,7 +120,12 @@ def build_tree(store: GitStore, commit: str, files: dict[str, bytes | None]) -> 
             node = node.setdefault(part, {})  # type: ignore[assignment]
             if not isinstance(node, dict):
                 raise GitError(f"{path}: a file of the merge is where a folder should be")
-        node[parts[-1]] = None if data is None else repo.create_blob(data)
+        if data is None:
+            node[parts[-1]] = None
+        elif isinstance(data, str):
+            node[parts[-1]] = pygit2.Oid(hex=data)
+        else:
+            node[parts[-1]] = repo.create_blob(data)
 
     def write(tree: pygit2.Tree | None, changes: dict[str, object]) -> pygit2.Oid | None:
         builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
@@ -251,7 +178,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str) 
         raise _Moved()
     changes = store.tree_changes(expected, target)
     _check_clean(store, expected, changes)
-    journal = store._am_dir / _JOURNAL
+    journal = store._am_dir / JOURNAL
     _write_journal(journal, {"ref": ref, "from": expected, "to": target, "reflog": reflog})
     _apply(store, ref, expected, target, changes, reflog)
     journal.unlink(missing_ok=True)
@@ -313,7 +240,7 @@ def _write_journal(path: Path, data: dict[str, object]) -> None:
 
 def resume_advance(store: GitStore) -> str | None:
     """Finish a branch move a killed sync left half done; return the commit it moved to, or None. Hold write_lock."""
-    journal = store._am_dir / _JOURNAL
+    journal = store._am_dir / JOURNAL
     try:
         data = json.loads(journal.read_text(encoding="utf-8"))
         ref, old, new, reflog = data["ref"], data["from"], data["to"], data["reflog"]

@@ -100,9 +100,13 @@ class RecordMerge:
 
 @dataclass(frozen=True)
 class TreeMerge:
-    """The merge of two sides' changes: files to set on ours (bytes, or None to delete) and the decisions."""
+    """The merge of two sides' changes: files to set on ours and the decisions.
 
-    files: dict[str, bytes | None]
+    A file's value is its new bytes, the id of a blob the repository already
+    has (taken whole from the other side), or None (deleted).
+    """
+
+    files: dict[str, bytes | str | None]
     decisions: tuple[Decision, ...]
     contested: tuple[str, ...]
     conflicts: tuple[str, ...]  # paths no rule could merge (not record files); nothing is decided for them
@@ -140,14 +144,14 @@ def _rank(status: object) -> int:
     return LIFECYCLE.index(status) if status in LIFECYCLE else -1
 
 
-def _merge_list(base: object, ours: list[Any], theirs: list[Any]) -> list[Any]:
+def _merge_list(base: object, ours: list[Any], theirs: list[Any], *, needed: bool = False) -> list[Any]:
     """Merge two lists as sets, three-way: what either side added is in, what either side removed is out."""
     old = base if isinstance(base, list) else []
     kept = [x for x in old if x in ours and x in theirs]
     added = sorted({_key(x): x for x in [*ours, *theirs] if x not in old and x not in kept}.items())
     merged = kept + [x for _, x in added]
     # A fact needs a topic: when the removals would leave none, keep everything either side has.
-    if not merged and (ours or theirs):
+    if needed and not merged and (ours or theirs):
         merged = [v for _, v in sorted({_key(x): x for x in [*ours, *theirs]}.items())]
     return merged
 
@@ -187,7 +191,7 @@ def _merge_meta(base: dict[str, Any] | None, ours: dict[str, Any], theirs: dict[
 def _both_changed(key: str, b: Any, o: Any, t: Any, *, rtype: str, notes: list[str]) -> Any:
     if isinstance(o, list) and isinstance(t, list):
         notes.append(f"{key} as sets")
-        return _merge_list(b, o, t)
+        return _merge_list(b, o, t, needed=key == "topics")
     if o is _ABSENT or t is _ABSENT:
         # Removed on one side, changed on the other: the change keeps the key (nothing is lost).
         return t if o is _ABSENT else o
@@ -330,14 +334,14 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
     sides; ``read`` returns a blob's bytes; ``exists`` returns the blob id a
     path has on ours (for new files a split wants to add).
     """
-    files: dict[str, bytes | None] = {}
+    files: dict[str, bytes | str | None] = {}
     decisions: list[Decision] = []
     contested: list[str] = []
     conflicts: list[str] = []
     for path, new in sorted(theirs.items()):
         mine = ours.get(path, _ABSENT)
         if mine is _ABSENT:
-            files[path] = None if new is None else read(new)
+            files[path] = new  # the other side's blob, as it is
             if is_record_path(path):
                 decisions.append(Decision(PurePosixPath(path).stem, path, "union" if new else "deleted"))
             continue
@@ -346,7 +350,7 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
         if new is None or mine is None:
             # Deleted on one side, changed on the other: the change stays (nothing is lost).
             if mine is None:
-                files[path] = read(str(new))
+                files[path] = new
             if is_record_path(path):
                 decisions.append(Decision(PurePosixPath(path).stem, path, "kept", "changed on one side, deleted on the other"))
             continue

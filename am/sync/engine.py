@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from am.errors import ConflictError, GitError, UsageError
-from am.git.light import failpoint
-from am.records.merge import Decision, TreeMerge, merge_changes
+from am.git import transport
+from am.git.light import UNKNOWN, failpoint, read_ref
 from am.records.writes import one_line
 
 if TYPE_CHECKING:
     from am.git.store import GitStore
+    from am.records.merge import Decision, TreeMerge
     from am.vault import Vault
 
 __all__ = ["MergePlan", "SyncReport", "merge_branch", "plan_merge", "sync"]
@@ -71,6 +72,7 @@ class SyncReport:
 def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePlan:
     """Decide how ``theirs`` joins ``ours``, computing the record-aware merge when histories diverged."""
     from am.git import remote
+    from am.records.merge import merge_changes
 
     if theirs is None or theirs == ours or (ours is not None and store.is_ancestor(theirs, ours)):
         return MergePlan("up-to-date", ours, theirs)
@@ -162,26 +164,59 @@ def _resolve_remote(store: GitStore, branch: str, remote_arg: str | None) -> tup
                      hint="name one (am sync origin) or set one: am sync --set-upstream URL")
 
 
+def _quick(vault: Vault, remote_arg: str | None, dry_run: bool) -> SyncReport | tuple[str, str, str | None] | None:
+    """Fetch the tracked remote without pygit2; return a report when there is nothing to do, else what was fetched.
+
+    None: this vault needs the full path (no upstream, a move under way, unusual refs).
+    """
+    gitdir = vault.root / ".git"
+    try:
+        head = (gitdir / "HEAD").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeError):
+        return None
+    if not head.startswith("ref: refs/heads/") or (gitdir / "am" / transport.JOURNAL).exists():
+        return None
+    branch = head.removeprefix("ref: refs/heads/")
+    found = transport.tracked(vault.root, branch)
+    if found is None or (remote_arg is not None and found[0] != remote_arg):
+        return None
+    name, remote_branch = found
+    theirs = transport.fetch(vault.root, gitdir, name, remote_branch, named=True)
+    failpoint("sync-fetched")
+    ours = read_ref(gitdir, f"refs/heads/{branch}")
+    if theirs is not None and theirs != UNKNOWN and ours == theirs:
+        return SyncReport(remote=name, branch=remote_branch, dry_run=dry_run, before=ours, after=ours,
+                          remote_before=theirs, rounds=1)
+    return name, remote_branch, theirs
+
+
 def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, set_upstream: str | None = None,
          max_rounds: int = MAX_ROUNDS) -> SyncReport:
     """Fetch, merge (fast-forward or one record-aware merge commit) and push without force; retry when the remote moved."""
+    fetched = None if set_upstream else _quick(vault, remote_arg, dry_run)
+    if isinstance(fetched, SyncReport):
+        return fetched  # nothing to fetch, nothing to push: pygit2 was never needed
     from am.git import remote
+    from am.git.common import _Moved
 
     store = vault.store.opened()
     ref = store.head_ref()
     branch = ref.removeprefix("refs/heads/")
     if set_upstream:
         remote.set_upstream(store, remote=remote_arg or "origin", url=set_upstream, branch=branch)
-    name, remote_branch = _resolve_remote(store, branch, remote_arg)
+    name, remote_branch = _resolve_remote(store, branch, remote_arg) if fetched is None else fetched[:2]
     report = SyncReport(remote=name, branch=remote_branch, dry_run=dry_run, before=store.branch_tip(ref))
     with store.write_lock(op="sync"):
         remote.resume_advance(store)  # a sync killed while moving the branch is finished first
     for round_ in range(1, max_rounds + 1):
         report.rounds = round_
-        theirs = remote.fetch(store, name, remote_branch)
+        if round_ == 1 and fetched is not None and fetched[2] != UNKNOWN:
+            theirs = fetched[2]
+        else:
+            theirs = remote.fetch(store, name, remote_branch)
+            failpoint("sync-fetched")
         if round_ == 1:
             report.remote_before = theirs
-        failpoint("sync-fetched")
         with store.write_lock(op="sync"):
             ours = store.branch_tip(ref)
             plan = plan_merge(store, ours, theirs)
@@ -191,12 +226,8 @@ def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, 
                 return report
             try:
                 tip, commit, paths = apply_plan(vault, plan, what=f"{name}/{remote_branch}", op="sync.merge")
-            except Exception as err:
-                from am.git.common import _Moved
-
-                if isinstance(err, _Moved):
-                    continue  # a commit landed meanwhile: fetch and plan again
-                raise
+            except _Moved:
+                continue  # a commit landed meanwhile: fetch and plan again
         if plan.action != "up-to-date":
             report.action = "merge" if plan.action == "merge" or report.action == "merge" else plan.action
             report.changed += len(paths)

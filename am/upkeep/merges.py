@@ -88,7 +88,7 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     merged = merge_changes({p: mine[p] for p in both}, {p: other[p] for p in both}, base=base_ids,
                            read=store.read_object, exists=lambda p: store.blob_id(p, commit=commit))
     extra = {p: data for p, data in merged.files.items()
-             if p not in both and data is not None and store.blob_id(p, commit=commit) is None}
+             if p not in both and isinstance(data, bytes) and store.blob_id(p, commit=commit) is None}
     if not extra:
         return None
     ids = [PurePosixPath(p).stem for p in sorted(extra)]

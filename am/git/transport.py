@@ -1,0 +1,122 @@
+"""Talking to a vault's remote through the git program: fetch, push, the upstream — with no pygit2 import.
+
+Why the git program and not libgit2 (docs/decisions.md): libgit2's local push
+ignores ``receive.denyNonFastForwards`` and reports success when a remote hook
+refuses (RELIABILITY.md), while ``git push --porcelain`` reports each ref's
+outcome; and credentials stay Git's own (credential helpers, the ssh agent,
+``http.*``). The subprocess runs with hooks and fsmonitor off, so nothing a
+vault's configuration points at runs, and without a terminal it never prompts.
+This module imports no pygit2, so a sync with nothing to do stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from am.errors import GitError, UsageError
+from am.git.light import failpoint, read_ref
+
+__all__ = ["JOURNAL", "PushResult", "fetch", "git", "push", "tracked"]
+
+# The journal of a branch move under way, in .git/am/ (am/git/remote.py).
+JOURNAL = "sync-move.json"
+
+# Settings that keep a git subprocess from running code the vault's configuration could point at.
+_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+# Git variables that describe the user's setup (credentials, ssh, proxies), not a repository.
+_KEEP_GIT_VARS = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT",
+                            "GIT_HTTP_PROXY_AUTHMETHOD", "GIT_SSL_NO_VERIFY", "GIT_SSL_CAINFO", "GIT_CONFIG_GLOBAL",
+                            "GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                            "GIT_COMMITTER_EMAIL", "GIT_TRACE", "GIT_CURL_VERBOSE", "GIT_PROTOCOL"})
+
+
+def _env() -> dict[str, str]:
+    # GIT_DIR, GIT_INDEX_FILE and friends (set when am runs inside a hook) would point git elsewhere.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_GIT_VARS}
+    if not sys.stdin.isatty():
+        env["GIT_TERMINAL_PROMPT"] = "0"  # no one to answer a password prompt: fail at once
+    return env
+
+
+def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the git program in ``root`` with am's safe settings; raise GitError on failure when ``check``."""
+    try:
+        proc = subprocess.run(["git", *_SAFE, "-C", str(root), *args], check=False, capture_output=True, text=True,
+                              env=_env(), stdin=subprocess.DEVNULL if not sys.stdin.isatty() else None)
+    except FileNotFoundError:
+        raise GitError("the git program was not found", hint="install Git; am syncs through it") from None
+    if check and proc.returncode != 0:
+        raise GitError(f"git {args[0]} failed: {_last_line(proc.stderr)}")
+    return proc
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def _check_names(remote: str, branch: str) -> None:
+    if remote.startswith("-") or branch.startswith("-") or ".." in branch or any(c in branch for c in " ~^:?*[\\"):
+        raise UsageError(f"refusing remote {remote!r} / branch {branch!r}", hint="name a configured remote and branch")
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """How a push of one ref went: ok, up-to-date, rejected (the remote moved: fetch and merge again) or refused."""
+
+    status: str
+    message: str = ""
+
+
+def tracked(root: Path, branch: str) -> tuple[str, str] | None:
+    """Return (remote, remote branch) that a local branch tracks, asking git (one process, no pygit2)."""
+    proc = git(root, "for-each-ref", "--format=%(upstream:remotename)%00%(upstream:remoteref)",
+               f"refs/heads/{branch}", check=False)
+    remote, _, merge = proc.stdout.strip().partition("\x00")
+    if proc.returncode != 0 or not remote or not merge.startswith("refs/heads/") or remote == ".":
+        return None
+    return remote, merge.removeprefix("refs/heads/")
+
+
+def fetch(root: Path, gitdir: Path, remote: str, branch: str, *, named: bool) -> str | None:
+    """Fetch a remote's branch; return its commit, None when the remote lacks it, or UNKNOWN (ask pygit2)."""
+    _check_names(remote, branch)
+    spec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}" if named else f"refs/heads/{branch}"
+    proc = git(root, "fetch", "--no-tags", "--quiet", remote, spec, check=False)
+    if proc.returncode != 0:
+        if "couldn't find remote ref" in proc.stderr or "could not find remote ref" in proc.stderr:
+            return None
+        raise GitError(f"could not fetch from {remote}: {_last_line(proc.stderr)}",
+                       hint="check the remote (git remote -v) and your network or credentials; nothing was changed")
+    if named:
+        return read_ref(gitdir, f"refs/remotes/{remote}/{branch}")
+    head = (gitdir / "FETCH_HEAD").read_text(encoding="utf-8", errors="replace").split("\t", 1)[0].strip()
+    return head or None
+
+
+def push(root: Path, remote: str, commit: str, branch: str) -> PushResult:
+    """Push ``commit`` to the remote's ``branch`` as a fast-forward only (no ``+``, no force); report that ref's outcome."""
+    _check_names(remote, branch)
+    failpoint("sync-pushing")
+    proc = git(root, "push", "--porcelain", remote, f"{commit}:refs/heads/{branch}", check=False)
+    target = f"refs/heads/{branch}"
+    for line in proc.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 3 or not parts[1].endswith(":" + target):
+            continue
+        flag, summary = parts[0], parts[2]
+        if flag in (" ", "*"):
+            return PushResult("ok", summary)
+        if flag == "=":
+            return PushResult("up-to-date", summary)
+        if flag == "!" and ("fetch first" in summary or "non-fast-forward" in summary):
+            return PushResult("rejected", summary)
+        return PushResult("refused", summary)
+    return PushResult("refused", _last_line(proc.stderr))
+
+
+

@@ -1,0 +1,170 @@
+"""Benchmark `am sync` and the record-aware merge against plain Git, measured in the same run.
+
+Scenarios (medians of whole processes; ratios against a baseline of the same run):
+
+1. A no-op `am sync` (nothing to fetch, nothing to push) of a vault of N facts
+   served by `git daemon` on 127.0.0.1, against `git fetch` + `git push` of the
+   same remote. Target: <= 1.5x. The in-process call (a warm server's) is shown too.
+2. Merging two sides of 1,000 divergent facts (500 new on each side) where 20
+   facts' texts were changed on both sides: `am merge` (record-aware, 20
+   facts split and contested) against `git merge` with the merge driver
+   disabled (which leaves conflict markers in those 20 files). Target: <= 2x.
+
+Usage: python bench/bench_sync.py [--facts 2000] [--runs 7] [--work /tmp/am-bench-sync]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+ROOT = Path(__file__).resolve().parent.parent
+# Measured as installed: bytecode compiled once (these machines set PYTHONDONTWRITEBYTECODE=1).
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com", "PYTHONPATH": str(ROOT)}
+AM = [sys.executable, "-m", "am.cli.main"]
+
+
+def run(*args: str, cwd: Path | None = None) -> str:
+    proc = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, env=ENV)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout
+
+
+def timed(*args: str, cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> float:
+    began = time.perf_counter()
+    proc = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, env=ENV)
+    took = time.perf_counter() - began
+    if proc.returncode not in ok:
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return took
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def make_vault(root: Path, facts: int) -> None:
+    """A vault of ``facts`` facts in one topic, written in bulk (one commit per 500)."""
+    from am.records.model import Fact
+    from am.vault import Vault
+
+    run("git", "init", "-q", "-b", "main", str(root))
+    vault = Vault.init(root, name="bench", actor="bench", register=False)
+    vault.add_topic(title="Alpha", kind="project", id="project-alpha")
+    records = [Fact(id=f"fact-{i:06d}", topics=("project-alpha",), body=f"Alpha fact number {i}.\n",
+                    created="2026-09-23T12:00:00+00:00") for i in range(facts)]
+    vault.import_records(records, source="bench")
+    vault.close()
+
+
+def noop_sync(work: Path, facts: int, runs: int) -> None:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from gitserver import git_daemon, make_bare  # the tests' loopback server
+
+    base = work / "server"
+    base.mkdir()
+    make_bare(base)
+    vault = work / "noop"
+    make_vault(vault, facts)
+    with git_daemon(base) as url:
+        run(*AM, "--vault", str(vault), "sync", "--set-upstream", f"{url}/vault.git")
+        run(*AM, "--vault", str(vault), "sync")  # compiles the bytecode of what a sync imports
+        am_times, git_times, lib_times = [], [], []
+        from am.sync import sync
+        from am.vault import Vault
+
+        for _ in range(runs):
+            git_times.append(timed("git", "-C", str(vault), "fetch", "-q", "origin")
+                             + timed("git", "-C", str(vault), "push", "-q", "origin", "main"))
+            am_times.append(timed(*AM, "--vault", str(vault), "sync"))
+            with Vault.open(vault) as v:
+                began = time.perf_counter()
+                report = sync(v)
+                lib_times.append(time.perf_counter() - began)
+                assert report.action == "up-to-date" and not report.pushed
+    git_m, am_m, lib_m = (statistics.median(t) for t in (git_times, am_times, lib_times))
+    print(f"no-op sync, {facts} facts over git daemon on loopback ({runs} runs):")
+    print(f"  git fetch + git push     {_ms(git_m)}")
+    print(f"  am sync (process)        {_ms(am_m)}   {am_m / git_m:.2f}x   (target <= 1.5x)")
+    print(f"  sync() in-process        {_ms(lib_m)}   {lib_m / git_m:.2f}x")
+
+
+def diverged(work: Path, shared: int, each: int, conflicts: int) -> Path:
+    """A vault on main with 'theirs' beside it: ``each`` new facts on both, ``conflicts`` shared facts edited on both."""
+    from am.records.model import Fact
+    from am.vault import Vault
+
+    root = work / "merge-base"
+    make_vault(root, shared)
+    run("git", "-C", str(root), "branch", "theirs")
+    for side, branch in (("ours", "main"), ("theirs", "theirs")):
+        run("git", "-C", str(root), "checkout", "-q", branch)
+        vault = Vault.open(root, actor=side)
+        records = [Fact(id=f"fact-{side}-{i:05d}", topics=("project-alpha",), body=f"{side} learned {i}.\n",
+                        created="2026-09-24T12:00:00+00:00") for i in range(each)]
+        vault.import_records(records, source=side)
+        for i in range(conflicts):
+            path = next((root / "facts").rglob(f"fact-{i:06d}.md"))
+            path.write_text(path.read_text().replace(f"number {i}.", f"number {i}, as {side} saw it."))
+        vault.close()
+        run("git", "-C", str(root), "commit", "-q", "-am", f"{side} edits")
+    run("git", "-C", str(root), "checkout", "-q", "main")
+    return root
+
+
+def merge_bench(work: Path, runs: int) -> None:
+    root = diverged(work, shared=100, each=500, conflicts=20)
+    git_times, am_times = [], []
+    for n in range(runs):
+        plain, ours = work / f"plain-{n}", work / f"am-{n}"
+        shutil.copytree(root, plain, symlinks=True)
+        shutil.copytree(root, ours, symlinks=True)
+        run(*AM, "--vault", str(ours), "fact", "list", "--status", "contested")  # its cache, current (untimed)
+        # No merge.am.driver in these clones: git merges the 20 files as text and stops on their markers.
+        git_times.append(timed("git", "-C", str(plain), "merge", "-q", "--no-edit", "theirs", ok=(0, 1)))
+        am_times.append(timed(*AM, "--vault", str(ours), "merge", "theirs"))
+        if n == 0:
+            markers = run("git", "-C", str(plain), "diff", "--name-only", "--diff-filter=U").split()
+            contested = run(*AM, "--vault", str(ours), "fact", "list", "--status", "contested").splitlines()
+            print(f"  git merge left {len(markers)} files with conflict markers; am merge: {len(contested)} "
+                  "contested facts, no markers")
+        shutil.rmtree(plain)
+        shutil.rmtree(ours)
+    git_m, am_m = statistics.median(git_times), statistics.median(am_times)
+    print(f"merge of 1,000 divergent facts (500 each side, 20 same-fact conflicts; {runs} runs):")
+    print(f"  git merge (no driver)    {_ms(git_m)}")
+    print(f"  am merge (process)       {_ms(am_m)}   {am_m / git_m:.2f}x   (target <= 2x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--facts", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--work", type=Path, default=None)
+    args = parser.parse_args()
+    os.environ.update({k: v for k, v in ENV.items() if k.startswith("GIT_")})
+    os.environ["AM_HOME"] = tempfile.mkdtemp(prefix="am-home-")
+    work = args.work or Path(tempfile.mkdtemp(prefix="am-bench-sync-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        noop_sync(work, args.facts, args.runs)
+        merge_bench(work, args.runs)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
