@@ -12,6 +12,7 @@ completed by the next one (``resume_advance``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 import pygit2
 
 from am.errors import DirtyFileError, GitError, UsageError
-from am.git import common, transport
+from am.git import common, packs, transport
 from am.git.common import _fsync_dir, _Moved, failpoint, hash_blob
 from am.git.light import UNKNOWN
 from am.git.transport import JOURNAL, PushResult
@@ -33,7 +34,6 @@ __all__ = [
     "SYNC_FAILPOINTS",
     "PushResult",
     "advance",
-    "build_tree",
     "fetch",
     "merge_base",
     "merge_commit",
@@ -109,9 +109,8 @@ def merge_base(store: GitStore, a: str, b: str) -> str | None:
     return None if found is None else str(found)
 
 
-def build_tree(store: GitStore, commit: str, files: Mapping[str, bytes | str | None]) -> str:
-    """Return the id of ``commit``'s tree with ``files`` set (bytes, or a blob id) or removed (None)."""
-    repo = store.repo
+def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes | str | None]) -> pygit2.Oid:
+    """Write ``commit``'s tree with ``files`` set (bytes, or a blob id) or removed (None); return its id."""
     nested: dict[str, object] = {}
     for path, data in files.items():
         parts = PurePosixPath(path).parts
@@ -146,21 +145,37 @@ def build_tree(store: GitStore, commit: str, files: Mapping[str, bytes | str | N
                 mode = entry.filemode if entry is not None and entry.type_str == "blob" else pygit2.enums.FileMode.BLOB
                 builder.insert(name, change, mode)  # type: ignore[arg-type]
         if len(builder) == 0 and tree is not None and changes:
-            return None
+            return None  # a folder emptied by the merge goes too
         return builder.write()
 
-    root = repo[commit].peel(pygit2.Tree)
-    oid = write(root, nested)
-    return str(oid if oid is not None else repo.TreeBuilder().write())
+    oid = write(repo[commit].peel(pygit2.Tree), nested)
+    return oid if oid is not None else repo.TreeBuilder().write()
 
 
-def merge_commit(store: GitStore, tree: str, parents: list[str], *, message: str,
-                 author: tuple[str, str], committer: tuple[str, str]) -> str:
-    """Write a commit object (no branch moves) and return its id."""
+def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | None], parents: list[str], *,
+                 message: str, author: tuple[str, str], committer: tuple[str, str]) -> str:
+    """Write the merge: ``ours``'s tree with ``files`` applied, and a commit of it (no branch moves); return its id.
+
+    The new objects go out as one pack, flushed once (am/git/packs.py), not as
+    loose objects fsynced one by one.
+    """
     if "\x00" in message:
         raise GitError("a commit message may not contain NUL")
-    oid = store.repo.create_commit(None, pygit2.Signature(*author), pygit2.Signature(*committer), message,
-                                   pygit2.Oid(hex=tree), [pygit2.Oid(hex=p) for p in parents])
+    objects = store._batch_objects()
+    objects.sink.clear()  # left by a batch that failed before its pack was written
+    tree = _build_tree(objects.repo, ours, files)
+    oid = objects.repo.create_commit(None, pygit2.Signature(*author), pygit2.Signature(*committer), message,
+                                     tree, [pygit2.Oid(hex=p) for p in parents])
+    sync_each = common._syncfs is None
+    taken, bases = objects.sink.take()
+    pending = packs.stage_pack(objects.pack_dir, taken, sync=sync_each, bases=bases)
+    try:
+        if not sync_each:
+            store._sync_filesystems()
+        pending.install(sync=sync_each)
+    except BaseException:
+        pending.discard()
+        raise
     failpoint("sync-merge-commit")
     return str(oid)
 
@@ -212,12 +227,22 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
 def _apply(store: GitStore, ref: str, expected: str | None, target: str,
            changes: list[tuple[str, str | None]], reflog: str) -> None:
     sync_each = common._syncfs is None
+    root = str(store.root)
+    safe: set[str] = set()  # folders already checked for symbolic links on the way
     for path, new in changes:
-        rel = PurePosixPath(path)
+        folder, _, name = path.rpartition("/")
+        if folder not in safe:
+            store._safe_target(PurePosixPath(path))  # raises on a symbolic link on the way
+            os.makedirs(os.path.join(root, folder), exist_ok=True)
+            safe.add(folder)
+        full = os.path.join(root, path)
+        if os.path.islink(full):
+            raise DirtyFileError(f"{path} is a symbolic link; am will not write through it")
         if new is None:
-            store._safe_target(rel).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(full)
         else:
-            store._write_file(rel, store.read_object(new), sync=sync_each)
+            _write_atomic(os.path.join(root, folder), name, store.read_object(new), sync=sync_each)
     if not sync_each:
         store._sync_filesystems()  # one flush for every file written, before the branch points at them
     failpoint("sync-files")
@@ -226,6 +251,24 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
     failpoint("sync-moved")
     entries = [(PurePosixPath(p), pygit2.Oid(hex=n)) for p, n in changes if n is not None]
     store._update_index(entries, removed=[PurePosixPath(p) for p, n in changes if n is None])
+
+
+def _write_atomic(folder: str, name: str, data: bytes, *, sync: bool) -> None:
+    """Write a file by a temporary name and rename it into place (a reader never sees half a file)."""
+    tmp = os.path.join(folder, f".{name}.am-{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, os.path.join(folder, name))
 
 
 def _write_journal(path: Path, data: dict[str, object]) -> None:

@@ -126,9 +126,8 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str) -> tuple[st
     target = plan.theirs
     if plan.action == "merge":
         assert plan.merge is not None and plan.ours is not None
-        tree = remote.build_tree(store, plan.ours, plan.merge.files)
         commit = target = remote.merge_commit(
-            store, tree, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
+            store, plan.ours, plan.merge.files, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
             author=vault._author(), committer=vault._committer())
     paths = remote.advance(store, target, expected=plan.ours,
                            reflog=f"{op}: {plan.action} {what}")
@@ -136,12 +135,14 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str) -> tuple[st
 
 
 def _refresh_cache(vault: Vault) -> None:
+    """Bring an open cache up to date; one not open yet catches up from the tree diff when next read (as after a write)."""
     import logging
 
+    cache = vault.__dict__.get("_cache")
+    if cache is None:
+        return
     try:
-        cache = vault.cache()
-        if cache is not None:
-            cache.refresh()
+        cache.refresh()
     except Exception as err:  # noqa: BLE001 - the merge stands; the next command catches up
         logging.getLogger("am").warning("could not update the search cache after sync (%s)", err)
 
