@@ -262,3 +262,21 @@ def test_am_sync_command_line(pair: tuple[Vault, Vault]) -> None:
     out = runner.invoke(cli, ["--vault", str(a.root), "sync"])
     assert out.exit_code == 0 and "fast-forward" in out.output
     assert ids_in(a.root) == ids_in(b.root)
+
+
+def test_the_upstream_read_from_git_config_agrees_with_git(tmp_path: Path) -> None:
+    from am.git.transport import _tracked_from_config, tracked
+
+    root = tmp_path / "r"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(root))
+    run_git(root, "commit", "-q", "--allow-empty", "-m", "start")
+    assert tracked(root, "main") is None
+    run_git(root, "remote", "add", "up", "https://example.com/x.git")
+    run_git(root, "config", "branch.main.remote", "up")
+    run_git(root, "config", "branch.main.merge", "refs/heads/trunk")
+    run_git(root, "config", "branch.other.remote", "origin")
+    assert _tracked_from_config(root / ".git", "main") == ("up", "trunk")
+    with (root / ".git" / "config").open("a") as config:
+        config.write('[branch "main"]\n\tmerge = "refs/heads/odd"\n')  # quoted: left to git
+    assert _tracked_from_config(root / ".git", "main") is None
+    assert tracked(root, "main") == ("up", "odd")

@@ -12,6 +12,7 @@ This module imports no pygit2, so a sync with nothing to do stays cheap.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -72,8 +73,44 @@ class PushResult:
     message: str = ""
 
 
+_SECTION = re.compile(r'\s*\[\s*branch\s+"([^"\\]*)"\s*\]\s*(?:[#;].*)?')
+_OTHER_SECTION = re.compile(r"\s*\[")
+_KEY = re.compile(r"\s*(remote|merge)\s*=\s*([A-Za-z0-9._/-]+)\s*(?:[#;].*)?", re.IGNORECASE)
+
+
+def _tracked_from_config(gitdir: Path, branch: str) -> tuple[str, str] | None:
+    """Read branch.<branch>.remote and .merge from .git/config when it is plainly written; None: ask git."""
+    try:
+        text = (gitdir / "config").read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return None
+    if "[include" in text.lower() or "\\\n" in text:
+        return None  # includes and continued lines are git's to read
+    found: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        section = _SECTION.fullmatch(line)
+        if section:
+            inside = section.group(1) == branch
+        elif _OTHER_SECTION.match(line):
+            inside = False
+        elif inside:
+            key = _KEY.fullmatch(line)
+            if key:
+                found[key.group(1).lower()] = key.group(2)
+            elif line.strip() and not line.strip().startswith(("#", ";")):
+                return None  # a value written some other way: let git read it
+    remote, merge = found.get("remote"), found.get("merge", "")
+    if not remote or remote == "." or not merge.startswith("refs/heads/"):
+        return None
+    return remote, merge.removeprefix("refs/heads/")
+
+
 def tracked(root: Path, branch: str) -> tuple[str, str] | None:
-    """Return (remote, remote branch) that a local branch tracks, asking git (one process, no pygit2)."""
+    """Return (remote, remote branch) that a local branch tracks: from .git/config, else asking git (no pygit2)."""
+    quick = _tracked_from_config(root / ".git", branch) if (root / ".git").is_dir() else None
+    if quick is not None:
+        return quick
     proc = git(root, "for-each-ref", "--format=%(upstream:remotename)%00%(upstream:remoteref)",
                f"refs/heads/{branch}", check=False)
     remote, _, merge = proc.stdout.strip().partition("\x00")
