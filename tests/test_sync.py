@@ -276,7 +276,7 @@ def test_the_upstream_read_from_git_config_agrees_with_git(tmp_path: Path) -> No
     run_git(root, "config", "branch.main.merge", "refs/heads/trunk")
     run_git(root, "config", "branch.other.remote", "origin")
     assert _tracked_from_config(root / ".git", "main") == ("up", "trunk")
-    with (root / ".git" / "config").open("a") as config:
-        config.write('[branch "main"]\n\tmerge = "refs/heads/odd"\n')  # quoted: left to git
-    assert _tracked_from_config(root / ".git", "main") is None
+    config = root / ".git" / "config"
+    config.write_text(config.read_text().replace("merge = refs/heads/trunk", 'merge = "refs/heads/odd"'))
+    assert _tracked_from_config(root / ".git", "main") is None  # quoted: left to git
     assert tracked(root, "main") == ("up", "odd")
