@@ -81,7 +81,7 @@ def noop_sync(work: Path, facts: int, runs: int) -> None:
     with git_daemon(base) as url:
         run(*AM, "--vault", str(vault), "sync", "--set-upstream", f"{url}/vault.git")
         run(*AM, "--vault", str(vault), "sync")  # compiles the bytecode of what a sync imports
-        am_times, git_times, lib_times = [], [], []
+        am_times, git_times, lib_times, floor = [], [], [], []
         from am.sync import sync
         from am.vault import Vault
 
@@ -89,16 +89,18 @@ def noop_sync(work: Path, facts: int, runs: int) -> None:
             git_times.append(timed("git", "-C", str(vault), "fetch", "-q", "origin")
                              + timed("git", "-C", str(vault), "push", "-q", "origin", "main"))
             am_times.append(timed(*AM, "--vault", str(vault), "sync"))
+            floor.append(timed(*AM, "--version"))
             with Vault.open(vault) as v:
                 began = time.perf_counter()
                 report = sync(v)
                 lib_times.append(time.perf_counter() - began)
                 assert report.action == "up-to-date" and not report.pushed
-    git_m, am_m, lib_m = (statistics.median(t) for t in (git_times, am_times, lib_times))
+    git_m, am_m, lib_m, floor_m = (statistics.median(t) for t in (git_times, am_times, lib_times, floor))
     print(f"no-op sync, {facts} facts over git daemon on loopback ({runs} runs):")
     print(f"  git fetch + git push     {_ms(git_m)}")
     print(f"  am sync (process)        {_ms(am_m)}   {am_m / git_m:.2f}x   (target <= 1.5x)")
-    print(f"  sync() in-process        {_ms(lib_m)}   {lib_m / git_m:.2f}x")
+    print(f"  sync() in-process        {_ms(lib_m)}   {lib_m / git_m:.2f}x   (a warm server's call)")
+    print(f"  am --version (process)   {_ms(floor_m)}   {floor_m / git_m:.2f}x   (the start-up floor of any am process)")
 
 
 def diverged(work: Path, shared: int, each: int, conflicts: int) -> Path:
