@@ -280,3 +280,25 @@ def test_the_upstream_read_from_git_config_agrees_with_git(tmp_path: Path) -> No
     config.write_text(config.read_text().replace("merge = refs/heads/trunk", 'merge = "refs/heads/odd"'))
     assert _tracked_from_config(root / ".git", "main") is None  # quoted: left to git
     assert tracked(root, "main") == ("up", "odd")
+
+
+def test_a_merge_resolved_by_hand_gets_no_contested_copies(pair: tuple[Vault, Vault]) -> None:
+    from am.upkeep.merges import complete_merge
+
+    a, b = pair
+    fid = a.add_fact("The queue is RabbitMQ.", topics=["project-alpha"], id="fact-queue").record.id
+    sync(a)
+    sync(b)
+    rel = fact_path(a.root, fid)
+    edit(a.root, rel, "a edits", body="The queue is Kafka.\n")
+    edit(b.root, rel, "b edits", body="The queue is NATS.\n")
+    sync(a)
+    # No driver in b: git stops on the conflict, and a person writes the text they mean.
+    proc = subprocess.run(["git", "-C", str(b.root), "-c", "pull.rebase=false", "pull", "-q", "--no-edit"],
+                          capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode != 0
+    (b.root / rel).write_text(render_record(replace(record_at(a.root, rel), body="The queue is NATS, then Kafka.\n")))
+    run_git(b.root, "add", rel)
+    run_git(b.root, "commit", "-q", "--no-edit")
+    assert complete_merge(b) is None
+    assert [f.id for f in b.list_facts() if f.id.startswith(fid)] == [fid]

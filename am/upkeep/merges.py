@@ -21,8 +21,9 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from am.errors import AmError
 from am.git import Change
-from am.records.merge import merge_changes
+from am.records.merge import is_record_path, merge_record
 
 __all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "register_merge_driver"]
 
@@ -65,8 +66,10 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     """Commit what Git's merge (through the driver) could not write: contested copies and their relations.
 
     Looks at ``commit`` (HEAD): when it is a merge of two parents not made by
-    am, the record merge of the parents is computed again and every new file
-    it makes that the commit lacks is committed. Returns the new commit, or None.
+    am, the record merge of the parents is computed again, and for each fact
+    the commit holds exactly as the driver wrote it, the new files of its split
+    that the commit lacks are committed. A file someone merged by hand is left
+    as they made it. Returns the new commit, or None.
     """
     store = vault.store.opened()
     commit = commit or store.head()
@@ -81,14 +84,22 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     base = merge_base(store, ours, theirs)
     mine = dict(store.tree_changes(base, ours))
     other = dict(store.tree_changes(base, theirs))
-    both = [p for p in other if p in mine and mine[p] != other[p]]
-    if not both:
-        return None
-    base_ids = {p: (store.blob_id(p, commit=base) if base is not None else None) for p in both}
-    merged = merge_changes({p: mine[p] for p in both}, {p: other[p] for p in both}, base=base_ids,
-                           read=store.read_object, exists=lambda p: store.blob_id(p, commit=commit))
-    extra = {p: data for p, data in merged.files.items()
-             if p not in both and isinstance(data, bytes) and store.blob_id(p, commit=commit) is None}
+    extra: dict[str, bytes] = {}
+    for path in sorted(p for p in other if p in mine and mine[p] != other[p] and is_record_path(p)):
+        texts = [store.read_blob(path, commit=c) if c is not None else None for c in (base, ours, theirs)]
+        if texts[1] is None or texts[2] is None:
+            continue
+        try:
+            result = merge_record(path, None if texts[0] is None else texts[0].decode("utf-8"),
+                                  texts[1].decode("utf-8"), texts[2].decode("utf-8"))
+        except (AmError, UnicodeDecodeError):
+            continue
+        # Only where the commit holds what the driver wrote: a file someone merged by hand is theirs to keep.
+        if not result.extra or store.read_blob(path, commit=commit) != result.text.encode("utf-8"):
+            continue
+        for extra_path, text in result.extra:
+            if store.blob_id(extra_path, commit=commit) is None:
+                extra[extra_path] = text.encode("utf-8")
     if not extra:
         return None
     ids = [PurePosixPath(p).stem for p in sorted(extra)]
