@@ -302,3 +302,22 @@ def test_a_merge_resolved_by_hand_gets_no_contested_copies(pair: tuple[Vault, Va
     run_git(b.root, "commit", "-q", "--no-edit")
     assert complete_merge(b) is None
     assert [f.id for f in b.list_facts() if f.id.startswith(fid)] == [fid]
+
+
+def test_a_fact_superseded_on_both_sides_keeps_one_successor_and_contests_the_other(
+        pair: tuple[Vault, Vault]) -> None:
+    a, b = pair
+    fid = a.add_fact("Alpha answers in 200 ms.", topics=["project-alpha"], id="fact-latency").record.id
+    sync(a)
+    sync(b)
+    one = a.supersede_fact(fid, "Alpha answers in 120 ms.", reason="new cache").record.id
+    two = b.supersede_fact(fid, "Alpha answers in 90 ms.", reason="new hardware").record.id
+    sync(a)
+    sync(b)
+    sync(a)
+    winner, loser = sorted((one, two))
+    for v in (a, b):
+        assert v.get_fact(fid).superseded_by == winner
+        assert v.get_fact(loser).status == "contested" and fid not in v.get_fact(loser).supersedes
+        assert any(r.rel == "conflicts-with" and {r.from_, r.to} == {winner, loser} for r in v.list_relations())
+        assert check_vault(v).errors == []

@@ -96,6 +96,7 @@ class RecordMerge:
     extra: tuple[tuple[str, str], ...] = ()
     decisions: tuple[Decision, ...] = ()
     contested: tuple[str, ...] = ()
+    rivals: tuple[tuple[str, str], ...] = ()  # (fact, fact it loses to): both superseded this record
 
 
 @dataclass(frozen=True)
@@ -169,9 +170,10 @@ class _Conflict(Exception):
 
 
 def _merge_meta(base: dict[str, Any] | None, ours: dict[str, Any], theirs: dict[str, Any],
-                *, rtype: str, notes: list[str]) -> dict[str, Any]:
+                *, rtype: str, notes: list[str], rivals: list[tuple[str, str]] | None = None) -> dict[str, Any]:
     """Merge frontmatter key by key; raise _Conflict for a fact whose claim differs on both sides."""
     old = base or {}
+    rivals = [] if rivals is None else rivals
     out: dict[str, Any] = {}
     for key in [*ours, *(k for k in theirs if k not in ours)]:
         b, o, t = old.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT)
@@ -182,13 +184,14 @@ def _merge_meta(base: dict[str, Any] | None, ours: dict[str, Any], theirs: dict[
         elif t == b:
             value = o
         else:
-            value = _both_changed(key, b, o, t, rtype=rtype, notes=notes)
+            value = _both_changed(key, b, o, t, rtype=rtype, notes=notes, rivals=rivals)
         if value is not _ABSENT:
             out[key] = value
     return out
 
 
-def _both_changed(key: str, b: Any, o: Any, t: Any, *, rtype: str, notes: list[str]) -> Any:
+def _both_changed(key: str, b: Any, o: Any, t: Any, *, rtype: str, notes: list[str],
+                  rivals: list[tuple[str, str]]) -> Any:
     if isinstance(o, list) and isinstance(t, list):
         notes.append(f"{key} as sets")
         return _merge_list(b, o, t, needed=key == "topics")
@@ -208,7 +211,13 @@ def _both_changed(key: str, b: Any, o: Any, t: Any, *, rtype: str, notes: list[s
     if key == "reason":
         notes.append("both reasons kept")
         return " | ".join(sorted({str(o), str(t)}))
-    if rtype == "fact" and (key in _CLAIM_KEYS or key == "superseded_by"):
+    if rtype in ("fact", "split") and key == "superseded_by":
+        # Superseded twice, by two new facts: one stays the successor, the other is its rival (see merge_changes).
+        winner, loser = sorted((str(o), str(t)))
+        notes.append(f"superseded by {winner}; {loser} contests it")
+        rivals.append((loser, winner))
+        return winner
+    if rtype == "fact" and key in _CLAIM_KEYS:
         raise _Conflict(key)
     notes.append(f"{key} {_later(o, t)!s} of two")
     return _later(o, t)
@@ -248,11 +257,12 @@ def merge_record(path: str, base: str | None, ours: str, theirs: str) -> RecordM
         raise InvalidRecordError("the two sides hold different records under one file name", path=path,
                                  hint="rename one of them (its id and file name), commit, and merge again")
     notes: list[str] = []
+    rivals: list[tuple[str, str]] = []
     body_changed_both = o_body != t_body and b_body not in (o_body, t_body)
     try:
         if rtype == "fact" and body_changed_both:
             raise _Conflict("text")
-        meta = _merge_meta(b_meta, o_meta, t_meta, rtype=rtype, notes=notes)
+        meta = _merge_meta(b_meta, o_meta, t_meta, rtype=rtype, notes=notes, rivals=rivals)
     except _Conflict as why:
         return _split(path, rid, b_meta, (o_meta, o_body, ours), (t_meta, t_body, theirs), eol, str(why))
     if o_body == t_body:
@@ -275,7 +285,7 @@ def merge_record(path: str, base: str | None, ours: str, theirs: str) -> RecordM
     how = "texts" if "both texts kept" in notes else "keys"
     decision = Decision(rid, path, how, "; ".join(dict.fromkeys(notes)))
     return RecordMerge(text, decisions=(decision,),
-                       contested=(rid,) if meta.get("status") == "contested" else ())
+                       contested=(rid,) if meta.get("status") == "contested" else (), rivals=tuple(rivals))
 
 
 def _split(path: str, rid: str, base: dict[str, Any] | None, ours: tuple[dict[str, Any], str, str],
@@ -283,11 +293,12 @@ def _split(path: str, rid: str, base: dict[str, Any] | None, ours: tuple[dict[st
     """One side keeps the fact's file, the other side's version becomes a new contested fact."""
     keep, other = sorted((ours, theirs), key=lambda side: _digest(side[2]))
     notes: list[str] = []
+    rivals: list[tuple[str, str]] = []
     try:
-        meta = _merge_meta(base, keep[0], other[0], rtype="split", notes=notes)  # no further split
+        meta = _merge_meta(base, keep[0], other[0], rtype="split", notes=notes, rivals=rivals)  # no further split
     except _Conflict:  # pragma: no cover - only facts split
         meta = dict(keep[0])
-    for key in _CLAIM_KEYS | {"superseded_by"}:
+    for key in _CLAIM_KEYS:
         if key in keep[0]:
             meta[key] = keep[0][key]
         else:
@@ -315,7 +326,7 @@ def _split(path: str, rid: str, base: dict[str, Any] | None, ours: tuple[dict[st
     decision = Decision(rid, path, "split", f"{why} changed on both sides; other version is {copy_id}")
     return RecordMerge(kept_text, extra=((copy_path, copy_text), (rel_path, render_record(relation))),
                        decisions=(decision, Decision(copy_id, copy_path, "split", f"contested copy of {rid}")),
-                       contested=(rid, copy_id))
+                       contested=(rid, copy_id), rivals=tuple(rivals))
 
 
 def _max_status(status: object, floor: str) -> str:
@@ -335,6 +346,7 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
     path has on ours (for new files a split wants to add).
     """
     files: dict[str, bytes | str | None] = {}
+    rivals: list[tuple[str, str, str]] = []
     decisions: list[Decision] = []
     contested: list[str] = []
     conflicts: list[str] = []
@@ -365,10 +377,48 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
         files[path] = result.text.encode("utf-8")
         decisions += result.decisions
         contested += result.contested
+        rivals += [(loser, winner, PurePosixPath(path).stem) for loser, winner in result.rivals]
         for extra_path, extra_text in result.extra:
             data = extra_text.encode("utf-8")
             if extra_path in files or exists(extra_path) is not None:
                 continue  # a merge made it already (the merge is deterministic)
             files[extra_path] = data
+    for loser, winner, old_id in rivals:
+        found = _rival(loser, winner, old_id, ours, theirs, files, read)
+        if found is not None:
+            files.update(found)
+            decisions.append(Decision(loser, next(iter(found)), "rival", f"superseded {old_id} too; {winner} did first"))
+            contested.append(loser)
     return TreeMerge(files, tuple(decisions), tuple(dict.fromkeys(contested)), tuple(conflicts))
+
+
+def _rival(loser: str, winner: str, old_id: str, ours: dict[str, str | None], theirs: dict[str, str | None],
+           files: dict[str, bytes | str | None], read: Reader) -> dict[str, bytes] | None:
+    """Make the losing successor of a fact superseded on both sides contested, joined to the winner.
+
+    It no longer lists the fact in ``supersedes`` (that fact names the winner),
+    so the supersession stays whole, and a ``conflicts-with`` relation says the
+    two successors disagree. Returns the files to set, or None when the loser
+    is not among the changes.
+    """
+    path = next((p for p in sorted({*ours, *theirs}) if PurePosixPath(p).stem == loser and is_record_path(p)), None)
+    if path is None:
+        return None
+    current = files.get(path, ours.get(path) if path in ours else theirs.get(path))
+    if current is None:
+        return None
+    data = current if isinstance(current, bytes) else read(current)
+    meta, body, eol = _parse(decode_record_bytes(data, path=path), path)
+    meta["supersedes"] = [x for x in meta.get("supersedes") or [] if x != old_id]
+    meta["status"] = _max_status(meta.get("status"), "contested")
+    rel_id = _relation_id(loser, winner)
+    created = meta.get("created") if isinstance(meta.get("created"), str) else None
+    try:
+        rel_path = str(record_path("relation", rel_id, created))
+    except InvalidRecordError:
+        rel_path = f"relations/{rel_id}.md"
+    relation = Relation(id=rel_id, rel="conflicts-with", from_=loser, to=winner, created=created, eol=eol,
+                        body=(f"[[{loser}]] conflicts-with [[{winner}]]: both superseded [[{old_id}]] on two "
+                              f"machines; [[{winner}]] stays its successor. Resolve it with am fact supersede.{eol}"))
+    return {path: _render(meta, body, eol, path).encode("utf-8"), rel_path: render_record(relation).encode("utf-8")}
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from am.errors import AmError
 from am.git import Change
-from am.records.merge import is_record_path, merge_record
+from am.records.merge import _rival, is_record_path, merge_record
 
 __all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "register_merge_driver"]
 
@@ -95,17 +95,22 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
         except (AmError, UnicodeDecodeError):
             continue
         # Only where the commit holds what the driver wrote: a file someone merged by hand is theirs to keep.
-        if not result.extra or store.read_blob(path, commit=commit) != result.text.encode("utf-8"):
+        if not (result.extra or result.rivals) or store.read_blob(path, commit=commit) != result.text.encode("utf-8"):
             continue
         for extra_path, text in result.extra:
             if store.blob_id(extra_path, commit=commit) is None:
                 extra[extra_path] = text.encode("utf-8")
+        for loser, winner in result.rivals:
+            for rival_path, data in (_rival(loser, winner, PurePosixPath(path).stem, mine, other, {},
+                                            store.read_object) or {}).items():
+                if store.read_blob(rival_path, commit=commit) != data:
+                    extra[rival_path] = data
     if not extra:
         return None
     ids = [PurePosixPath(p).stem for p in sorted(extra)]
     message = vault._message("sync", "merge", ids,
                              subject=f"sync: keep both versions of {len(ids) // 2 or 1} facts changed on both sides")
-    changes = [Change(PurePosixPath(p), data) for p, data in sorted(extra.items())]
+    changes = [Change(PurePosixPath(p), data, base=store.blob_id(p, commit=commit)) for p, data in sorted(extra.items())]
     with store.write_lock(op="sync.merge"):
         new = str(store.commit(changes, message=message, author=vault._author(), committer=vault._committer()))
     return new
