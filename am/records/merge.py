@@ -12,6 +12,8 @@ One rule set, used by ``am sync``, ``am merge`` and the ``am merge-driver`` that
   key that says where it holds): one side keeps the file, the other side's
   version becomes a new fact beside it, both ``contested``, joined by a
   ``conflicts-with`` relation;
+- a fact superseded on both sides by two new facts: one stays its successor,
+  the other is contested and joined to it by ``conflicts-with``;
 - a topic's (or relation's) body changed on both sides: both texts are kept in
   the file between ``<!-- am:merged -->`` marker lines, which ``am check`` lists
   until someone edits them away;
