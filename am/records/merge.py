@@ -57,6 +57,7 @@ __all__ = [
     "is_record_path",
     "merge_changes",
     "merge_record",
+    "rival_files",
 ]
 
 # The lifecycle order: a status changed on both sides takes the later state.
@@ -386,7 +387,7 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
                 continue  # a merge made it already (the merge is deterministic)
             files[extra_path] = data
     for loser, winner, old_id in rivals:
-        found = _rival(loser, winner, old_id, ours, theirs, files, read)
+        found = rival_files(loser, winner, old_id, ours, theirs, files, read)
         if found is not None:
             files.update(found)
             decisions.append(Decision(loser, next(iter(found)), "rival", f"superseded {old_id} too; {winner} did first"))
@@ -394,7 +395,7 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
     return TreeMerge(files, tuple(decisions), tuple(dict.fromkeys(contested)), tuple(conflicts))
 
 
-def _rival(loser: str, winner: str, old_id: str, ours: dict[str, str | None], theirs: dict[str, str | None],
+def rival_files(loser: str, winner: str, old_id: str, ours: dict[str, str | None], theirs: dict[str, str | None],
            files: dict[str, bytes | str | None], read: Reader) -> dict[str, bytes] | None:
     """Make the losing successor of a fact superseded on both sides contested, joined to the winner.
 

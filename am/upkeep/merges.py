@@ -23,7 +23,7 @@ from typing import Any
 
 from am.errors import AmError
 from am.git import Change
-from am.records.merge import _rival, is_record_path, merge_record
+from am.records.merge import is_record_path, merge_record, rival_files
 
 __all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "register_merge_driver"]
 
@@ -101,7 +101,7 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
             if store.blob_id(extra_path, commit=commit) is None:
                 extra[extra_path] = text.encode("utf-8")
         for loser, winner in result.rivals:
-            for rival_path, data in (_rival(loser, winner, PurePosixPath(path).stem, mine, other, {},
+            for rival_path, data in (rival_files(loser, winner, PurePosixPath(path).stem, mine, other, {},
                                             store.read_object) or {}).items():
                 if store.read_blob(rival_path, commit=commit) != data:
                     extra[rival_path] = data
