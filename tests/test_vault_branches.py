@@ -46,3 +46,19 @@ def test_an_agent_on_a_vault_branch_writes_apart_and_am_merge_folds_it_in(alpha:
 def test_a_vault_branch_name_must_be_an_id(alpha: Any) -> None:
     out = CliRunner().invoke(cli, ["--vault", str(alpha.root), "--vault-branch", "../x", "fact", "list"])
     assert out.exit_code != 0 and "vault branch" in str(out.exception or out.output)
+
+
+def test_a_deleted_branch_work_tree_is_made_again_from_the_branch(alpha: Any) -> None:
+    import shutil
+
+    root = alpha.root
+    runner = CliRunner()
+    args = ["--vault", str(root), "--vault-branch", "agent-y"]
+    out = runner.invoke(cli, [*args, "fact", "add", "Kept on the branch.", "--topic", "project-alpha",
+                              "--id", "fact-kept"])
+    assert out.exit_code == 0, out.output
+    shutil.rmtree(root / ".am" / "cache")  # the cache, and the branch's work tree with it
+    out = runner.invoke(cli, [*args, "fact", "show", "fact-kept"])
+    assert out.exit_code == 0 and "Kept on the branch." in out.output
+    assert "am-agent-y" in run_git(root, "worktree", "list", "--porcelain") or "agent-y" in run_git(
+        root, "worktree", "list")
