@@ -36,7 +36,7 @@ AM = [sys.executable, "-m", "am.cli.main"]
 
 
 def run(*args: str, cwd: Path | None = None) -> str:
-    proc = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, env=ENV)
+    proc = subprocess.run(list(args), cwd=cwd, check=False, capture_output=True, text=True, env=ENV)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed: {proc.stderr}")
     return proc.stdout
@@ -44,7 +44,7 @@ def run(*args: str, cwd: Path | None = None) -> str:
 
 def timed(*args: str, cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> float:
     began = time.perf_counter()
-    proc = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, env=ENV)
+    proc = subprocess.run(list(args), cwd=cwd, check=False, capture_output=True, text=True, env=ENV)
     took = time.perf_counter() - began
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr}")

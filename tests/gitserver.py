@@ -74,6 +74,6 @@ def only_fast_forwards(bare: Path, branch: str = "main") -> list[tuple[str, str]
     for old, new in pairs:
         if set(old) == {"0"}:
             continue
-        proc = subprocess.run(["git", "-C", str(bare), "merge-base", "--is-ancestor", old, new])
+        proc = subprocess.run(["git", "-C", str(bare), "merge-base", "--is-ancestor", old, new], check=False)
         assert proc.returncode == 0, f"the server's {branch} moved from {old} to {new}, not a fast-forward"
     return pairs

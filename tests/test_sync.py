@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import GIT_IDENTITY, PYTHON, fsck_clean, run_git, subprocess_env
+from gitserver import git_daemon, make_bare, only_fast_forwards
 
 from am.cli.main import cli
 from am.errors import DirtyFileError, GitError
@@ -19,9 +21,6 @@ from am.records.model import replace
 from am.sync import merge_branch, sync
 from am.upkeep.check import check_vault
 from am.vault import Vault
-
-from conftest import GIT_IDENTITY, PYTHON, fsck_clean, run_git, subprocess_env
-from gitserver import git_daemon, make_bare, only_fast_forwards
 
 
 @pytest.fixture
@@ -149,7 +148,7 @@ def test_git_pull_through_the_merge_driver_gives_what_am_sync_gives(
     sync(a)
     # Installed last, so the edits above do not each start am's commit hooks (a second apiece).
     proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(b.root), "hooks", "install"],
-                          capture_output=True, text=True, env=subprocess_env())
+                          check=False, capture_output=True, text=True, env=subprocess_env())
     assert proc.returncode == 0, proc.stderr
     assert "merge=am" in (b.root / ".gitattributes").read_text()
     assert "merge-driver" in run_git(b.root, "config", "merge.am.driver")
@@ -295,7 +294,7 @@ def test_a_merge_resolved_by_hand_gets_no_contested_copies(pair: tuple[Vault, Va
     sync(a)
     # No driver in b: git stops on the conflict, and a person writes the text they mean.
     proc = subprocess.run(["git", "-C", str(b.root), "-c", "pull.rebase=false", "pull", "-q", "--no-edit"],
-                          capture_output=True, text=True, env=subprocess_env())
+                          check=False, capture_output=True, text=True, env=subprocess_env())
     assert proc.returncode != 0
     (b.root / rel).write_text(render_record(replace(record_at(a.root, rel), body="The queue is NATS, then Kafka.\n")))
     run_git(b.root, "add", rel)

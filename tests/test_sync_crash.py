@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import PYTHON, fsck_clean, run_git, subprocess_env
+from gitserver import git_daemon, make_bare, only_fast_forwards
+from test_sync import clone, ids_in
 
 from am.git.remote import SYNC_FAILPOINTS
 from am.sync import sync
 from am.vault import Vault
-
-from conftest import PYTHON, fsck_clean, run_git, subprocess_env
-from gitserver import git_daemon, make_bare, only_fast_forwards
-from test_sync import clone, ids_in
 
 # The two steps that leave the vault half way (files written, or the branch moved
 # before Git's index) run by default; every step runs under -m stress.
@@ -51,8 +50,8 @@ def diverged(alpha: Any, tmp_path: Path) -> Iterator[tuple[Vault, Vault, Path]]:
 
 
 def am_sync(root: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "sync"], capture_output=True,
-                          text=True, env=subprocess_env(**env))
+    return subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "sync"], check=False, capture_output=True,
+                          capture_output=True, text=True, env=subprocess_env(**env))
 
 
 @pytest.mark.parametrize("step", _CASES)

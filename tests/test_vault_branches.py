@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from conftest import run_git
 
 from am.cli.main import cli
 from am.upkeep.check import check_vault
-
-from conftest import run_git
 
 
 def ids_in(root: Path, rev: str) -> set[str]:
