@@ -50,7 +50,7 @@ def diverged(alpha: Any, tmp_path: Path) -> Iterator[tuple[Vault, Vault, Path]]:
 
 
 def am_sync(root: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "sync"], check=False, capture_output=True,
+    return subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "sync"], check=False,
                           capture_output=True, text=True, env=subprocess_env(**env))
 
 
