@@ -314,6 +314,7 @@ class Vault(Authorship):
             check_record(record, path=str(path))
         self._check_secrets(records, allow_secrets)
         changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
+        self._check_writable(changes)
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
         commit = self.store.commit_grouped(changes, message=message, author=self._author(),
                                            committer=self._committer(), op=f"{noun}.{verb}", after=self._after_write)
@@ -334,18 +335,58 @@ class Vault(Authorship):
     def _base_of(self, path: PurePosixPath) -> str | None:
         return self.store.blob_id(path)
 
-    def _existing_for_update(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any, str]:
-        path, record = self.get_typed(record_id, kind, noun)
-        base = self._base_of(path)
-        on_disk = hash_blob((self.root / path).read_bytes())
-        if base is None:
-            raise UsageError(f"{path} is not committed yet", hint="commit it first (git add/commit), then retry")
-        if on_disk != base:
-            from am.errors import DirtyFileError
+    def _check_writable(self, changes: Sequence[Change]) -> None:
+        """Refuse a write to a vault of a newer format, and a record file larger than a read accepts."""
+        from am.records.codec import MAX_RECORD_BYTES
 
-            raise DirtyFileError(f"{path} has uncommitted changes",
-                                 hint="commit or discard them first, then retry")
-        return path, record, base
+        fmt = self.settings.get("format", FORMAT_VERSION)
+        if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt > FORMAT_VERSION:
+            raise UsageError(f"{VAULT_FILE}: format {fmt!r} is not one this am writes (it writes {FORMAT_VERSION})",
+                             hint="upgrade am to write to this vault; nothing was changed")
+        for c in changes:
+            if len(c.data) > MAX_RECORD_BYTES:
+                raise InvalidRecordError(f"the record is {len(c.data) // 1024} KiB; a record may be at most "
+                                         f"{MAX_RECORD_BYTES // 1024} KiB (reads refuse larger files)",
+                                         path=str(c.path), hint="split it into several facts, or link to a file")
+
+    def _existing_for_update(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any, str]:
+        """Return a committed record to update, with the blob id of exactly the bytes it was parsed from.
+
+        That blob is the write's compare-and-swap base: if another writer
+        changed the record after it was read here, the commit is refused
+        (``ConflictError``) instead of overwriting their change with an update
+        of the old version.
+        """
+        from am.errors import DirtyFileError
+
+        for _ in range(5):
+            path, _record = self.get_typed(record_id, kind, noun)
+            try:
+                data = (self.root / path).read_bytes()
+            except FileNotFoundError:
+                continue  # moved or replaced while being read: look it up again
+            record = parse_record(decode_record_bytes(data, path=str(path)), str(path))
+            if not isinstance(record, kind) or record.id != record_id:
+                continue
+            base = self._base_of(path)
+            if base is None:
+                raise UsageError(f"{path} is not committed yet", hint="commit it first (git add/commit), then retry")
+            if hash_blob(data) == base:
+                return path, record, base
+        raise DirtyFileError(f"{path} has uncommitted changes",
+                             hint="commit or discard them first, then retry")
+
+    def _retrying(self, write: Any) -> WriteResult:
+        """Run an update; if another writer changed its record first, run it again on the new version."""
+        from am.errors import ConflictError, PathTakenError
+
+        for tries_left in range(2, -1, -1):
+            try:
+                return write()  # type: ignore[no-any-return]
+            except ConflictError as err:
+                if isinstance(err, PathTakenError) or tries_left == 0:
+                    raise
+        raise AssertionError("unreachable")
 
     def _ensure_new(self, record_id: str) -> None:
         existing = self.locate(record_id)
@@ -465,6 +506,12 @@ class Vault(Authorship):
         draft = FactDraft.of(draft, fields)
         if not reason.strip():
             raise UsageError("a supersede needs a reason", hint="pass --reason 'what changed'")
+        # A supersede that lost a race to another update of the old fact is run again on its new version.
+        return self._retrying(lambda: self._supersede_once(old_id, draft, reason=reason, create_topics=create_topics,
+                                                           allow_secrets=allow_secrets))
+
+    def _supersede_once(self, old_id: str, draft: FactDraft, *, reason: str, create_topics: bool,
+                        allow_secrets: bool) -> WriteResult:
         old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
@@ -495,12 +542,16 @@ class Vault(Authorship):
         """Change a fact's status (active, contested, pending-review, expired, superseded)."""
         if status not in STATUSES:
             raise InvalidRecordError(f"{status!r} is not a status; use one of: {', '.join(STATUSES)}", field="status")
-        path, fact, base = self._existing_for_update(fact_id, Fact, "fact")
-        if fact.status == status:
-            raise UsageError(f"{fact_id} is already {status}")
-        updated = replace(fact, status=status, reason=one_line(reason) if reason else fact.reason)
-        return self._write([(path, updated, base)], noun="fact", verb=verb, ids=[fact_id], reason=reason,
-                           subject=f"fact: {verb} {fact_id}" + (f" ({status})" if verb == "status" else ""))
+
+        def once() -> WriteResult:
+            path, fact, base = self._existing_for_update(fact_id, Fact, "fact")
+            if fact.status == status:
+                raise UsageError(f"{fact_id} is already {status}")
+            updated = replace(fact, status=status, reason=one_line(reason) if reason else fact.reason)
+            return self._write([(path, updated, base)], noun="fact", verb=verb, ids=[fact_id], reason=reason,
+                               subject=f"fact: {verb} {fact_id}" + (f" ({status})" if verb == "status" else ""))
+
+        return self._retrying(once)
 
     def expire_fact(self, fact_id: str, *, reason: str) -> WriteResult:
         """Mark a fact expired: it no longer holds anywhere, and stays in the vault."""

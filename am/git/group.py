@@ -35,6 +35,7 @@ class Request:
     commit: str | None = None
     error: BaseException | None = None
     remote: str | None = None  # the queue id of a request from another process (am/git/spool.py)
+    records_only: bool = False  # a grouped write: only record files (am/git/checks.py), from this process or the queue
 
 
 class Group:

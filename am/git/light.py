@@ -32,6 +32,7 @@ FAILPOINTS = (
     "after-file",        # working-tree file written, no commit
     "after-objects",     # the batch's commits written (unsynced), branch not moved
     "after-commit",      # commit created and branch moved, Git's index not updated
+    "index-locked",      # branch moved, .git/index.lock taken, the index not yet replaced
     "after-index",       # index updated, cache not yet
 )
 

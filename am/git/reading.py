@@ -93,9 +93,17 @@ class Reader:
         if ref is None:
             raise GitError("HEAD is missing")
         target = ref.target
-        if isinstance(target, str):
-            return target
-        raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
+        if not isinstance(target, str):
+            raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
+        # A branch may itself be a symbolic ref (git symbolic-ref refs/heads/a refs/heads/b): the
+        # branch am moves is the direct ref at the end of the chain.
+        for _ in range(10):
+            inner = self.repo.references.get(target)
+            if inner is None or not isinstance(inner.target, str):
+                return target
+            target = inner.target
+        raise GitError(f"HEAD's branch is a chain of more than ten symbolic refs (at {target})",
+                       hint="point HEAD at a branch: git switch main")
 
     def head(self) -> str | None:
         """Return the commit id HEAD resolves to, or None on an unborn branch."""

@@ -10,7 +10,7 @@ from typing import Any
 import pygit2
 
 from am.errors import ConflictError, DirtyFileError, GitError
-from am.git import common
+from am.git import common, inflight
 from am.git.common import (
     _MAX_CAS_RETRIES,
     Change,
@@ -176,6 +176,8 @@ class Repairer(Writer):
         found = []
         candidates = [self.gitdir / n for n in ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")]
         candidates += list((self.gitdir / "refs").rglob("*.lock"))
+        if self._common_dir() != self.gitdir:  # a linked worktree: its branches' locks are in the common folder
+            candidates += [self._common_dir() / "packed-refs.lock", *(self._common_dir() / "refs").rglob("*.lock")]
         now = time.time()
         for lock in candidates:
             try:
@@ -184,11 +186,15 @@ class Repairer(Writer):
                 continue
         return found
 
+    def left_by_dead_am(self, lock: Path) -> bool:
+        """Return whether a Git lock file was left by an am process that is gone (cleared without waiting)."""
+        return inflight.owned_by_dead_am(lock, inflight.read(self._am_dir))
+
     def clear_stale_git_locks(self) -> list[Path]:
-        """Move Git lock files older than AM_GIT_LOCK_STALE aside; return the ones moved. Hold write_lock."""
+        """Move aside Git lock files older than AM_GIT_LOCK_STALE or left by a dead am; return them. Hold write_lock."""
         moved = []
         for lock, age in self.git_locks():
-            if age >= common._GIT_LOCK_STALE and self._clear_stale_git_lock(lock):
+            if (age >= common._GIT_LOCK_STALE or self.left_by_dead_am(lock)) and self._clear_stale_git_lock(lock):
                 moved.append(lock)
         return moved
 
@@ -298,7 +304,7 @@ class Repairer(Writer):
     def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
                        message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
         """Commit ``tree`` on ``ref`` in one libgit2 call (it moves the ref); raise _Moved if ``ref`` left ``tip``."""
-        lock = self.gitdir / (ref + ".lock")
+        lock = self._ref_lock(ref)
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
@@ -312,6 +318,6 @@ class Repairer(Writer):
             except OSError as err:
                 if "lock" not in str(err):
                     raise GitError(f"could not commit: {err}") from None
-                self._wait_git_lock(lock, deadline)
+                self._wait_git_lock(lock, deadline, error=err)
                 if self.branch_tip(ref) != tip:
                     raise _Moved() from None

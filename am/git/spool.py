@@ -151,7 +151,8 @@ def claim(queue: Path, *, limit: int) -> list[Request]:
             changes = tuple(Change(PurePosixPath(c["path"]), base64.b64decode(c["data"]), c["base"])
                             for c in raw["changes"])
             request = Request(changes, raw["message"], tuple(raw["author"]),
-                              None if raw["committer"] is None else tuple(raw["committer"]), remote=rid)
+                              None if raw["committer"] is None else tuple(raw["committer"]), remote=rid,
+                              records_only=True)  # checked like this process's own grouped writes (checks.py)
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a request am wrote; its writer leads with it itself
         try:

@@ -15,13 +15,12 @@ from typing import Protocol
 
 import pygit2
 
-from am.errors import GitError, LockTimeoutError
-from am.git import common, packs
-from am.git.common import _Moved, _StatEntry, log
+from am.errors import AmError, GitError, LockTimeoutError
+from am.git import common, inflight, packs
+from am.git.common import _Moved, _StatEntry, failpoint, hash_blob, log
 from am.git.gitindex import GitIndex, IndexUnsupported
 from am.git.group import Group, group_for
 from am.git.reading import Reader
-
 
 # An index at least this large is freed off the write path (see _install_staged).
 _FREE_LATER = 1 << 20
@@ -97,12 +96,20 @@ class Staging(Reader):
         self._process_group().kept = value
 
     def _clear_stale_git_lock(self, lock: Path) -> bool:
-        """Move a git lock file aside if it is older than the stale limit; return whether it was."""
+        """Move a git lock file aside if it is stale or left by a dead am process; return whether it is gone.
+
+        A lock an am process that is gone made (or the branch lock of the move
+        it noted, see am/git/inflight.py) goes at once; anyone else's only
+        once it is older than the stale limit.
+        """
         try:
             age = time.time() - lock.stat().st_mtime
         except FileNotFoundError:
             return True
-        if age < common._GIT_LOCK_STALE:
+        except OSError:
+            return False
+        dead_am = inflight.owned_by_dead_am(lock, inflight.read(self._am_dir))
+        if age < common._GIT_LOCK_STALE and not dead_am:
             return False
         aside = self._am_dir / "stale-locks"
         aside.mkdir(parents=True, exist_ok=True)
@@ -111,18 +118,48 @@ class Staging(Reader):
             os.replace(lock, target)
         except FileNotFoundError:
             return True
-        log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
+        if dead_am:
+            log.warning("moved aside a Git lock left by a killed am process: %s -> %s", lock, target)
+        else:
+            log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
         return True
 
-    def _wait_git_lock(self, lock: Path, deadline: float) -> None:
-        if self._clear_stale_git_lock(lock):
-            return
+    def _wait_git_lock(self, lock: Path, deadline: float, *, error: BaseException | None = None) -> None:
+        """Wait a little for a Git lock file to go; past ``deadline`` raise, naming the lock (or Git's own error).
+
+        Every call sleeps, so a caller's retry loop never spins; a lock that
+        is not there while Git still cannot take it (a folder it cannot write)
+        ends in Git's own message at the deadline, not in a wait for ever.
+        """
+        gone = self._clear_stale_git_lock(lock)
         if time.monotonic() >= deadline:
+            if gone and error is not None:
+                raise GitError(f"could not take Git's lock {lock}: {error}",
+                               hint="check that Git's folder is writable (permissions, a read-only or "
+                                    "immutable file system)")
             raise LockTimeoutError(
                 f"Git's lock file {lock} is held",
                 hint="another git command is running; if none is, remove that file",
             )
-        time.sleep(0.005)
+        time.sleep(0.001 if gone else 0.005)
+
+    def _ref_lock(self, ref: str) -> Path:
+        """Return the lock file of a ref: in the common Git folder for a branch, also from a linked worktree."""
+        if ref.startswith("refs/") and not ref.startswith(("refs/bisect/", "refs/worktree/", "refs/rewritten/")):
+            return self._common_dir() / (ref + ".lock")
+        return self.gitdir / (ref + ".lock")
+
+    def _common_dir(self) -> Path:
+        """Return the Git folder shared by every worktree of the repository (``gitdir`` itself for most)."""
+        found = self.__dict__.get("_commondir")
+        if found is None:
+            try:
+                text = (self.gitdir / "commondir").read_text().strip()
+                found = (self.gitdir / text).resolve() if text else self.gitdir
+            except OSError:
+                found = self.gitdir
+            self.__dict__["_commondir"] = found
+        return found
 
     def _read_index(self) -> IndexView:
         """Return Git's index, read afresh (or the one am wrote last, if it is still on disk); retry a torn read.
@@ -165,7 +202,11 @@ class Staging(Reader):
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
-                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                try:
+                    os.write(fd, inflight.lock_mark())  # git never reads it; am knows a killed writer's lock by it
+                finally:
+                    os.close(fd)
                 return lock
             except FileExistsError:
                 self._wait_git_lock(lock, deadline)
@@ -239,25 +280,75 @@ class Staging(Reader):
         self._index_kept = (self._index_stamp(), staged.index)
 
     def _finish_index(self, staged: StagedIndex | None, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
-                      removed: Sequence[PurePosixPath] = ()) -> None:
-        """Install a staged index under `.git/index.lock` (None: set the entries through libgit2 there)."""
+                      removed: Sequence[PurePosixPath] = (), *, ref: str | None = None) -> None:
+        """Install a staged index under `.git/index.lock` (None: set the entries through libgit2 there).
+
+        With ``ref`` (the branch the entries were committed on), nothing is
+        staged if HEAD is no longer on it: a checkout while am was writing
+        made the index another branch's. A checkout that wrote its index
+        before am took the lock but moved HEAD only after is caught once the
+        lock is let go: the entries are then set back to what HEAD has.
+        """
         tmp = self._am_dir / f"index.{os.getpid()}.tmp"
         try:
             lock = self._lock_index()
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        installed = False
         try:
-            if staged is None:
+            failpoint("index-locked")
+            if ref is not None and self._head_branch() != ref:
+                log.warning("HEAD left %s while am was committing on it; Git's index is left to the branch "
+                            "checked out now", ref)
+                tmp.unlink(missing_ok=True)
+                self._index_kept = None
+            elif staged is None:
                 self._update_index_libgit2(entries, removed, tmp)  # a format am's writer leaves alone
+                installed = True
             else:
                 self._install_staged(staged)
+                installed = True
         except BaseException:
             self._index_kept = None
             tmp.unlink(missing_ok=True)
             raise
         finally:
             lock.unlink(missing_ok=True)
+        if installed and ref is not None and self._head_branch() != ref:
+            self._restage_to_head([p for p, _ in entries], dict(entries))
+
+    def _head_branch(self) -> str | None:
+        """Return HEAD's branch now, or None when HEAD is detached or unreadable."""
+        try:
+            return self.head_ref()
+        except (AmError, pygit2.GitError, KeyError):
+            return None
+
+    def _restage_to_head(self, paths: Sequence[PurePosixPath], ours: dict[PurePosixPath, pygit2.Oid]) -> None:
+        """Make Git's index agree with HEAD for these paths (HEAD moved to another branch while am wrote)."""
+        head = self.head()
+        tree = None if head is None else self.repo[head].peel(pygit2.Tree)
+        index = self._read_index()
+        entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
+        removed: list[PurePosixPath] = []
+        for p in paths:
+            try:
+                blob = None if tree is None else tree[str(p)].id
+            except KeyError:
+                blob = None
+            staged = index.staged(str(p))
+            if blob is None:
+                if staged is not None and staged == str(ours.get(p)):
+                    removed.append(p)
+            elif staged != str(blob):
+                try:
+                    if hash_blob((self.root / p).read_bytes()) == str(blob):
+                        entries.append((p, blob))
+                except OSError:
+                    pass
+        if entries or removed:
+            self._update_index(entries, removed)
 
     def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                       removed: Sequence[PurePosixPath] = ()) -> None:
@@ -296,7 +387,7 @@ class Staging(Reader):
 
     def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
         """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
-        lock = self.gitdir / (ref + ".lock")
+        lock = self._ref_lock(ref)
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
@@ -316,7 +407,7 @@ class Staging(Reader):
                     raise _Moved() from None
                 if "lock" not in str(err):
                     raise GitError(f"could not move {ref}: {err}") from None
-                self._wait_git_lock(lock, deadline)
+                self._wait_git_lock(lock, deadline, error=err)
 
     def _sync_filesystems(self) -> None:
         """Flush the file systems of the work tree and the Git directory (one syncfs each)."""

@@ -21,20 +21,28 @@ from am.errors import (
     LockTimeoutError,
     PathTakenError,
 )
-from am.git import common, packs, spool
+from am.git import common, inflight, packs, spool
 from am.git.common import (
     _MAX_CAS_RETRIES,
     Change,
     _flock_now,
     _flock_within,
-    _fsync_dir,
     _Moved,
     failpoint,
     hash_blob,
     log,
 )
-from am.git.group import _MAX_BATCH, AfterHook, Group, Request, Who, batch_tip, take_batch
-from am.git.staging import IndexView, StagedIndex, Staging
+from am.git.group import (
+    _MAX_BATCH,
+    AfterHook,
+    Group,
+    Request,
+    Who,
+    batch_tip,
+    take_batch,
+)
+from am.git.guards import Guards, os_error
+from am.git.staging import IndexView, StagedIndex
 from am.git.trees import ChainTrees
 
 # How much longer a leader keeps committing other processes' queued requests once its own is done.
@@ -42,7 +50,7 @@ _LINGER = 0.1
 _SETTLE = 0.002
 
 
-class Writer(Staging):
+class Writer(Guards):
     """Writing: locks, files, trees, commits and index entries."""
 
     # ------------------------------------------------------------ locking
@@ -160,7 +168,13 @@ class Writer(Staging):
     # ------------------------------------------------------------ writing
 
     def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None,
-                         index: IndexView) -> None:
+                         index: IndexView) -> list[frozenset[str | None]]:
+        """Raise if a file to be written carries someone else's change; return each file's allowed blob ids.
+
+        What may be on disk is the tip's version or the new one (a retried
+        write); ``_write_file`` checks that again under its replace.
+        """
+        allowed: list[frozenset[str | None]] = []
         for change in changes:
             p = str(change.path)
             try:
@@ -182,6 +196,7 @@ class Writer(Staging):
             except IsADirectoryError:
                 raise DirtyFileError(f"{p} is a folder in the work tree") from None
             new_id = hash_blob(change.data)
+            allowed.append(frozenset((base_id, new_id)))
             if on_disk not in (base_id, new_id):
                 raise DirtyFileError(
                     f"{p} has uncommitted changes",
@@ -193,6 +208,7 @@ class Writer(Staging):
                     f"{p} has staged changes",
                     hint="commit them first (git commit), or unstage them (git restore --staged FILE)",
                 )
+        return allowed
 
     def _safe_target(self, rel: PurePosixPath) -> Path:
         target = self.root / rel
@@ -205,26 +221,19 @@ class Writer(Staging):
             raise DirtyFileError(f"{rel} is a symbolic link; am will not write through it")
         return target
 
-    def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True) -> None:
+    def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True,
+                    allowed: frozenset[str | None] | None = None) -> None:
+        """Write a work-tree file atomically; with ``allowed``, only over one of those versions (see guards.py)."""
         target = self._safe_target(rel)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{target.name}.am-{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if sync:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        os.replace(tmp, target)
-        if sync:
-            _fsync_dir(target.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._write_new_file(rel, target, data, sync, allowed)
+        except (FileExistsError, NotADirectoryError) as err:
+            raise os_error(err, f"write {rel}") from None
+        except OSError as err:
+            if isinstance(err, (FileNotFoundError, InterruptedError)):
+                raise
+            raise os_error(err, f"write {rel}") from None
 
     def commit(self, changes: Sequence[Change], *, message: str, author: Who,
                committer: Who | None = None) -> str:
@@ -356,12 +365,16 @@ class Writer(Staging):
         file written by the batch put back.
         """
         ref = self.head_ref()
+        self._check_signing()
         live: list[Request] = []
         for r in batch:
-            if "\x00" in r.message:
-                r.error = GitError("a commit message may not contain NUL")
+            try:
+                self._check_request(r)  # the same checks for this process's writes and the queue's
+            except AmError as err:
+                r.error = err
             else:
                 live.append(r)
+        heal = self._to_heal()  # index entries an earlier write was killed or blocked before setting
         # The pack of the batch's objects and its files are flushed with one syncfs
         # per batch instead of an fsync (and a folder fsync) each, as git's
         # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
@@ -385,7 +398,7 @@ class Writer(Staging):
                     try:
                         # Requests of one batch touch disjoint paths (see take_batch), so
                         # each is checked against the tip as if it were alone.
-                        self._check_not_dirty(r.changes, base_tree, index)
+                        allowed = self._check_not_dirty(r.changes, base_tree, index)
                     except AmError as err:
                         r.error = err
                         live.remove(r)
@@ -397,20 +410,22 @@ class Writer(Staging):
                         r.previous = {c.path: self._read_or_none(c.path) for c in r.changes}
                         written.append(r)
                         try:
-                            for c in r.changes:
-                                self._write_file(c.path, c.data, sync=sync_each)
+                            for c, ok in zip(r.changes, allowed):
+                                self._write_file(c.path, c.data, sync=sync_each, allowed=ok)
                         except AmError as err:  # e.g. a symbolic link on its path: this request only
                             r.error = err
                             live.remove(r)
                             written.remove(r)
                             self._roll_back(r.changes, r.previous)
                 if not live:
+                    if heal:
+                        self._heal_now(heal)
                     return None
                 if not files_done:
                     files_done = True
                     failpoint("after-file")
                 try:
-                    outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each)
+                    outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each, heal)
                 except _Moved:
                     continue
                 committed = True
@@ -424,12 +439,15 @@ class Writer(Staging):
                 if not done:
                     return None
                 failpoint("after-commit")
+                ours = [(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes]
                 try:
-                    self._finish_index(staged, [(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes])
-                except LockTimeoutError as err:
-                    # The writes are committed and durable; only Git's index lags, and doctor repairs that.
-                    log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
-                                done[-1].commit[:10] if done[-1].commit else "", err)
+                    self._finish_index(staged, ours + [h for h in heal if h[0] not in dict(ours)], ref=ref)
+                    inflight.clear(self._am_dir)
+                except (AmError, OSError) as err:
+                    # The writes are committed and durable: reported as done, never as failed (a retry
+                    # would write them twice). Only Git's index lags; the next write sets it (inflight.py).
+                    log.warning("committed %s, but Git's index was not updated (%s); the next write or "
+                                "am doctor --fix sets it", done[-1].commit[:10] if done[-1].commit else "", err)
                 failpoint("after-index")
                 return tip
             raise GitError(f"could not move {ref}: it kept changing under am")
@@ -440,7 +458,8 @@ class Writer(Staging):
             raise
 
     def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
-                     sync_each: bool) -> tuple[list[pygit2.Oid | AmError], StagedIndex | None]:
+                     sync_each: bool, heal: Sequence[tuple[PurePosixPath, pygit2.Oid]] = (),
+                     ) -> tuple[list[pygit2.Oid | AmError], StagedIndex | None]:
         """Write one commit per request, each on the previous, as one pack; flush it, then move the branch to the last.
 
         Returns each request's commit, or the error that kept it out (a file
@@ -453,6 +472,8 @@ class Writer(Staging):
         # the commits are built. A request whose tree cannot be built is rare;
         # then the index is staged again without it.
         entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r in live for c in r.changes]
+        mine = {p for p, _ in entries}
+        entries += [h for h in heal if h[0] not in mine]
         staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
         objects = self._batch_objects()
         outcomes: list[pygit2.Oid | AmError] = []
@@ -482,6 +503,8 @@ class Writer(Staging):
                     return outcomes, None  # every request failed its tree: nothing to move
                 entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r, o in zip(live, outcomes)
                            if not isinstance(o, AmError) for c in r.changes]
+                mine = {p for p, _ in entries}
+                entries += [h for h in heal if h[0] not in mine]
                 staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
         except BaseException:
             self._drop_staged(staged)
@@ -491,6 +514,9 @@ class Writer(Staging):
             if r.remote is not None and not isinstance(o, AmError):
                 spool.answer_pending(self._queue_dir, r, str(o))
         try:
+            # Noted before the move: a write killed after it (or whose index.lock is held) is
+            # finished by the next one, and a branch lock it leaves is known as a dead am's.
+            inflight.write(self._am_dir, ref, parent, [(p, str(o)) for p, o in entries])
             taken, bases = objects.sink.take()
             pending = packs.stage_pack(objects.pack_dir, taken, sync=sync_each, bases=bases)
             failpoint("after-objects")
@@ -509,6 +535,14 @@ class Writer(Staging):
             self._drop_staged(staged)
             raise
         return outcomes, staged
+
+    def _heal_now(self, heal: Sequence[tuple[PurePosixPath, pygit2.Oid]]) -> None:
+        """Set the index entries an unfinished write left out, in a batch that commits nothing itself."""
+        try:
+            self._update_index(heal)
+            inflight.clear(self._am_dir)
+        except (AmError, OSError) as err:
+            log.warning("could not set Git's index entries an unfinished write left out (%s)", err)
 
     def _tidy_packs(self) -> None:
         """Merge small packs if enough have piled up (the write lock is held, so no other am process merges too).
@@ -544,5 +578,5 @@ class Writer(Staging):
                     (self.root / c.path).unlink()
                 else:
                     self._write_file(c.path, before)
-            except OSError as err:
+            except (OSError, AmError) as err:
                 log.warning("could not put back %s after a failed write: %s", c.path, err)

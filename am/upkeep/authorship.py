@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from am.errors import UsageError
+from am.git.checks import clean_email, clean_name
 from am.records.writes import one_line
 
 if TYPE_CHECKING:
@@ -17,9 +18,20 @@ if TYPE_CHECKING:
 
 __all__ = ["Authorship"]
 
+_NOT_IN_NAME = re.compile(r"[^\w .@+/-]+")
 _ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}\Z")
 # How long a looked-up git identity is used before it is looked up again (seconds).
 _IDENTITY_FOR = 1.0
+
+
+def _clean_actor(name: str) -> str:
+    """Return git's user.name as an actor: one line of letters, digits, spaces and . _ @ + / - (else "am").
+
+    A newline, a colon or angle brackets in a name would let it forge a
+    trailer line of am's commit messages or break Git's signature format.
+    """
+    cleaned = " ".join(_NOT_IN_NAME.sub(" ", name).split())[:64].strip()
+    return cleaned or "am"
 
 
 class Authorship:
@@ -41,7 +53,7 @@ class Authorship:
         if env:
             return self._check_actor(env)
         name = self.store.config_value("user.name")
-        return one_line(name, limit=64) if name else "am"
+        return _clean_actor(name) if name else "am"
     actor = cached_property(_default_actor)
 
     def _identity(self) -> tuple[str | None, str | None]:
@@ -58,11 +70,11 @@ class Authorship:
         return memo[1]
 
     def _author(self) -> tuple[str, str]:
-        return (self.actor, self._identity()[1] or "am@localhost")
+        return (self.actor, clean_email(self._identity()[1] or "") or "am@localhost")
 
     def _committer(self) -> tuple[str, str]:
         name, email = self._identity()
-        return (one_line(name or self.actor, limit=64), email or "am@localhost")
+        return (clean_name(one_line(name or "", limit=64)) or self.actor, clean_email(email or "") or "am@localhost")
 
     def _message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,
                  reason: str | None = None, summary: str | None = None) -> str:

@@ -195,7 +195,7 @@ def diagnose(vault: Any) -> list[Finding]:
     findings: list[Finding] = []
     stale_after = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
     for lock, age in store.git_locks():
-        stale = age >= stale_after
+        stale = age >= stale_after or store.left_by_dead_am(lock)
         findings.append(Finding(
             "stale-lock" if stale else "lock", str(lock),
             f"Git lock file, {age:.0f} s old" + ("; no git command should hold a lock this long" if stale

@@ -1,0 +1,80 @@
+"""Checks every write request passes before it is committed, whoever made it (this process or the queue).
+
+A request from `.git/am/queue/` is a file any process that can write the
+repository could have left; it is held to exactly the rules of a write made
+in this process: its paths are record files under topics/, facts/ or
+relations/ (never `..`, never a `.git` folder, never outside the work tree),
+its author and committer are identities Git can store, and its message is text
+without NUL. Nothing here imports pygit2.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from am.errors import UsageError
+
+__all__ = ["check_message", "check_path", "check_who", "clean_email", "clean_name"]
+
+# Top-level folders of the records a grouped write may touch (am/records/ids.py RECORD_DIRS).
+RECORD_TOPS = frozenset({"topics", "facts", "relations"})
+_PART = re.compile(r"[A-Za-z0-9._-]{1,255}\Z")
+_BAD_IN_NAME = re.compile(r"[\x00-\x1f\x7f<>]+")
+_MAX_MESSAGE = 1 << 16
+
+
+def _is_dotgit(part: str) -> bool:
+    # git refuses .git in any case, and with trailing dots or spaces (NTFS/HFS+ spellings of it).
+    low = part.lower().rstrip(". ")
+    return low in (".git", "git~1")
+
+
+def check_path(path: PurePosixPath | str, *, records_only: bool = False) -> PurePosixPath:
+    """Return the path if a write may put a file there; raise UsageError naming it otherwise."""
+    text = str(path)
+    why = None
+    parts = text.split("/")
+    if not text or text.startswith("/") or "\\" in text or "\x00" in text:
+        why = "not a relative path inside the vault"
+    elif any(p in ("", ".", "..") for p in parts):
+        why = "it has an empty, '.' or '..' part"
+    elif any(_is_dotgit(p) for p in parts):
+        why = "it is inside Git's own folder"
+    elif records_only and (parts[0] not in RECORD_TOPS or not text.endswith(".md")
+                           or not all(_PART.match(p) for p in parts)):
+        why = "it is not a record file under topics/, facts/ or relations/"
+    if why is not None:
+        raise UsageError(f"refused to write {text!r}: {why}", hint="only am's own record files are written")
+    return PurePosixPath(text)
+
+
+def clean_name(name: str) -> str:
+    """Return a name Git can store in a signature: no angle brackets, no control characters, one line."""
+    return " ".join(_BAD_IN_NAME.sub(" ", name).split())
+
+
+def clean_email(email: str) -> str:
+    """Return an email Git can store (no angle brackets, spaces or control characters)."""
+    return _BAD_IN_NAME.sub("", email).replace(" ", "")
+
+
+def check_who(who: Sequence[object], *, field: str) -> None:
+    """Raise UsageError unless ``who`` is (name, email) or (name, email, time, offset) Git can store."""
+    ok = (isinstance(who, (tuple, list)) and len(who) in (2, 4)
+          and all(isinstance(v, str) for v in who[:2])
+          and all(isinstance(v, int) and not isinstance(v, bool) for v in who[2:]))
+    if ok:
+        name, email = str(who[0]), str(who[1])
+        ok = bool(name.strip()) and clean_name(name) == name and clean_email(email) == email
+    if not ok:
+        raise UsageError(f"refused a write whose {field} is not an identity Git can store: {who!r}",
+                         hint="set user.name and user.email to one line each, without < or >")
+
+
+def check_message(message: object) -> None:
+    """Raise UsageError unless the commit message is text Git can store."""
+    if not isinstance(message, str) or "\x00" in message or len(message) > _MAX_MESSAGE:
+        raise UsageError("refused a write whose commit message has a NUL or is too long",
+                         hint="a commit message is text of at most 64 KiB")

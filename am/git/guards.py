@@ -1,0 +1,211 @@
+"""What keeps a write from harming anything that is not its own (used by writing.py).
+
+* every request is checked the same way, whoever made it (``checks.py``);
+* a repository that asks for signed commits is refused (am does not sign);
+* a work-tree file is replaced only if it is still what the dirty check saw,
+  re-checked under the replace: a person's edit that lands meanwhile is kept
+  and the write refused;
+* Git's index entries a killed or blocked write left out are set by the next
+  write (``inflight.py``), and entries are never staged on the index of a
+  branch that was checked out while am was writing.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path, PurePosixPath
+
+import pygit2
+
+from am.errors import AmError, DirtyFileError, GitError, UsageError
+from am.git import checks, inflight
+from am.git.common import _fsync_dir, hash_blob, log
+from am.git.group import Request
+from am.git.staging import Staging
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+
+
+def os_error(err: OSError, what: str) -> GitError:
+    """Return the one-line error for a failed file operation, naming the cause and the fix."""
+    fixes = {
+        errno.ENOSPC: "free some disk space, then retry",
+        errno.EDQUOT: "free some space in your quota, then retry",
+        errno.EFBIG: "the file system (or ulimit -f) does not allow a file this large",
+        errno.EROFS: "the file system is read-only; remount it read-write or use a copy of the vault",
+        errno.EACCES: "check the permissions of the vault's folders",
+        errno.EPERM: "check the permissions (or an immutable attribute: lsattr) of the vault's folders",
+        errno.ENOTDIR: "a file is where am needs a folder; move it away",
+        errno.EEXIST: "a file or folder is in the way; move it away",
+        errno.EISDIR: "a folder is where am needs a file; move it away",
+    }
+    reason = os.strerror(err.errno) if err.errno else str(err)
+    return GitError(f"could not {what}: {reason}", hint=fixes.get(err.errno or 0, "nothing was changed; retry"))
+
+
+class Guards(Staging):
+    """Request checks, signing, the checked replace and index healing."""
+
+    def _check_request(self, r: Request) -> None:
+        """Raise the error of a request a write must not commit (paths, identities, message)."""
+        if not isinstance(r.message, str) or "\x00" in r.message:
+            raise GitError("a commit message may not contain NUL")
+        checks.check_message(r.message)
+        for c in r.changes:
+            checks.check_path(c.path, records_only=r.records_only)
+            if not isinstance(c.data, bytes):
+                raise UsageError(f"refused to write {c.path}: its content is not bytes")
+        checks.check_who(r.author, field="author")
+        if r.committer is not None:
+            checks.check_who(r.committer, field="committer")
+
+    def _check_signing(self) -> None:
+        """Refuse to write where Git is configured to sign every commit (am would write unsigned ones)."""
+        if (self.config_value("commit.gpgsign") or "").lower() not in _TRUE:
+            return
+        if (self.config_value("am.allowUnsigned") or "").lower() in _TRUE:
+            return
+        raise GitError(
+            "this repository signs every commit (commit.gpgsign=true), and am does not sign its commits",
+            hint="let am write unsigned commits here with: git config am.allowUnsigned true "
+                 "(or turn signing off: git config commit.gpgsign false)",
+        )
+
+    # ------------------------------------------------------------ the checked replace
+
+    def _replace_checked(self, rel: PurePosixPath, target: Path, tmp: Path,
+                         allowed: frozenset[str | None]) -> None:
+        """Put ``tmp`` at ``target`` only if the file there is one of ``allowed`` (blob ids; None: absent).
+
+        The file is first renamed aside (so a writer opening it by name finds
+        it gone), its content checked, the new file linked in place (which
+        fails if someone created one meanwhile), and the set-aside file checked
+        again: a change to it meanwhile (an editor appending through a file it
+        had open) puts it back in place of am's, and the write is refused.
+        """
+        aside = target.with_name(f".{target.name}.am-{os.getpid()}.aside")
+        try:
+            os.rename(target, aside)
+            seen: str | None = hash_blob(aside.read_bytes())
+        except FileNotFoundError:
+            seen = None
+        except IsADirectoryError:
+            os.rename(aside, target)
+            raise DirtyFileError(f"{rel} is a folder in the work tree") from None
+        if seen not in allowed:
+            self._put_back(aside, target, seen)
+            tmp.unlink(missing_ok=True)
+            raise DirtyFileError(f"{rel} has uncommitted changes",
+                                 hint="commit or discard them first (git add/commit or git checkout -- FILE), "
+                                      "then retry")
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            # Someone made the file while am was writing it: theirs stays.
+            tmp.unlink(missing_ok=True)
+            if seen is not None:
+                self._put_back(aside, target, seen)
+            raise DirtyFileError(f"{rel} was created by someone else while am was writing it",
+                                 hint="look at it, commit or remove it, then retry") from None
+        except OSError as err:
+            if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            os.replace(tmp, target)  # a file system without hard links: the rename is the best there is
+        else:
+            tmp.unlink()
+        if seen is None:
+            return
+        try:
+            again: str | None = hash_blob(aside.read_bytes())
+        except FileNotFoundError:
+            again = None
+        if again != seen:
+            os.replace(aside, target)
+            raise DirtyFileError(f"{rel} was changed by someone else while am was writing it",
+                                 hint="their version is kept; commit or discard it, then retry")
+        os.unlink(aside)
+
+    def _put_back(self, aside: Path, target: Path, seen: str | None) -> None:
+        """Return a set-aside file to its name (unless someone made a new one there: then keep both)."""
+        if seen is None:
+            return
+        try:
+            os.link(aside, target)
+            os.unlink(aside)
+        except FileExistsError:
+            kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
+            os.replace(aside, kept)
+            log.warning("%s was recreated while am was writing it; the earlier version is in %s", target, kept)
+
+    def _write_new_file(self, rel: PurePosixPath, target: Path, data: bytes, sync: bool,
+                        allowed: frozenset[str | None] | None) -> None:
+        """Write ``data`` to a temporary file beside ``target`` and put it in place (checked when ``allowed``)."""
+        tmp = target.parent / f".{target.name}.am-{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        if allowed is None:
+            os.replace(tmp, target)
+        else:
+            self._replace_checked(rel, target, tmp, allowed)
+        if sync:
+            _fsync_dir(target.parent)
+
+    # ------------------------------------------------------------ Git's index after a killed or moved write
+
+    def _drifted(self, note: inflight.Note) -> list[tuple[PurePosixPath, pygit2.Oid]]:
+        """Return the noted entries Git's index still lacks: HEAD, the note and the work-tree file agree on them."""
+        ref = self._head_branch()
+        tip = None if ref is None else self.branch_tip(ref)
+        if tip is None:
+            return []
+        tree = self.repo[tip].peel(pygit2.Tree)
+        index = self._read_index()
+        out = []
+        for path, oid in note.entries:
+            try:
+                if str(tree[str(path)].id) != oid:
+                    continue
+            except KeyError:
+                continue
+            if index.staged(str(path)) == oid:
+                continue
+            try:
+                if hash_blob((self.root / path).read_bytes()) != oid:
+                    continue
+            except OSError:
+                continue
+            out.append((path, pygit2.Oid(hex=oid)))
+        return out
+
+    def _to_heal(self) -> list[tuple[PurePosixPath, pygit2.Oid]]:
+        """Return the index entries an unfinished earlier write left out (held write lock: no batch is under way)."""
+        note = inflight.read(self._am_dir)
+        if note is None:
+            return []
+        if note.dead():
+            # Killed inside the branch move or the index update: its lock files go at once.
+            for lock in (self._ref_lock(note.ref), self.gitdir / "index.lock"):
+                if inflight.owned_by_dead_am(lock, note):
+                    self._clear_stale_git_lock(lock)
+        try:
+            heal = self._drifted(note)
+        except (AmError, OSError, pygit2.GitError) as err:
+            log.warning("could not check Git's index against an unfinished write (%s); am doctor will", err)
+            return []
+        if not heal:
+            inflight.clear(self._am_dir)
+        elif heal:
+            log.info("setting %d index entries an unfinished write left out", len(heal))
+        return heal

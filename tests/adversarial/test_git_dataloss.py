@@ -1,0 +1,266 @@
+"""Data loss and corruption on the write path (issue 14, first section), each as it was found.
+
+Races are made deterministic by running the other party at the exact step
+where the adversary hit it (an in-process wrapper around one of am's own
+steps); Git's state is read with the git CLI. The minute-long free-running
+versions are marked ``stress``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+
+from am.errors import DirtyFileError, UsageError
+from am.git.writing import Writer
+from am.git.staging import Staging
+from am.vault import Vault
+
+from conftest import PYTHON, run_git, subprocess_env
+from adversarial._helpers import add_fact, am, fact_id, head_files, staged_differences
+
+
+def _fact_file(root: Path, fid: str) -> Path:
+    return next(root.glob(f"facts/**/{fid}.md"))
+
+
+# ------------------------------------------------------------ concurrent supersede of one fact
+
+def test_concurrent_supersede_loser_does_not_overwrite_the_winner(alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = alpha.add_fact("The cache lives in Redis.", topics=["project-alpha"]).record.id
+    other = Vault.open(alpha.root, actor="other")
+    raced = []
+
+    real_base_of = alpha._base_of
+
+    def base_of_after_the_other_wins(path: PurePosixPath) -> str | None:
+        if not raced:  # the other writer supersedes between this one's read and its look at HEAD
+            raced.append(other.supersede_fact(old, "The cache lives in Memcached.", reason="moved").records[0].id)
+        return real_base_of(path)
+
+    monkeypatch.setattr(alpha, "_base_of", base_of_after_the_other_wins)
+    with pytest.raises(UsageError, match="already superseded"):
+        alpha.supersede_fact(old, "The cache lives in Valkey.", reason="moved again")
+    winner = raced[0]
+    text = _fact_file(alpha.root, old).read_text()
+    assert f"superseded_by: {winner}" in text
+    committed = run_git(alpha.root, "show", f"HEAD:{_fact_file(alpha.root, old).relative_to(alpha.root)}")
+    assert f"superseded_by: {winner}" in committed
+    assert len(run_git(alpha.root, "log", "--format=%s", "--grep", "supersede").splitlines()) == 1
+    other.close()
+
+
+@pytest.mark.stress
+def test_concurrent_supersedes_in_processes_leave_one_whole_supersession(alpha: Vault) -> None:
+    root = alpha.root
+    for round_ in range(20):
+        old = alpha.add_fact(f"Round {round_}: the queue is RabbitMQ.", topics=["project-alpha"]).record.id
+        procs = [subprocess.Popen([PYTHON, "-m", "am.cli.main", "--vault", str(root), "fact", "supersede", old,
+                                   f"Round {round_}: the queue is Kafka ({n}).", "--reason", "moved",
+                                   "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=subprocess_env(AM_ACTOR=f"w{n}")) for n in range(3)]
+        outs = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+        won = [json.loads(out)["records"][0]["id"] for code, out, _ in outs if code == 0]
+        assert len(won) == 1, outs
+        for code, _, err in outs:
+            assert code == 0 or ("Error:" in err and "Traceback" not in err), err
+        rel = _fact_file(root, old).relative_to(root)
+        assert f"superseded_by: {won[0]}" in run_git(root, "show", f"HEAD:{rel}")
+
+
+# ------------------------------------------------------------ a person's edit during am's update
+
+def test_an_edit_landing_between_the_dirty_check_and_the_replace_is_kept(
+        alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    fid = alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"]).record.id
+    path = _fact_file(alpha.root, fid)
+    real_check = Writer._check_not_dirty
+
+    def check_then_person_appends(self: Writer, changes: Any, base_tree: Any, index: Any) -> Any:
+        out = real_check(self, changes, base_tree, index)
+        if any(c.path.name == path.name for c in changes):
+            with open(path, "a") as f:  # an editor saving right after am looked
+                f.write("A line the person typed.\n")
+        return out
+
+    monkeypatch.setattr(Writer, "_check_not_dirty", check_then_person_appends)
+    with pytest.raises(DirtyFileError):
+        alpha.expire_fact(fid, reason="no longer true")
+    assert "A line the person typed." in path.read_text()
+    assert "status: expired" not in run_git(alpha.root, "show", f"HEAD:{path.relative_to(alpha.root)}")
+    assert not list(path.parent.glob(".*.aside"))
+
+
+_APPENDER = r"""
+import os, sys, time
+path, stop = sys.argv[1], sys.argv[2]
+n = 0
+while not os.path.exists(stop):
+    try:
+        with open(path, "a") as f:
+            f.write(f"edit {n}\n")
+        n += 1
+    except FileNotFoundError:
+        pass
+    time.sleep(0.0005)
+print(n)
+"""
+
+
+@pytest.mark.stress
+def test_an_editor_appending_while_am_updates_loses_no_edit(alpha: Vault, tmp_path: Path) -> None:
+    fid = alpha.add_fact("Edited by hand and by am.", topics=["project-alpha"]).record.id
+    path = _fact_file(alpha.root, fid)
+    stop = tmp_path / "stop"
+    editor = subprocess.Popen([PYTHON, "-c", _APPENDER, str(path), str(stop)], stdout=subprocess.PIPE, text=True)
+    try:
+        for i in range(300):
+            try:
+                alpha.set_fact_status(fid, "contested" if i % 2 else "active", reason=f"try {i}")
+            except (DirtyFileError, UsageError):
+                pass
+    finally:
+        stop.touch()
+        written = int(editor.communicate(timeout=60)[0])
+    text = path.read_text()
+    lost = [n for n in range(written) if f"edit {n}\n" not in text]
+    assert lost == []
+
+
+# ------------------------------------------------------------ Git's index after a killed or blocked write
+
+def test_a_write_killed_after_its_commit_is_staged_by_the_next_write(alpha: Vault) -> None:
+    root = alpha.root
+    proc = add_fact(root, "Killed right after the commit.", AM_FAILPOINT="after-commit")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    killed = head_files(root, "facts")
+    assert killed, "the killed write's commit is on the branch"
+    fact_id(add_fact(root, "The next write."))
+    assert staged_differences(root) == ""
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+    # What the person's next commit would do: it must not delete the acknowledged fact.
+    run_git(root, "commit", "-q", "--allow-empty", "-am", "by hand")
+    assert killed <= head_files(root, "facts")
+
+
+def test_a_write_blocked_by_index_lock_is_staged_by_the_next_write(alpha: Vault) -> None:
+    root = alpha.root
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")  # a git command holding the index
+    first = fact_id(add_fact(root, "Written while git held the index.", AM_GIT_LOCK_WAIT="0.3"))
+    lock.unlink()
+    fact_id(add_fact(root, "The next write."))
+    assert staged_differences(root) == ""
+    assert any(first in p for p in run_git(root, "ls-files", "facts").split())
+
+
+def test_doctor_finds_and_fixes_index_drift(alpha: Vault) -> None:
+    root = alpha.root
+    proc = add_fact(root, "Killed right after the commit.", AM_FAILPOINT="after-commit")
+    assert proc.returncode == -signal.SIGKILL
+    found = am(root, "doctor", "--format", "json")
+    kinds = {f["kind"] for f in json.loads(found.stdout)["findings"]}
+    assert "index-drift" in kinds, found.stdout
+    fixed = am(root, "doctor", "--fix", "--format", "json")
+    assert fixed.returncode == 0, fixed.stderr
+    assert staged_differences(root) == ""
+
+
+def test_a_git_lock_left_by_a_killed_am_is_cleared_at_once(alpha: Vault) -> None:
+    root = alpha.root
+    proc = add_fact(root, "Killed holding the index lock.", AM_FAILPOINT="index-locked")
+    assert proc.returncode == -signal.SIGKILL
+    assert (root / ".git" / "index.lock").exists()
+    # Fresh (far from the 60 s stale age), but its am process is gone: no wait, no warning.
+    nxt = add_fact(root, "The next write.", AM_GIT_LOCK_WAIT="0.3")
+    fact_id(nxt)
+    assert "index was not updated" not in nxt.stderr
+    assert not (root / ".git" / "index.lock").exists()
+    assert staged_differences(root) == ""
+
+
+def test_a_branch_lock_left_inside_the_move_by_a_killed_am_is_cleared_at_once(alpha: Vault) -> None:
+    root = alpha.root
+    before = run_git(root, "rev-parse", "HEAD").strip()
+    proc = add_fact(root, "Killed inside the branch move.", AM_FAILPOINT="after-objects")
+    assert proc.returncode == -signal.SIGKILL
+    # What libgit2 leaves when killed inside the move: the branch's lock file, just made.
+    (root / ".git" / "refs" / "heads" / "main.lock").write_text("")
+    fact_id(add_fact(root, "The next write.", AM_GIT_LOCK_WAIT="0.3"))
+    assert run_git(root, "rev-parse", "HEAD~1").strip() == before
+    assert not (root / ".git" / "refs" / "heads" / "main.lock").exists()
+
+
+# ------------------------------------------------------------ the cross-process queue
+
+def _inject(queue: Path, changes: list[tuple[str, bytes]], author: list[str]) -> tuple[str, int]:
+    """Leave a request in am's queue the way a writer does (locked by a live process: this one)."""
+    import base64
+
+    queue.mkdir(parents=True, exist_ok=True)
+    rid = f"{os.getpid()}-9-{os.urandom(4).hex()}"
+    body = {"changes": [{"path": p, "data": base64.b64encode(d).decode(), "base": None} for p, d in changes],
+            "message": "fact: add f-x\n\nAm-Op: fact.add\n", "author": author, "committer": None}
+    path = queue / f"{rid}.req"
+    path.write_text(json.dumps(body))
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return rid, fd
+
+
+@pytest.mark.parametrize("changes, author", [
+    ([("../escaped.md", b"outside\n")], ["x", "x@example.com"]),
+    ([(".git/hooks/pre-commit", b"#!/bin/sh\necho owned\n")], ["x", "x@example.com"]),
+    ([("facts/2026/01/01/f-20260101-0000-aaaaaa.md", b"x\n"), (".GIT/config", b"x\n")], ["x", "x@example.com"]),
+    ([("notes/elsewhere.txt", b"not a record\n")], ["x", "x@example.com"]),
+    ([("facts/2026/01/01/f-20260101-0000-bbbbbb.md", b"x\n")], ["x\nAm-Actor: root", "x@example.com"]),
+    ([("facts/2026/01/01/f-20260101-0000-cccccc.md", b"x\n")], ["x <y>", "x@example.com"]),
+], ids=["dotdot", "git-hooks", "dotgit-case", "not-a-record", "author-newline", "author-brackets"])
+def test_a_queued_request_is_checked_like_a_direct_write(alpha: Vault, changes: list[tuple[str, bytes]],
+                                                        author: list[str]) -> None:
+    root = alpha.root
+    before = head_files(root)
+    rid, fd = _inject(root / ".git" / "am" / "queue", changes, author)
+    try:
+        alpha.add_fact("A legitimate write leads the batch.", topics=["project-alpha"])
+        answer = json.loads((root / ".git" / "am" / "queue" / f"{rid}.done").read_text())
+    finally:
+        os.close(fd)
+    assert answer.get("error") == "UsageError", answer
+    assert not (root.parent / "escaped.md").exists()
+    assert not (root / ".git" / "hooks" / "pre-commit").exists()
+    added = head_files(root) - before
+    assert all(p.startswith("facts/") and p.endswith(".md") for p in added), added
+    assert len(added) == 1
+    assert run_git(root, "log", "--format=%an%n%cn", "-3").count("Am-Actor") == 0
+    subprocess.run(["git", "clone", "-q", str(root), str(root.parent / "clone")], check=True)
+
+
+# ------------------------------------------------------------ a checkout while am writes
+
+def test_a_checkout_during_a_write_does_not_stage_on_the_other_branch(
+        alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = alpha.root
+    run_git(root, "branch", "other")
+    real_move = Staging._move_ref
+
+    def move_then_checkout(self: Staging, *args: Any) -> None:
+        real_move(self, *args)
+        # A checkout that read HEAD just before am moved it: the index becomes the other branch's, then HEAD.
+        run_git(root, "read-tree", "other")
+        run_git(root, "symbolic-ref", "HEAD", "refs/heads/other")
+
+    monkeypatch.setattr(Staging, "_move_ref", move_then_checkout)
+    fid = alpha.add_fact("Committed on main while main was being left.", topics=["project-alpha"]).record.id
+    assert run_git(root, "symbolic-ref", "HEAD").strip() == "refs/heads/other"
+    assert staged_differences(root) == "", "the other branch's index got am's entry"
+    assert any(fid in p for p in run_git(root, "ls-tree", "-r", "--name-only", "main", "facts").split())
+
