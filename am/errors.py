@@ -8,18 +8,20 @@ from __future__ import annotations
 
 __all__ = [
     "AmError",
-    "UsageError",
+    "CollisionError",
+    "ConflictError",
+    "DirtyFileError",
+    "GitError",
+    "InvalidIdError",
+    "InvalidRecordError",
+    "LockTimeoutError",
     "NotAVaultError",
     "NotFoundError",
-    "InvalidRecordError",
-    "InvalidIdError",
-    "CollisionError",
-    "DirtyFileError",
-    "LockTimeoutError",
-    "ConflictError",
     "PathTakenError",
     "SecretError",
-    "GitError",
+    "StorageError",
+    "UsageError",
+    "storage_error",
 ]
 
 
@@ -124,3 +126,32 @@ class GitError(AmError):
     """Git itself failed in a way am could not recover from."""
 
     exit_code = 11
+
+
+class StorageError(GitError):
+    """The disk or file system refused a read or write (full, read-only, too large, not permitted)."""
+
+    exit_code = 12
+
+
+def storage_error(err: OSError, what: str) -> StorageError:
+    """Return the one-line error for a failed file operation, naming the cause and the fix."""
+    import errno
+    import os
+
+    fixes = {
+        errno.ENOSPC: "free some disk space, then retry",
+        errno.EDQUOT: "free some space in your quota, then retry",
+        errno.EFBIG: "the file system (or ulimit -f) does not allow a file this large",
+        errno.EROFS: "the file system is read-only; remount it read-write or work in a copy",
+        errno.EACCES: "check the permissions of the vault's folders",
+        errno.EPERM: "check the permissions (or an immutable attribute: lsattr) of the vault's folders",
+        errno.ENOTDIR: "a file is where am needs a folder; move it away",
+        errno.EEXIST: "a file or folder is in the way; move it away",
+        errno.EISDIR: "a folder is where am needs a file; move it away",
+        errno.EIO: "the disk reported an error; check it (dmesg) before retrying",
+    }
+    reason = os.strerror(err.errno) if err.errno else str(err)
+    where = f" ({err.filename})" if err.filename and str(err.filename) not in what else ""
+    return StorageError(f"could not {what}{where}: {reason}",
+                        hint=fixes.get(err.errno or 0, "nothing was changed; retry"))

@@ -371,7 +371,8 @@ class Vault(Authorship):
             base = self._base_of(path)
             if base is None:
                 raise UsageError(f"{path} is not committed yet", hint="commit it first (git add/commit), then retry")
-            if hash_blob(data) == base:
+            # Compared as git compares: after its filters (an autocrlf clone has CRLF in the work tree).
+            if hash_blob(data) == base or self.store.blob_as_git_stores(path, data) == base:
                 return path, record, base
         raise DirtyFileError(f"{path} has uncommitted changes",
                              hint="commit or discard them first, then retry")

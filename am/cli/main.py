@@ -17,7 +17,7 @@ import click
 
 from am import __version__
 from am.cli.context import Options
-from am.errors import AmError
+from am.errors import AmError, UsageError, storage_error
 
 
 class _WarningHandler(logging.Handler):
@@ -121,6 +121,7 @@ def _run(argv: list[str] | None) -> int:
         logger.setLevel(logging.WARNING)
         logger.propagate = False
     try:
+        _check_arguments(sys.argv[1:] if argv is None else argv)
         code = cli.main(args=argv, prog_name="am", standalone_mode=False)
     except AmError as err:
         click.echo(f"Error: {err}", err=True)
@@ -135,7 +136,19 @@ def _run(argv: list[str] | None) -> int:
         return err.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as err:  # the disk or file system refused something: one line, not a traceback
+        failed = storage_error(err, "finish the command")
+        click.echo(f"Error: {failed}", err=True)
+        return failed.exit_code
     return code if isinstance(code, int) else 0
+
+
+def _check_arguments(args: list[str]) -> None:
+    """Refuse arguments that are not text (bytes that are not UTF-8 arrive as lone surrogates)."""
+    for n, arg in enumerate(args, 1):
+        if any("\udc80" <= ch <= "\udcff" for ch in arg):
+            raise UsageError(f"argument {n} is not valid UTF-8 text",
+                             hint="pass text in UTF-8 (check the terminal's locale, e.g. LANG=C.UTF-8)")
 
 
 if __name__ == "__main__":  # pragma: no cover

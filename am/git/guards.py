@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
-from am.errors import AmError, DirtyFileError, GitError, UsageError
+from am.errors import AmError, DirtyFileError, GitError, UsageError, storage_error
 from am.git import checks, inflight
 from am.git.common import _fsync_dir, hash_blob, log
 from am.git.group import Request
@@ -28,20 +28,8 @@ _TRUE = frozenset({"true", "yes", "on", "1"})
 
 
 def os_error(err: OSError, what: str) -> GitError:
-    """Return the one-line error for a failed file operation, naming the cause and the fix."""
-    fixes = {
-        errno.ENOSPC: "free some disk space, then retry",
-        errno.EDQUOT: "free some space in your quota, then retry",
-        errno.EFBIG: "the file system (or ulimit -f) does not allow a file this large",
-        errno.EROFS: "the file system is read-only; remount it read-write or use a copy of the vault",
-        errno.EACCES: "check the permissions of the vault's folders",
-        errno.EPERM: "check the permissions (or an immutable attribute: lsattr) of the vault's folders",
-        errno.ENOTDIR: "a file is where am needs a folder; move it away",
-        errno.EEXIST: "a file or folder is in the way; move it away",
-        errno.EISDIR: "a folder is where am needs a file; move it away",
-    }
-    reason = os.strerror(err.errno) if err.errno else str(err)
-    return GitError(f"could not {what}: {reason}", hint=fixes.get(err.errno or 0, "nothing was changed; retry"))
+    """Return the one-line error for a failed file operation (am.errors.storage_error)."""
+    return storage_error(err, what)
 
 
 class Guards(Staging):
@@ -72,6 +60,18 @@ class Guards(Staging):
                  "(or turn signing off: git config commit.gpgsign false)",
         )
 
+    def _as_git_sees(self, file: Path, rel: PurePosixPath | str, raw: str) -> str:
+        """Return the blob id git would store for a work-tree file, after its filters (autocrlf, attributes).
+
+        Called only when the file's raw bytes match no expected blob: with
+        ``core.autocrlf=true`` a checked-out record has CRLF line ends that
+        git's clean filter turns back into the committed blob.
+        """
+        try:
+            return str(self.repo.hashfile(str(file), as_path=str(rel)))
+        except (pygit2.GitError, OSError, ValueError, TypeError):
+            return raw
+
     # ------------------------------------------------------------ the checked replace
 
     def _replace_checked(self, rel: PurePosixPath, target: Path, tmp: Path,
@@ -88,6 +88,8 @@ class Guards(Staging):
         try:
             os.rename(target, aside)
             seen: str | None = hash_blob(aside.read_bytes())
+            if seen not in allowed:
+                seen = self._as_git_sees(aside, rel, str(seen))
         except FileNotFoundError:
             seen = None
         except IsADirectoryError:
@@ -118,6 +120,8 @@ class Guards(Staging):
             return
         try:
             again: str | None = hash_blob(aside.read_bytes())
+            if again != seen and again not in allowed:
+                again = self._as_git_sees(aside, rel, str(again))
         except FileNotFoundError:
             again = None
         if again != seen:

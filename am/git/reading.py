@@ -36,7 +36,8 @@ class Reader:
         """Open the repository whose work tree is ``root``."""
         try:
             repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-        except (pygit2.GitError, KeyError):
+        except (pygit2.GitError, KeyError, ValueError) as err:
+            cls._unsupported(root, err)
             raise NotAVaultError(
                 f"{root} is not a Git repository",
                 hint=f"give the folder that holds .git (to make a new vault there: am init {root})",
@@ -44,6 +45,16 @@ class Reader:
         if repo.is_bare or repo.workdir is None:
             raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree")
         return cls(repo, Path(repo.workdir).resolve())
+
+    @staticmethod
+    def _unsupported(root: Path, err: BaseException) -> None:
+        """Raise a clear error for a Git repository libgit2 cannot open (SHA-256 object ids, newer formats)."""
+        if "object format" in str(err) or "extension" in str(err):
+            raise NotAVaultError(
+                f"{root} is a Git repository am cannot use: {err}",
+                hint="am supports SHA-1 repositories only (git init --object-format=sha1); "
+                     "convert the vault with git fast-export | git fast-import into a new one",
+            ) from None
 
     @classmethod
     def open_code(cls, root: Path) -> Self:
@@ -60,6 +71,9 @@ class Reader:
         """Create a repository at ``root``, or open the one that is there."""
         if (root / ".git").exists():
             return cls.open(root)
+        if (root / "HEAD").is_file() and (root / "objects").is_dir() and (root / "refs").is_dir():
+            raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree",
+                                 hint=f"clone it and make the vault in the clone: git clone {root} DIR && am init DIR")
         root.mkdir(parents=True, exist_ok=True)
         repo = pygit2.init_repository(str(root), initial_head=branch)
         return cls(repo, Path(repo.workdir).resolve())
@@ -153,6 +167,16 @@ class Reader:
         if entry.type_str != "blob":
             return None
         return str(entry.id)
+
+    def blob_as_git_stores(self, path: PurePosixPath | str, data: bytes) -> str | None:
+        """Return the blob id git would store for these work-tree bytes at ``path``, after its filters (autocrlf)."""
+        try:
+            filters = self.repo.load_filter_list(str(path))
+            if filters is None:
+                return None
+            return str(pygit2.hash(bytes(filters.apply_to_buffer(data))))
+        except (pygit2.GitError, OSError, ValueError, TypeError):
+            return None
 
     def tree_files(self, prefixes: Sequence[str], *, commit: str | None = None) -> Iterator[tuple[str, str]]:
         """Yield (path, blob id) of every file under the given top-level folders."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
@@ -30,12 +32,44 @@ class Repairer(Writer):
 
     def staged_entries(self, index_file: str | None = None) -> dict[str, str]:
         """Return {path: blob id} of Git's index, or of the index file a hook was handed."""
-        if index_file:
-            index = pygit2.Index(index_file)
-        else:
-            index = self.repo.index
-            index.read(False)
-        return {entry.path: str(entry.id) for entry in index}
+        try:
+            if index_file:
+                index = pygit2.Index(index_file)
+            else:
+                index = self.repo.index
+                index.read(False)
+            return {entry.path: str(entry.id) for entry in index}
+        except (pygit2.GitError, OSError, ValueError) as err:
+            raise GitError(f"could not read Git's index {index_file or self.gitdir / 'index'}: {err}",
+                           hint="run: am doctor --fix (it rebuilds the index from HEAD)") from None
+
+    def rebuild_index(self) -> Path:
+        """Replace a damaged `.git/index` with HEAD's tree (the damaged file is kept in .git/am/); return where it went.
+
+        Its entries carry no stat data, so git re-reads each file once; a
+        staged change that only the damaged file held is lost with it.
+        """
+        lock = self._lock_index()
+        try:
+            index = pygit2.Index()
+            head = self.head()
+            if head is not None:
+                index.read_tree(self.repo[head].peel(pygit2.Tree))
+            tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+            index_path = self.gitdir / "index"
+            kept = self._am_dir / f"index.damaged.{int(time.time())}"
+            if index_path.exists():
+                shutil.copyfile(index_path, kept)
+            tmp.unlink(missing_ok=True)
+            written = pygit2.Index(str(tmp))
+            for entry in index:
+                written.add(entry)
+            written.write()
+            os.replace(tmp, index_path)
+            self._index_kept = None
+            return kept
+        finally:
+            lock.unlink(missing_ok=True)
 
     def changed_files(self, commit: str) -> list[tuple[str, str | None]]:
         """Return (path, new blob id or None) for what one commit changed against its first parent."""
@@ -160,7 +194,12 @@ class Repairer(Writer):
         """Return {path: 'untracked'|'modified'|'deleted'|'staged'} for files that differ from HEAD."""
         out: dict[str, str] = {}
         FS = pygit2.enums.FileStatus
-        for path, flags in self.repo.status(untracked_files="all").items():
+        try:
+            found = self.repo.status(untracked_files="all").items()
+        except pygit2.GitError as err:
+            raise GitError(f"could not compare the work tree with Git's index: {err}",
+                           hint="run: am doctor --fix (it rebuilds the index from HEAD)") from None
+        for path, flags in found:
             if flags & FS.WT_NEW:
                 out[path] = "untracked"
             elif flags & FS.WT_DELETED:

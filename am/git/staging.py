@@ -51,6 +51,16 @@ def _previous(kept: tuple[tuple[int, int, int, int] | None, GitIndex] | None) ->
     return kept[1], kept[0][2]
 
 
+def _refuse_format(err: IndexUnsupported) -> None:
+    """Raise a clear error for an index format neither am's writer nor libgit2 can update."""
+    if "b'link'" in str(err):
+        raise GitError("Git's index is a split index (core.splitIndex), which am cannot update",
+                       hint="turn it off: git config core.splitIndex false && git update-index --no-split-index")
+    if "b'sdir'" in str(err):
+        raise GitError("Git's index is a sparse index (index.sparse), which am cannot update",
+                       hint="turn it off: git sparse-checkout init --no-sparse-index (the sparse checkout stays)")
+
+
 class IndexView(Protocol):
     def staged(self, path: str) -> str | None: ...
 
@@ -179,11 +189,13 @@ class Staging(Reader):
                 if stamp is not None and self._index_stamp() == stamp:
                     self._index_kept = (stamp, index)  # the index write that follows need not parse it again
                 return index
-            except IndexUnsupported:
+            except IndexUnsupported as err:
+                _refuse_format(err)
                 break
             except (ValueError, OSError) as err:
                 if attempt == 49:
-                    raise GitError(f"could not read Git's index: {err}") from None
+                    raise GitError(f"could not read Git's index {self.gitdir / 'index'}: {err}",
+                                   hint="run: am doctor --fix (it rebuilds the index from HEAD)") from None
                 time.sleep(0.002)
         for attempt in range(50):  # a format am's reader leaves to libgit2
             try:
@@ -192,7 +204,8 @@ class Staging(Reader):
                 return _Libgit2Index(index)
             except (pygit2.GitError, OSError) as err:
                 if attempt == 49:
-                    raise GitError(f"could not read Git's index: {err}") from None
+                    raise GitError(f"could not read Git's index {self.gitdir / 'index'}: {err}",
+                                   hint="run: am doctor --fix (it rebuilds the index from HEAD)") from None
                 time.sleep(0.002)
         raise AssertionError("unreachable")
 
@@ -233,10 +246,12 @@ class Staging(Reader):
         else:
             try:
                 index, replaced_mtime = GitIndex.read(index_path, previous=_previous(kept))
-            except IndexUnsupported:
+            except IndexUnsupported as err:
+                _refuse_format(err)
                 return None
             except ValueError as err:
-                raise GitError(f"could not read Git's index {index_path}: {err}", hint="run: am doctor --fix") from None
+                raise GitError(f"could not read Git's index {index_path}: {err}",
+                               hint="run: am doctor --fix (it rebuilds the index from HEAD)") from None
         index.smudge_racy(self.root, replaced_mtime)
         for rel, oid in entries:
             index.set(str(rel), oid.raw, (self.root / rel).stat())

@@ -197,6 +197,8 @@ class Writer(Guards):
                 raise DirtyFileError(f"{p} is a folder in the work tree") from None
             new_id = hash_blob(change.data)
             allowed.append(frozenset((base_id, new_id)))
+            if on_disk is not None and on_disk not in (base_id, new_id):
+                on_disk = self._as_git_sees(full, p, on_disk)  # as git compares it, after its filters
             if on_disk not in (base_id, new_id):
                 raise DirtyFileError(
                     f"{p} has uncommitted changes",

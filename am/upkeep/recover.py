@@ -213,7 +213,12 @@ def diagnose(vault: Any) -> list[Finding]:
             m = _QUEUED.match(item.name)
             if m and not _pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", str(item), "queued write of a killed am process", True))
-    head, staged, status = _candidates(vault)
+    try:
+        head, staged, status = _candidates(vault)
+    except AmError as err:
+        findings.append(Finding("index-damaged", str(store.gitdir / "index"),
+                                f"Git's index cannot be read ({err.message}); HEAD's tree can replace it", True))
+        head, staged, status = {}, {}, {}
     for path in sorted(status):
         p = PurePosixPath(path)
         m = _TEMP.match(p.name)
@@ -290,6 +295,10 @@ def repair(vault: Any) -> list[str]:
         for lock in store.clear_stale_git_locks():
             done.append(f"moved stale lock aside: {lock}")
         findings = diagnose(vault)
+        if any(f.kind == "index-damaged" for f in findings):
+            kept = store.rebuild_index()
+            done.append(f"rebuilt Git's index from HEAD (the damaged one is kept as {kept})")
+            findings = diagnose(vault)
         drift = [PurePosixPath(f.path) for f in findings if f.kind == "index-drift"]
         if drift:
             store.stage_paths(drift)

@@ -13,7 +13,7 @@ from conftest import PYTHON, run_git, subprocess_env
 def am(vault_path: Path, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``am --vault PATH ARGS`` as its own process."""
     return subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(vault_path), *args], capture_output=True,
-                          text=True, env=subprocess_env(**env), timeout=timeout)
+                          text=True, env=subprocess_env(**env), timeout=timeout, check=False)
 
 
 def add_fact(vault_path: Path, text: str, **env: str) -> subprocess.CompletedProcess[str]:

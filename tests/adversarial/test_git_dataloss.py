@@ -13,19 +13,17 @@ import json
 import os
 import signal
 import subprocess
-import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
-
-from am.errors import DirtyFileError, UsageError
-from am.git.writing import Writer
-from am.git.staging import Staging
-from am.vault import Vault
-
 from conftest import PYTHON, run_git, subprocess_env
+
 from adversarial._helpers import add_fact, am, fact_id, head_files, staged_differences
+from am.errors import DirtyFileError, UsageError
+from am.git.staging import Staging
+from am.git.writing import Writer
+from am.vault import Vault
 
 
 def _fact_file(root: Path, fid: str) -> Path:

@@ -7,10 +7,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from am.vault import Vault
-
 from conftest import run_git
+
 from adversarial._helpers import add_fact, am, fact_id, one_line_error
+from am.vault import Vault
 
 
 def _linked_worktree(alpha: Vault) -> Path:

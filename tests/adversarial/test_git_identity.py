@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from am.vault import Vault
-
 from conftest import REPO_ROOT, run_git
+
 from adversarial._helpers import add_fact, fact_id, head_files, one_line_error
+from am.vault import Vault
 
 
 def test_a_user_name_with_a_newline_cannot_forge_a_trailer(vault: Vault) -> None:

@@ -1,0 +1,244 @@
+"""Clear errors instead of tracebacks or wrong ones (issue 14): one line, cause and fix, documented exit code, nothing changed."""
+
+from __future__ import annotations
+
+import errno
+import json
+import resource
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PYTHON, run_git, subprocess_env
+
+from adversarial._helpers import (
+    add_fact,
+    am,
+    fact_id,
+    head_files,
+    one_line_error,
+    staged_differences,
+)
+from am.errors import InvalidRecordError
+from am.git.staging import Staging
+from am.vault import Vault
+
+
+def _unchanged(root: Path, head: str) -> None:
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+
+
+def test_a_sha256_repository_is_named_as_unsupported(tmp_path: Path) -> None:
+    repo = tmp_path / "sha"
+    run_git(tmp_path, "init", "-q", "--object-format=sha256", str(repo))
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "init", str(repo)], capture_output=True, text=True,
+                          env=subprocess_env(), timeout=60, check=False)
+    line = one_line_error(proc)
+    assert proc.returncode == 3 and "sha256" in line.lower() and "not a Git repository" not in line, line
+    assert not (repo / ".am").exists()
+
+
+def test_init_on_a_bare_repository_is_refused(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    run_git(tmp_path, "init", "-q", "--bare", str(bare))
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "init", str(bare)], capture_output=True, text=True,
+                          env=subprocess_env(), timeout=60, check=False)
+    line = one_line_error(proc)
+    assert proc.returncode == 3 and "bare" in line, line
+    assert not (bare / ".git").exists() and not (bare / ".am").exists()
+
+
+def test_a_newer_vault_format_is_refused_for_writes(alpha: Vault) -> None:
+    root = alpha.root
+    settings = root / ".am" / "vault.yml"
+    settings.write_text(settings.read_text().replace("format: 1", "format: 99"))
+    run_git(root, "commit", "-qam", "a vault from the future")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    proc = add_fact(root, "Written to a vault of a newer format.")
+    line = one_line_error(proc)
+    assert proc.returncode == 2 and "format 99" in line, line
+    _unchanged(root, head)
+
+
+def test_a_record_larger_than_reads_accept_is_refused_at_write(alpha: Vault) -> None:
+    head = run_git(alpha.root, "rev-parse", "HEAD").strip()
+    with pytest.raises(InvalidRecordError, match="at most 1024 KiB"):
+        alpha.add_fact("word " * 240_000, topics=["project-alpha"], allow_secrets=True)
+    _unchanged(alpha.root, head)
+
+
+def test_an_autocrlf_clone_is_compared_as_git_compares(alpha: Vault, tmp_path: Path) -> None:
+    fid = alpha.add_fact("Line endings differ in the clone.", topics=["project-alpha"]).record.id
+    clone = tmp_path / "crlf"
+    subprocess.run(["git", "clone", "-q", "-c", "core.autocrlf=true", str(alpha.root), str(clone)], check=True)
+    assert b"\r\n" in next(clone.glob(f"facts/**/{fid}.md")).read_bytes()
+    assert run_git(clone, "status", "--porcelain").strip() == ""
+    proc = am(clone, "fact", "supersede", fid, "Line endings are no reason to refuse.", "--reason", "crlf",
+              "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert staged_differences(clone) == ""
+
+
+def test_a_damaged_index_checksum_gets_a_hint_and_doctor_rebuilds_it(alpha: Vault) -> None:
+    root = alpha.root
+    index = root / ".git" / "index"
+    data = bytearray(index.read_bytes())
+    data[-1] ^= 0xFF
+    index.write_bytes(bytes(data))
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    proc = add_fact(root, "Written over a damaged index.")
+    line = one_line_error(proc)
+    assert "index" in line and "am doctor --fix" in line, line
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
+    found = am(root, "doctor", "--format", "json")
+    assert "Traceback" not in found.stderr, found.stderr
+    assert "index-damaged" in {f["kind"] for f in json.loads(found.stdout)["findings"]}
+    fixed = am(root, "doctor", "--fix")
+    assert fixed.returncode == 0 and "Traceback" not in fixed.stderr, fixed.stderr
+    fact_id(add_fact(root, "Written once the index is rebuilt."))
+    assert staged_differences(root) == ""
+
+
+def test_a_split_index_is_refused_clearly(alpha: Vault) -> None:
+    root = alpha.root
+    run_git(root, "update-index", "--split-index")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    proc = add_fact(root, "Written over a split index.")
+    line = one_line_error(proc)
+    assert proc.returncode == 11 and "split index" in line and "--no-split-index" in line, line
+    _unchanged(root, head)
+
+
+def test_a_sparse_index_is_refused_clearly(alpha: Vault) -> None:
+    root = alpha.root
+    (root / "docs").mkdir()
+    (root / "docs" / "a.txt").write_text("outside the sparse cone\n")
+    run_git(root, "add", "docs")
+    run_git(root, "commit", "-qm", "docs")
+    run_git(root, "sparse-checkout", "set", "--cone", "--sparse-index", "facts", "topics", "relations", ".am")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    proc = add_fact(root, "Written over a sparse index.")
+    line = one_line_error(proc)
+    assert proc.returncode == 11 and "sparse index" in line, line
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
+
+
+def test_a_file_where_a_folder_goes_is_one_line(alpha: Vault) -> None:
+    root = alpha.root
+    (root / "facts").mkdir(exist_ok=True)
+    (root / "facts" / "2031").write_text("a file where am needs a folder\n")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    proc = add_fact(root, "Written where a file is in the way.", AM_NOW="2031-05-06T07:08:09+00:00")
+    line = one_line_error(proc)
+    assert proc.returncode == 12 and "folder" in line, line
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
+
+
+def test_undecodable_arguments_are_one_line(alpha: Vault) -> None:
+    proc = subprocess.run([PYTHON.encode(), b"-m", b"am.cli.main", b"--vault", str(alpha.root).encode(), b"fact",
+                           b"add", b"caf\xe9 in latin-1", b"--topic", b"project-alpha"], capture_output=True,
+                          env=subprocess_env(), timeout=60, check=False)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2 and "Traceback" not in err and "UTF-8" in err, err
+
+
+def _limited(limit: int) -> Any:
+    def set_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return set_limit
+
+
+def test_efbig_is_one_line_and_doctor_does_not_restore_the_failed_write(alpha: Vault) -> None:
+    root = alpha.root
+    alpha.add_fact("A fact written before the limit.", topics=["project-alpha"])
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    before = head_files(root, "facts")
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "fact", "add", "x" * 5000,
+                           "--topic", "project-alpha"], capture_output=True, text=True, env=subprocess_env(),
+                          timeout=60, preexec_fn=_limited(4096), check=False)
+    line = one_line_error(proc)
+    assert proc.returncode == 12 and "too large" in line.lower(), line
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
+    fixed = am(root, "doctor", "--fix")
+    assert fixed.returncode == 0, fixed.stderr
+    assert head_files(root, "facts") == before, "doctor restored a write that was reported as failed"
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+
+
+def test_a_commit_whose_index_update_fails_is_reported_as_done(alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = alpha.root
+
+    def disk_full(self: Staging, staged: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Staging, "_install_staged", disk_full)
+    result = alpha.add_fact("Committed, then the index could not be written.", topics=["project-alpha"])
+    assert run_git(root, "rev-parse", "HEAD").strip() == result.commit
+    monkeypatch.undo()
+    alpha.add_fact("The next write.", topics=["project-alpha"])
+    assert staged_differences(root) == ""
+    assert len(run_git(root, "log", "--format=%s", "--grep", "Committed, then").splitlines()) == 1
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
+                          check=False)
+    if proc.returncode != 0:
+        print(f"cannot mount a tmpfs here ({proc.stderr.decode().strip()}): skipping")
+    return proc.returncode == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    mnt = tmp_path / "disk"
+    if not _mount_tmpfs(mnt, "4m"):
+        pytest.skip("mounting a file system needs root (CI runs as root)")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _vault_on(folder: Path) -> Path:
+    root = folder / "vault"
+    run_git(folder, "init", "-q", "-b", "main", str(root))
+    run_git(root, "config", "user.name", "Test Person")
+    run_git(root, "config", "user.email", "person@example.com")
+    v = Vault.init(root, name="disk", actor="tester", register=False)
+    v.add_topic(title="Alpha", kind="project", id="project-alpha")
+    v.close()
+    return root
+
+
+def test_enospc_is_one_line_nothing_changed_and_doctor_keeps_it_failed(small_disk: Path) -> None:
+    root = _vault_on(small_disk)
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    filler = small_disk / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+    proc = add_fact(root, "Written on a full disk. " * 40)
+    line = one_line_error(proc)
+    assert proc.returncode == 12 and "space" in line.lower(), line
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
+    filler.unlink()
+    fixed = am(root, "doctor", "--fix")
+    assert fixed.returncode == 0, fixed.stderr
+    assert run_git(root, "rev-parse", "HEAD").strip() == head, "doctor restored a write that was reported as failed"
+
+
+def test_a_read_only_file_system_is_one_line(small_disk: Path) -> None:
+    root = _vault_on(small_disk)
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        proc = add_fact(root, "Written on a read-only disk.")
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    line = one_line_error(proc)
+    assert proc.returncode in (8, 12) and "read-only" in line.lower(), line
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
