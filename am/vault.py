@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.upkeep.authorship import Authorship
+from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.clock import now as _now
 from am.errors import (
     CollisionError,
@@ -59,8 +60,6 @@ __all__ = ["Vault", "FactDraft", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 
 log = logging.getLogger("am")
 
-VAULT_FILE = PurePosixPath(".am/vault.yml")
-FORMAT_VERSION = 1
 
 
 def find_vault_root(start: Path) -> Path | None:
@@ -72,7 +71,7 @@ def find_vault_root(start: Path) -> Path | None:
 
 
 
-class Vault(Authorship):
+class Vault(Updating, Authorship):
     """One vault: its files, its Git repository and its cache."""
 
     def __init__(self, root: Path, store: LazyStore, *, actor: str | None = None) -> None:
@@ -334,60 +333,6 @@ class Vault(Authorship):
 
     def _base_of(self, path: PurePosixPath) -> str | None:
         return self.store.blob_id(path)
-
-    def _check_writable(self, changes: Sequence[Change]) -> None:
-        """Refuse a write to a vault of a newer format, and a record file larger than a read accepts."""
-        from am.records.codec import MAX_RECORD_BYTES
-
-        fmt = self.settings.get("format", FORMAT_VERSION)
-        if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt > FORMAT_VERSION:
-            raise UsageError(f"{VAULT_FILE}: format {fmt!r} is not one this am writes (it writes {FORMAT_VERSION})",
-                             hint="upgrade am to write to this vault; nothing was changed")
-        for c in changes:
-            if len(c.data) > MAX_RECORD_BYTES:
-                raise InvalidRecordError(f"the record is {len(c.data) // 1024} KiB; a record may be at most "
-                                         f"{MAX_RECORD_BYTES // 1024} KiB (reads refuse larger files)",
-                                         path=str(c.path), hint="split it into several facts, or link to a file")
-
-    def _existing_for_update(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any, str]:
-        """Return a committed record to update, with the blob id of exactly the bytes it was parsed from.
-
-        That blob is the write's compare-and-swap base: if another writer
-        changed the record after it was read here, the commit is refused
-        (``ConflictError``) instead of overwriting their change with an update
-        of the old version.
-        """
-        from am.errors import DirtyFileError
-
-        for _ in range(5):
-            path, _record = self.get_typed(record_id, kind, noun)
-            try:
-                data = (self.root / path).read_bytes()
-            except FileNotFoundError:
-                continue  # moved or replaced while being read: look it up again
-            record = parse_record(decode_record_bytes(data, path=str(path)), str(path))
-            if not isinstance(record, kind) or record.id != record_id:
-                continue
-            base = self._base_of(path)
-            if base is None:
-                raise UsageError(f"{path} is not committed yet", hint="commit it first (git add/commit), then retry")
-            # Compared as git compares: after its filters (an autocrlf clone has CRLF in the work tree).
-            if hash_blob(data) == base or self.store.blob_as_git_stores(path, data) == base:
-                return path, record, base
-        raise DirtyFileError(f"{path} has uncommitted changes",
-                             hint="commit or discard them first, then retry")
-
-    def _retrying(self, write: Any) -> WriteResult:
-        """Run an update; if another writer changed its record first, run it again on the new version."""
-        from am.errors import ConflictError, PathTakenError
-
-        for tries_left in range(2, -1, -1):
-            try:
-                return write()  # type: ignore[no-any-return]
-            except ConflictError as err:
-                if isinstance(err, PathTakenError) or tries_left == 0:
-                    raise
-        raise AssertionError("unreachable")
 
     def _ensure_new(self, record_id: str) -> None:
         existing = self.locate(record_id)

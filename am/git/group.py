@@ -50,6 +50,8 @@ class Group:
         self.kept: tuple[tuple[int, int, int, int] | None, Any] | None = None
         # The folders the last chain of commits wrote, for the next one, whoever leads it.
         self.trees = Kept()
+        # Whether this process has cleared what killed writers left in .git/am/ (guards.py).
+        self.swept = False
 
 
 _GROUPS: dict[str, Group] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path, PurePosixPath
 
 import pygit2
@@ -25,6 +26,9 @@ from am.git.group import Request
 from am.git.staging import Staging
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
+# am's temporary files in .git/am/ and its queue, each naming the process that wrote it (spool.py, staging.py, inflight.py).
+_LEFTOVER = re.compile(r"^(?:index\.(?P<pid>\d+)\.tmp|\.inflight\.(?P<pid2>\d+)\.tmp"
+                       r"|\.?(?P<pid3>\d+)-\d+-[0-9a-f]+\.(?:req|claimed|done|tmp|done\.tmp))$")
 
 
 def os_error(err: OSError, what: str) -> GitError:
@@ -71,6 +75,35 @@ class Guards(Staging):
             return str(self.repo.hashfile(str(file), as_path=str(rel)))
         except (pygit2.GitError, OSError, ValueError, TypeError):
             return raw
+
+    def _sweep_leftovers(self) -> None:
+        """Remove what killed am writers left in `.git/am/` (once a process; the write lock is held).
+
+        Temporary index files and notes, and queue files of processes that
+        are gone: their writes were never acknowledged (a live writer's
+        request stays, its lock says it lives). Temporary packs go with the
+        pack merge (packs.py).
+        """
+        group = self._process_group()
+        if group.swept:
+            return
+        group.swept = True
+        for folder in (self._am_dir, self._am_dir / "queue"):
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                m = _LEFTOVER.match(name)
+                if m is None:
+                    continue
+                pid = int(m["pid"] or m["pid2"] or m["pid3"])
+                if pid == os.getpid() or inflight.pid_alive(pid):
+                    continue
+                try:
+                    os.unlink(folder / name)
+                except OSError:
+                    pass
 
     # ------------------------------------------------------------ the checked replace
 

@@ -23,8 +23,8 @@ batches, a merge every 7.4 batches, never more than 14 packs at once, each
 object copied 6.5 times).
 A pack's entries are copied byte for byte (an offset delta whose base moved
 gets its new distance); packs with a ``.keep`` file, cruft
-and promisor packs, packs over ``_MERGE_MAX`` and every pack of a repository
-with a multi-pack index are left to git.
+and promisor packs, packs over ``_MERGE_MAX`` and every pack
+a multi-pack index covers are left to git (am/git/midx.py).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pathlib import Path
 import pygit2
 
 from am.git.common import _fsync_dir, log
+from am.git.midx import covered_packs
 
 _IDX_MAGIC = b"\xfftOc"
 _WHOLE = frozenset({1, 2, 3, 4})  # commit, tree, blob, tag: an entry's type bits (6 and 7 are deltas)
@@ -485,8 +486,9 @@ def _geometric_split(sizes: list[int]) -> int:
 
 
 def _mergeable(pack_dir: Path, names: list[str]) -> list[tuple[int, str]]:
-    """The packs a merge may take, as (size, name) from the smallest; none in a repository with a multi-pack index."""
-    if "multi-pack-index" in names:
+    """The packs a merge may take, as (size, name) from the smallest; never one a multi-pack index covers."""
+    covered = covered_packs(pack_dir, names)
+    if covered is None:
         return []
     present = set(names)
     sized: list[tuple[int, str]] = []
@@ -494,6 +496,8 @@ def _mergeable(pack_dir: Path, names: list[str]) -> list[tuple[int, str]]:
         if not (n.startswith("pack-") and n.endswith(".idx")):
             continue
         base = n[:-4]
+        if base in covered:
+            continue  # git's multi-pack index names it: git's to repack
         if any(f"{base}{suffix}" in present for suffix in (".keep", ".promisor", ".mtimes")):
             continue  # kept, from a partial clone's promisor, or a cruft pack of git gc: git's to manage
         try:

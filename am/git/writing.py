@@ -368,6 +368,7 @@ class Writer(Guards):
         """
         ref = self.head_ref()
         self._check_signing()
+        self._sweep_leftovers()
         live: list[Request] = []
         for r in batch:
             try:

@@ -1,0 +1,94 @@
+"""Updates of committed records, as a mixin of the Vault facade: what a write may change, and on which version.
+
+An update (supersede, status, expire) is a compare-and-swap on the record's
+blob: its base is the blob id of exactly the bytes it parsed, checked against
+HEAD's version, so a record another writer changed after it was read is never
+overwritten with an update of the old version; the loser is run again on the
+new version (issue 14). A write is refused to a vault whose format is newer
+than this am, and a record larger than a read accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from am.errors import (
+    ConflictError,
+    DirtyFileError,
+    InvalidRecordError,
+    PathTakenError,
+    UsageError,
+)
+from am.git import Change, LazyStore, hash_blob
+from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
+from am.records.model import Record
+from am.records.writes import WriteResult
+
+__all__ = ["FORMAT_VERSION", "VAULT_FILE", "Updating"]
+
+VAULT_FILE = PurePosixPath(".am/vault.yml")
+FORMAT_VERSION = 1
+
+
+class Updating:
+    """A mixin of ``Vault``: the checks and the base of a write that changes committed records."""
+
+    root: Path
+    store: LazyStore
+    settings: dict[str, Any]
+
+    if TYPE_CHECKING:  # the facade's own
+        def get_typed(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any]: ...
+
+        def _base_of(self, path: PurePosixPath) -> str | None: ...
+
+    def _check_writable(self, changes: Sequence[Change]) -> None:
+        """Refuse a write to a vault of a newer format, and a record file larger than a read accepts."""
+        fmt = self.settings.get("format", FORMAT_VERSION)
+        if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt > FORMAT_VERSION:
+            raise UsageError(f"{VAULT_FILE}: format {fmt!r} is not one this am writes (it writes {FORMAT_VERSION})",
+                             hint="upgrade am to write to this vault; nothing was changed")
+        for c in changes:
+            if len(c.data) > MAX_RECORD_BYTES:
+                raise InvalidRecordError(f"the record is {len(c.data) // 1024} KiB; a record may be at most "
+                                         f"{MAX_RECORD_BYTES // 1024} KiB (reads refuse larger files)",
+                                         path=str(c.path), hint="split it into several facts, or link to a file")
+
+    def _existing_for_update(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any, str]:
+        """Return a committed record to update, with the blob id of exactly the bytes it was parsed from.
+
+        That blob is the write's compare-and-swap base: if another writer
+        changed the record after it was read here, the commit is refused
+        (``ConflictError``) instead of overwriting their change with an update
+        of the old version.
+        """
+        for _ in range(5):
+            path, _record = self.get_typed(record_id, kind, noun)
+            try:
+                data = (self.root / path).read_bytes()
+            except FileNotFoundError:
+                continue  # moved or replaced while being read: look it up again
+            record = parse_record(decode_record_bytes(data, path=str(path)), str(path))
+            if not isinstance(record, kind) or record.id != record_id:
+                continue
+            base = self._base_of(path)
+            if base is None:
+                raise UsageError(f"{path} is not committed yet", hint="commit it first (git add/commit), then retry")
+            # Compared as git compares: after its filters (an autocrlf clone has CRLF in the work tree).
+            if hash_blob(data) == base or self.store.blob_as_git_stores(path, data) == base:
+                return path, record, base
+        raise DirtyFileError(f"{path} has uncommitted changes",
+                             hint="commit or discard them first, then retry")
+
+    def _retrying(self, write: Callable[[], WriteResult]) -> WriteResult:
+        """Run an update; if another writer changed its record first, run it again on the new version."""
+        for tries_left in range(2, -1, -1):
+            try:
+                return write()
+            except ConflictError as err:
+                if isinstance(err, PathTakenError) or tries_left == 0:
+                    raise
+        raise AssertionError("unreachable")
+
