@@ -24,6 +24,15 @@ from am.vault import Vault
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 
 
+# The concurrency and crash runs hold on both writers (issue 14): am's own Git formats (the
+# default) and libgit2's writers only (AM_GIT_WRITER=libgit2, am/git/plain.py). The second
+# run is long, so it goes with the stress runs CI makes.
+@pytest.fixture(autouse=True, params=["am", pytest.param("libgit2", marks=pytest.mark.stress)])
+def git_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("AM_GIT_WRITER", request.param)
+    return str(request.param)
+
+
 def am_args(vault_path: Path, *args: str) -> list[str]:
     return [PYTHON, "-m", "am.cli.main", "--vault", str(vault_path), *args]
 

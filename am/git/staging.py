@@ -90,6 +90,11 @@ class StagedIndex:
 class Staging(Reader):
     """Git's index entries, lock files and branch moves, shared by the write and repair paths."""
 
+    @property
+    def _queue_dir(self) -> Path:
+        """Where writers of other processes leave their requests (am/git/spool.py)."""
+        return self._am_dir / "queue"
+
     def _process_group(self) -> Group:
         """What the writers of this process share for this repository (group commit, kept index and trees)."""
         if self._group is None:
@@ -374,7 +379,10 @@ class Staging(Reader):
                               removed: Sequence[PurePosixPath], tmp: Path) -> None:
         """Set the entries through libgit2: for index formats am's own writer leaves alone (see gitindex.py)."""
         index_path = self.gitdir / "index"
-        shutil.copyfile(index_path, tmp)
+        try:
+            shutil.copyfile(index_path, tmp)
+        except FileNotFoundError:  # a repository whose index git has not written yet
+            tmp.unlink(missing_ok=True)
         index = pygit2.Index(str(tmp))
         for rel, oid in entries:
             index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))

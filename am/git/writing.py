@@ -42,6 +42,7 @@ from am.git.group import (
     take_batch,
 )
 from am.git.guards import Guards, os_error
+from am.git.plain import PlainWriter, plain
 from am.git.staging import IndexView, StagedIndex
 from am.git.trees import ChainTrees
 
@@ -50,7 +51,7 @@ _LINGER = 0.1
 _SETTLE = 0.002
 
 
-class Writer(Guards):
+class Writer(Guards, PlainWriter):
     """Writing: locks, files, trees, commits and index entries."""
 
     # ------------------------------------------------------------ locking
@@ -141,10 +142,6 @@ class Writer(Guards):
             f"the vault's write lock {self._am_dir / 'write.lock'} is held by {self._lock_holder()}",
             hint="wait for that writer to finish, or stop it",
         )
-
-    @property
-    def _queue_dir(self) -> Path:
-        return self._am_dir / "queue"
 
     def _in_branch(self, commit: str) -> bool:
         """Return whether HEAD's branch reaches ``commit``."""
@@ -383,11 +380,13 @@ class Writer(Guards):
         # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
         # and the ref itself is fsynced. Without syncfs (not Linux) every file is
         # fsynced. The objects go to memory first, then to one pack (am/git/packs.py).
-        sync_each = common._syncfs is None
+        libgit2_only = plain()  # AM_GIT_WRITER=libgit2: no Git format written by am (am/git/plain.py)
+        sync_each = common._syncfs is None or libgit2_only
         objects = self._batch_objects()
         objects.sink.clear()  # left by a batch that failed before its pack was written
+        odb = self.repo if libgit2_only else objects.repo
         for r in live:
-            r.blobs = {tuple(c.path.parts): objects.repo.create_blob(c.data) for c in r.changes}
+            r.blobs = {tuple(c.path.parts): odb.create_blob(c.data) for c in r.changes}
         failpoint("before-write")
         written: list[Request] = []
         committed = False
@@ -395,7 +394,7 @@ class Writer(Guards):
         try:
             for _attempt in range(_MAX_CAS_RETRIES):
                 tip = self.branch_tip(ref)
-                base_tree = None if tip is None else objects.repo[tip].peel(pygit2.Tree)
+                base_tree = None if tip is None else odb[tip].peel(pygit2.Tree)
                 index = self._read_index()
                 for r in list(live):
                     try:
@@ -428,7 +427,10 @@ class Writer(Guards):
                     files_done = True
                     failpoint("after-file")
                 try:
-                    outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each, heal)
+                    if libgit2_only:
+                        outcomes, staged = self._write_chain_plain(ref, live, base_tree, tip, heal)
+                    else:
+                        outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each, heal)
                 except _Moved:
                     continue
                 committed = True
@@ -553,6 +555,8 @@ class Writer(Guards):
         Deciding costs a listing of the pack folder and a stat a pack; a merge
         of small packs ~10 ms, once every ~8 batches.
         """
+        if plain():
+            return  # am writes no pack on the libgit2 path
         try:
             packs.tidy(self._batch_objects().pack_dir, least=packs.TIDY_AT)
         except (OSError, ValueError) as err:
