@@ -120,14 +120,18 @@ class Guards(Staging):
         aside = target.with_name(f".{target.name}.am-{os.getpid()}.aside")
         try:
             os.rename(target, aside)
-            seen: str | None = hash_blob(aside.read_bytes())
-            if seen not in allowed:
-                seen = self._as_git_sees(aside, rel, str(seen))
         except FileNotFoundError:
-            seen = None
-        except IsADirectoryError:
-            os.rename(aside, target)
-            raise DirtyFileError(f"{rel} is a folder in the work tree") from None
+            seen: str | None = None
+        else:
+            try:
+                seen = hash_blob(aside.read_bytes())
+                if seen not in allowed:
+                    seen = self._as_git_sees(aside, rel, str(seen))
+            except BaseException as err:
+                os.rename(aside, target)  # unread: back where it was
+                if isinstance(err, IsADirectoryError):
+                    raise DirtyFileError(f"{rel} is a folder in the work tree") from None
+                raise
         if seen not in allowed:
             self._put_back(aside, target, seen)
             tmp.unlink(missing_ok=True)

@@ -152,12 +152,12 @@ class Repairer(Writer):
                     old = None if delta.status_char() == "A" else str(delta.old_file.id)
                     writes.append((PurePosixPath(delta.new_file.path), delta.new_file.id, old))
             index = self._read_index()
-            self._check_not_dirty(
+            allowed = self._check_not_dirty(
                 [Change(p, self.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
             for rel, base in removes:
                 self._check_removable(rel, base, index)
-            for rel, oid, _ in writes:
-                self._write_file(rel, self.read_object(str(oid)))
+            for (rel, oid, _), ok in zip(writes, allowed):
+                self._write_file(rel, self.read_object(str(oid)), allowed=ok)
             for rel, _ in removes:
                 target = self._safe_target(rel)
                 target.unlink(missing_ok=True)

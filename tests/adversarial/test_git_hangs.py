@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import run_git
 
 from adversarial._helpers import add_fact, am, fact_id, one_line_error
@@ -64,3 +65,22 @@ def test_a_symbolic_ref_chain_for_the_branch_is_followed(alpha: Vault) -> None:
     assert run_git(root, "rev-parse", "main~1").strip() == before
     assert any(fid in p for p in run_git(root, "ls-tree", "-r", "--name-only", "main", "facts").split())
     assert run_git(root, "symbolic-ref", "refs/heads/alias").strip() == "refs/heads/main"
+
+
+def test_an_immutable_refs_folder_ends_in_gits_error_not_a_spin(alpha: Vault) -> None:
+    root = alpha.root
+    heads = root / ".git" / "refs" / "heads"
+    if subprocess.run(["chattr", "+i", str(heads)], capture_output=True, check=False).returncode != 0:
+        print("chattr +i is not permitted here: skipping")
+        pytest.skip("setting the immutable attribute needs root on a file system that has it")
+    try:
+        before = run_git(root, "rev-parse", "HEAD").strip()
+        proc = add_fact(root, "Written where refs cannot change.", AM_GIT_LOCK_WAIT="0.5", timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("am spun on a lock it can never take") from None
+    finally:
+        subprocess.run(["chattr", "-i", str(heads)], check=False)
+    line = one_line_error(proc)
+    assert proc.returncode == 11 and "permit" in line.lower(), line
+    assert run_git(root, "rev-parse", "HEAD").strip() == before
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all").strip() == ""
