@@ -488,16 +488,13 @@ class Vault(Updating, Authorship):
         """Change a fact's status (active, contested, pending-review, expired, superseded)."""
         if status not in STATUSES:
             raise InvalidRecordError(f"{status!r} is not a status; use one of: {', '.join(STATUSES)}", field="status")
-
-        def once() -> WriteResult:
-            path, fact, base = self._existing_for_update(fact_id, Fact, "fact")
-            if fact.status == status:
-                raise UsageError(f"{fact_id} is already {status}")
-            updated = replace(fact, status=status, reason=one_line(reason) if reason else fact.reason)
-            return self._write([(path, updated, base)], noun="fact", verb=verb, ids=[fact_id], reason=reason,
-                               subject=f"fact: {verb} {fact_id}" + (f" ({status})" if verb == "status" else ""))
-
-        return self._retrying(once)
+        # Not run again when another update wins the race: its status would be overwritten (ConflictError).
+        path, fact, base = self._existing_for_update(fact_id, Fact, "fact")
+        if fact.status == status:
+            raise UsageError(f"{fact_id} is already {status}")
+        updated = replace(fact, status=status, reason=one_line(reason) if reason else fact.reason)
+        return self._write([(path, updated, base)], noun="fact", verb=verb, ids=[fact_id], reason=reason,
+                           subject=f"fact: {verb} {fact_id}" + (f" ({status})" if verb == "status" else ""))
 
     def expire_fact(self, fact_id: str, *, reason: str) -> WriteResult:
         """Mark a fact expired: it no longer holds anywhere, and stays in the vault."""
