@@ -36,6 +36,18 @@ def os_error(err: OSError, what: str) -> GitError:
     return storage_error(err, what)
 
 
+def _read_all(fd: int) -> bytes:
+    """Read a whole file from the start through an open descriptor."""
+    parts: list[bytes] = []
+    at = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, at)
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+        at += len(chunk)
+
+
 class Guards(Staging):
     """Request checks, signing, the checked replace and index healing."""
 
@@ -108,76 +120,74 @@ class Guards(Staging):
     # ------------------------------------------------------------ the checked replace
 
     def _replace_checked(self, rel: PurePosixPath, target: Path, tmp: Path,
-                         allowed: frozenset[str | None]) -> None:
+                         allowed: frozenset[str | None], ours: bytes) -> None:
         """Put ``tmp`` at ``target`` only if the file there is one of ``allowed`` (blob ids; None: absent).
 
-        The file is first renamed aside (so a writer opening it by name finds
-        it gone), its content checked, the new file linked in place (which
-        fails if someone created one meanwhile), and the set-aside file checked
-        again: a change to it meanwhile (an editor appending through a file it
-        had open) puts it back in place of am's, and the write is refused.
+        The file in place is opened and checked, replaced by the rename (so
+        the name never goes missing: an editor's open-for-append never makes
+        a new file), and read again through the descriptor kept open: a write
+        that reached it between the check and the rename (an editor saving)
+        puts the person's version back in place of am's, and the write is
+        refused. A new file is linked in, which fails if someone created one
+        meanwhile (theirs stays).
         """
-        aside = target.with_name(f".{target.name}.am-{os.getpid()}.aside")
         try:
-            os.rename(target, aside)
+            fd = os.open(target, os.O_RDONLY)
         except FileNotFoundError:
-            seen: str | None = None
-        else:
-            try:
-                seen = hash_blob(aside.read_bytes())
-                if seen not in allowed:
-                    seen = self._as_git_sees(aside, rel, str(seen))
-            except BaseException as err:
-                os.rename(aside, target)  # unread: back where it was
-                if isinstance(err, IsADirectoryError):
-                    raise DirtyFileError(f"{rel} is a folder in the work tree") from None
-                raise
-        if seen not in allowed:
-            self._put_back(aside, target, seen)
-            tmp.unlink(missing_ok=True)
-            raise DirtyFileError(f"{rel} has uncommitted changes",
-                                 hint="commit or discard them first (git add/commit or git checkout -- FILE), "
-                                      "then retry")
+            fd = None
+        if fd is None:
+            if None not in allowed:
+                tmp.unlink(missing_ok=True)
+                raise DirtyFileError(f"{rel} was deleted while am was writing it",
+                                     hint="restore it (git checkout -- FILE) or commit the deletion, then retry")
+            self._link_new(rel, target, tmp)
+            return
+        try:
+            raw = hash_blob(_read_all(fd))
+            seen = raw if raw in allowed else self._as_git_sees(target, rel, raw)
+            if seen not in allowed:
+                tmp.unlink(missing_ok=True)
+                raise DirtyFileError(f"{rel} has uncommitted changes",
+                                     hint="commit or discard them first (git add/commit or git checkout -- FILE), "
+                                          "then retry")
+            os.replace(tmp, target)
+            theirs = _read_all(fd)
+            if hash_blob(theirs) != raw:
+                self._put_back(target, theirs, ours)
+                raise DirtyFileError(f"{rel} was changed by someone else while am was writing it",
+                                     hint="their version is kept; commit or discard it, then retry")
+        finally:
+            os.close(fd)
+
+    def _link_new(self, rel: PurePosixPath, target: Path, tmp: Path) -> None:
+        """Put a new file in place unless someone made one there meanwhile."""
         try:
             os.link(tmp, target)
         except FileExistsError:
-            # Someone made the file while am was writing it: theirs stays.
             tmp.unlink(missing_ok=True)
-            if seen is not None:
-                self._put_back(aside, target, seen)
             raise DirtyFileError(f"{rel} was created by someone else while am was writing it",
                                  hint="look at it, commit or remove it, then retry") from None
         except OSError as err:
             if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
                 raise
             os.replace(tmp, target)  # a file system without hard links: the rename is the best there is
-        else:
-            tmp.unlink()
-        if seen is None:
             return
-        try:
-            again: str | None = hash_blob(aside.read_bytes())
-            if again != seen and again not in allowed:
-                again = self._as_git_sees(aside, rel, str(again))
-        except FileNotFoundError:
-            again = None
-        if again != seen:
-            os.replace(aside, target)
-            raise DirtyFileError(f"{rel} was changed by someone else while am was writing it",
-                                 hint="their version is kept; commit or discard it, then retry")
-        os.unlink(aside)
+        tmp.unlink()
 
-    def _put_back(self, aside: Path, target: Path, seen: str | None) -> None:
-        """Return a set-aside file to its name (unless someone made a new one there: then keep both)."""
-        if seen is None:
-            return
+    def _put_back(self, target: Path, theirs: bytes, ours: bytes) -> None:
+        """Put a person's version back over am's file; if that changed too, keep theirs beside it."""
+        back = target.with_name(f".{target.name}.am-{os.getpid()}.back")
+        back.write_bytes(theirs)
         try:
-            os.link(aside, target)
-            os.unlink(aside)
-        except FileExistsError:
-            kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
-            os.replace(aside, kept)
-            log.warning("%s was recreated while am was writing it; the earlier version is in %s", target, kept)
+            now = target.read_bytes()
+        except FileNotFoundError:
+            now = ours
+        if now == ours:
+            os.replace(back, target)
+            return
+        kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
+        os.replace(back, kept)
+        log.warning("%s changed twice while am was writing it; the earlier version is in %s", target, kept)
 
     def _write_new_file(self, rel: PurePosixPath, target: Path, data: bytes, sync: bool,
                         allowed: frozenset[str | None] | None) -> None:
@@ -199,7 +209,7 @@ class Guards(Staging):
         if allowed is None:
             os.replace(tmp, target)
         else:
-            self._replace_checked(rel, target, tmp, allowed)
+            self._replace_checked(rel, target, tmp, allowed, data)
         if sync:
             _fsync_dir(target.parent)
 

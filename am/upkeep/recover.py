@@ -27,7 +27,6 @@ __all__ = ["LostCommit", "Restored", "Finding", "find_lost", "restore", "diagnos
 
 _TOPS = tuple(RECORD_DIRS.values())
 _TEMP = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.tmp$")
-_ASIDE = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.aside$")  # am/git/guards.py, the checked replace
 _INDEX_TEMP = re.compile(r"^index\.(?P<pid>\d+)\.tmp$")
 _QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/git/spool.py
 
@@ -222,12 +221,6 @@ def diagnose(vault: Any) -> list[Finding]:
         head, staged, status = {}, {}, {}
     for path in sorted(status):
         p = PurePosixPath(path)
-        m = _ASIDE.match(p.name)
-        if m and p.parts and p.parts[0] in _TOPS:
-            if not _pid_alive(int(m["pid"])):
-                findings.append(Finding("set-aside", path, "a file a killed am process set aside while replacing "
-                                        f"{m['name']}; it is put back where it was", True))
-            continue
         m = _TEMP.match(p.name)
         if m and p.parts and p.parts[0] in _TOPS:
             if not _pid_alive(int(m["pid"])):
@@ -311,9 +304,6 @@ def repair(vault: Any) -> list[str]:
             store.stage_paths(drift)
             done.append(f"updated Git's index for {len(drift)} committed files")
         for f in findings:
-            if f.kind == "set-aside":
-                done.append(_put_back(vault.root / f.path))
-        for f in findings:
             if f.kind == "temp-file":
                 try:
                     os.unlink(vault.root / f.path)  # an absolute path stays absolute
@@ -345,22 +335,6 @@ def repair(vault: Any) -> list[str]:
         done.append(f"restored {len(ok)} of {len(results)} lost am commits")
         done += [f"could not restore {r.lost[:10]}: {r.detail}" for r in results if r.outcome == "conflict"]
     return done
-
-
-def _put_back(aside: Any) -> str:
-    """Return a file set aside by a killed replace to its name (or keep it beside a file made since)."""
-    m = _ASIDE.match(aside.name)
-    assert m is not None
-    target = aside.with_name(m["name"])
-    if not target.exists():
-        os.replace(aside, target)
-        return f"put back {target.name} (set aside by a killed am process)"
-    if target.read_bytes() == aside.read_bytes():
-        aside.unlink()
-        return f"removed {aside.name} (the same as {target.name})"
-    kept = target.with_name(f"{target.name}.am-kept")
-    os.replace(aside, kept)
-    return f"kept a version of {target.name} set aside by a killed am process as {kept.name}"
 
 
 def _rebuild_cache(vault: Any) -> list[str]:

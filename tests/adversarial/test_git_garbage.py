@@ -7,7 +7,7 @@ import subprocess
 
 from conftest import fsck_clean, run_git
 
-from adversarial._helpers import add_fact, am, fact_id
+from adversarial._helpers import add_fact, fact_id
 from am.git.midx import covered_packs
 from am.vault import Vault
 
@@ -42,18 +42,6 @@ def test_a_killed_writers_index_temp_file_goes_with_the_next_write(alpha: Vault)
     assert list((root / ".git" / "am").glob("index.*.tmp"))
     fact_id(add_fact(root, "The next write."))
     assert not list((root / ".git" / "am").glob("index.*.tmp"))
-
-
-def test_doctor_puts_back_a_file_a_killed_replace_set_aside(alpha: Vault) -> None:
-    root = alpha.root
-    fid = alpha.add_fact("Set aside by a replace that was killed.", topics=["project-alpha"]).record.id
-    path = next(root.glob(f"facts/**/{fid}.md"))
-    aside = path.with_name(f".{path.name}.am-{_dead_pid()}.aside")
-    path.rename(aside)
-    fixed = am(root, "doctor", "--fix")
-    assert fixed.returncode == 0, fixed.stderr
-    assert path.exists() and not aside.exists()
-    assert run_git(root, "status", "--porcelain", "--untracked-files=all").strip() == ""
 
 
 def test_packs_are_merged_beside_a_multi_pack_index(alpha: Vault) -> None:
