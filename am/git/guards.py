@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import time
 from pathlib import Path, PurePosixPath
 
 import pygit2
@@ -65,10 +66,18 @@ class Guards(Staging):
             checks.check_who(r.committer, field="committer")
 
     def _check_signing(self) -> None:
-        """Refuse to write where Git is configured to sign every commit (am would write unsigned ones)."""
-        if (self.config_value("commit.gpgsign") or "").lower() not in _TRUE:
-            return
-        if (self.config_value("am.allowUnsigned") or "").lower() in _TRUE:
+        """Refuse to write where Git is configured to sign every commit (am would write unsigned ones).
+
+        Looked up at most once a second: each lookup is a libgit2 call that
+        lets go of Python's lock, which busy writer threads then hold ~0.5 ms.
+        """
+        now = time.monotonic()
+        memo: tuple[float, bool] | None = self.__dict__.get("_signing_memo")
+        if memo is None or now - memo[0] >= 1.0:
+            refused = ((self.config_value("commit.gpgsign") or "").lower() in _TRUE
+                       and (self.config_value("am.allowUnsigned") or "").lower() not in _TRUE)
+            memo = self.__dict__["_signing_memo"] = (now, refused)
+        if not memo[1]:
             return
         raise GitError(
             "this repository signs every commit (commit.gpgsign=true), and am does not sign its commits",

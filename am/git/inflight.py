@@ -62,9 +62,12 @@ def write(am_dir: Path, ref: str, tip: str, entries: list[tuple[PurePosixPath, s
     """Note a batch about to move ``ref`` to ``tip`` with these index entries (not flushed: doctor covers a power cut)."""
     body = json.dumps({"pid": os.getpid(), "host": _HOST, "ref": ref, "tip": tip, "since": time.time(),
                        "entries": [[str(p), oid] for p, oid in entries]})
-    tmp = am_dir / f".{_NAME}.{os.getpid()}.tmp"
-    tmp.write_text(body)
-    os.replace(tmp, am_dir / _NAME)
+    # Written in place: a note torn by a crash reads as none (read() drops it), and doctor finds the drift.
+    fd = os.open(am_dir / _NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, body.encode())
+    finally:
+        os.close(fd)
 
 
 def read(am_dir: Path) -> Note | None:

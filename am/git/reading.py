@@ -102,15 +102,37 @@ class Reader:
     # ------------------------------------------------------------ reading
 
     def head_ref(self) -> str:
-        """Return the branch HEAD points at, e.g. ``refs/heads/main``."""
-        ref = self.repo.references.get("HEAD")
-        if ref is None:
-            raise GitError("HEAD is missing")
-        target = ref.target
-        if not isinstance(target, str):
-            raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
+        """Return the branch HEAD points at, e.g. ``refs/heads/main`` (the direct ref a symbolic chain ends at).
+
+        Read from the files when they settle it (each write asks twice more,
+        and a libgit2 call lets go of Python's lock, which busy writer threads
+        then hold); from libgit2 otherwise (reftable, an odd HEAD).
+        """
+        target: str | None = None
+        try:
+            text = (self.gitdir / "HEAD").read_bytes()
+            if text.startswith(b"ref: refs/") and not (self._common_dir() / "reftable").exists():
+                target = text[5:].strip().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            target = None
+        if target is None:
+            ref = self.repo.references.get("HEAD")
+            if ref is None:
+                raise GitError("HEAD is missing")
+            if not isinstance(ref.target, str):
+                raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
+            target = ref.target
         # A branch may itself be a symbolic ref (git symbolic-ref refs/heads/a refs/heads/b): the
-        # branch am moves is the direct ref at the end of the chain.
+        # branch am moves is the direct ref at the end of the chain. A loose ref file holding an
+        # id, or none (a packed ref, an unborn branch), settles it without asking libgit2.
+        try:
+            if not (self._common_dir() / target).read_bytes().startswith(b"ref:"):
+                return target
+        except (FileNotFoundError, NotADirectoryError):
+            if not (self.gitdir / "reftable").exists():
+                return target
+        except OSError:
+            pass
         for _ in range(10):
             inner = self.repo.references.get(target)
             if inner is None or not isinstance(inner.target, str):
@@ -118,6 +140,18 @@ class Reader:
             target = inner.target
         raise GitError(f"HEAD's branch is a chain of more than ten symbolic refs (at {target})",
                        hint="point HEAD at a branch: git switch main")
+
+    def _common_dir(self) -> Path:
+        """Return the Git folder shared by every worktree of the repository (``gitdir`` itself for most)."""
+        found = self.__dict__.get("_commondir")
+        if found is None:
+            try:
+                text = (self.gitdir / "commondir").read_text().strip()
+                found = (self.gitdir / text).resolve() if text else self.gitdir
+            except OSError:
+                found = self.gitdir
+            self.__dict__["_commondir"] = found
+        return found
 
     def head(self) -> str | None:
         """Return the commit id HEAD resolves to, or None on an unborn branch."""

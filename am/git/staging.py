@@ -164,18 +164,6 @@ class Staging(Reader):
             return self._common_dir() / (ref + ".lock")
         return self.gitdir / (ref + ".lock")
 
-    def _common_dir(self) -> Path:
-        """Return the Git folder shared by every worktree of the repository (``gitdir`` itself for most)."""
-        found = self.__dict__.get("_commondir")
-        if found is None:
-            try:
-                text = (self.gitdir / "commondir").read_text().strip()
-                found = (self.gitdir / text).resolve() if text else self.gitdir
-            except OSError:
-                found = self.gitdir
-            self.__dict__["_commondir"] = found
-        return found
-
     def _read_index(self) -> IndexView:
         """Return Git's index, read afresh (or the one am wrote last, if it is still on disk); retry a torn read.
 
