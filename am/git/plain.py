@@ -25,6 +25,7 @@ from pygit2.enums import FileMode
 
 from am.errors import AmError, ConflictError
 from am.git import inflight, spool
+from am.git.common import failpoint
 from am.git.group import Request
 from am.git.staging import Staging
 
@@ -86,6 +87,7 @@ class PlainWriter(Staging):
         for r, o in zip(live, outcomes):
             if r.remote is not None and not isinstance(o, AmError):
                 spool.answer_pending(self._queue_dir, r, str(o))
+        failpoint("after-objects")
         entries = [(c.path, str(r.blobs[tuple(c.path.parts)])) for r, o in zip(live, outcomes)
                    if not isinstance(o, AmError) for c in r.changes]
         inflight.write(self._am_dir, ref, parent, entries + [(p, str(o)) for p, o in heal])
