@@ -320,3 +320,27 @@ def test_a_fact_superseded_on_both_sides_keeps_one_successor_and_contests_the_ot
         assert v.get_fact(loser).status == "contested" and fid not in v.get_fact(loser).supersedes
         assert any(r.rel == "conflicts-with" and {r.from_, r.to} == {winner, loser} for r in v.list_relations())
         assert check_vault(v).errors == []
+
+
+def test_files_that_are_not_records_merge_by_lines_or_stop_the_sync(pair: tuple[Vault, Vault]) -> None:
+    from am.errors import ConflictError
+
+    a, b = pair
+    ignore = ".gitignore"
+    base = (a.root / ignore).read_text()
+    (a.root / ignore).write_text("# machine a\n" + base)
+    run_git(a.root, "commit", "-q", "-am", "a ignores")
+    (b.root / ignore).write_text(base + "*.swp\n")
+    run_git(b.root, "commit", "-q", "-am", "b ignores")
+    sync(a)
+    sync(b)
+    assert (b.root / ignore).read_text() == "# machine a\n" + base + "*.swp\n"
+    (a.root / ignore).write_text("# machine a, again\n" + base + "*.swp\n")
+    run_git(a.root, "commit", "-q", "-am", "a again")
+    (b.root / ignore).write_text("# machine b\n" + base + "*.swp\n")
+    run_git(b.root, "commit", "-q", "-am", "b again")
+    sync(a)
+    head = run_git(b.root, "rev-parse", "HEAD").strip()
+    with pytest.raises(ConflictError, match=".gitignore"):
+        sync(b)
+    assert run_git(b.root, "rev-parse", "HEAD").strip() == head

@@ -28,7 +28,7 @@ def _report(report: Any, fmt: str) -> None:
     else:
         click.echo(f"{prefix}merge {where}" + ("" if report.dry_run else f" in commit {(report.merge_commit or '')[:10]}"))
     for d in report.decisions:
-        if d.how not in ("union", "deleted"):
+        if d.how not in ("union", "deleted") and not d.detail.startswith("contested copy of"):
             click.echo(f"  {d.how:<6} {d.id}" + (f"  ({d.detail})" if d.detail else ""))
     added = sum(1 for d in report.decisions if d.how == "union")
     if added:

@@ -21,7 +21,7 @@ from pathlib import Path
 from am.errors import GitError, UsageError
 from am.git.light import failpoint, read_ref
 
-__all__ = ["JOURNAL", "PushResult", "fetch", "git", "push", "tracked"]
+__all__ = ["JOURNAL", "PushResult", "fetch", "git", "merge_text", "push", "tracked"]
 
 # The journal of a branch move under way, in .git/am/ (am/git/remote.py).
 JOURNAL = "sync-move.json"
@@ -157,3 +157,18 @@ def push(root: Path, remote: str, commit: str, branch: str) -> PushResult:
 
 
 
+
+
+def merge_text(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | None:
+    """Merge a file that is not a record line by line, as Git would; None when the lines conflict."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="am-merge-") as tmp:
+        paths = []
+        for name, data in (("ours", ours), ("base", base or b""), ("theirs", theirs)):
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            paths.append(str(path))
+        proc = subprocess.run(["git", "merge-file", "-p", "-q", *paths], check=False, capture_output=True,
+                              env=_env(), stdin=subprocess.DEVNULL)
+    return proc.stdout if proc.returncode == 0 else None

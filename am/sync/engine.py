@@ -88,9 +88,20 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         return store.blob_id(path, commit=ours)
 
     merged = merge_changes(mine, other, base=base_ids, read=store.read_object, exists=exists)
-    if merged.conflicts:
+    unmerged = []
+    for path in merged.conflicts:
+        # Not a record (.gitignore, .gitattributes, .am/vault.yml): Git's line merge, when the lines do not clash.
+        old, mine_id, other_id = base_ids.get(path), mine[path], other[path]
+        assert mine_id is not None and other_id is not None
+        text = transport.merge_text(None if old is None else store.read_object(old), store.read_object(mine_id),
+                                    store.read_object(other_id))
+        if text is None:
+            unmerged.append(path)
+        else:
+            merged.files[path] = text
+    if unmerged:
         raise ConflictError(
-            f"both sides changed {', '.join(merged.conflicts[:5])} and they are not records am can merge",
+            f"both sides changed {', '.join(unmerged[:5])} in the same lines, and they are not records am can merge",
             hint="merge by hand (git merge), commit, then run am sync again; nothing was changed",
         )
     return MergePlan("merge", ours, theirs, base, merged)
