@@ -37,6 +37,14 @@ def os_error(err: OSError, what: str) -> GitError:
     return storage_error(err, what)
 
 
+def _read_only(folder: Path) -> bool:
+    """Return whether a folder is on a file system mounted read-only."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _read_all(fd: int) -> bytes:
     """Read a whole file from the start through an open descriptor."""
     parts: list[bytes] = []
@@ -64,6 +72,17 @@ class Guards(Staging):
         checks.check_who(r.author, field="author")
         if r.committer is not None:
             checks.check_who(r.committer, field="committer")
+
+    def _check_writable(self) -> None:
+        """Refuse a write before anything is done when Git's folder cannot be written (Git's index lives there).
+
+        Without this, an immutable or read-only ``.git`` let the commit land
+        (objects and refs are in folders below it) and left Git's index
+        behind, saying the new files were deleted.
+        """
+        if not os.access(self.gitdir, os.W_OK):
+            err = OSError(errno.EROFS if _read_only(self.gitdir) else errno.EPERM, "not writable", str(self.gitdir))
+            raise storage_error(err, f"write in Git's folder {self.gitdir}")
 
     def _check_signing(self) -> None:
         """Refuse to write where Git is configured to sign every commit (am would write unsigned ones).

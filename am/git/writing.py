@@ -364,6 +364,7 @@ class Writer(Guards, PlainWriter):
         file written by the batch put back.
         """
         ref = self.head_ref()
+        self._check_writable()
         self._check_signing()
         self._sweep_leftovers()
         live: list[Request] = []

@@ -242,3 +242,19 @@ def test_a_read_only_file_system_is_one_line(small_disk: Path) -> None:
     line = one_line_error(proc)
     assert proc.returncode in (8, 12) and "read-only" in line.lower(), line
     assert run_git(root, "rev-parse", "HEAD").strip() == head
+
+
+def test_an_immutable_git_folder_is_one_line_and_nothing_changed(alpha: Vault) -> None:
+    root = alpha.root
+    gitdir = root / ".git"
+    if subprocess.run(["chattr", "+i", str(gitdir)], capture_output=True, check=False).returncode != 0:
+        print("chattr +i is not permitted here: skipping")
+        pytest.skip("setting the immutable attribute needs root on a file system that has it")
+    try:
+        head = run_git(root, "rev-parse", "HEAD").strip()
+        proc = add_fact(root, "Written under an immutable .git.", AM_GIT_LOCK_WAIT="0.5")
+    finally:
+        subprocess.run(["chattr", "-i", str(gitdir)], check=False)
+    line = one_line_error(proc)
+    assert proc.returncode == 12 and "not permitted" in line, line
+    _unchanged(root, head)
