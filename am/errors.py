@@ -71,6 +71,7 @@ class InvalidRecordError(AmError):
         self.path = path
         self.field = field
         self.line = line
+        self.detail = message  # without the file and field, for reports that name them already
         where = ""
         if path is not None:
             where = path if line is None else f"{path}:{line}"

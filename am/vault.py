@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.upkeep.authorship import Authorship
+from am.upkeep.forms import render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.clock import now as _now
 from am.errors import (
@@ -312,7 +313,8 @@ class Vault(Updating, Authorship):
         for path, record, _ in items:
             check_record(record, path=str(path))
         self._check_secrets(records, allow_secrets)
-        changes = [Change(path, render_record(record).encode("utf-8"), base=base) for path, record, base in items]
+        changes = [Change(path, render_for_write(self, path, record, base).encode("utf-8"), base=base)
+                   for path, record, base in items]
         self._check_writable(changes)
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
         commit = self.store.commit_grouped(changes, message=message, author=self._author(),
@@ -349,7 +351,7 @@ class Vault(Updating, Authorship):
         self._ensure_new(tid)
         topic = Topic(id=tid, kind=kind, title=title.strip(), body=_body(body), aliases=tuple(aliases),
                       tags=tuple(tags), created=format_timestamp(_now()))
-        path = record_path("topic", tid, topic.created)
+        path = topic_path(self, tid, topic)
         return self._write([(path, topic, None)], noun="topic", verb="add", ids=[tid], summary=title)
 
     @cached_property
@@ -501,6 +503,24 @@ class Vault(Updating, Authorship):
         if not reason.strip():
             raise UsageError("expiring a fact needs a reason", hint="pass --reason 'why it no longer holds'")
         return self.set_fact_status(fact_id, "expired", reason=reason, verb="expire")
+
+    def edit_fact(self, fact_id: str, text: str, *, allow_secrets: bool = False) -> WriteResult:
+        """Fix a fact's text (a typo) in one commit, keeping its id; a change of meaning is a supersede."""
+        from am.upkeep.renames import edit_fact
+
+        return edit_fact(self, fact_id, text, allow_secrets=allow_secrets)
+
+    def rename_topic(self, old_id: str, new_id: str, *, title: str | None = None) -> WriteResult:
+        """Rename a topic and rewrite every reference to it (facts, relations, wikilinks) in one commit."""
+        from am.upkeep.renames import rename_topic
+
+        return rename_topic(self, old_id, new_id, title=title)
+
+    def setup_obsidian(self) -> tuple[str | None, list[str]]:
+        """Write Obsidian templates and settings the vault lacks (never a person's), in one commit."""
+        from am.upkeep.obsidian import setup_obsidian
+
+        return setup_obsidian(self)
 
     def add_relation(self, from_id: str, rel: str, to_id: str, *, note: str = "",
                      allow_secrets: bool = False) -> WriteResult:

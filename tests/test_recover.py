@@ -207,6 +207,7 @@ def test_doctor_reports_a_corrupt_cache_rebuilt(alpha: Vault, vault_path: Path) 
     pytest.importorskip("am.cache.index")
     alpha.close()
     db = vault_path / ".am" / "cache" / "index.sqlite"
+    ok("--vault", str(vault_path), "hooks", "install")  # else doctor reports the missing hooks too
     ok("--vault", str(vault_path), "doctor")
     assert db.exists()
     db.write_bytes(b"this is not a database" * 100)

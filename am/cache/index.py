@@ -72,7 +72,10 @@ from am.cache.rows import (
     body_links,
     file_slot,
     is_record_path,
+    name_refs,
+    record_names,
     record_rows,
+    resolve_refs,
     segment,
 )
 from am.records.codec import decode_record_bytes, parse_record
@@ -133,6 +136,7 @@ class Index(IndexQueries, FolderScans):
         self.rebuilt: str | None = None
         self.refreshed_at = time.monotonic()
         self._folder_names = folder_names_for(path)  # see FolderScans._note_own_folders
+        self._topics_changed = False  # a topic came, went or changed: names in other files resolve anew
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -322,10 +326,13 @@ class Index(IndexQueries, FolderScans):
         dirs, files = self._walk()
         self.conn.executemany("INSERT INTO dirs(path, mtime_ns) VALUES (?, ?)", dirs)
         total = len(files)
+        # Topics first (TOPS order), so that names in facts and relations find them in the same build.
+        files.sort(key=lambda p: (TOPS.index(p.split("/", 1)[0]), p))
         for start in range(0, total, _BATCH):
             self._upsert([(p, *self._read(p)) for p in files[start:start + _BATCH]], fresh=True)
             if progress is not None:
                 progress(min(start + _BATCH, total), total)
+        self._topics_changed = False
         tree = dict(self.store.tree_files(TOPS, commit=head)) if head else {}
         dirty = [p for p, blob in self.conn.execute("SELECT path, blob FROM files") if tree.get(p) != blob]
         self._set_meta(head=head or "", git_index=self._git_index_stamp(), swept_at=str(time.time()),
@@ -352,13 +359,18 @@ class Index(IndexQueries, FolderScans):
         links: list[tuple[int, str, str]] = []
         texts: list[tuple[Any, ...]] = []
         removed = dropped = 0
+        names: list[tuple[str, int, str, str, int]] = []
+        pending: list[tuple[int, str, Any]] = []  # records naming others by a name: resolved once names are in
+        topics_changed = False
         rowid = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
         if not fresh:
             gone = [(p,) for p, _, _ in items]
+            topics_changed = any(p.startswith("topics/") for (p,) in gone)
             rowids = [(r,) for (r,) in self.conn.execute(
                 f"SELECT rowid FROM records WHERE path IN ({','.join('?' * len(gone))})", [p for (p,) in gone])]
-            for table in ("members", "links", "search"):
+            for table in ("members", "links", "search", "names"):
                 self.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
+            self.conn.executemany("DELETE FROM namerefs WHERE path = ?", gone)
             self.conn.executemany("DELETE FROM records WHERE path = ?", gone)
             dropped = self.conn.executemany("DELETE FROM files WHERE path = ?", gone).rowcount
         for path, st, data in items:
@@ -375,17 +387,51 @@ class Index(IndexQueries, FolderScans):
             if record is None:
                 continue
             rowid += 1
+            names += record_names(rowid, path, record)
+            topics_changed = topics_changed or path.startswith("topics/")
+            if name_refs(record):
+                pending.append((rowid, path, record))
+                continue
             row, member_rows, link_rows, text = record_rows(rowid, path, record)
             records.append(row)
             members += member_rows
             links += link_rows
             texts.append(text)
+        self.conn.executemany("INSERT OR IGNORE INTO names VALUES (?, ?, ?, ?, ?)", names)
+        for prowid, path, record in pending:
+            row, member_rows, link_rows, text = record_rows(prowid, path, resolve_refs(record, self._resolve_name))
+            records.append(row)
+            members += member_rows
+            links += link_rows
+            texts.append(text)
+        self.conn.executemany("INSERT OR IGNORE INTO namerefs VALUES (?)", [(p,) for _, p, _ in pending])
+        self._topics_changed = self._topics_changed or topics_changed
         self.conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", files)
         self.conn.executemany("INSERT INTO records VALUES (" + ", ".join("?" * 24) + ")", records)
         self.conn.executemany("INSERT OR IGNORE INTO members VALUES (?, ?)", members)
         self.conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
         self.conn.executemany("INSERT INTO search(rowid, title, body, aliases, tags) VALUES (?, ?, ?, ?, ?)", texts)
         return removed, len(files) - dropped
+
+    def _resolve_name(self, ref: str) -> str | None:
+        """Return the id a "[[Name]]" reference names (file name, id, title, alias; first by path), or None."""
+        from am.records.names import name_key
+        from am.records.properties import split_link
+
+        parts = split_link(ref)
+        if parts is None or parts[1] is not None:
+            return None
+        row = self.conn.execute("SELECT id FROM names WHERE key = ? ORDER BY rank, path LIMIT 1",
+                                (name_key(parts[0]),)).fetchone()
+        return row[0] if row else None
+
+    def _redo_name_refs(self, done: set[str]) -> list[tuple[str, os.stat_result | None, bytes | None]]:
+        """Return the files that name records by a name, to take in again after topics changed."""
+        if not self._topics_changed:
+            return []
+        self._topics_changed = False
+        return [(p, *self._read(p)) for (p,) in self.conn.execute("SELECT path FROM namerefs").fetchall()
+                if p not in done]
 
     # ------------------------------------------------------------ refresh
 
@@ -523,10 +569,14 @@ class Index(IndexQueries, FolderScans):
             changes.append((path, fresh, data))
             recheck.add(path)
         removed = counted = 0
+        self._topics_changed = False
         for start in range(0, len(changes), _BATCH):
             gone, delta = self._upsert(changes[start:start + _BATCH])
             removed += gone
             counted += delta
+        redo = self._redo_name_refs(set())
+        if redo:
+            counted += self._upsert(redo)[1]
         if token is not None:
             self._note_own_folders(trusted_paths, token)
         # Files whose working copy differs from HEAD (or is untracked): re-checked every time.

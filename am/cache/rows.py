@@ -23,9 +23,10 @@ from am.cache.textseg import _CJK_RANGES
 __all__ = [
     "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
+    "record_names", "name_refs", "resolve_refs",
 ]
 
-SCHEMA_VERSION = 8  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 9  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -89,6 +90,13 @@ CREATE INDEX members_rowid ON members(rowid);
 CREATE TABLE links(rowid INTEGER NOT NULL, target TEXT NOT NULL, vault TEXT NOT NULL DEFAULT '',
                    PRIMARY KEY(rowid, target, vault)) WITHOUT ROWID;
 CREATE INDEX links_target ON links(target);
+-- The names a link may use for a record (Obsidian: file name; then id, title, aliases: rank 0-3), as
+-- am/records/names.py keys them; and the files whose link-valued keys name records by such a name
+-- ("[[Li Wei]]"), whose rows hold the resolved ids and are redone when a topic comes, goes or changes.
+CREATE TABLE names(key TEXT NOT NULL, rank INTEGER NOT NULL, path TEXT NOT NULL, id TEXT NOT NULL,
+                   rowid INTEGER NOT NULL, PRIMARY KEY(key, rank, path)) WITHOUT ROWID;
+CREATE INDEX names_rowid ON names(rowid);
+CREATE TABLE namerefs(path TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE search USING fts5(title, body, aliases, tags, tokenize = "unicode61 remove_diacritics 2");
 """
 
@@ -283,3 +291,45 @@ def record_rows(rowid: int, path: str, r: Record) -> tuple[tuple[Any, ...], list
     links = [(rowid, target, vault or "") for target, vault in body_links(r.body)]
     text = (rowid, segment(title), segment(r.body), segment(aliases), segment(tags))
     return row, members, links, text
+
+
+def record_names(rowid: int, path: str, r: Record) -> list[tuple[str, int, str, str, int]]:
+    """Return the names rows of a record: (key, rank, path, id, rowid), as am/records/names.py ranks them."""
+    from am.records.names import name_key
+
+    stem = path.rsplit("/", 1)[-1][:-3]
+    rows = [(name_key(stem), 0, path, r.id, rowid), (name_key(r.id), 1, path, r.id, rowid)]
+    if isinstance(r, Topic):
+        rows.append((name_key(r.title), 2, path, r.id, rowid))
+        rows += [(name_key(a), 3, path, r.id, rowid) for a in r.aliases]
+    return [row for row in dict.fromkeys(rows) if row[0]]
+
+
+def name_refs(r: Record) -> list[str]:
+    """Return the link-valued references of a record that name a record by a name, not an id ("[[Li Wei]]")."""
+    if isinstance(r, Fact):
+        refs = [*r.topics, *r.supersedes, *([r.superseded_by] if r.superseded_by else [])]
+    elif isinstance(r, Relation):
+        refs = [r.from_, r.to]
+    else:
+        return []
+    return [x for x in refs if x.startswith("[[")]
+
+
+def resolve_refs(r: Record, resolve: Any) -> Record:
+    """Return the record with its "[[Name]]" references replaced by the ids ``resolve(name)`` gives (None: kept)."""
+    from am.records.model import replace
+
+    def one(ref: str) -> str:
+        if not ref.startswith("[["):
+            return ref
+        found = resolve(ref)
+        return found if isinstance(found, str) else ref
+
+    if isinstance(r, Fact):
+        return replace(r, topics=tuple(dict.fromkeys(one(t) for t in r.topics)),
+                       supersedes=tuple(one(t) for t in r.supersedes),
+                       superseded_by=one(r.superseded_by) if r.superseded_by else None)
+    if isinstance(r, Relation):
+        return replace(r, from_=one(r.from_), to=one(r.to))
+    return r

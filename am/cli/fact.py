@@ -1,4 +1,4 @@
-"""`am fact`: add, supersede, expire, change status, show and list facts."""
+"""`am fact`: add, supersede, edit, expire, change status, show and list facts."""
 
 from __future__ import annotations
 
@@ -115,6 +115,23 @@ def expire(ctx: click.Context, fact_id: str, reason: str, fmt: str) -> None:
     Example: am fact expire f-20260923-1630-3f0e99 --reason "service retired"
     """
     report_write(open_vault(ctx).expire_fact(fact_id, reason=reason), fmt, "expired")
+
+
+@fact.command("edit")
+@click.argument("fact_id", metavar="ID")
+@click.argument("text")
+@click.option("--allow-secret", is_flag=True, help="Write even if the text looks like a credential.")
+@FORMAT_OPTION
+@click.pass_context
+def edit(ctx: click.Context, fact_id: str, text: str, allow_secret: bool, fmt: str) -> None:
+    """Fix a typo in a fact's text, keeping its id (one commit). TEXT - reads standard input.
+
+    A change of meaning is a new fact: use am fact supersede.
+
+    Example: am fact edit f-20260923-1630-3f0e99 "Alpha on main offers getUser(id)."
+    """
+    result = open_vault(ctx).edit_fact(fact_id, read_text_arg(text), allow_secrets=allow_secret)
+    report_write(result, fmt, "edited")
 
 
 @fact.command("status")

@@ -1,4 +1,4 @@
-"""`am topic`: add, show and list topics."""
+"""`am topic`: add, rename, show and list topics."""
 
 from __future__ import annotations
 
@@ -40,6 +40,23 @@ def add(ctx: click.Context, topic_id: str | None, title: str, kind: str | None, 
     result = vault.add_topic(title=title, kind=kind, id=topic_id, aliases=aliases, tags=tags,
                              body=read_text_arg(body))
     report_write(result, fmt, "added")
+
+
+@topic.command("rename")
+@click.argument("old_id", metavar="OLD")
+@click.argument("new_id", metavar="NEW")
+@click.option("--title", default=None, help="A new title too (the old one becomes an alias).")
+@FORMAT_OPTION
+@click.pass_context
+def rename(ctx: click.Context, old_id: str, new_id: str, title: str | None, fmt: str) -> None:
+    """Rename a topic: move its file and rewrite every reference to it, in one commit.
+
+    Facts' topics, relations' ends (and their ids) and [[wikilinks]] in bodies
+    follow; each file keeps its own form.
+
+    Example: am topic rename project-alpha project-alpha-api --title "Alpha API"
+    """
+    report_write(open_vault(ctx).rename_topic(old_id, new_id, title=title), fmt, "renamed")
 
 
 @topic.command("show")

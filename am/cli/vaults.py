@@ -12,17 +12,21 @@ from am.cli.context import FORMAT_OPTION, emit_json
 @click.command()
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
 @click.option("--name", default=None, help="The vault's name in the registry (default: the folder's name).")
+@click.option("--obsidian", "for_obsidian", is_flag=True,
+              help="Also add Obsidian templates and settings (as am obsidian setup does).")
 @click.pass_context
-def init(ctx: click.Context, path: Path, name: str | None) -> None:
+def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool) -> None:
     """Create a vault in PATH (default: here), or adopt the Git repository there.
 
     Registers the vault by name in $AM_HOME (default ~/.am).
 
-    Example: am init ~/vaults/alpha --name alpha
+    Example: am init ~/vaults/alpha --name alpha --obsidian
     """
     from am.vault import Vault
 
     vault = Vault.init(path, name=name, actor=ctx.obj.actor)
+    if for_obsidian:
+        vault.setup_obsidian()
     click.echo(f"vault {vault.name} ready at {vault.root}")
     click.echo(f"next: am --vault {vault.name} topic add project-x --title 'Project X'")
 

@@ -14,6 +14,7 @@ from am.errors import InvalidRecordError
 from am.records.frontmatter import LIST_FIELDS, dump, fast_load, strict_load
 from am.records.ids import check_id
 from am.records.model import Fact, Record, Relation, Topic
+from am.records.properties import LINK_KEYS, link_target, link_value, update_frontmatter
 
 __all__ = [
     "MAX_RECORD_BYTES",
@@ -23,6 +24,7 @@ __all__ = [
     "record_from_meta",
     "record_to_meta",
     "render_record",
+    "render_update",
     "decode_record_bytes",
 ]
 
@@ -112,14 +114,6 @@ def _str(meta: dict[str, Any], key: str, path: str | None, *, required: bool = F
     return value
 
 
-def _link_target(value: str) -> str:
-    # Obsidian's Properties view writes links in frontmatter as "[[id]]".
-    text = value.strip()
-    if text.startswith("[[") and text.endswith("]]"):
-        text = text[2:-2].split("|", 1)[0].split("#", 1)[0].strip()
-    return text
-
-
 def _list(meta: dict[str, Any], key: str, path: str | None, *, links: bool = False) -> tuple[str, ...]:
     value = meta.get(key)
     if value is None:
@@ -129,7 +123,11 @@ def _list(meta: dict[str, Any], key: str, path: str | None, *, links: bool = Fal
             "must be a list of strings", path=path, field=key,
             hint=f"write it as {key}: [a, b]",
         )
-    return tuple(_link_target(v) if links else v for v in value)
+    return tuple(link_target(v) if links else v for v in value)
+
+
+def _opt_link(value: str | None) -> str | None:
+    return None if value is None else link_target(value)
 
 
 def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: str | None = None) -> Record:
@@ -163,12 +161,12 @@ def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: 
             repo=s("repo"), version=s("version"), commit=s("commit"), axis=s("axis"),
             created=s("created"), valid_from=s("valid_from"), valid_until=s("valid_until"),
             until_commit=s("until_commit"), supersedes=_list(meta, "supersedes", path, links=True),
-            superseded_by=s("superseded_by"), reason=s("reason"), paths=_list(meta, "paths", path),
+            superseded_by=_opt_link(s("superseded_by")), reason=s("reason"), paths=_list(meta, "paths", path),
             tags=_list(meta, "tags", path), pinned=pinned, extra=extra, eol=eol,
         )
     return Relation(
-        id=rid, rel=s("rel", True) or "", from_=_link_target(s("from", True) or ""),
-        to=_link_target(s("to", True) or ""), body=body, status=status, created=s("created"),
+        id=rid, rel=s("rel", True) or "", from_=link_target(s("from", True) or ""),
+        to=link_target(s("to", True) or ""), body=body, status=status, created=s("created"),
         repo=s("repo"), version=s("version"), commit=s("commit"), until_commit=s("until_commit"),
         axis=s("axis"), valid_from=s("valid_from"), valid_until=s("valid_until"),
         reason=s("reason"), tags=_list(meta, "tags", path), extra=extra, eol=eol,
@@ -213,10 +211,66 @@ def record_to_meta(record: Record) -> dict[str, Any]:
     return meta
 
 
-def render_record(record: Record) -> str:
-    """Render a record in am's canonical form."""
-    front = dump(record_to_meta(record), timestamp_fields=_TIMESTAMPS)
+def _as_links(meta: dict[str, Any], names: dict[str, str] | None) -> dict[str, Any]:
+    # Obsidian counts a property value that is one whole "[[...]]" as a link (graph, backlinks).
+    def wrap(value: str) -> str:
+        return link_value((names or {}).get(value, value))
+
+    out = dict(meta)
+    for key in LINK_KEYS:
+        value = out.get(key)
+        if isinstance(value, list):
+            out[key] = [wrap(v) if isinstance(v, str) else v for v in value]
+        elif isinstance(value, str):
+            out[key] = wrap(value)
+    return out
+
+
+def render_record(record: Record, *, links: bool = False, names: dict[str, str] | None = None) -> str:
+    """Render a record in am's canonical form.
+
+    With ``links``, the link-valued keys (topics, supersedes, from, to...) are
+    written as ``"[[...]]"`` so that Obsidian shows them in its graph;
+    ``names`` maps an id to the file name to link by when they differ.
+    """
+    meta = record_to_meta(record)
+    if links:
+        meta = _as_links(meta, names)
+    front = dump(meta, timestamp_fields=_TIMESTAMPS)
     eol = record.eol
     if eol != "\n":
         front = front.replace("\n", eol)
     return f"---{eol}{front}---{eol}{record.body}"
+
+
+def render_update(old_text: str, record: Record, *, path: str | None = None,
+                  names: dict[str, str] | None = None) -> str:
+    """Render a changed record over its file's old text, keeping the file's own form.
+
+    Keys whose value did not change keep their lines byte for byte (flow or
+    block lists, link or plain values, comments); changed keys are written the
+    way the file wrote them. A file that does not parse is rendered anew.
+    """
+    try:
+        front, body, eol = split_frontmatter(old_text, path=path)
+        old = parse_meta(front, eol, path=path)
+        before = record_from_meta(old, body, eol=eol, path=path)
+    except InvalidRecordError:
+        return render_record(record)
+    for links in (False, True):
+        # A file in am's own form stays in it (keys in canonical order): only a person's form is kept key by key.
+        if render_record(before, links=links, names=names) == old_text:
+            return render_record(record, links=links, names=names)
+    normal = front.replace("\r\n", "\n") if eol == "\r\n" else front
+    new = record_to_meta(record)
+    if names:  # ids of records whose file names differ: the file's links name them by file name
+        for key in LINK_KEYS:
+            value = new.get(key)
+            if isinstance(value, list):
+                new[key] = [link_value(names[v]) if v in names else v for v in value]
+            elif isinstance(value, str) and value in names:
+                new[key] = link_value(names[value])
+    text = update_frontmatter(normal, old, new, timestamp_fields=_TIMESTAMPS)
+    if eol != "\n":
+        text = text.replace("\n", eol)
+    return f"---{eol}{text}---{eol}{record.body}"

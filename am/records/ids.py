@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from am.errors import InvalidIdError, InvalidRecordError
@@ -28,6 +29,8 @@ __all__ = [
     "relation_id",
     "record_path",
     "check_record_path",
+    "readable_name",
+    "readable_path",
     "parse_timestamp",
     "format_timestamp",
 ]
@@ -165,3 +168,36 @@ def check_record_path(path: PurePosixPath | str) -> PurePosixPath:
             hint="records live in topics/, facts/ or relations/ as .md files",
         )
     return p
+
+
+# Characters Obsidian refuses in a file name, and those that are unsafe on some system.
+_UNREADABLE = re.compile(r'[\x00-\x1f\x7f*"\\/<>:|?#^\[\]\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]')
+
+
+def readable_name(title: str) -> str | None:
+    """Return a file name stem Obsidian shows as the title (``Li Wei``), or None when the title cannot be one."""
+    stem = " ".join(_UNREADABLE.sub(" ", unicodedata.normalize("NFC", title)).split()).strip(". ")
+    if len(stem.encode("utf-8")) > 180:
+        stem = stem.encode("utf-8")[:180].decode("utf-8", "ignore").rstrip(". ")
+    if not stem or stem.lower().split(".")[0] in _RESERVED or stem.startswith("-"):
+        return None
+    return stem
+
+
+def readable_path(path: PurePosixPath, title: str, *, exists: Callable[[PurePosixPath], bool]) -> PurePosixPath:
+    """Return ``path`` renamed after ``title`` in the same folder, unless that name is unusable or taken.
+
+    Names are compared case-insensitively (as Obsidian, macOS and Windows do),
+    so a new file never shadows another note's link.
+    """
+    stem = readable_name(title)
+    if stem is None:
+        return path
+    candidate = path.with_name(f"{stem}.md")
+    try:
+        check_record_path(candidate)
+    except InvalidRecordError:
+        return path
+    if exists(candidate) or any(exists(path.with_name(n)) for n in {f"{stem.lower()}.md", f"{stem.upper()}.md"}):
+        return path
+    return candidate

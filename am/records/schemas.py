@@ -15,9 +15,10 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.records.ids import is_valid_id
+from am.records.properties import split_link
 from am.records.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Record, Relation, Topic
 
-__all__ = ["load_schema", "schema_problems", "check_record", "relation_type_error"]
+__all__ = ["is_reference", "load_schema", "schema_problems", "check_record", "relation_type_error"]
 
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?\Z")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,64}\Z")
@@ -84,6 +85,13 @@ def relation_type_error(rel: str, *, path: str | None = None) -> InvalidRecordEr
     )
 
 
+def is_reference(value: object) -> bool:
+    """Return whether a link-valued key's value names a record: an id, or an unresolved ``[[Name]]`` link."""
+    if is_valid_id(value):
+        return True
+    return isinstance(value, str) and value.startswith("[[") and split_link(value) is not None
+
+
 def _need(ok: bool, field: str, message: str, path: str | None) -> None:
     if not ok:
         raise InvalidRecordError(message, path=path, field=field)
@@ -118,12 +126,13 @@ def check_record(record: Record, *, path: str | None = None) -> None:
         return
     if isinstance(record, Fact):
         _need(len(record.topics) > 0, "topics", "must name at least one topic", path)
-        _need(all(is_valid_id(t) for t in record.topics), "topics", "must be topic ids", path)
+        _need(all(is_reference(t) for t in record.topics), "topics",
+              'must be topic ids or links such as "[[project-alpha]]"', path)
         _need(record.confidence in CONFIDENCES, "confidence", f"must be one of: {', '.join(CONFIDENCES)}", path)
         _need(record.provenance != "", "provenance", "must not be empty", path)
         _need(record.created is not None, "created", "is required", path)
-        _need(all(is_valid_id(s) for s in record.supersedes), "supersedes", "must be fact ids", path)
-        _need(record.superseded_by is None or is_valid_id(record.superseded_by), "superseded_by",
+        _need(all(is_reference(s) for s in record.supersedes), "supersedes", "must be fact ids", path)
+        _need(record.superseded_by is None or is_reference(record.superseded_by), "superseded_by",
               "must be a fact id", path)
         _need(all(record.paths), "paths", "must not contain empty strings", path)
         _need(all(record.tags), "tags", "must not contain empty strings", path)
@@ -132,7 +141,7 @@ def check_record(record: Record, *, path: str | None = None) -> None:
     assert isinstance(record, Relation)
     if record.rel not in RELATION_TYPES:
         raise relation_type_error(record.rel, path=path)
-    _need(is_valid_id(record.from_), "from", "must be a topic or fact id", path)
-    _need(is_valid_id(record.to), "to", "must be a topic or fact id", path)
+    _need(is_reference(record.from_), "from", "must be a topic or fact id", path)
+    _need(is_reference(record.to), "to", "must be a topic or fact id", path)
     _need(all(record.tags), "tags", "must not contain empty strings", path)
     _world(record, path)

@@ -12,6 +12,7 @@ like, DESIGN §2).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
@@ -19,11 +20,36 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.records.ids import RECORD_DIRS, record_path
-from am.records.model import RELATION_TYPES, Fact, Record, Relation, Topic
+from am.records.model import RECORD_TYPES, RELATION_TYPES, Fact, Record, Relation, Topic
+from am.records.names import NOTE_PREFIX, Names
 
-__all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_bytes"]
+__all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_bytes", "is_record_text",
+           "is_record_meta", "name_other"]
 
 _FOLDER_OF = {v: k for k, v in RECORD_DIRS.items()}
+_NOTE_MESSAGE = ("a note, not a record (no am frontmatter): am indexes it for links and search; "
+                 "to make it a record, give it type: and id: (or create it with am topic add)")
+
+
+def is_record_text(text: str) -> bool:
+    """Return whether a file's text can be a record: it starts with a frontmatter block."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.startswith(("---\n", "---\r\n"))
+
+
+def is_record_meta(meta: dict[str, Any]) -> bool:
+    """Return whether loaded frontmatter is am's: a record type, or an id beside a type that is not one.
+
+    A person's own ``type: book`` on a note does not make it a record; a file
+    with an am id and a misspelt type is a broken record, reported as such.
+    """
+    rtype = meta.get("type")
+    if rtype in RECORD_TYPES:
+        return True
+    from am.records.ids import is_valid_id
+
+    return rtype is not None and is_valid_id(meta.get("id"))
 
 
 @dataclass(frozen=True)
@@ -96,13 +122,24 @@ def _parse(path: str, data: bytes, issues: list[Issue]) -> tuple[Record | None, 
 
     try:
         text = decode_record_bytes(data, path=path)
+    except InvalidRecordError as err:
+        issues.append(Issue("error", "parse", path, err.detail, err.field, err.line))
+        return None, None
+    if not is_record_text(text):
+        # A note: Obsidian's "New note" (Untitled.md), a page of a person's own. Never a record.
+        issues.append(Issue("note", "note", path, _NOTE_MESSAGE))
+        return None, None
+    try:
         front, body, eol = split_frontmatter(text, path=path)
         meta = parse_meta(front, eol, path=path)
     except InvalidRecordError as err:
-        issues.append(Issue("error", "parse", path, err.message, err.field, err.line))
+        issues.append(Issue("error", "parse", path, err.detail, err.field, err.line))
         return None, None
     if not isinstance(meta, dict):
         issues.append(Issue("error", "parse", path, "frontmatter is not a mapping of keys to values"))
+        return None, None
+    if not is_record_meta(meta):
+        issues.append(Issue("note", "note", path, _NOTE_MESSAGE))
         return None, None
     rel = meta.get("rel")
     if meta.get("type") == "relation" and isinstance(rel, str) and rel not in RELATION_TYPES:
@@ -117,13 +154,13 @@ def _parse(path: str, data: bytes, issues: list[Issue]) -> tuple[Record | None, 
         record = record_from_meta(meta, body, eol=eol, path=path)
     except InvalidRecordError as err:
         if not any(i.path == path for i in issues):
-            issues.append(Issue("error", "schema", path, err.message, err.field, err.line))
+            issues.append(Issue("error", "schema", path, err.detail, err.field, err.line))
         return None, meta
     if not any(i.path == path and i.severity == "error" for i in issues):
         try:
             check_record(record, path=path)
         except InvalidRecordError as err:
-            issues.append(Issue("error", "schema", path, err.message, err.field, err.line))
+            issues.append(Issue("error", "schema", path, err.detail, err.field, err.line))
     _check_place(path, record, issues)
     return record, meta
 
@@ -140,10 +177,7 @@ def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
 def _check_place(path: str, record: Record, issues: list[Issue]) -> None:
     p = PurePosixPath(path)
     if p.stem != record.id:
-        issues.append(Issue("error", "id-file-name", path,
-                            f"id {record.id!r} does not match the file name {p.name!r}",
-                            "id", None))
-        return
+        return  # a readable file name (topics/people/Li Wei.md): Obsidian links by it, am by id
     folder_type = _FOLDER_OF.get(p.parts[0]) if p.parts else None
     if folder_type != record.type:
         issues.append(Issue("note", "misplaced", path,
@@ -165,20 +199,28 @@ def check_record_bytes(path: str, data: bytes) -> list[Issue]:
 
 
 def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, str] | None = None,
-                load_other: Callable[[str], Record | None] | None = None) -> CheckReport:
+                load_other: Callable[[str], Record | None] | None = None,
+                names: Names | None = None, notes: Iterable[str] = ()) -> CheckReport:
     """Check record files given as (path, bytes), and the links between them.
 
     ``other_ids`` maps ids of records outside ``files`` to their paths (they
     count as existing); ``load_other`` reads one of them when a supersession
-    must be checked from both ends.
+    must be checked from both ends. ``names`` holds the file names, titles and
+    aliases of records outside ``files``, and ``notes`` the paths of other
+    Markdown files, so links resolve as Obsidian resolves them.
     """
     issues: list[Issue] = []
     records: dict[str, tuple[str, Record]] = {}
+    table = names if names is not None else Names()
     nfiles = 0
+    for note in notes:
+        table.add_note(note)
     for path, data in files:
         nfiles += 1
         record, _ = _parse(path, data, issues)
         if record is None:
+            if any(i.path == path and i.code == "note" for i in issues):
+                table.add_note(path)
             continue
         if record.id in records:
             first = records[record.id][0]
@@ -188,10 +230,16 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
         if other is not None and other != path:
             issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {other}", "id"))
         records[record.id] = (path, record)
+        table.add_record(path, record.id, title=record.title if isinstance(record, Topic) else None,
+                         aliases=record.aliases if isinstance(record, Topic) else ())
     others = dict(other_ids or {})
+    for rid, opath in others.items():
+        table.add_record(opath, rid)
 
-    def exists(rid: str) -> bool:
-        return rid in records or rid in others
+    def resolve(ref: str) -> str | None:
+        if ref in records or ref in others:
+            return ref
+        return table.resolve(ref)
 
     def get(rid: str) -> Record | None:
         if rid in records:
@@ -201,14 +249,14 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
         return None
 
     for rid, (path, record) in sorted(records.items(), key=lambda kv: kv[1][0]):
-        _check_references(path, record, exists, get, issues)
+        _check_references(path, record, resolve, get, issues)
     _check_cycles(records, get, issues)
     order = {"error": 0, "warning": 1, "note": 2}
     issues.sort(key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
     return CheckReport(tuple(issues), nfiles, len(records))
 
 
-def _check_references(path: str, record: Record, exists: Callable[[str], bool],
+def _check_references(path: str, record: Record, resolve: Callable[[str], str | None],
                       get: Callable[[str], Record | None], issues: list[Issue]) -> None:
     from am.records.links import parse_links
     from am.records.merge import has_merged_text
@@ -217,16 +265,27 @@ def _check_references(path: str, record: Record, exists: Callable[[str], bool],
         issues.append(Issue("warning", "merged-text", path,
                             "holds two versions of its text kept by a merge; edit them into one text "
                             "and delete the am:merged lines", "body"))
+    def exists(ref: str) -> bool:
+        found = resolve(ref)
+        return found is not None and not found.startswith(NOTE_PREFIX)
+
     if isinstance(record, Fact):
         for topic in record.topics:
-            if not exists(topic):
-                issues.append(Issue("warning", "unknown-topic", path, f"topic {topic!r} does not exist", "topics"))
+            found = resolve(topic)
+            if found is None:
+                issues.append(Issue("warning", "unknown-topic", path,
+                                    f"topic {topic!r} does not exist; create it with: am topic add "
+                                    f"{topic if not topic.startswith('[[') else 'ID --title ' + repr(topic[2:-2])}",
+                                    "topics"))
+            elif found.startswith(NOTE_PREFIX):
+                issues.append(Issue("warning", "not-a-topic", path,
+                                    f"{topic!r} is the note {found[len(NOTE_PREFIX):]}, not a topic", "topics"))
             else:
-                target = get(topic)
+                target = get(found)
                 if target is not None and not isinstance(target, Topic):
                     issues.append(Issue("error", "not-a-topic", path, f"{topic!r} is a {target.type}, not a topic",
                                         "topics"))
-        _check_supersession(path, record, exists, get, issues)
+        _check_supersession(path, record, lambda r: exists(r), lambda r: get(resolve(r) or r), issues)
     elif isinstance(record, Relation):
         for field, value in (("from", record.from_), ("to", record.to)):
             if value and not exists(value):
@@ -235,8 +294,8 @@ def _check_references(path: str, record: Record, exists: Callable[[str], bool],
     # A relation's own ends are already reported as missing targets.
     ends = {record.from_, record.to} if isinstance(record, Relation) else set()
     for link in parse_links(record.body):
-        if link.vault is None and link.target and not exists(link.target) and link.target not in ends:
-            issues.append(Issue("warning", "dangling-link", path, f"[[{link.target}]] links to no record",
+        if link.vault is None and link.target and resolve(link.target) is None and link.target not in ends:
+            issues.append(Issue("warning", "dangling-link", path, f"[[{link.target}]] links to no record or note",
                                 "body", link.line))
 
 
@@ -308,18 +367,23 @@ def _check_cycles(records: Mapping[str, tuple[str, Record]], get: Callable[[str]
 def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = None) -> CheckReport:
     """Check a vault's work tree: every record file, or only ``paths`` against the rest.
 
-    With ``paths``, the other files count by file name (cheap) and are read
-    only when a supersession must be checked from both ends.
+    With ``paths``, the other files count by id (a file named after an id is
+    taken at its word; others are read for their id, title and aliases) and
+    are read whole only when a supersession must be checked from both ends.
+    Markdown files elsewhere in the vault count as notes, link targets by file name.
     """
     root = vault.root
     all_paths = [str(p) for p in vault.iter_record_paths()]
+    names = Names()
+    others: dict[str, str] = {}
     if paths is None:
         chosen = all_paths
-        others: dict[str, str] = {}
     else:
         wanted = {str(p) for p in paths}
         chosen = [p for p in all_paths if p in wanted]
-        others = {PurePosixPath(p).stem: p for p in all_paths if p not in wanted}
+        for p in all_paths:
+            if p not in wanted:
+                name_other(p, functools.partial((root / p).read_bytes), others, names)
 
     def files() -> Iterable[tuple[str, bytes]]:
         for p in chosen:
@@ -335,4 +399,56 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         except (InvalidRecordError, KeyError, OSError):
             return None
 
-    return check_texts(files(), other_ids=others, load_other=load_other)
+    return check_texts(files(), other_ids=others, load_other=load_other, names=names,
+                       notes=list(_vault_notes(root)))
+
+
+def _vault_notes(root: Any) -> Iterable[str]:
+    """Yield the Markdown files outside the record folders (notes: link targets by file name)."""
+    import os
+
+    tops = set(RECORD_DIRS.values())
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (rel == "." and d in tops))
+        for name in sorted(filenames):
+            if name.endswith(".md") and not name.startswith("."):
+                yield name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
+
+
+def name_other(path: str, read: Callable[[], bytes], others: dict[str, str], names: Names) -> None:
+    """Note a file outside the checked ones: by its id-shaped name, or read for its id, title and aliases.
+
+    Facts and relations that am named are taken by file name (no read: a
+    10k-fact vault's commit must stay cheap); topics and readable names are read.
+    """
+    from am.records.ids import is_valid_id
+
+    stem = PurePosixPath(path).stem
+    if is_valid_id(stem) and not path.startswith("topics/"):
+        others.setdefault(stem, path)
+        return
+    from am.records.codec import decode_record_bytes, parse_meta, split_frontmatter
+
+    try:
+        text = decode_record_bytes(read(), path=path)
+        if not is_record_text(text):
+            names.add_note(path)
+            return
+        front, _, eol = split_frontmatter(text, path=path)
+        meta = parse_meta(front, eol, path=path)
+    except (InvalidRecordError, OSError):
+        if is_valid_id(stem):
+            others.setdefault(stem, path)
+        return
+    if not is_record_meta(meta):
+        names.add_note(path)
+        return
+    rid = meta.get("id")
+    if not isinstance(rid, str):
+        return
+    others.setdefault(rid, path)
+    title = meta.get("title")
+    aliases = meta.get("aliases")
+    names.add_record(path, rid, title=title if isinstance(title, str) else None,
+                     aliases=[a for a in aliases if isinstance(a, str)] if isinstance(aliases, list) else ())

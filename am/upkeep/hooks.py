@@ -15,6 +15,7 @@ the changed paths ``pending-review`` (see ``am.worlds.stale``).
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import stat
@@ -39,6 +40,7 @@ __all__ = [
     "HookAction",
     "am_command",
     "render_shim",
+    "SHIM_VERSION",
     "install_hooks",
     "uninstall_hooks",
     "run_vault_hook",
@@ -64,22 +66,58 @@ class HookAction:
 
 def am_command() -> list[str]:
     """Return the argv prefix that runs this installation of am, independent of the current folder."""
-    import am
-
-    package_parent = Path(am.__file__).resolve().parent.parent
-    site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
-    python = str(Path(sys.executable).absolute())
-    if package_parent in site:
+    python, package_parent, installed = _installation()
+    if installed:
         return [python, "-I", "-m", "am.cli.main"]
     # A source checkout: put exactly that folder on the path, nothing else.
     code = f"import sys; sys.path.insert(0, {str(package_parent)!r}); from am.cli.main import main; main()"
     return [python, "-I", "-c", code]
 
 
+def _installation() -> tuple[str, Path, bool]:
+    """Return (this interpreter, the folder holding the am package, whether that folder is site-packages)."""
+    import am
+
+    package_parent = Path(am.__file__).resolve().parent.parent
+    site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    return str(Path(sys.executable).absolute()), package_parent, package_parent in site
+
+
+SHIM_VERSION = 2
+HEALTH_NOTE = "am-health.md"
+
+
 def render_shim(args: Sequence[str]) -> str:
-    """Return the text of a hook that runs ``am <args> "$@"``."""
-    words = " ".join(shlex.quote(w) for w in [*am_command(), *args])
-    return f"#!/bin/sh\n{MARKER}\nexec {words} \"$@\"\n"
+    """Return the text of a hook that runs ``am <args> "$@"``, and survives a moved or rebuilt virtualenv.
+
+    It runs the am that installed it while that interpreter and package are
+    there; else the ``am`` on PATH; else it says how to fix it (into
+    ``am-health.md`` too, where an Obsidian user sees it) and lets Git go on:
+    a hook that cannot run must not hold every commit hostage.
+    """
+    python, package_parent, _ = _installation()
+    command = " ".join(shlex.quote(w) for w in [*am_command(), *args])
+    fallback = " ".join(shlex.quote(w) for w in ["am", *args])
+    name = args[args.index("hook") + 1] if "hook" in args[:-1] else "hook"
+    health = "hook" == (args[0] if args else "")  # a vault's hook; a code repository gets no note
+    check = shlex.quote(str(package_parent / "am" / "cli" / "main.py"))
+    problem = (f"am: the {name} hook cannot find am (it was installed with {python}, which is gone, and there is "
+               "no am on PATH); git goes on unchecked. Fix: install am again (pip install am) and run: "
+               "am hooks install")
+    return (
+        "#!/bin/sh\n"
+        f"{MARKER}\n"
+        f"# am-shim: {SHIM_VERSION}\n"
+        f"if [ -x {shlex.quote(python)} ] && [ -f {check} ]; then\n"
+        f"  exec {command} \"$@\"\n"
+        "fi\n"
+        "if command -v am >/dev/null 2>&1; then\n"
+        f"  exec {fallback} \"$@\"\n"
+        "fi\n"
+        f"echo {shlex.quote(problem)} >&2\n"
+        + (f"printf '%s\\n' {shlex.quote('- ' + problem)} >> {HEALTH_NOTE} 2>/dev/null\n" if health else "")
+        + "exit 0\n"
+    )
 
 
 def _is_ours(path: Path) -> bool:
@@ -146,6 +184,10 @@ def install_hooks(root: Path, *, names: Sequence[str], args_for: Callable[[str],
                     n += 1
                 os.replace(target, keep)
                 action = "chained"
+        if name in VAULT_HOOKS and args_for(name)[:1] == ["hook"]:
+            from am.upkeep.health import ignore_health_note
+
+            ignore_health_note(am_dir.parent)  # the note the hooks write warnings to is never committed
         tmp = target.with_name(f".{name}.am-tmp")
         tmp.write_text(render_shim(args_for(name)), encoding="utf-8")
         tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH | stat.S_IRUSR)
@@ -237,17 +279,34 @@ def _secret_findings(path: str, data: bytes) -> list[str]:
     return [f"{path}: {f.describe()}" for f in findings]
 
 
-def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: TextIO) -> int:
-    """Check the staged record files; return 1 (refuse the commit) on errors or suspected secrets."""
-    from am.upkeep.check import check_texts
+def _is_note_path(path: str) -> bool:
+    return path.endswith(".md") and not _is_record_path(path) and "/." not in "/" + path
 
-    staged = {p: oid for p, oid in store.staged_entries(index_file).items() if _is_record_path(p)}
+
+def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: TextIO,
+               vault_root: Path | None = None, open_vault: VaultOpener | None = None) -> int:
+    """Check the staged record files; return 1 (refuse the commit) on errors or suspected secrets.
+
+    Notes (Markdown without am frontmatter) pass anywhere. A commit that
+    removes or renames a record other records still point at is refused, with
+    the command that does it properly.
+    """
+    from am.records.names import Names
+    from am.upkeep.check import check_texts, name_other
+
+    all_staged = store.staged_entries(index_file)
+    staged = {p: oid for p, oid in all_staged.items() if _is_record_path(p)}
     head = dict(store.tree_files(list(_RECORD_TOPS)))
     changed = sorted(p for p, oid in staged.items() if head.get(p) != oid)
     deleted = sorted(p for p in head if p not in staged)
     if not changed and not deleted:
         return 0
-    others = {PurePosixPath(p).stem: p for p in staged if p not in set(changed)}
+    changed_set = set(changed)
+    others: dict[str, str] = {}
+    names = Names()
+    for p, oid in staged.items():
+        if p not in changed_set:
+            name_other(p, functools.partial(store.read_object, oid), others, names)
 
     def load_other(rid: str) -> Any:
         from am.records.codec import decode_record_bytes, parse_record
@@ -259,27 +318,122 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
             return None
 
     blobs = {p: store.read_object(staged[p]) for p in changed}
-    report = check_texts(((p, blobs[p]) for p in changed), other_ids=others, load_other=load_other)
+    notes = [p for p in all_staged if _is_note_path(p)]
+    report = check_texts(((p, blobs[p]) for p in changed), other_ids=others, load_other=load_other,
+                         names=names, notes=notes)
     refused = [i.describe() for i in report.errors]
     if not allow_secrets:
         for p in changed:
             refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
-    renamed_ids = {PurePosixPath(p).stem for p in changed}
+    now_ids = set(others) | {_id_of(p, blobs[p]) for p in changed}
+    gone: dict[str, str] = {}  # id -> the path HEAD had it at
+    for p in deleted + [p for p in changed if p in head]:
+        rid = _id_of(p, store.read_object(head[p]))
+        if rid and rid not in now_ids:
+            gone[rid] = p
     for p in deleted:
-        if PurePosixPath(p).stem not in renamed_ids:
-            out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
-                      "but Git history keeps it\n")
+        if _id_of(p, store.read_object(head[p])) not in gone:
+            continue  # moved: the same id lives on in another file
+        out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
+                  "but Git history keeps it\n")
+    if gone:
+        refused += _dangling_after(gone, report, staged, changed_set, store, vault_root, open_vault)
     if refused:
         # Warnings ride along with a refusal; on success post-commit prints them once.
         for issue in report.warnings:
             out.write(f"am: {issue.describe()}\n")
         out.write("am: commit refused; the staged records break the vault's format:\n")
-        for line in refused:
+        for line in dict.fromkeys(refused):
             out.write(f"  {line}\n")
         out.write("fix those files and `git add` them again. A secret that is not one: "
                   "AM_ALLOW_SECRET=1 git commit ...\n")
         return 1
     return 0
+
+
+def _id_of(path: str, data: bytes) -> str | None:
+    """Return the id of a record file's bytes (by its id-shaped file name for facts and relations), or None."""
+    from am.records.ids import is_valid_id
+
+    stem = PurePosixPath(path).stem
+    if is_valid_id(stem) and not path.startswith("topics/"):
+        return stem
+    from am.records.codec import decode_record_bytes, parse_meta, split_frontmatter
+
+    try:
+        text = decode_record_bytes(data, path=path)
+        front, _, eol = split_frontmatter(text, path=path)
+        rid = parse_meta(front, eol, path=path).get("id")
+    except Exception:  # a broken or plain file: not a record that could be pointed at
+        return None
+    return rid if isinstance(rid, str) else None
+
+
+def _fix_for(rid: str, where: str) -> str:
+    if where.startswith("topics/"):
+        return (f"put {where} back (git checkout HEAD -- '{where}') and rename it with: "
+                f"am topic rename {rid} NEW-ID")
+    return f"put {where} back (git checkout HEAD -- '{where}'); am never deletes a record: expire it instead"
+
+
+def _dangling_after(gone: dict[str, str], report: Any, staged: dict[str, str], changed: set[str],
+                    store: Any, vault_root: Path | None, open_vault: VaultOpener | None) -> list[str]:
+    """Return refusals for staged records that still point at ids this commit removes."""
+    lines: list[str] = []
+    for issue in report.issues:
+        if issue.code not in ("unknown-topic", "missing-target"):
+            continue
+        for rid, where in gone.items():
+            if f"'{rid}'" in issue.message:
+                lines.append(f"error: {issue.path}: field '{issue.field}': names '{rid}', which this commit "
+                             f"removes; {_fix_for(rid, where)} [missing-target]")
+    for path, field, rid in _referrers(set(gone), staged, changed, store, vault_root, open_vault):
+        lines.append(f"error: {path}: field '{field}': names '{rid}', which this commit removes; "
+                     f"{_fix_for(rid, gone[rid])} [missing-target]")
+    return lines
+
+
+def _referrers(ids: set[str], staged: dict[str, str], changed: set[str], store: Any,
+               vault_root: Path | None, open_vault: VaultOpener | None) -> list[tuple[str, str, str]]:
+    """Return (path, field, id) of unchanged staged facts and relations that name one of ``ids``.
+
+    The vault's cache answers by topic membership and relation ends; without
+    one, the staged facts and relations are read.
+    """
+    from am.records.model import Fact, Relation
+
+    found: list[tuple[str, str, str]] = []
+    pairs: list[tuple[str, Any]] = []
+    cache_used = False
+    if vault_root is not None and open_vault is not None:
+        try:
+            with open_vault(vault_root) as vault:
+                index = vault.cache()
+                if index is not None:
+                    for rid in sorted(ids):
+                        pairs += [(str(p), r) for p, r in index.records(topic=rid)]
+                    cache_used = True
+        except Exception:  # noqa: BLE001 - no usable cache: read the files instead
+            pairs, cache_used = [], False
+    if not cache_used:
+        from am.records.codec import decode_record_bytes, parse_record
+
+        for path, oid in staged.items():
+            if path in changed or path.startswith("topics/"):
+                continue
+            try:
+                pairs.append((path, parse_record(decode_record_bytes(store.read_object(oid), path=path), path)))
+            except Exception:  # noqa: BLE001 - a broken file is reported when it is committed
+                continue
+    for path, record in pairs:
+        if path in changed or path not in staged:
+            continue
+        if isinstance(record, Fact):
+            found += [(path, "topics", t) for t in record.topics if t in ids]
+            found += [(path, "supersedes", t) for t in record.supersedes if t in ids]
+        elif isinstance(record, Relation):
+            found += [(path, f, v) for f, v in (("from", record.from_), ("to", record.to)) if v in ids]
+    return sorted(set(found))
 
 
 def _rev(store: Any, rev: str) -> str | None:
@@ -326,15 +480,20 @@ def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: T
     """Refresh the cache and print lint warnings for the records a commit, merge or checkout changed."""
     from am.upkeep.check import check_vault
 
+    from am.upkeep.health import note_warnings
+
+    lines: list[str] = []
     problem = refresh_cache(vault)
     if problem:
-        out.write(f"am: warning: {problem}\n")
+        lines.append(f"warning: {problem}")
     paths = [p for p in post_change_paths(vault.store, name, args, stdin) if (vault.root / p).is_file()]
     if paths:
         report = check_vault(vault, paths=paths)
-        for issue in report.issues:
-            if issue.severity != "note":
-                out.write(f"am: {issue.describe()}\n")
+        lines += [issue.describe() for issue in report.issues if issue.severity != "note"]
+    for line in lines:
+        out.write(f"am: {line}\n")
+    head = vault.store.head()
+    note_warnings(vault.root, vault.store.gitdir, f"{name} {str(head)[:10] if head else ''}".strip(), lines)
     return 0
 
 
@@ -371,7 +530,17 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
             if index_file and not os.path.isabs(index_file):
                 index_file = str(cwd / index_file)
             allow = os.environ.get("AM_ALLOW_SECRET", "") not in ("", "0")
-            code = pre_commit(store, index_file=index_file, allow_secrets=allow, out=out)
+            import io
+
+            said = io.StringIO()
+            code = pre_commit(store, index_file=index_file, allow_secrets=allow, out=said, vault_root=cwd,
+                              open_vault=open_vault)
+            out.write(said.getvalue())
+            if code and (cwd / ".am" / "vault.yml").is_file():
+                from am.upkeep.health import note_warnings
+
+                note_warnings(store.root, store.gitdir, "pre-commit refused a commit",
+                              [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()])
         else:
             try:
                 vault = open_vault(cwd)

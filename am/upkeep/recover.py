@@ -263,6 +263,9 @@ def diagnose(vault: Any) -> list[Finding]:
                                 f"{len(lost)} am commits are no longer on any branch "
                                 f"(first: {lost[0].commit[:10]} {lost[0].subject}); am recover --apply restores them",
                                 True))
+    from am.upkeep.health import hook_findings  # missing or broken hooks (a fresh clone has none)
+
+    findings += [Finding(h.kind, h.path, h.message, True) for h in hook_findings(vault.root)]
     return findings
 
 
@@ -329,6 +332,10 @@ def repair(vault: Any) -> list[str]:
                 done.append(f"committed {len(changes)} orphan record files in {commit[:10]}: {', '.join(ids)}")
     if any(f.kind == "cache" for f in findings):
         done += _rebuild_cache(vault)
+    if any(f.kind.startswith("hook-") for f in findings):
+        from am.upkeep.health import reinstall_hooks
+
+        done += reinstall_hooks(vault.root)
     if any(f.kind == "branch-moved-back" for f in findings):
         results = restore(vault, find_lost(vault, scan_objects=False))
         ok = [r for r in results if r.outcome == "restored"]

@@ -1,0 +1,87 @@
+"""Resolving a link the way Obsidian does: file name first, then id, title and aliases. Pure, no I/O.
+
+Obsidian finds ``[[Li Wei]]`` by file name (case-insensitively, ``.md`` left
+out). am adds its own names after that: a record's id, then a topic's title,
+then its aliases — so ``[[person-li-wei]]``, ``[[Li Wei]]`` and ``[[李伟]]``
+all reach ``topics/people/Li Wei.md`` (id ``person-li-wei``). A note (a
+Markdown file without am frontmatter) is a link target by its file name.
+
+A name that two files claim at the same rank resolves to the first by path, as
+Obsidian picks one file for an ambiguous link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from am.records.properties import split_link
+
+__all__ = ["NOTE_PREFIX", "Names", "name_key"]
+
+NOTE_PREFIX = "note:"
+"""What ``Names.resolve`` returns for a note: ``note:`` and the note's path."""
+
+_RANKS = ("file", "id", "title", "alias")
+
+
+def name_key(name: str) -> str:
+    """Return the key a name is compared by (Obsidian compares file names case-insensitively)."""
+    import unicodedata
+
+    text = name.strip()
+    if text.lower().endswith(".md"):
+        text = text[:-3]
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+@dataclass
+class Names:
+    """A table of names -> record ids (or ``note:<path>``), ranked file name, id, title, alias."""
+
+    _by_rank: tuple[dict[str, str], ...] = field(default_factory=lambda: tuple({} for _ in _RANKS))
+    _paths: tuple[dict[str, str], ...] = field(default_factory=lambda: tuple({} for _ in _RANKS))
+
+    def add_record(self, path: str, record_id: str, *, title: str | None = None,
+                   aliases: Iterable[str] = ()) -> None:
+        """Add a record's names: its file name, id, title and aliases."""
+        self._put(0, PurePosixPath(path).stem, record_id, path)
+        self._put(1, record_id, record_id, path)
+        if title:
+            self._put(2, title, record_id, path)
+        for alias in aliases:
+            self._put(3, alias, record_id, path)
+
+    def add_note(self, path: str) -> None:
+        """Add a note (a Markdown file that is not a record) by its file name."""
+        self._put(0, PurePosixPath(path).stem, NOTE_PREFIX + path, path)
+
+    def _put(self, rank: int, name: str, value: str, path: str) -> None:
+        key = name_key(name)
+        if not key:
+            return
+        paths = self._paths[rank]
+        old = paths.get(key)
+        if old is None or path < old:
+            paths[key] = path
+            self._by_rank[rank][key] = value
+
+    def resolve(self, ref: str) -> str | None:
+        """Return the id (or ``note:<path>``) a reference names: an id, a name, or a ``[[link]]``; else None."""
+        text = ref
+        if text.startswith("[["):
+            parts = split_link(text)
+            if parts is None or parts[1] is not None:
+                return None
+            text = parts[0]
+        key = name_key(text)
+        for table in self._by_rank:
+            found = table.get(key)
+            if found is not None:
+                return found
+        return None
+
+    def __contains__(self, ref: object) -> bool:
+        return isinstance(ref, str) and self.resolve(ref) is not None
+

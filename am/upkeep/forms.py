@@ -1,0 +1,57 @@
+"""How a write renders a record: a changed file in its own form, a new one as the vault's settings ask.
+
+``render_for_write`` keeps a file a person wrote in its shape when am changes
+it (``render_update``: flow or block lists, ``"[[links]]"``, comments), and
+writes new records' link-valued keys as ``"[[...]]"`` when the vault has
+``property_links: true`` (so Obsidian's graph joins facts to their topics),
+linking by file name where a topic's file is not named after its id.
+``topic_path`` names a new topic's file after its title when the vault has
+``readable_names: true``. Takes the vault as its argument; imports no facade.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from am.records.codec import render_record, render_update
+from am.records.ids import is_valid_id, readable_path, record_path
+from am.records.model import Fact, Record, Relation, Topic
+
+__all__ = ["render_for_write", "link_names", "topic_path"]
+
+
+def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:
+    """Return the text a write puts at ``path`` (``base``: the blob it replaces, None for a new file)."""
+    if base is not None:
+        try:
+            old = (vault.root / path).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            old = None
+        if old is not None:
+            return render_update(old, record, path=str(path), names=link_names(vault, record))
+    if vault.settings.get("property_links") is not True:
+        return render_record(record)
+    return render_record(record, links=True, names=link_names(vault, record))
+
+
+def link_names(vault: Any, record: Record) -> dict[str, str]:
+    """Map the ids a record links to onto their file names where those differ (Obsidian links by file name)."""
+    ids: tuple[str, ...] = record.topics if isinstance(record, Fact) else (
+        (record.from_, record.to) if isinstance(record, Relation) else ())
+    names: dict[str, str] = {}
+    for rid in ids:
+        if not is_valid_id(rid) or (vault.root / "topics" / f"{rid}.md").is_file():
+            continue  # the usual case: the file is named after the id
+        found = vault.locate(rid)
+        if found is not None and found.stem != rid:
+            names[rid] = found.stem
+    return names
+
+
+def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
+    """Return where a new topic's file goes: ``topics/<id>.md``, or ``topics/<Title>.md`` with readable names."""
+    path = record_path("topic", topic_id, topic.created)
+    if vault.settings.get("readable_names") is True:
+        path = readable_path(path, topic.title, exists=lambda p: (vault.root / p).exists())
+    return path
