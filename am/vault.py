@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.upkeep.authorship import Authorship
-from am.upkeep.forms import render_for_write, topic_path
+from am.upkeep.forms import relation_body, render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.clock import now as _now
 from am.errors import (
@@ -537,7 +537,7 @@ class Vault(Updating, Authorship):
                                     hint=f"create it first: am topic add {value} --title ...")
         rid = relation_id(from_id, rel, to_id)
         existing = self.locate(rid)
-        body = _body(note) if note.strip() else f"[[{from_id}]] {rel} [[{to_id}]].\n"
+        body = _body(note) if note.strip() else relation_body(self, from_id, rel, to_id)
         if existing is not None:
             path, old, base = self._existing_for_update(rid, Relation, "relation")
             if old.status == "active":

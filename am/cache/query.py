@@ -242,6 +242,12 @@ class IndexQueries:
             args.append(until.timestamp())
         return where, args
 
+    def name_ref_records(self) -> list[tuple[PurePosixPath, Record]]:
+        """Return the records whose link-valued keys name records by a name ("[[Li Wei]]"), sorted by path."""
+        sql = ("SELECT r.path, r.type, r.data FROM namerefs n CROSS JOIN records r ON r.path = n.path "
+               "ORDER BY r.path")
+        return [(PurePosixPath(p), record_from_json(t, d)) for p, t, d in self.conn.execute(sql)]
+
     def links(self, *, source: str | None = None, target: str | None = None,
               dangling: bool | None = None) -> list[IndexedLink]:
         """Return body wikilinks, sorted by source then target; cross-vault links never dangle here."""

@@ -263,12 +263,14 @@ def render_update(old_text: str, record: Record, *, path: str | None = None,
             return render_record(record, links=links, names=names)
     normal = front.replace("\r\n", "\n") if eol == "\r\n" else front
     new = record_to_meta(record)
-    if names:  # ids of records whose file names differ: the file's links name them by file name
+    if names:  # ids of records whose file names differ: new links name them by file name
         for key in LINK_KEYS:
             value = new.get(key)
+            was = old.get(key)
+            kept = {link_target(v) for v in (was if isinstance(was, list) else [was]) if isinstance(v, str)}
             if isinstance(value, list):
-                new[key] = [link_value(names[v]) if v in names else v for v in value]
-            elif isinstance(value, str) and value in names:
+                new[key] = [link_value(names[v]) if v in names and v not in kept else v for v in value]
+            elif isinstance(value, str) and value in names and value not in kept:
                 new[key] = link_value(names[value])
     text = update_frontmatter(normal, old, new, timestamp_fields=_TIMESTAMPS)
     if eol != "\n":

@@ -18,7 +18,7 @@ from am.records.codec import render_record, render_update
 from am.records.ids import is_valid_id, readable_path, record_path
 from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["render_for_write", "link_names", "topic_path"]
+__all__ = ["render_for_write", "link_names", "topic_path", "relation_body"]
 
 
 def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:
@@ -55,3 +55,9 @@ def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
     if vault.settings.get("readable_names") is True:
         path = readable_path(path, topic.title, exists=lambda p: (vault.root / p).exists())
     return path
+
+
+def relation_body(vault: Any, from_id: str, rel: str, to_id: str) -> str:
+    """Return a new relation's body: its two ends as wikilinks, by file name where that is not the id."""
+    names = link_names(vault, Relation(id="x", rel=rel, from_=from_id, to=to_id))
+    return f"[[{names.get(from_id, from_id)}]] {rel} [[{names.get(to_id, to_id)}]].\n"

@@ -291,7 +291,7 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     removes or renames a record other records still point at is refused, with
     the command that does it properly.
     """
-    from am.records.names import Names
+    from am.records.names import Names, name_key
     from am.upkeep.check import check_texts, name_other
 
     all_staged = store.staged_entries(index_file)
@@ -327,17 +327,22 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
             refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
     now_ids = set(others) | {_id_of(p, blobs[p]) for p in changed}
     gone: dict[str, str] = {}  # id -> the path HEAD had it at
+    gone_names: dict[str, str] = {}  # what links called it (file name, title, aliases) -> id
     for p in deleted + [p for p in changed if p in head]:
         rid = _id_of(p, store.read_object(head[p]))
         if rid and rid not in now_ids:
             gone[rid] = p
+            gone_names.update((n, rid) for n in _names_of(p, rid, store.read_object(head[p])))
+    for n in list(gone_names):
+        if names.resolve(n) is not None or any(n == name_key(_id_of(p, blobs[p]) or "") for p in changed):
+            del gone_names[n]  # another file answers to that name now
     for p in deleted:
         if _id_of(p, store.read_object(head[p])) not in gone:
             continue  # moved: the same id lives on in another file
         out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
                   "but Git history keeps it\n")
     if gone:
-        refused += _dangling_after(gone, report, staged, changed_set, store, vault_root, open_vault)
+        refused += _dangling_after(gone, gone_names, report, staged, changed_set, store, vault_root, open_vault)
     if refused:
         # Warnings ride along with a refusal; on success post-commit prints them once.
         for issue in report.warnings:
@@ -376,29 +381,63 @@ def _fix_for(rid: str, where: str) -> str:
     return f"put {where} back (git checkout HEAD -- '{where}'); am never deletes a record: expire it instead"
 
 
-def _dangling_after(gone: dict[str, str], report: Any, staged: dict[str, str], changed: set[str],
-                    store: Any, vault_root: Path | None, open_vault: VaultOpener | None) -> list[str]:
+def _names_of(path: str, rid: str, data: bytes) -> set[str]:
+    """Return the name keys links may use for a record (file name, id, title, aliases)."""
+    from am.records.names import name_key
+
+    found = {name_key(PurePosixPath(path).stem), name_key(rid)}
+    try:
+        from am.records.codec import decode_record_bytes, parse_record
+        from am.records.model import Topic
+
+        record = parse_record(decode_record_bytes(data, path=path), path)
+    except Exception:  # noqa: BLE001 - a broken file: its file name and id are all there is
+        return found
+    if isinstance(record, Topic):
+        found |= {name_key(record.title), *(name_key(a) for a in record.aliases)}
+    return found
+
+
+def _gone_id(ref: str, gone: dict[str, str], gone_names: dict[str, str]) -> str | None:
+    """Return the removed id a reference names (by id, or by a name it was known by), or None."""
+    from am.records.names import name_key
+    from am.records.properties import split_link
+
+    if ref in gone:
+        return ref
+    parts = split_link(ref) if ref.startswith("[[") else None
+    if parts is None or parts[1] is not None:
+        return None
+    return gone_names.get(name_key(parts[0]))
+
+
+def _dangling_after(gone: dict[str, str], gone_names: dict[str, str], report: Any, staged: dict[str, str],
+                    changed: set[str], store: Any, vault_root: Path | None,
+                    open_vault: VaultOpener | None) -> list[str]:
     """Return refusals for staged records that still point at ids this commit removes."""
+    import re
+
     lines: list[str] = []
     for issue in report.issues:
         if issue.code not in ("unknown-topic", "missing-target"):
             continue
-        for rid, where in gone.items():
-            if f"'{rid}'" in issue.message:
-                lines.append(f"error: {issue.path}: field '{issue.field}': names '{rid}', which this commit "
-                             f"removes; {_fix_for(rid, where)} [missing-target]")
-    for path, field, rid in _referrers(set(gone), staged, changed, store, vault_root, open_vault):
+        quoted = re.search(r"'([^']*)'", issue.message)
+        rid = _gone_id(quoted.group(1), gone, gone_names) if quoted else None
+        if rid is not None:
+            lines.append(f"error: {issue.path}: field '{issue.field}': names '{rid}', which this commit "
+                         f"removes; {_fix_for(rid, gone[rid])} [missing-target]")
+    for path, field, rid in _referrers(gone, gone_names, staged, changed, store, vault_root, open_vault):
         lines.append(f"error: {path}: field '{field}': names '{rid}', which this commit removes; "
                      f"{_fix_for(rid, gone[rid])} [missing-target]")
     return lines
 
 
-def _referrers(ids: set[str], staged: dict[str, str], changed: set[str], store: Any,
-               vault_root: Path | None, open_vault: VaultOpener | None) -> list[tuple[str, str, str]]:
-    """Return (path, field, id) of unchanged staged facts and relations that name one of ``ids``.
+def _referrers(gone: dict[str, str], gone_names: dict[str, str], staged: dict[str, str], changed: set[str],
+               store: Any, vault_root: Path | None, open_vault: VaultOpener | None) -> list[tuple[str, str, str]]:
+    """Return (path, field, id) of unchanged staged facts and relations that name a removed record.
 
-    The vault's cache answers by topic membership and relation ends; without
-    one, the staged facts and relations are read.
+    The vault's cache answers by topic membership, relation ends and the files
+    that link by name; without one, the staged facts and relations are read.
     """
     from am.records.model import Fact, Relation
 
@@ -410,8 +449,9 @@ def _referrers(ids: set[str], staged: dict[str, str], changed: set[str], store: 
             with open_vault(vault_root) as vault:
                 index = vault.cache()
                 if index is not None:
-                    for rid in sorted(ids):
+                    for rid in sorted(gone):
                         pairs += [(str(p), r) for p, r in index.records(topic=rid)]
+                    pairs += [(str(p), r) for p, r in index.name_ref_records()]
                     cache_used = True
         except Exception:  # noqa: BLE001 - no usable cache: read the files instead
             pairs, cache_used = [], False
@@ -428,11 +468,15 @@ def _referrers(ids: set[str], staged: dict[str, str], changed: set[str], store: 
     for path, record in pairs:
         if path in changed or path not in staged:
             continue
+        refs: list[tuple[str, str]] = []
         if isinstance(record, Fact):
-            found += [(path, "topics", t) for t in record.topics if t in ids]
-            found += [(path, "supersedes", t) for t in record.supersedes if t in ids]
+            refs = [("topics", t) for t in record.topics] + [("supersedes", t) for t in record.supersedes]
         elif isinstance(record, Relation):
-            found += [(path, f, v) for f, v in (("from", record.from_), ("to", record.to)) if v in ids]
+            refs = [("from", record.from_), ("to", record.to)]
+        for field, ref in refs:
+            gone_id = _gone_id(ref, gone, gone_names)
+            if gone_id is not None:
+                found.append((path, field, gone_id))
     return sorted(set(found))
 
 

@@ -103,7 +103,8 @@ def rename_topic(vault: Any, old_id: str, new_id: str, *, title: str | None = No
     renamed = replace(topic, id=new_id, title=new_title, aliases=aliases,
                       body=rewrite_links(topic.body, old_names, link_name))
     edits: list[tuple[PurePosixPath, PurePosixPath, Record]] = [(old_path, new_path, renamed)]
-    for path, record in vault.iter_records():
+    index = vault.cache()  # its records name others by id, names resolved ("[[Li Wei]]" -> person-li-wei)
+    for path, record in (index.records() if index is not None else vault.iter_records()):
         if path == old_path:
             continue
         changed = _retarget(record, old_names, new_id, link_name)
@@ -117,7 +118,7 @@ def rename_topic(vault: Any, old_id: str, new_id: str, *, title: str | None = No
                 raise CollisionError(f"renaming would make relation {changed.id}, which already exists",
                                      hint=f"expire one of them first: am relation expire {record.id}")
         edits.append((path, target, changed))
-    return _commit(vault, edits, old_id, new_id, edited_tree)
+    return _commit(vault, edits, old_id, new_id, edited_tree, {new_id: link_name} if link_name != new_id else {})
 
 
 def _retarget(record: Record, old_names: set[str], new_id: str, link_name: str) -> Record | None:
@@ -141,16 +142,18 @@ def _retarget(record: Record, old_names: set[str], new_id: str, link_name: str) 
 
 
 def _commit(vault: Any, edits: list[tuple[PurePosixPath, PurePosixPath, Record]], old_id: str, new_id: str,
-            edited_tree: Any) -> WriteResult:
+            edited_tree: Any, renamed: dict[str, str]) -> WriteResult:
     from am.records.codec import render_update
     from am.records.schemas import check_record
+    from am.upkeep.forms import link_names
 
     writes: dict[str, bytes] = {}
     removes: list[str] = []
     for old, new, record in edits:
         check_record(record, path=str(new))
         text = (vault.root / old).read_bytes().decode("utf-8")
-        writes[str(new)] = render_update(text, record, path=str(new)).encode("utf-8")
+        names = {**link_names(vault, record), **renamed}  # links by file name stay links by file name
+        writes[str(new)] = render_update(text, record, path=str(new), names=names).encode("utf-8")
         if new != old:
             removes.append(str(old))
     ids = [new_id, old_id] + [r.id for _, _, r in edits[1:]]
