@@ -13,10 +13,9 @@ import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import GIT_IDENTITY, fsck_clean, run_git
 
 from am.cli.main import cli
-
-from conftest import GIT_IDENTITY, fsck_clean, run_git
 
 
 def am(*args: str) -> str:

@@ -242,6 +242,19 @@ class IndexQueries:
             args.append(until.timestamp())
         return where, args
 
+    def id_paths(self) -> dict[str, str]:
+        """Return {id: path} of every record (the first by path where two files share an id)."""
+        return {i: p for i, p in self.conn.execute("SELECT id, path FROM records ORDER BY path DESC")}
+
+    def unparsed_paths(self) -> list[str]:
+        """Return the files that are not records (notes, or broken records), sorted."""
+        return [p for (p,) in self.conn.execute("SELECT path FROM files WHERE error IS NOT NULL ORDER BY path")]
+
+    def resolve_name_key(self, key: str) -> str | None:
+        """Return the id a name key names (file name, id, title, alias; first by path), or None."""
+        row = self.conn.execute("SELECT id FROM names WHERE key = ? ORDER BY rank, path LIMIT 1", (key,)).fetchone()
+        return row[0] if row else None
+
     def name_ref_records(self) -> list[tuple[PurePosixPath, Record]]:
         """Return the records whose link-valued keys name records by a name ("[[Li Wei]]"), sorted by path."""
         sql = ("SELECT r.path, r.type, r.data FROM namerefs n CROSS JOIN records r ON r.path = n.path "

@@ -189,11 +189,11 @@ _MARKDOWN_RISK = re.compile(r"[`<\\&|~\t]|    |\]:")
 
 def body_links(body: str) -> list[tuple[str, str | None]]:
     """Return the distinct (target, vault) wikilinks of a body, as am/records/links.py finds them."""
-    if "[[" not in body:
+    if "[[" not in body and "obsidian://" not in body:
         return []
     from am.records import links
 
-    if _MARKDOWN_RISK.search(body):
+    if _MARKDOWN_RISK.search(body) or "obsidian://" in body:
         found = [(link.target, link.vault) for link in links.parse_links(body)]
     else:
         found = []

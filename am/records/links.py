@@ -16,13 +16,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from markdown_it.rules_inline import StateInline
     from markdown_it.token import Token
 
-__all__ = ["Link", "link_targets", "parse_links"]
+__all__ = ["Link", "link_targets", "parse_links", "obsidian_uri_links", "OBSIDIAN_URI"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +45,27 @@ _CLOSE_RUN = re.compile(r"\]+")
 # in an id or a vault name.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ufffd]")
 _TOKEN_TYPE = "wikilink"
+# A Markdown link to Obsidian's URI (what Obsidian opens across vaults):
+# [label](obsidian://open?vault=NAME&file=topics%2Fproject-alpha)
+OBSIDIAN_URI = re.compile(r"\[([^\[\]\n]*)\]\((obsidian://open\?[^()\s]+)\)")
+
+
+def obsidian_uri_links(text: str) -> list[tuple[str, str | None, str | None]]:
+    """Return (target, vault, label) of each Obsidian URI link in text: the file's name, its vault, the label."""
+    from urllib.parse import parse_qs
+
+    found = []
+    for match in OBSIDIAN_URI.finditer(text):
+        query = parse_qs(match.group(2).split("?", 1)[1])
+        vault = (query.get("vault") or [""])[0].strip()
+        file = (query.get("file") or [""])[0].strip()
+        name = file.rsplit("/", 1)[-1]
+        if name.lower().endswith(".md"):
+            name = name[:-3]
+        if not vault or not name or _CONTROL.search(name) or _CONTROL.search(vault) or ":" in vault:
+            continue
+        found.append((name.strip(), vault, match.group(1).strip() or None))
+    return found
 
 _md: MarkdownIt | None = None
 
@@ -131,6 +151,8 @@ def _parser() -> MarkdownIt:
     """Return the shared parser, building it on first use."""
     global _md
     if _md is None:
+        from markdown_it import MarkdownIt  # ~40 ms: only when a body may hide a link in code or HTML
+
         md = MarkdownIt("commonmark").enable("table")
         # Only the split between code/HTML and prose matters here, not rendering.
         # markdown-it's own link, image and emphasis rules cost most of the time
@@ -149,10 +171,29 @@ def _line_starts(text: str) -> list[int]:
     return [m.end() for m in re.finditer("\n", text)]
 
 
+# Characters that can put a "[[" inside code, HTML, an escape, an entity or a table cell; with none of
+# them (and no indented line or "]:" reference definition) the wikilinks are exactly the regex's matches
+# (am/cache/rows.py relies on the same rule; tests hold both equal to the parser).
+_MARKDOWN_RISK = re.compile(r"[`<\\&|~\t]|    |\]:")
+
+
+def _plain_links(body: str) -> list[Link]:
+    """Return the wikilinks of a body with nothing that could hide one in code: no parser needed."""
+    links = []
+    for match in _WIKILINK.finditer(body):
+        parts = _split(match.group(1))
+        if parts is not None:
+            target, vault, heading, label = parts
+            links.append(Link(target, vault, label, heading, body.count("\n", 0, match.start()) + 1))
+    return links
+
+
 def parse_links(body: str) -> list[Link]:
     """Return every wikilink in a Markdown body, in document order."""
-    if "[[" not in body:
+    if "[[" not in body and "obsidian://" not in body:
         return []
+    if _MARKDOWN_RISK.search(body) is None and "obsidian://" not in body:
+        return _plain_links(body)
     links: list[Link] = []
     tokens: list[Token] = _parser().parse(body)
     first_line = 0
@@ -163,6 +204,10 @@ def parse_links(body: str) -> list[Link]:
             continue
         starts: list[int] | None = None
         for child in token.children:
+            if child.type == "text" and "obsidian://" in child.content:
+                links += [Link(t, v, label, None, first_line + token.content[:token.content.find("obsidian://")]
+                               .count("\n") + 1) for t, v, label in obsidian_uri_links(child.content)]
+                continue
             if child.type != _TOKEN_TYPE:
                 continue
             if starts is None:

@@ -12,7 +12,7 @@ Obsidian picks one file for an ambiguous link.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -42,6 +42,12 @@ class Names:
 
     _by_rank: tuple[dict[str, str], ...] = field(default_factory=lambda: tuple({} for _ in _RANKS))
     _paths: tuple[dict[str, str], ...] = field(default_factory=lambda: tuple({} for _ in _RANKS))
+    _ids: Mapping[str, str] = field(default_factory=dict)  # id -> path of records named after their id
+    fallback: Callable[[str], str | None] | None = None  # asked last, with a name key (e.g. the cache)
+
+    def add_ids(self, ids: Mapping[str, str]) -> None:
+        """Add records known only by id, each in a file named after it (id -> path); kept by reference, not copied."""
+        self._ids = ids if not self._ids else {**self._ids, **ids}
 
     def add_record(self, path: str, record_id: str, *, title: str | None = None,
                    aliases: Iterable[str] = ()) -> None:
@@ -76,11 +82,13 @@ class Names:
                 return None
             text = parts[0]
         key = name_key(text)
-        for table in self._by_rank:
+        for rank, table in enumerate(self._by_rank):
             found = table.get(key)
             if found is not None:
                 return found
-        return None
+            if rank == 1 and key in self._ids:
+                return key  # a file named after its id: its file name and its id, both
+        return self.fallback(key) if self.fallback is not None else None
 
     def __contains__(self, ref: object) -> bool:
         return isinstance(ref, str) and self.resolve(ref) is not None

@@ -28,11 +28,11 @@ from am.records.ids import is_valid_id
 __all__ = [
     "LINK_KEYS",
     "WIKILINK_RE",
-    "split_link",
+    "is_link",
     "link_target",
     "link_value",
-    "is_link",
     "property_links",
+    "split_link",
     "update_frontmatter",
 ]
 
@@ -182,7 +182,7 @@ def update_frontmatter(front: str, old: Mapping[str, Any], new: Mapping[str, Any
 
     out: list[str] = []
     seen: set[str] = set()
-    body = front[:-1] if front.endswith("\n") else front
+    body = front.removesuffix("\n")
     for key, lines in _blocks(body) if body else []:
         if key is None:
             out += lines

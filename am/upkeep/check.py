@@ -13,7 +13,7 @@ like, DESIGN §2).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -115,7 +115,8 @@ class CheckReport:
         }
 
 
-def _parse(path: str, data: bytes, issues: list[Issue]) -> tuple[Record | None, dict[str, Any] | None]:
+def _parse(path: str, data: bytes, issues: list[Issue], *,
+           schema: bool = True) -> tuple[Record | None, dict[str, Any] | None]:
     """Parse one file, adding its per-file issues; return the record and its raw frontmatter."""
     from am.records.codec import decode_record_bytes, parse_meta, record_from_meta, split_frontmatter
     from am.records.schemas import check_record, schema_problems
@@ -146,7 +147,7 @@ def _parse(path: str, data: bytes, issues: list[Issue]) -> tuple[Record | None, 
         issues.append(Issue("error", "relation-type", path,
                             f"relation type {rel!r} is not allowed; use one of: {', '.join(RELATION_TYPES)}",
                             "rel"))
-    for field, message in schema_problems(_jsonable(meta)):
+    for field, message in schema_problems(_jsonable(meta)) if schema else ():
         if field == "rel" and any(i.code == "relation-type" and i.path == path for i in issues):
             continue
         issues.append(Issue("error", "schema", path, message, field))
@@ -200,7 +201,7 @@ def check_record_bytes(path: str, data: bytes) -> list[Issue]:
 
 def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, str] | None = None,
                 load_other: Callable[[str], Record | None] | None = None,
-                names: Names | None = None, notes: Iterable[str] = ()) -> CheckReport:
+                names: Names | None = None, notes: Iterable[str] = (), schema: bool = True) -> CheckReport:
     """Check record files given as (path, bytes), and the links between them.
 
     ``other_ids`` maps ids of records outside ``files`` to their paths (they
@@ -217,7 +218,7 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
         table.add_note(note)
     for path, data in files:
         nfiles += 1
-        record, _ = _parse(path, data, issues)
+        record, _ = _parse(path, data, issues, schema=schema)
         if record is None:
             if any(i.path == path and i.code == "note" for i in issues):
                 table.add_note(path)
@@ -232,9 +233,8 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
         records[record.id] = (path, record)
         table.add_record(path, record.id, title=record.title if isinstance(record, Topic) else None,
                          aliases=record.aliases if isinstance(record, Topic) else ())
-    others = dict(other_ids or {})
-    for rid, opath in others.items():
-        table.add_record(opath, rid)
+    others: Mapping[str, str] = other_ids if other_ids is not None else {}
+    table.add_ids(others)
 
     def resolve(ref: str) -> str | None:
         if ref in records or ref in others:
@@ -364,7 +364,8 @@ def _check_cycles(records: Mapping[str, tuple[str, Record]], get: Callable[[str]
                 stack.append((nxt, successors(nxt)))
 
 
-def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = None) -> CheckReport:
+def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = None,
+                schema: bool = True) -> CheckReport:
     """Check a vault's work tree: every record file, or only ``paths`` against the rest.
 
     With ``paths``, the other files count by id (a file named after an id is
@@ -373,17 +374,29 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
     Markdown files elsewhere in the vault count as notes, link targets by file name.
     """
     root = vault.root
-    all_paths = [str(p) for p in vault.iter_record_paths()]
     names = Names()
-    others: dict[str, str] = {}
-    if paths is None:
-        chosen = all_paths
-    else:
+    others: Mapping[str, str] = {}
+    notes: list[str] = []
+    index = _cache_of(vault) if paths is not None else None
+    if paths is not None and index is not None:
+        # After a commit (the post-* hooks): the rest of the vault as the cache holds it, no walk.
         wanted = {str(p) for p in paths}
-        chosen = [p for p in all_paths if p in wanted]
-        for p in all_paths:
-            if p not in wanted:
-                name_other(p, functools.partial((root / p).read_bytes), others, names)
+        chosen = sorted(p for p in wanted if (root / p).is_file())
+        others = _CacheIds(index, wanted)
+        notes = [p for p in index.unparsed_paths() if p not in wanted]
+        names.fallback = index.resolve_name_key
+    else:
+        all_paths = [str(p) for p in vault.iter_record_paths()]
+        if paths is None:
+            chosen = all_paths
+        else:
+            wanted = {str(p) for p in paths}
+            chosen = [p for p in all_paths if p in wanted]
+            found: dict[str, str] = {}
+            for p in all_paths:
+                if p not in wanted:
+                    name_other(p, functools.partial((root / p).read_bytes), found, names)
+            others = found
 
     def files() -> Iterable[tuple[str, bytes]]:
         for p in chosen:
@@ -400,7 +413,38 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
             return None
 
     return check_texts(files(), other_ids=others, load_other=load_other, names=names,
-                       notes=list(_vault_notes(root)))
+                       notes=[*notes, *_vault_notes(root)], schema=schema)
+
+
+class _CacheIds(Mapping[str, str]):
+    """The ids of the records outside a check, asked of the cache one at a time (no 10k-row dict)."""
+
+    def __init__(self, index: Any, skip: set[str]) -> None:
+        self._index, self._skip = index, skip
+
+    def __getitem__(self, rid: str) -> str:
+        path = self._index.lookup(rid)
+        if path is None or str(path) in self._skip:
+            raise KeyError(rid)
+        return str(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(i for i, p in self._index.id_paths().items() if p not in self._skip)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _cache_of(vault: Any) -> Any:
+    """Return the vault's open cache, or None when it has none or it cannot be used."""
+    opener = getattr(vault, "cache", None)
+    try:
+        index = opener() if callable(opener) else None
+        if index is not None:
+            index.refresh()  # the opener refreshes at most once a second; a check must see the files now
+        return index
+    except Exception:  # noqa: BLE001 - the cache is disposable: check from the files
+        return None
 
 
 def _vault_notes(root: Any) -> Iterable[str]:
@@ -424,8 +468,8 @@ def name_other(path: str, read: Callable[[], bytes], others: dict[str, str], nam
     """
     from am.records.ids import is_valid_id
 
-    stem = PurePosixPath(path).stem
-    if is_valid_id(stem) and not path.startswith("topics/"):
+    stem = path.rsplit("/", 1)[-1][:-3]
+    if not path.startswith("topics/") and is_valid_id(stem):
         others.setdefault(stem, path)
         return
     from am.records.codec import decode_record_bytes, parse_meta, split_frontmatter

@@ -18,7 +18,7 @@ from am.records.codec import render_record, render_update
 from am.records.ids import is_valid_id, readable_path, record_path
 from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["render_for_write", "link_names", "topic_path", "relation_body"]
+__all__ = ["link_names", "relation_body", "render_for_write", "topic_path"]
 
 
 def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:

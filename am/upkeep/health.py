@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from am.upkeep.hooks import HEALTH_NOTE, MARKER, SHIM_VERSION, VAULT_HOOKS
+from am.upkeep.hooks import HEALTH_NOTE, MARKER, VAULT_HOOKS
 
-__all__ = ["HookFinding", "hook_findings", "reinstall_hooks", "note_warnings", "ignore_health_note", "HEALTH_NOTE"]
+__all__ = ["HEALTH_NOTE", "HookFinding", "hook_findings", "ignore_health_note", "note_warnings", "reinstall_hooks"]
 
 _KEEP_LINES = 200
-_SHIM_LINE = re.compile(r"^# am-shim: (\d+)$", re.M)
-_RUN_LINE = re.compile(r"^(?:  )?exec (.+?) \"\$@\"$", re.M)
+_SHIM_LINE = re.compile(r"^# am-shim: (\d+)$", re.MULTILINE)
+_RUN_LINE = re.compile(r"^(?:  )?exec (.+?) \"\$@\"$", re.MULTILINE)
 
 
 @dataclass(frozen=True)

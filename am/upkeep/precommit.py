@@ -1,0 +1,291 @@
+"""The pre-commit hook: the staged record files against the format, and records a commit would leave dangling.
+
+Notes (Markdown without am frontmatter) pass anywhere. Other staged files
+count by id (named after their id, or read when their name is readable) so a
+one-file commit in a 10k-fact vault reads only the topics (bench/bench_precommit.py).
+A commit that removes or renames a record that staged facts or relations
+still name is refused, one line per referring file, with the command that does
+it properly.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, TextIO
+
+from am.upkeep.hooks import _is_record_path, _secret_findings
+
+if TYPE_CHECKING:
+    from am.packs.reader import VaultOpener
+
+__all__ = ["pre_commit"]
+
+
+def _read_staged(store: Any, index: _Staged, path: str) -> bytes:
+    blob = index.blob(path)
+    if blob is None:
+        raise OSError(f"{path} is not staged")
+    return bytes(store.read_object(blob))
+
+
+class _StagedMap:
+    """{path: blob} of the staged record files, looked up in the index on demand."""
+
+    def __init__(self, index: _Staged) -> None:
+        self._index = index
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._index.blob(path) is not None
+
+    def __getitem__(self, path: str) -> str:
+        blob = self._index.blob(path)
+        if blob is None:
+            raise KeyError(path)
+        return blob
+
+    def items(self) -> list[tuple[str, str]]:
+        return [(p, b) for p in self._index.paths if _is_record_path(p) and (b := self._index.blob(p)) is not None]
+
+
+def _is_note_path(path: str) -> bool:
+    return path.endswith(".md") and not _is_record_path(path) and "/." not in "/" + path
+
+
+class _Staged:
+    """The index a commit is made from: its paths, and the blob staged for one (am's own index reader; fast)."""
+
+    def __init__(self, store: Any, index_file: str | None) -> None:
+        from am.git.gitindex import GitIndex, IndexUnsupported
+
+        self._dict: dict[str, str] | None = None
+        try:
+            self._index, _ = GitIndex.read(Path(index_file) if index_file else store.gitdir / "index")
+            self.paths = [p.decode("utf-8", "surrogateescape") for p in self._index.paths]
+        except (IndexUnsupported, ValueError, OSError):  # a format am's reader leaves to libgit2
+            self._dict = dict(store.staged_entries(index_file))
+            self.paths = sorted(self._dict)
+
+    def blob(self, path: str) -> str | None:
+        if self._dict is not None:
+            return self._dict.get(path)
+        found: str | None = self._index.staged(path)
+        return found
+
+
+def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: TextIO,
+               vault_root: Path | None = None, open_vault: VaultOpener | None = None) -> int:
+    """Check the staged record files; return 1 (refuse the commit) on errors or suspected secrets.
+
+    Notes (Markdown without am frontmatter) pass anywhere. A commit that
+    removes or renames a record other records still point at is refused, with
+    the command that does it properly.
+    """
+    from am.git.edits import staged_changes
+    from am.records.ids import ID_PATTERN
+    from am.records.names import Names, name_key
+    from am.upkeep.check import check_texts, name_other
+
+    delta = [(p, old, new) for p, old, new in staged_changes(store, index_file) if _is_record_path(p)]
+    if not delta:
+        return 0
+    head = {p: old for p, old, _ in delta if old is not None}
+    changed = sorted(p for p, _, new in delta if new is not None)
+    deleted = sorted(p for p, _, new in delta if new is None)
+    changed_set = set(changed)
+    index = _Staged(store, index_file)
+    others: dict[str, str] = {}
+    names = Names()
+    id_shape = re.compile(rf"{ID_PATTERN}\Z")
+    tops = ("topics/", "facts/", "relations/")
+    unread: list[str] = []
+    for p in index.paths:
+        if not (p.endswith(".md") and p.startswith(tops)) or p in changed_set or "/." in p:
+            continue
+        stem = p[p.rfind("/") + 1:-3]
+        if id_shape.match(stem) and len(stem) <= 120:
+            others.setdefault(stem, p)  # a record named after its id: no read (the file says so)
+        else:
+            unread.append(p)  # a readable name: read only if a link needs names (file name, title, alias)
+
+    def read_names(key: str | None = None) -> str | None:
+        names.fallback = None
+        for p in unread:
+            name_other(p, functools.partial(_read_staged, store, index, p), others, names)
+        unread.clear()
+        return None if key is None else names.resolve(key)
+
+    names.fallback = read_names
+
+    def load_other(rid: str) -> Any:
+        from am.records.codec import decode_record_bytes, parse_record
+
+        path = others[rid]
+        try:
+            return parse_record(decode_record_bytes(_read_staged(store, index, path), path=path), path)
+        except Exception:  # noqa: BLE001 - unreadable: the supersession check skips it
+            return None
+
+    staged = _StagedMap(index)
+    blobs = {p: store.read_object(index.blob(p)) for p in changed}
+    if deleted or any(p in head for p in changed):
+        read_names()  # an id may leave one file for another: know every file's id first
+    notes = [p for p in index.paths if p.endswith(".md") and not p.startswith(tops) and "/." not in "/" + p]
+    report = check_texts(((p, blobs[p]) for p in changed), other_ids=others, load_other=load_other,
+                         names=names, notes=notes, schema=False)  # the plain-Python rules: no jsonschema import
+    refused = [i.describe() for i in report.errors]
+    if not allow_secrets:
+        for p in changed:
+            refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
+    now_ids = set(others) | {_id_of(p, blobs[p]) for p in changed}
+    gone: dict[str, str] = {}  # id -> the path HEAD had it at
+    gone_names: dict[str, str] = {}  # what links called it (file name, title, aliases) -> id
+    for p in deleted + [p for p in changed if p in head]:
+        rid = _id_of(p, store.read_object(head[p]))
+        if rid and rid not in now_ids:
+            gone[rid] = p
+            gone_names.update((n, rid) for n in _names_of(p, rid, store.read_object(head[p])))
+    for n in list(gone_names):
+        if names.resolve(n) is not None or any(n == name_key(_id_of(p, blobs[p]) or "") for p in changed):
+            del gone_names[n]  # another file answers to that name now
+    for p in deleted:
+        if _id_of(p, store.read_object(head[p])) not in gone:
+            continue  # moved: the same id lives on in another file
+        out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
+                  "but Git history keeps it\n")
+    if gone:
+        refused += _dangling_after(gone, gone_names, report, staged, changed_set, store, vault_root, open_vault)
+    if refused:
+        # Warnings ride along with a refusal; on success post-commit prints them once.
+        out.writelines(f"am: {issue.describe()}\n" for issue in report.warnings)
+        out.write("am: commit refused; the staged records break the vault's format:\n")
+        out.writelines(f"  {line}\n" for line in dict.fromkeys(refused))
+        out.write("fix those files and `git add` them again. A secret that is not one: "
+                  "AM_ALLOW_SECRET=1 git commit ...\n")
+        return 1
+    return 0
+
+
+def _id_of(path: str, data: bytes) -> str | None:
+    """Return the id of a record file's bytes (by its id-shaped file name for facts and relations), or None."""
+    from am.records.ids import is_valid_id
+
+    stem = PurePosixPath(path).stem
+    if is_valid_id(stem) and not path.startswith("topics/"):
+        return stem
+    from am.records.codec import decode_record_bytes, parse_meta, split_frontmatter
+
+    try:
+        text = decode_record_bytes(data, path=path)
+        front, _, eol = split_frontmatter(text, path=path)
+        rid = parse_meta(front, eol, path=path).get("id")
+    except Exception:  # noqa: BLE001 - a broken or plain file: not a record that could be pointed at
+        return None
+    return rid if isinstance(rid, str) else None
+
+
+def _fix_for(rid: str, where: str) -> str:
+    if where.startswith("topics/"):
+        return (f"put {where} back (git checkout HEAD -- '{where}') and rename it with: "
+                f"am topic rename {rid} NEW-ID")
+    return f"put {where} back (git checkout HEAD -- '{where}'); am never deletes a record: expire it instead"
+
+
+def _names_of(path: str, rid: str, data: bytes) -> set[str]:
+    """Return the name keys links may use for a record (file name, id, title, aliases)."""
+    from am.records.names import name_key
+
+    found = {name_key(PurePosixPath(path).stem), name_key(rid)}
+    try:
+        from am.records.codec import decode_record_bytes, parse_record
+        from am.records.model import Topic
+
+        record = parse_record(decode_record_bytes(data, path=path), path)
+    except Exception:  # noqa: BLE001 - a broken file: its file name and id are all there is
+        return found
+    if isinstance(record, Topic):
+        found |= {name_key(record.title), *(name_key(a) for a in record.aliases)}
+    return found
+
+
+def _gone_id(ref: str, gone: dict[str, str], gone_names: dict[str, str]) -> str | None:
+    """Return the removed id a reference names (by id, or by a name it was known by), or None."""
+    from am.records.names import name_key
+    from am.records.properties import split_link
+
+    if ref in gone:
+        return ref
+    parts = split_link(ref) if ref.startswith("[[") else None
+    if parts is None or parts[1] is not None:
+        return None
+    return gone_names.get(name_key(parts[0]))
+
+
+def _dangling_after(gone: dict[str, str], gone_names: dict[str, str], report: Any, staged: Any,
+                    changed: set[str], store: Any, vault_root: Path | None,
+                    open_vault: VaultOpener | None) -> list[str]:
+    """Return refusals for staged records that still point at ids this commit removes."""
+    import re
+
+    lines: list[str] = []
+    for issue in report.issues:
+        if issue.code not in ("unknown-topic", "missing-target"):
+            continue
+        quoted = re.search(r"'([^']*)'", issue.message)
+        rid = _gone_id(quoted.group(1), gone, gone_names) if quoted else None
+        if rid is not None:
+            lines.append(f"error: {issue.path}: field '{issue.field}': names '{rid}', which this commit "
+                         f"removes; {_fix_for(rid, gone[rid])} [missing-target]")
+    for path, field, rid in _referrers(gone, gone_names, staged, changed, store, vault_root, open_vault):
+        lines.append(f"error: {path}: field '{field}': names '{rid}', which this commit removes; "
+                     f"{_fix_for(rid, gone[rid])} [missing-target]")
+    return lines
+
+
+def _referrers(gone: dict[str, str], gone_names: dict[str, str], staged: Any, changed: set[str],
+               store: Any, vault_root: Path | None, open_vault: VaultOpener | None) -> list[tuple[str, str, str]]:
+    """Return (path, field, id) of unchanged staged facts and relations that name a removed record.
+
+    The vault's cache answers by topic membership, relation ends and the files
+    that link by name; without one, the staged facts and relations are read.
+    """
+    from am.records.model import Fact, Relation
+
+    found: list[tuple[str, str, str]] = []
+    pairs: list[tuple[str, Any]] = []
+    cache_used = False
+    if vault_root is not None and open_vault is not None:
+        try:
+            with open_vault(vault_root) as vault:
+                index = vault.cache()
+                if index is not None:
+                    for rid in sorted(gone):
+                        pairs += [(str(p), r) for p, r in index.records(topic=rid)]
+                    pairs += [(str(p), r) for p, r in index.name_ref_records()]
+                    cache_used = True
+        except Exception:  # noqa: BLE001 - no usable cache: read the files instead
+            pairs, cache_used = [], False
+    if not cache_used:
+        from am.records.codec import decode_record_bytes, parse_record
+
+        for path, oid in staged.items():
+            if path in changed or path.startswith("topics/"):
+                continue
+            try:
+                pairs.append((path, parse_record(decode_record_bytes(store.read_object(oid), path=path), path)))
+            except Exception:  # noqa: BLE001 - a broken file is reported when it is committed
+                continue
+    for path, record in pairs:
+        if path in changed or path not in staged:
+            continue
+        refs: list[tuple[str, str]] = []
+        if isinstance(record, Fact):
+            refs = [("topics", t) for t in record.topics] + [("supersedes", t) for t in record.supersedes]
+        elif isinstance(record, Relation):
+            refs = [("from", record.from_), ("to", record.to)]
+        for field, ref in refs:
+            gone_id = _gone_id(ref, gone, gone_names)
+            if gone_id is not None:
+                found.append((path, field, gone_id))
+    return sorted(set(found))
