@@ -13,6 +13,7 @@ like, DESIGN §2).
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
@@ -227,7 +228,7 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
             first = records[record.id][0]
             issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {first}", "id"))
             continue
-        other = (other_ids or {}).get(record.id)
+        other = other_ids.get(record.id) if other_ids is not None else None
         if other is not None and other != path:
             issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {other}", "id"))
         records[record.id] = (path, record)
@@ -440,7 +441,7 @@ def _cache_of(vault: Any) -> Any:
     opener = getattr(vault, "cache", None)
     try:
         index = opener() if callable(opener) else None
-        if index is not None:
+        if index is not None and time.monotonic() - index.refreshed_at > 0.05:
             index.refresh()  # the opener refreshes at most once a second; a check must see the files now
         return index
     except Exception:  # noqa: BLE001 - the cache is disposable: check from the files
