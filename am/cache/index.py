@@ -419,11 +419,7 @@ class Index(IndexQueries, FolderScans):
         from am.records.properties import split_link
 
         parts = split_link(ref)
-        if parts is None or parts[1] is not None:
-            return None
-        row = self.conn.execute("SELECT id FROM names WHERE key = ? ORDER BY rank, path LIMIT 1",
-                                (name_key(parts[0]),)).fetchone()
-        return row[0] if row else None
+        return None if parts is None or parts[1] is not None else self.resolve_name_key(name_key(parts[0]))
 
     def _redo_name_refs(self, done: set[str]) -> list[tuple[str, os.stat_result | None, bytes | None]]:
         """Return the files that name records by a name, to take in again after topics changed."""
