@@ -13,7 +13,6 @@ like, DESIGN §2).
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
@@ -366,7 +365,7 @@ def _check_cycles(records: Mapping[str, tuple[str, Record]], get: Callable[[str]
 
 
 def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = None,
-                schema: bool = True) -> CheckReport:
+                schema: bool = True, cache_fresh: bool = False) -> CheckReport:
     """Check a vault's work tree: every record file, or only ``paths`` against the rest.
 
     With ``paths``, the other files count by id (a file named after an id is
@@ -378,7 +377,7 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
     names = Names()
     others: Mapping[str, str] = {}
     notes: list[str] = []
-    index = _cache_of(vault) if paths is not None else None
+    index = _cache_of(vault, refresh=not cache_fresh) if paths is not None else None
     if paths is not None and index is not None:
         # After a commit (the post-* hooks): the rest of the vault as the cache holds it, no walk.
         wanted = {str(p) for p in paths}
@@ -436,12 +435,12 @@ class _CacheIds(Mapping[str, str]):
         return sum(1 for _ in self)
 
 
-def _cache_of(vault: Any) -> Any:
+def _cache_of(vault: Any, *, refresh: bool) -> Any:
     """Return the vault's open cache, or None when it has none or it cannot be used."""
     opener = getattr(vault, "cache", None)
     try:
         index = opener() if callable(opener) else None
-        if index is not None and time.monotonic() - index.refreshed_at > 0.05:
+        if index is not None and refresh:
             index.refresh()  # the opener refreshes at most once a second; a check must see the files now
         return index
     except Exception:  # noqa: BLE001 - the cache is disposable: check from the files

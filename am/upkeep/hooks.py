@@ -330,7 +330,8 @@ def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: T
         lines.append(f"warning: {problem}")
     paths = [p for p in post_change_paths(vault.store, name, args, stdin) if (vault.root / p).is_file()]
     if paths:
-        report = check_vault(vault, paths=paths, schema=False)  # lint: the plain-Python rules, no jsonschema
+        # Lint: the plain-Python rules (no jsonschema import), on the cache refreshed just above.
+        report = check_vault(vault, paths=paths, schema=False, cache_fresh=problem is None)
         lines += [issue.describe() for issue in report.issues if issue.severity != "note"]
     for line in lines:
         out.write(f"am: {line}\n")
