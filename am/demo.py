@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-from am.errors import UsageError
+from am.errors import CollisionError, UsageError
 from am.git import Change, GitStore
 from am.registry import Registry
 from am.records.ids import parse_timestamp
@@ -104,16 +104,24 @@ def _actor(record: Record) -> str:
     return "li-wei"
 
 
-def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = None) -> Vault:
+def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = None, replace: bool = False) -> Vault:
     """Create a vault at ``dest`` holding the demo records, and the code repository beside it."""
     dest = dest.expanduser().resolve()
     code = (code or dest.with_name(dest.name + "-code")).expanduser().resolve()
     for folder in (dest, code):
         if folder.exists() and any(folder.iterdir()):
             raise UsageError(f"{folder} is not empty", hint="pick a new folder, e.g. am demo /tmp/am-demo")
+    if register:
+        # Refuse before building anything when a name is taken by another demo (DESIGN §2: never re-point silently).
+        registry = Registry.load()
+        for table, name, where in (("repos", "project-alpha", code), ("vaults", "demo", dest)):
+            old = getattr(registry, table).get(name)
+            if old is not None and not replace and Path(old).expanduser().resolve() != where:
+                raise CollisionError(f"{table[:-1]} name {name!r} is already registered for {old}",
+                                     hint="pass --replace to point it at the new demo")
     build_demo_code(code)
     if register:
-        Registry.load().add_repo("project-alpha", code)
+        Registry.load().add_repo("project-alpha", code, vault="demo", replace=replace)
     source = demo_source()
     records: list[tuple[PurePosixPath, Record]] = []
     for path in sorted(source.rglob("*.md")):
@@ -121,7 +129,7 @@ def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = N
         records.append((rel, parse_record(path.read_text(encoding="utf-8"), str(rel))))
     if not records:
         raise UsageError(f"the demo vault's files are missing from {source}", hint="reinstall am")
-    vault = Vault.init(dest, name="demo", register=register)
+    vault = Vault.init(dest, name="demo", register=register, replace=replace)
     store = vault.store
     by_id = {r.id: (p, r) for p, r in records}
     order = sorted(records, key=lambda pr: (pr[1].created or "", {"topic": 0, "relation": 1, "fact": 2}[pr[1].type]))

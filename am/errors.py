@@ -20,6 +20,7 @@ __all__ = [
     "PathTakenError",
     "SecretError",
     "StorageError",
+    "UnknownWorldError",
     "UsageError",
     "storage_error",
 ]
@@ -156,3 +157,9 @@ def storage_error(err: OSError, what: str) -> StorageError:
     where = f" ({err.filename})" if err.filename and str(err.filename) not in what else ""
     return StorageError(f"could not {what}{where}: {reason}",
                         hint=fixes.get(err.errno or 0, "nothing was changed; retry"))
+
+
+class UnknownWorldError(NotFoundError):
+    """A world names a repo, branch or commit that does not exist here (a typo, or not fetched)."""
+
+    exit_code = 13

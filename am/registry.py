@@ -1,6 +1,8 @@
-"""The per-machine registry ($AM_HOME/registry.yml): vault names and code-repo clones.
+"""The per-machine registry ($AM_HOME/registry.yml): vault names, code-repo clones, and each repo's vault.
 
-Paths differ between machines, so this file is never inside a vault.
+Paths differ between machines, so this file is never inside a vault. A name is
+never re-pointed silently: registering a taken name for another path is an
+error unless the caller says ``replace``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from am.errors import InvalidRecordError, NotFoundError
+from am.errors import CollisionError, InvalidRecordError, NotFoundError
 from am.records.frontmatter import MAX_FRONTMATTER_BYTES, fast_load_tables, strict_load
 from am.records.ids import check_id
 
@@ -32,6 +34,8 @@ class Registry:
     path: Path
     vaults: dict[str, str] = field(default_factory=dict)
     repos: dict[str, str] = field(default_factory=dict)
+    # Code-repo name -> the vault (by name) its facts live in: a clone or worktree finds its vault through it.
+    repo_vaults: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, home: Path | None = None) -> Registry:
@@ -48,9 +52,12 @@ class Registry:
             data = strict_load(text, path=str(path)) if text.strip() else {}
         vaults = data.get("vaults") or {}
         repos = data.get("repos") or {}
-        if not isinstance(vaults, dict) or not isinstance(repos, dict):
-            raise InvalidRecordError("vaults and repos must be mappings of name to path", path=str(path))
-        return cls(path, {str(k): str(v) for k, v in vaults.items()}, {str(k): str(v) for k, v in repos.items()})
+        links = data.get("repo_vaults") or {}
+        if not isinstance(vaults, dict) or not isinstance(repos, dict) or not isinstance(links, dict):
+            raise InvalidRecordError("vaults, repos and repo_vaults must be mappings of name to path or name",
+                                     path=str(path))
+        return cls(path, {str(k): str(v) for k, v in vaults.items()}, {str(k): str(v) for k, v in repos.items()},
+                   {str(k): str(v) for k, v in links.items()})
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -63,28 +70,60 @@ class Registry:
         from am.records.frontmatter import safe_dump
 
         # One entry a line however long the path (the fast path of load reads exactly that).
-        text = safe_dump({"vaults": self.vaults, "repos": self.repos}, allow_unicode=True, sort_keys=True,
-                         width=1 << 30)
+        tables: dict[str, dict[str, str]] = {"vaults": self.vaults, "repos": self.repos}
+        if self.repo_vaults:
+            tables["repo_vaults"] = self.repo_vaults
+        text = safe_dump(tables, allow_unicode=True, sort_keys=True, width=1 << 30)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path)
 
-    def add_vault(self, name: str, path: Path) -> None:
-        """Register a vault name for a path (re-registering a name moves it)."""
-        self._put("vaults", name, path)
+    def add_vault(self, name: str, path: Path, *, replace: bool = False) -> None:
+        """Register a vault name for a path; a name taken by another path needs ``replace``."""
+        self._put("vaults", name, path, replace=replace)
 
-    def add_repo(self, name: str, path: Path) -> None:
-        """Register a code repository name for a local clone."""
-        self._put("repos", name, path)
+    def add_repo(self, name: str, path: Path, *, vault: str | None = None, replace: bool = False) -> None:
+        """Register a code repository name for a local clone (and the vault it belongs to)."""
+        self._put("repos", name, path, replace=replace, vault=vault)
 
-    def _put(self, table: str, name: str, path: Path) -> None:
+    def remove_vault(self, name: str) -> str:
+        """Forget a vault name (its files stay); return the path it named."""
+        return self._drop("vaults", name)
+
+    def remove_repo(self, name: str) -> str:
+        """Forget a code repository name and its vault link (the clone stays); return the path it named."""
+        return self._drop("repos", name)
+
+    def _put(self, table: str, name: str, path: Path, *, replace: bool, vault: str | None = None) -> None:
         check_id(name, field=f"{table[:-1]} name")
         with self._locked():
             # Re-read under the lock so two registrations at once both land.
             fresh = Registry.load(self.path.parent)
-            getattr(fresh, table)[name] = str(path)
+            entries = getattr(fresh, table)
+            old = entries.get(name)
+            if old is not None and not replace and not _same(old, path):
+                noun = table[:-1]
+                raise CollisionError(f"{noun} name {name!r} is already registered for {old}",
+                                     hint=f"pass --replace to point it at {path}, or choose another name")
+            entries[name] = str(path)
+            if table == "repos" and vault is not None:
+                fresh.repo_vaults[name] = vault
             fresh._save()
-            setattr(self, table, getattr(fresh, table))
+            self.vaults, self.repos, self.repo_vaults = fresh.vaults, fresh.repos, fresh.repo_vaults
+
+    def _drop(self, table: str, name: str) -> str:
+        with self._locked():
+            fresh = Registry.load(self.path.parent)
+            entries = getattr(fresh, table)
+            if name not in entries:
+                known = ", ".join(sorted(entries)) or "none"
+                raise NotFoundError(f"no {table[:-1]} named {name!r} is registered (registered: {known})")
+            old = str(entries.pop(name))
+            if table == "repos":
+                fresh.repo_vaults.pop(name, None)
+            fresh._save()
+            self.vaults, self.repos, self.repo_vaults = fresh.vaults, fresh.repos, fresh.repo_vaults
+            return old
 
     def vault_path(self, name: str) -> Path:
         """Return the path of a registered vault."""
@@ -92,3 +131,11 @@ class Registry:
             known = ", ".join(sorted(self.vaults)) or "none yet"
             raise NotFoundError(f"no vault named {name!r} (known: {known})", hint="register it: am vault add NAME PATH")
         return Path(self.vaults[name])
+
+
+def _same(old: str, new: Path) -> bool:
+    """Return whether a registered path and a new one name the same folder."""
+    try:
+        return Path(old).expanduser().resolve() == new.expanduser().resolve()
+    except OSError:
+        return str(old) == str(new)

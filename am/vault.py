@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from am.upkeep.authorship import Authorship
 from am.upkeep.forms import relation_body, render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
+from am.upkeep.worldwrites import WorldWrites
 from am.clock import now as _now
 from am.errors import (
     CollisionError,
@@ -72,7 +73,7 @@ def find_vault_root(start: Path) -> Path | None:
 
 
 
-class Vault(Updating, Authorship):
+class Vault(Updating, Authorship, WorldWrites):
     """One vault: its files, its Git repository and its cache."""
 
     def __init__(self, root: Path, store: LazyStore, *, actor: str | None = None) -> None:
@@ -91,6 +92,12 @@ class Vault(Updating, Authorship):
         where = where or os.environ.get("AM_VAULT") or None
         if where is None:
             root = find_vault_root(Path.cwd().resolve())
+            if root is None:
+                # Inside a registered code repo's clone or worktree: the vault that repo belongs to (DESIGN §2).
+                from am.worlds.here import vault_here
+
+                found = vault_here()
+                root = found.resolve() if found is not None and (found / ".am" / "vault.yml").is_file() else None
             if root is None:
                 raise NotAVaultError(
                     "not inside a vault",
@@ -112,7 +119,7 @@ class Vault(Updating, Authorship):
 
     @classmethod
     def init(cls, path: Path, *, name: str | None = None, actor: str | None = None,
-             register: bool = True) -> Vault:
+             register: bool = True, replace: bool = False) -> Vault:
         """Create a vault at ``path`` (or adopt the Git repository there) and register it."""
         root = path.expanduser().resolve()
         if root.exists() and not root.is_dir():
@@ -135,7 +142,7 @@ class Vault(Updating, Authorship):
                              author=vault._author())
             vault = cls(root, store, actor=actor)
         if register:
-            Registry.load().add_vault(vault.name, root)
+            Registry.load().add_vault(vault.name, root, replace=replace)
         return vault
 
     def close(self) -> None:
@@ -392,7 +399,7 @@ class Vault(Updating, Authorship):
             if not create:
                 raise NotFoundError(
                     f"unknown topic {t!r}",
-                    hint=f"create it first (am topic add {t} --title ...) or pass --create-topic",
+                    hint=self.topic_hint(t) + f"create it first (am topic add {t} --title ...) or pass --create-topic",
                 )
             kind = t.split("-", 1)[0]
             kind = kind if kind in TOPIC_KINDS else "concept"
@@ -422,12 +429,15 @@ class Vault(Updating, Authorship):
         )
 
     def add_fact(self, draft: FactDraft | str, /, *, create_topics: bool = False, allow_secrets: bool = False,
-                 **fields: Any) -> WriteResult:
+                 unverified: bool = False, **fields: Any) -> WriteResult:
         """Add a fact about one or more topics, in one commit (with any topics it creates).
 
         ``draft`` is a ``FactDraft``, or the fact's text with the draft's fields as keywords.
+        Its world is checked first (DESIGN §5.7): a registered repo, a branch and
+        commit its clone has, the commit stored in full; a branch without a commit
+        records that branch's tip. ``unverified`` records the world as given.
         """
-        draft = FactDraft.of(draft, fields)
+        draft = self._checked_draft(FactDraft.of(draft, fields), None, unverified=unverified)
         new_topics = self._check_topics(draft.topics, create=create_topics)
         if draft.id:
             self._ensure_new(check_id(draft.id))
@@ -443,7 +453,7 @@ class Vault(Updating, Authorship):
         return with_fresh_ids(attempt, generated=not draft.id)
 
     def supersede_fact(self, old_id: str, draft: FactDraft | str, /, *, reason: str, create_topics: bool = False,
-                       allow_secrets: bool = False, **fields: Any) -> WriteResult:
+                       allow_secrets: bool = False, unverified: bool = False, **fields: Any) -> WriteResult:
         """Replace a fact with a new one, in one commit touching both files.
 
         The new fact inherits the old one's topics and world unless given. The old
@@ -463,7 +473,7 @@ class Vault(Updating, Authorship):
         old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
-        draft = draft.inheriting(old)
+        draft = self._checked_draft(draft, old.repo, unverified=unverified).inheriting(old)
         new_topics = self._check_topics(draft.topics, create=create_topics)
         if draft.id:
             self._ensure_new(check_id(draft.id))

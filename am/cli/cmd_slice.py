@@ -39,6 +39,7 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
 @click.option("--query", default=None, metavar="TEXT", help="Only records about this query (vector, full text, graph).")
 @click.option("--max-tokens", default=8000, show_default=True, type=click.IntRange(0),
               help="Token budget; the lowest-ranked records are left out and counted (0: no budget).")
+@click.option("--compact", is_flag=True, help="One line a fact, provenance shortened (for small prompts).")
 @click.option("--include-pending", is_flag=True, help="Also show facts waiting for review.")
 @click.option("--follow-links", is_flag=True, help="Follow [[vault:id]] links to other vaults, one hop.")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
@@ -46,41 +47,47 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
 @click.pass_context
 def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, at: str | None,
            as_of: str | None, topic: str | None, depth: int, query: str | None, max_tokens: int,
-           include_pending: bool, follow_links: bool, fmt: str) -> None:
+           compact: bool, include_pending: bool, follow_links: bool, fmt: str) -> None:
     """Print the context pack: what holds in a world (repo, branch, commit, time), grouped by topic.
 
-    Facts are ranked (pinned, confidence, recency) and cut to --max-tokens; the
-    pack says how many were left out and how to get them. The same vault commit
-    and arguments give byte-identical output.
+    Facts are ranked (pinned, confidence, recency) and cut to --max-tokens, which
+    caps the whole pack, header included; the pack says how many were left out
+    and how to get them. The same vault commit and arguments give byte-identical
+    output. Inside a registered clone or any worktree of it, the world is its
+    repo, branch and HEAD. A repo, branch or commit that does not exist exits 12.
 
     Example: am slice --repo project-alpha --branch main --max-tokens 2000
     """
     from am.packs.slice import SliceRequest, render_json, render_markdown, slice_vault
 
     vault = open_vault(ctx)
-    if repo is None and branch is None and commit_ is None:
-        repo, branch, commit_ = _here_world()
+    repo, branch, commit_ = here_world(repo, branch, commit_)
     at_moment, at_label = _time(at, "--at")
     as_of_moment, as_of_label = _time(as_of, "--as-of")
     request = SliceRequest(
         repo=repo, branch=branch, commit=commit_, at=at_moment, at_label=at_label or "now",  # type: ignore[arg-type]
         as_of=as_of_moment, as_of_label=as_of_label, topic=topic, depth=depth, query=query,  # type: ignore[arg-type]
-        max_tokens=max_tokens, include_pending=include_pending, follow_links=follow_links,
+        max_tokens=max_tokens, include_pending=include_pending, follow_links=follow_links, compact=compact,
     )
     pack = slice_vault(vault, request)
     text = render_json(pack) if fmt == "json" else render_markdown(pack)
     click.echo(text, nl=False)
 
 
-def _here_world() -> tuple[str | None, str | None, str | None]:
-    """Take the world from the registered code repository around the current folder, if any."""
-    from am.errors import AmError
-    from am.worlds.here import world_here
+def here_world(repo: str | None, branch: str | None,
+               commit: str | None) -> tuple[str | None, str | None, str | None]:
+    """Fill the world from the registered clone (or worktree) around the current folder, where not given."""
+    from am.worlds.here import registered_here
 
-    try:
-        return world_here()
-    except AmError:
-        return None, None, None
+    if repo is not None:
+        return repo, branch, commit
+    found = registered_here()
+    if found is None:
+        return None, branch, commit
+    name, checkout = found
+    if branch is None and commit is None:
+        branch, commit = checkout.head()
+    return name, branch, commit
 
 
 @click.group()
@@ -94,19 +101,53 @@ def repo() -> None:
 @repo.command("add")
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def repo_add(name: str, path: Path) -> None:
-    """Register the local clone at PATH as code repository NAME (per machine).
+@click.option("--replace", is_flag=True, help="Point a name already registered elsewhere at PATH.")
+@click.pass_context
+def repo_add(ctx: click.Context, name: str, path: Path, replace: bool) -> None:
+    """Register the local clone at PATH as code repository NAME, belonging to this vault.
 
-    Slices then judge facts of NAME by the clone's commit graph.
+    Slices then judge facts of NAME by the clone's commit graph, and any command
+    run inside the clone (or a worktree of it) finds this vault, the repo and
+    the world with no flags. The clone's remote URL is recorded in the vault's
+    .am/vault.yml (one commit), so another machine can be told which clone NAME
+    means.
 
     Example: am repo add project-alpha ~/src/alpha
     """
+    from am.errors import NotAVaultError
     from am.git import GitStore
+    from am.records.ids import check_id
     from am.registry import Registry
 
+    check_id(name, field="repo name")
     store = GitStore.open_code(path.expanduser().resolve())
-    Registry.load().add_repo(name, store.root)
+    try:
+        vault = open_vault(ctx)
+    except NotAVaultError:
+        vault = None
+    Registry.load().add_repo(name, store.root, vault=vault.name if vault is not None else None, replace=replace)
     click.echo(f"registered repo {name} -> {store.root}")
+    if vault is None:
+        click.echo("note: no vault here, so the repo names none; run it in a vault (or with --vault) to link them",
+                   err=True)
+        return
+    remote = store.config_value("remote.origin.url")
+    commit = vault.record_repo(name, remote)
+    if commit is not None:
+        click.echo(f"recorded {name}" + (f" ({remote})" if remote else "") + f" in .am/vault.yml in commit {commit[:10]}")
+
+
+@repo.command("remove")
+@click.argument("name")
+def repo_remove(name: str) -> None:
+    """Forget code repository NAME on this machine (the clone and the vault's records stay).
+
+    Example: am repo remove project-alpha
+    """
+    from am.registry import Registry
+
+    old = Registry.load().remove_repo(name)
+    click.echo(f"removed repo {name} (was {old})")
 
 
 @repo.command("list")
@@ -118,12 +159,14 @@ def repo_list(fmt: str) -> None:
     """
     from am.registry import Registry
 
-    repos = Registry.load().repos
+    registry = Registry.load()
+    repos = registry.repos
     if fmt == "json":
-        emit_json([{"name": n, "path": p} for n, p in sorted(repos.items())])
+        emit_json([{"name": n, "path": p, "vault": registry.repo_vaults.get(n)} for n, p in sorted(repos.items())])
         return
     for name, path in sorted(repos.items()):
-        click.echo(f"{name:<24} {path}")
+        vault = registry.repo_vaults.get(name)
+        click.echo(f"{name:<24} {path}" + (f"  (vault {vault})" if vault else ""))
     if not repos:
         click.echo("no code repositories registered; add one with: am repo add NAME PATH", err=True)
 

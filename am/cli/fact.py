@@ -33,6 +33,8 @@ def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--id", "fact_id", default=None, help="A readable id instead of a generated one."),
         click.option("--create-topic", is_flag=True, help="Create topics that do not exist yet."),
         click.option("--allow-secret", is_flag=True, help="Write even if the text looks like a credential."),
+        click.option("--unverified", is_flag=True,
+                     help="Record --repo/--branch/--commit as given, without checking the registered clone."),
         FORMAT_OPTION,
     ]
     for option in reversed(options):
@@ -79,7 +81,8 @@ def add(ctx: click.Context, /, text: str, confidence: str | None, fmt: str, **kw
     """
     vault = open_vault(ctx)
     draft = _draft(text, confidence, kw)
-    result = vault.add_fact(draft, create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"))
+    result = vault.add_fact(draft, create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"),
+                            unverified=kw.pop("unverified"))
     report_write(result, fmt, "added")
 
 
@@ -100,7 +103,7 @@ def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confid
     vault = open_vault(ctx)
     draft = _draft(text, confidence, kw)
     result = vault.supersede_fact(old_id, draft, reason=reason, create_topics=kw.pop("create_topic"),
-                                  allow_secrets=kw.pop("allow_secret"))
+                                  allow_secrets=kw.pop("allow_secret"), unverified=kw.pop("unverified"))
     report_write(result, fmt, "superseded by")
 
 
@@ -166,25 +169,63 @@ def show(ctx: click.Context, fact_id: str, fmt: str) -> None:
         click.echo(describe(record, path))
 
 
-@fact.command("list")
-@click.option("--topic", default=None, help="Only facts about this topic.")
-@click.option("--status", default=None, help="Only facts with this status (default: all).")
-@click.option("--repo", default=None, help="Only facts of this code repository.")
+@fact.command("confirm")
+@click.argument("fact_id", metavar="ID")
+@click.option("--commit", "commit_", default=None,
+              help="The commit it was re-observed at (default: the tip of the fact's branch).")
+@click.option("--unverified", is_flag=True, help="Record --commit as given, without checking the clone.")
 @FORMAT_OPTION
 @click.pass_context
-def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str | None, fmt: str) -> None:
-    """List facts, oldest first.
+def confirm(ctx: click.Context, fact_id: str, commit_: str | None, unverified: bool, fmt: str) -> None:
+    """Re-confirm a fact at a newer commit (one commit): it is no longer stale where the code changed before.
 
-    Example: am fact list --topic project-alpha --status active
+    Example: am fact confirm f-20261002-0915-c4f1a5 --commit 743299d
+    """
+    result = open_vault(ctx).confirm_fact(fact_id, commit=commit_, unverified=unverified)
+    report_write(result, fmt, "confirmed")
+
+
+_STATUSES = ["active", "contested", "pending-review", "expired", "superseded"]
+
+
+def world_of(fact: Any) -> str:
+    """Return a fact's world in short form: repo@branch@commit, or 'any' when it names none."""
+    if not (fact.repo or fact.version or fact.commit):
+        return "any"
+    where = fact.repo or "any-repo"
+    if fact.version:
+        where += f"@{fact.version}"
+    if fact.commit:
+        where += f"@{fact.commit[:7]}"
+    return where
+
+
+@fact.command("list")
+@click.option("--topic", default=None, help="Only facts about this topic.")
+@click.option("--status", default=None, type=click.Choice(_STATUSES), help="Only facts with this status (default: all).")
+@click.option("--repo", default=None, help="Only facts of this code repository (its repo: field).")
+@click.option("--branch", default=None, help="Only facts recorded on this branch (their branch: field).")
+@click.option("--limit", default=None, type=click.IntRange(1), help="At most this many (the newest).")
+@FORMAT_OPTION
+@click.pass_context
+def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str | None, branch: str | None,
+          limit: int | None, fmt: str) -> None:
+    """List facts, oldest first, each with its status and world (repo@branch@commit).
+
+    Example: am fact list --topic project-alpha --status active --repo project-alpha --branch main
     """
     facts = open_vault(ctx).list_facts(topic=topic, status=status, repo=repo)
+    if branch is not None:
+        facts = [f for f in facts if f.version == branch]
+    if limit is not None:
+        facts = facts[-limit:]
     if fmt == "json":
         emit_json([record_dict(f) for f in facts])
         return
     for f in facts:
         first = f.body.strip().split("\n", 1)[0]
-        if len(first) > 90:
-            first = first[:89] + "…"
-        click.echo(f"{f.id:<28} {f.status:<14} {first}")
+        if len(first) > 72:
+            first = first[:71] + "…"
+        click.echo(f"{f.id:<28} {f.status:<14} {world_of(f):<32} {first}")
     if not facts:
         click.echo("no facts match", err=True)

@@ -14,8 +14,9 @@ from am.cli.context import FORMAT_OPTION, emit_json
 @click.option("--name", default=None, help="The vault's name in the registry (default: the folder's name).")
 @click.option("--obsidian", "for_obsidian", is_flag=True,
               help="Also add Obsidian templates and settings (as am obsidian setup does).")
+@click.option("--replace", is_flag=True, help="Point the name at PATH even if it is registered for another vault.")
 @click.pass_context
-def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool) -> None:
+def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, replace: bool) -> None:
     """Create a vault in PATH (default: here), or adopt the Git repository there.
 
     Registers the vault by name in $AM_HOME (default ~/.am).
@@ -24,7 +25,7 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool) -
     """
     from am.vault import Vault
 
-    vault = Vault.init(path, name=name, actor=ctx.obj.actor)
+    vault = Vault.init(path, name=name, actor=ctx.obj.actor, replace=replace)
     if for_obsidian:
         vault.setup_obsidian()
     click.echo(f"vault {vault.name} ready at {vault.root}")
@@ -61,8 +62,9 @@ def list_(fmt: str) -> None:
 @vault.command("add")
 @click.argument("name")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def add(name: str, path: Path) -> None:
-    """Register an existing vault under NAME.
+@click.option("--replace", is_flag=True, help="Point a name already registered elsewhere at PATH.")
+def add(name: str, path: Path, replace: bool) -> None:
+    """Register an existing vault under NAME (a taken name needs --replace).
 
     Example: am vault add alpha ~/vaults/alpha
     """
@@ -72,15 +74,29 @@ def add(name: str, path: Path) -> None:
     root = path.resolve()
     if not (root / ".am" / "vault.yml").is_file():
         raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {path}")
-    Registry.load().add_vault(name, root)
+    Registry.load().add_vault(name, root, replace=replace)
     click.echo(f"registered {name} -> {root}")
+
+
+@vault.command("remove")
+@click.argument("name")
+def remove(name: str) -> None:
+    """Forget vault NAME on this machine (its files and history stay where they are).
+
+    Example: am vault remove alpha
+    """
+    from am.registry import Registry
+
+    old = Registry.load().remove_vault(name)
+    click.echo(f"removed vault {name} (was {old})")
 
 
 @click.command()
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path), default="am-demo", required=False)
 @click.option("--code", "code", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to build the demo's code repository (default: PATH-code).")
-def demo(path: Path, code: Path | None) -> None:
+@click.option("--replace", is_flag=True, help="Re-point the names demo and project-alpha at this new demo.")
+def demo(path: Path, code: Path | None, replace: bool) -> None:
     """Create the example vault in PATH (default: ./am-demo) with a short history.
 
     Also builds the code repository its facts are about (project-alpha, beside
@@ -90,7 +106,7 @@ def demo(path: Path, code: Path | None) -> None:
     """
     from am.demo import materialise_demo
 
-    v = materialise_demo(path, code=code)
+    v = materialise_demo(path, code=code, replace=replace)
     commits = sum(1 for _ in v.store.walk())
     code_path = (code or path.with_name(path.name + "-code")).resolve()
     click.echo(f"demo vault ready at {v.root} ({commits} commits)")

@@ -318,6 +318,29 @@ class Reader:
             walker.hide(known)
         return {str(c.id) for c in walker}
 
+    def topo_history(self, tip: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Return (commit, parents) for ``tip`` and every ancestor, parents before children."""
+        walker = self.repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+        return [(str(c.id), tuple(str(p) for p in c.parent_ids)) for c in walker]
+
+    def touched_paths(self, commit: str) -> list[str]:
+        """Return the files a commit changed itself: against its parent, or a merge's against every parent."""
+        c = self.repo[commit].peel(pygit2.Commit)
+        parents = [str(p) for p in c.parent_ids]
+        if not parents:
+            return sorted({p for p, _ in self.tree_changes(None, commit)})
+        found: set[str] | None = None
+        for parent in parents:
+            paths = {p for p, _ in self.tree_changes(parent, commit)}
+            found = paths if found is None else found & paths
+            if not found:
+                break
+        return sorted(found or ())
+
+    def ref_names(self) -> list[str]:
+        """Return the names of every reference (refs/heads/..., refs/remotes/..., refs/tags/...)."""
+        return sorted(str(r) for r in self.repo.references)
+
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Return whether ``ancestor`` is ``descendant`` or reachable from it."""
         if ancestor == descendant:

@@ -17,19 +17,20 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from am.clock import now
-from am.errors import AmError
+from am.errors import AmError, UnknownWorldError
 from am.registry import Registry
 from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
 
 if TYPE_CHECKING:
     from am.git import GitStore
+    from am.worlds.stale import Staleness
     from am.records.model import Record
     from am.cache.index import VaultFiles
 
@@ -174,6 +175,19 @@ class CommitGraph:
             return None
         return full in self.history
 
+    def full_id(self, commit: str) -> str | None:
+        """Return the full id of a commit of this history named by its id or a unique prefix, else None."""
+        if commit in self.history:
+            return commit
+        return self._in_history(commit)
+
+    def staleness(self) -> Staleness:
+        """Return the staleness of watched paths in this world (DESIGN §5.6), cached beside the histories."""
+        from am.worlds.stale import Staleness
+
+        folder = self._files.folder if self._files is not None else None
+        return Staleness(self.store, self.tip, self.history, folder=folder)
+
     def _in_history(self, prefix: str) -> str | None:
         """Return the one history commit a hex prefix names (bisect; no object lookups)."""
         prefix = prefix.lower()
@@ -220,14 +234,6 @@ def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | 
         return None, f"the clone of {name} at {path} cannot be read ({err.message})"
 
 
-def _branch_tip(store: GitStore, branch: str) -> str | None:
-    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", f"refs/tags/{branch}"):
-        tip = store.find_commit(ref)
-        if tip is not None:
-            return tip
-    return None
-
-
 def _current_branch(store: GitStore) -> str | None:
     try:
         return store.head_ref().removeprefix("refs/heads/")
@@ -237,25 +243,47 @@ def _current_branch(store: GitStore) -> str | None:
 
 def setup_world(repo: str | None, branch: str | None = None, commit: str | None = None, *,
                 at: datetime | None = None, include_pending: bool = False,
-                registry: Registry | None = None, cache_dir: Path | None = None) -> WorldSetup:
-    """Build the world of a slice and its ancestry oracle, falling back to branch names."""
+                registry: Registry | None = None, cache_dir: Path | None = None,
+                known_repos: Callable[[], Collection[str]] | None = None) -> WorldSetup:
+    """Build the world of a slice and its ancestry oracle, falling back to branch names.
+
+    A world that cannot exist is an ``UnknownWorldError`` (exit code 12): a repo
+    neither registered here nor named by the vault (``known_repos()``), or a
+    branch or commit the registered clone does not have. A repo the vault knows
+    but this machine has no clone of is judged by branch name, and says so.
+    """
+    from am.worlds.checks import branch_names, branch_tip, did_you_mean, known_list
+
     def world(b: str | None, c: str | None) -> World:
         return World(repo=repo, branch=b, commit=c, at=at, include_pending=include_pending)
 
     if repo is None:
         return WorldSetup(world(branch, commit), None, RULE_NONE,
                           ("no repo given: only records that name no repo hold",))
+    registry = registry or Registry.load()
+    if repo not in registry.repos and known_repos is not None:
+        known = set(known_repos()) | set(registry.repos)
+        if repo not in known:
+            guess = did_you_mean(repo, known)
+            raise UnknownWorldError(
+                f"repo {repo!r} is neither registered here nor named by any record (known: {known_list(sorted(known))})",
+                hint=(f"did you mean {guess!r}? " if guess else "") + "check the name (am repo list)")
     store, why = open_clone(repo, registry)
     notes: list[str] = []
     if store is not None:
         if commit is not None:
             tip, source = store.find_commit(commit), "given"
             if tip is None:
-                why = f"commit {commit} is not in the clone at {store.root} (fetch it, or check the id)"
+                raise UnknownWorldError(f"commit {commit} is not in the clone of {repo} at {store.root}",
+                                        hint="fetch it, or check the id (git log --oneline)")
         elif branch is not None:
-            tip, source = _branch_tip(store, branch), "branch tip"
+            tip, source = branch_tip(store, branch), "branch tip"
             if tip is None:
-                why = f"branch {branch} is not in the clone at {store.root} (fetch it, or check the name)"
+                names = branch_names(store)
+                guess = did_you_mean(branch, names)
+                raise UnknownWorldError(
+                    f"branch {branch} is not in the clone of {repo} at {store.root} (branches: {known_list(names)})",
+                    hint=(f"did you mean {guess!r}? " if guess else "") + "fetch it, or check the name")
         else:
             tip, source = store.head(), "HEAD of the clone"
             branch = _current_branch(store)

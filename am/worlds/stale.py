@@ -1,47 +1,74 @@
-"""Watched code paths: when a code commit touches a fact's ``paths``, the fact needs review.
+"""Staleness per world, derived from the code graph (DESIGN §5.6).
 
-``mark_stale`` diffs the code repository between two commits and sets every
-``active`` or ``contested`` fact of that repo whose ``paths`` the change
-touched to ``pending-review`` — all in one vault commit, by the actor
-``am-watch``, whose subject and reason name the code commit. The code-repo
-hooks call it after each commit or merge; ``am stale`` calls it on demand.
+A fact with ``paths`` observed at commit C is *stale in a world* when a commit
+in that world's history and not in C's history changed one of its paths. It is
+never written into the fact: the same fact can be stale on a branch that
+rewrote ``src/api/users.py`` and fresh on main, where nothing touched it.
+
+"Changed" means the commit's own change: against its parent, or for a merge
+against every parent (a merge that only brings a branch's work in changes
+nothing itself; the branch's commits are in the history and count on their
+own). A root commit changes every file it has.
+
+Cost. The world's history is taken in topological order once, with each
+commit's parents and the paths it changed (both immutable, so kept on disk per
+clone in ``touched.jsonl`` and extended as the clone grows). One pass then
+carries, per commit, a bit set of the commits that touched a watched path and
+are its ancestors; a fact at C is stale iff some commit touching its path is in
+the world and not in C's set. The answer for every (commit, watched path) pair
+asked is kept per world tip (``stale/<tip>.json``), so a warm slice reads one
+small file and imports no pygit2. The code-repository hook computes it for the
+new tip right after a commit (``am hooks install --code-repo``).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from am.errors import AmError, GitError, UsageError
+if TYPE_CHECKING:
+    from am.git import GitStore
 
-__all__ = ["WATCH_ACTOR", "StaleResult", "code_root_of", "last_seen", "mark_stale", "path_matches", "watching_facts"]
+__all__ = ["StaleMark", "Staleness", "WatchedFact", "path_matches", "stale_facts"]
 
-WATCH_ACTOR = "am-watch"
+log = logging.getLogger("am")
+
 _GLOB = set("*?[")
+_TOUCHED = "touched.jsonl"
+_STALE_DIR = "stale"
+_TIPS_KEPT = 16
 
 
 @dataclass(frozen=True)
-class StaleResult:
-    """What one staleness check saw and did."""
+class StaleMark:
+    """Why a fact is stale in a world: the watched path, the file that changed, and the commit that changed it."""
 
-    repo: str
-    since: str | None
-    until: str | None
-    changed: tuple[str, ...]
-    marked: tuple[str, ...]
-    skipped: tuple[str, ...]
-    commit: str | None
+    watched: str
+    path: str
+    commit: str
 
-    def to_json(self) -> dict[str, Any]:
-        """Return the stable JSON shape of the result."""
-        return {
-            "repo": self.repo, "since": self.since, "until": self.until, "changed_paths": list(self.changed),
-            "marked": list(self.marked), "skipped": list(self.skipped), "vault_commit": self.commit,
-        }
+    def describe(self) -> str:
+        """Return 'code changed since: PATH @ COMMIT' in short form."""
+        return f"code changed since: {self.path} @ {self.commit[:10]}"
+
+    def to_json(self) -> dict[str, str]:
+        """Return the stable JSON shape."""
+        return {"watched": self.watched, "path": self.path, "commit": self.commit}
+
+
+@dataclass(frozen=True)
+class WatchedFact:
+    """What staleness needs of a fact: its id, the commit it was observed at, and the paths it watches."""
+
+    id: str
+    commit: str
+    paths: tuple[str, ...]
 
 
 def _norm(path: str) -> str:
@@ -62,104 +89,211 @@ def path_matches(watched: str, changed: str) -> bool:
     return c == w or c.startswith(w + "/")
 
 
-def watching_facts(vault: Any, repo: str, changed: Sequence[str]) -> list[Any]:
-    """Return the facts of ``repo`` that hold now (active or contested) and watch a changed path."""
-    out = []
-    for fact in vault.list_facts(repo=repo):
-        if fact.status not in ("active", "contested") or not fact.paths:
-            continue
-        if any(path_matches(w, c) for w in fact.paths for c in changed):
-            out.append(fact)
-    return out
+class _Touched:
+    """Each commit's parents and the paths it changed itself, kept on disk per clone (append-only)."""
 
-
-def _state_file(vault: Any, repo: str) -> Path:
-    return Path(vault.store.gitdir) / "am" / "watch" / f"{repo}.last"
-
-
-def last_seen(vault: Any, repo: str) -> str | None:
-    """Return the code commit the last staleness check of ``repo`` reached, if remembered."""
-    try:
-        return _state_file(vault, repo).read_text(encoding="ascii").strip() or None
-    except OSError:
-        return None
-
-
-def _remember(vault: Any, repo: str, commit: str) -> None:
-    target = _state_file(vault, repo)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
-    tmp.write_text(commit + "\n", encoding="ascii")
-    os.replace(tmp, target)
-
-
-def mark_stale(vault: Any, *, code_root: Path, repo: str, since: str | None = None, until: str | None = None,
-               remember: bool = False, dry_run: bool = False) -> StaleResult:
-    """Mark the facts watching paths changed in ``code_root`` between ``since`` and ``until`` (HEAD)."""
-    from am.git import GitStore
-    from am.records.ids import check_id
-    from am.records.model import Fact, replace
-    from am.records.writes import one_line
-
-    check_id(repo, field="repo")
-    code = GitStore.open(code_root)
-    tip = code.resolve(until or "HEAD")
-    base: str | None
-    if since is not None:
-        base = code.resolve(since)
-    else:
-        remembered = last_seen(vault, repo)
-        base = remembered if remembered and _exists(code, remembered) else None
-        if base is None:
-            parents = code.commit_info(tip).parents
-            base = parents[0] if parents else None
-    changed = tuple(sorted({p for p, _ in code.diff_paths(base, tip)})) if base != tip else ()
-    facts = watching_facts(vault, repo, changed)
-    marked: list[str] = []
-    skipped: list[str] = []
-    commit: str | None = None
-    if facts and not dry_run:
-        items = []
-        reason = one_line(f"code commit {tip} in {repo} changed " + ", ".join(changed[:5])
-                          + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""))
-        for fact in facts:
+    def __init__(self, folder: Path | None, store: GitStore) -> None:
+        self.folder = folder
+        self.store = store
+        self.known: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        if folder is not None:
             try:
-                path, current, blob = vault._existing_for_update(fact.id, Fact, "fact")
-            except AmError as err:
-                skipped.append(f"{fact.id}: {err}")
+                with open(folder / _TOUCHED, encoding="utf-8") as handle:
+                    for line in handle:
+                        try:
+                            cid, parents, paths = json.loads(line)
+                        except ValueError:
+                            continue  # a torn last line: that commit is read again
+                        self.known[str(cid)] = (tuple(parents), tuple(paths))
+            except OSError:
+                pass
+
+    def history(self, tip: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        """Return (commit, parents, changed paths) for ``tip``'s history, parents before children."""
+        order = self._topo_from_known(tip)
+        if order is None:
+            fresh: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+            order = []
+            for cid, parents in self.store.topo_history(tip):
+                found = self.known.get(cid)
+                if found is None:
+                    found = (parents, tuple(self.store.touched_paths(cid)))
+                    self.known[cid] = found
+                    fresh.append((cid, *found))
+                order.append(cid)
+            self._append(fresh)
+        return [(c, *self.known[c]) for c in order]
+
+    def _topo_from_known(self, tip: str) -> list[str] | None:
+        """Order ``tip``'s history from the file alone (no pygit2), or None when a commit is missing."""
+        if tip not in self.known:
+            return None
+        order: list[str] = []
+        state: dict[str, int] = {}
+        stack: list[tuple[str, int]] = [(tip, 0)]
+        while stack:
+            cid, i = stack.pop()
+            entry = self.known.get(cid)
+            if entry is None:
+                return None
+            parents = entry[0]
+            if i == 0:
+                if state.get(cid):
+                    continue
+                state[cid] = 1
+            if i < len(parents):
+                stack.append((cid, i + 1))
+                parent = parents[i]
+                if not state.get(parent):
+                    stack.append((parent, 0))
                 continue
-            items.append((path, replace(current, status="pending-review", reason=reason), blob))
-            marked.append(fact.id)
-        if items:
-            result = vault._write(
-                items, noun="fact", verb="stale", ids=marked, reason=reason,
-                subject=one_line(f"fact: pending-review {len(marked)} after {repo}@{tip[:12]}", limit=120),
-            )
-            commit = result.commit
-    elif facts:
-        marked = [f.id for f in facts]
-    if remember and not dry_run:
-        _remember(vault, repo, tip)
-    return StaleResult(repo, base, tip, changed, tuple(marked), tuple(skipped), commit)
+            state[cid] = 2
+            order.append(cid)
+        return order
+
+    def _append(self, rows: list[tuple[str, tuple[str, ...], tuple[str, ...]]]) -> None:
+        if not rows or self.folder is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            text = "".join(json.dumps([c, list(p), list(t)], separators=(",", ":")) + "\n" for c, p, t in rows)
+            with open(self.folder / _TOUCHED, "a", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as err:  # a cache that cannot be written only costs time
+            log.warning("could not cache the changed paths of the code repository: %s", err)
 
 
-def _exists(store: Any, commit: str) -> bool:
-    try:
-        store.resolve(commit)
-        return True
-    except GitError:
-        return False
+class Staleness:
+    """Which (commit, watched path) pairs are stale in one world: read from the cache, else computed."""
+
+    def __init__(self, store: GitStore, tip: str, history: frozenset[str], *, folder: Path | None) -> None:
+        self.store = store
+        self.tip = tip
+        self.history = history
+        self.folder = folder
+
+    def _file(self) -> Path | None:
+        return None if self.folder is None else self.folder / _STALE_DIR / f"{self.tip}.json"
+
+    def _load(self) -> dict[str, list[str] | None]:
+        path = self._file()
+        if path is None:
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        pairs = data.get("pairs") if isinstance(data, dict) else None
+        return pairs if isinstance(pairs, dict) else {}
+
+    def _save(self, pairs: Mapping[str, list[str] | None]) -> None:
+        path = self._file()
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"tip": self.tip, "pairs": dict(sorted(pairs.items()))}), encoding="utf-8")
+            os.replace(tmp, path)
+            files = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in files[_TIPS_KEPT:]:
+                old.unlink(missing_ok=True)
+        except OSError as err:
+            log.warning("could not cache staleness for %s: %s", self.tip[:12], err)
+
+    def marks(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StaleMark | None]:
+        """Return, for each (full commit id, watched path), what makes it stale here, or None."""
+        wanted = {(c, w) for c, w in pairs if c in self.history}
+        known = self._load()
+        missing = {p for p in wanted if _key(p) not in known}
+        if missing:
+            known.update(self._compute(wanted | {_unkey(k) for k in known}))
+            self._save(known)
+        out: dict[tuple[str, str], StaleMark | None] = {}
+        for pair in wanted:
+            found = known.get(_key(pair))
+            out[pair] = None if not found else StaleMark(pair[1], found[0], found[1])
+        return out
+
+    def _compute(self, pairs: set[tuple[str, str]]) -> dict[str, list[str] | None]:
+        """Compute every pair from the world's history in one pass (see the module's docstring)."""
+        pairs = {p for p in pairs if p[0] in self.history}
+        watched = sorted({w for _, w in pairs})
+        touched = _Touched(self.folder, self.store)
+        order = touched.history(self.tip)
+        # The commits that touched a watched path, by bit (older commits lower), and per watched path the mask.
+        bit_of: dict[str, int] = {}
+        path_mask: dict[str, int] = {w: 0 for w in watched}
+        change: dict[int, tuple[str, tuple[str, ...]]] = {}
+        for cid, _, paths in order:
+            hit = False
+            for w in watched:
+                if any(path_matches(w, p) for p in paths):
+                    if cid not in bit_of:
+                        bit_of[cid] = len(bit_of)
+                        change[bit_of[cid]] = (cid, paths)
+                    path_mask[w] |= 1 << bit_of[cid]
+                    hit = True
+            del hit
+        # Each commit's set of touching ancestors (itself included), freed once its last child has read it.
+        children: dict[str, int] = {}
+        for _, parents, _ in order:
+            for p in parents:
+                children[p] = children.get(p, 0) + 1
+        needed = {c for c, _ in pairs}
+        ancestors_of: dict[str, int] = {}
+        kept: dict[str, int] = {}
+        for cid, parents, _ in order:
+            mask = 1 << bit_of[cid] if cid in bit_of else 0
+            for p in parents:
+                mask |= ancestors_of.get(p, 0)
+                left = children.get(p, 0) - 1
+                children[p] = left
+                if left <= 0:
+                    ancestors_of.pop(p, None)
+            ancestors_of[cid] = mask
+            if cid in needed:
+                kept[cid] = mask
+        out: dict[str, list[str] | None] = {}
+        for commit, w in pairs:
+            outside = path_mask.get(w, 0) & ~kept.get(commit, 0)
+            if not outside:
+                out[_key((commit, w))] = None
+                continue
+            cid, paths = change[outside.bit_length() - 1]  # the newest such commit
+            path = next(p for p in sorted(paths) if path_matches(w, p))
+            out[_key((commit, w))] = [path, cid]
+        return out
 
 
-def code_root_of(repo: str, path: str | None = None) -> Path:
-    """Return the local clone of a code repository: the given path, else the registry's."""
-    from am.registry import Registry
+def _key(pair: tuple[str, str]) -> str:
+    return f"{pair[0]} {pair[1]}"
 
-    if path:
-        return Path(path).expanduser().resolve()
-    registry = Registry.load()
-    if repo not in registry.repos:
-        known = ", ".join(sorted(registry.repos)) or "none yet"
-        raise UsageError(f"no code repository named {repo!r} is registered (known: {known})",
-                         hint=f"pass --code-repo PATH, or register it: am hooks install --code-repo PATH --repo {repo}")
-    return Path(registry.repos[repo])
+
+def _unkey(key: str) -> tuple[str, str]:
+    commit, _, path = key.partition(" ")
+    return commit, path
+
+
+def stale_facts(staleness: Staleness | None, facts: Iterable[WatchedFact],
+                resolve: Any = None) -> dict[str, StaleMark]:
+    """Return the facts that are stale in the world, each with its first stale path (sorted) as evidence.
+
+    ``resolve(commit) -> full id | None`` turns a fact's (possibly short) commit into the full id.
+    """
+    if staleness is None:
+        return {}
+    full: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for fact in facts:
+        commit = resolve(fact.commit) if resolve is not None else fact.commit
+        if commit and fact.paths:
+            full[fact.id] = (commit, tuple(sorted(set(fact.paths))))
+    marks = staleness.marks((c, w) for c, ws in full.values() for w in ws)
+    out: dict[str, StaleMark] = {}
+    for fid, (commit, watched) in sorted(full.items()):
+        for w in watched:
+            mark = marks.get((commit, w))
+            if mark is not None:
+                out[fid] = mark
+                break
+    return out

@@ -1,0 +1,128 @@
+"""World-aware writes of a vault: checked worlds, re-confirming a fact, recording a code repo's remote.
+
+A mixin of ``Vault`` (DESIGN §2, §5.6, §5.7): ``_checked_world`` turns the
+repo, branch and commit a write names into what is recorded (or refuses
+them); ``confirm_fact`` re-observes a fact at a newer commit in one commit;
+``record_repo`` writes a code repo's remote URL into ``.am/vault.yml`` in one
+commit; ``known_repos`` lists the repo names this vault knows of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from am.errors import UsageError
+
+if TYPE_CHECKING:
+    from am.git import LazyStore
+    from am.records.writes import FactDraft, WriteResult
+    from am.worlds.checks import CheckedWorld
+
+__all__ = ["WorldWrites"]
+
+
+class WorldWrites:
+    """A mixin of ``Vault``: writes that name a world, checked against the registered clone."""
+
+    root: Path
+    store: LazyStore
+    settings: dict[str, Any]
+
+    def _checked_world(self, repo: str | None, branch: str | None, commit: str | None, *,
+                       unverified: bool) -> CheckedWorld:
+        """Return the world to record for a write, or raise UnknownWorldError listing what exists."""
+        from am.worlds.checks import verify_world
+
+        return verify_world(repo, branch, commit, unverified=unverified)
+
+    def _checked_draft(self, draft: FactDraft, repo: str | None, *, unverified: bool) -> FactDraft:
+        """Return the draft with its world checked and filled (``repo``: the superseded fact's, inherited)."""
+        from dataclasses import replace
+
+        if not (draft.repo or draft.branch or draft.commit):
+            return draft
+        world = self._checked_world(draft.repo or repo, draft.branch, draft.commit, unverified=unverified)
+        return replace(draft, repo=world.repo, branch=world.branch, commit=world.commit)
+
+    def known_repos(self) -> set[str]:
+        """Return the code-repo names this vault knows: registered here, in .am/vault.yml, or named by records."""
+        from am.records.vaultfile import repos_of
+        from am.registry import Registry
+
+        names = set(Registry.load().repos) | set(repos_of(self.settings))
+        cache = self.cache()  # type: ignore[attr-defined]
+        if cache is not None and hasattr(cache, "repo_names"):
+            names |= set(cache.repo_names())
+        else:
+            names |= {r.repo for _, r in self.iter_records()  # type: ignore[attr-defined]
+                      if getattr(r, "repo", None)}
+        return names
+
+    def confirm_fact(self, fact_id: str, *, commit: str | None = None, unverified: bool = False) -> WriteResult:
+        """Re-observe a fact at a newer commit (default: its branch's tip), in one commit.
+
+        The new commit must descend from the old one (else the fact would stop
+        holding where it held: supersede it instead); a pending-review fact
+        becomes active again.
+        """
+        from am.records.model import Fact, replace
+        from am.worlds.checks import verify_world
+
+        path, fact, base = self._existing_for_update(fact_id, Fact, "fact")  # type: ignore[attr-defined]
+        if fact.repo is None:
+            raise UsageError(f"{fact_id} names no repo, so there is no commit to confirm it at",
+                             hint="confirm applies to facts observed in a code repository")
+        if commit is None and fact.version is None:
+            raise UsageError(f"{fact_id} names no branch; say where it was confirmed", hint="pass --commit C")
+        checked = verify_world(fact.repo, fact.version if commit is None else None, commit, unverified=unverified)
+        new_commit = checked.commit
+        if new_commit is None:
+            raise UsageError(f"no commit to confirm {fact_id} at", hint="pass --commit C")
+        if checked.verified and fact.commit:
+            from am.worlds.ancestry import open_clone
+
+            store, _ = open_clone(fact.repo)
+            old = store.find_commit(fact.commit) if store is not None else None
+            if old is not None and not store.is_ancestor(old, new_commit):  # type: ignore[union-attr]
+                raise UsageError(
+                    f"{new_commit[:10]} does not descend from {fact_id}'s commit {old[:10]}",
+                    hint="confirming there would stop the fact holding where it held; supersede it instead "
+                         "(am fact supersede), or pass --unverified")
+        if fact.commit == new_commit and fact.status != "pending-review":
+            raise UsageError(f"{fact_id} is already observed at {new_commit[:10]}")
+        status = "active" if fact.status == "pending-review" else fact.status
+        reason = f"confirmed at {fact.repo}@{new_commit[:12]}"
+        updated = replace(fact, commit=new_commit, status=status)
+        return self._write([(path, updated, base)], noun="fact", verb="confirm",  # type: ignore[attr-defined,no-any-return]
+                           ids=[fact_id], reason=reason,
+                           subject=f"fact: confirm {fact_id} at {new_commit[:12]}")
+
+    def record_repo(self, name: str, remote: str | None) -> str | None:
+        """Write a code repo's remote URL into .am/vault.yml in one commit; None when it is already there."""
+        from am.git import Change
+        from am.records.vaultfile import repos_of, with_repo
+
+        vault_file = PurePosixPath(".am/vault.yml")
+        if repos_of(self.settings).get(name) == (remote or "") and "repos" in self.settings:
+            return None
+        text = (self.root / vault_file).read_text(encoding="utf-8")
+        new = with_repo(text, name, remote)
+        if new == text:
+            return None
+        message = self._message("vault", "repo", [], subject=f"vault: repo {name}"  # type: ignore[attr-defined]
+                                + (f" at {remote}" if remote else ""))
+        with self.store.write_lock(op="vault.repo"):
+            commit: str = self.store.commit([Change(vault_file, new.encode("utf-8"), base=self.store.blob_id(vault_file))],
+                                            message=message, author=self._author())  # type: ignore[attr-defined]
+        self.settings = self._read_settings()  # type: ignore[attr-defined]
+        return commit
+
+    def topic_hint(self, missing: str) -> str:
+        """Return 'did you mean X? ' for a mistyped topic id, or ''."""
+        from am.worlds.checks import did_you_mean
+
+        ids: Sequence[str] = [t.id for t in self.list_topics()]  # type: ignore[attr-defined]
+        guess = did_you_mean(missing, ids)
+        return f"did you mean {guess!r}? " if guess else ""

@@ -1,0 +1,119 @@
+"""Write-time checks of a world (DESIGN §5.7): the repo, branch and commit a write names must exist.
+
+With a registered clone, ``--branch B`` must name a branch (or tag) of it and
+``--commit`` must resolve there; the commit is stored in full, and a branch
+given without a commit records the branch's tip, so the fact follows B's
+merges by ancestry. An unknown name is an ``UnknownWorldError`` that lists
+what exists and suggests the closest name, unless the writer says
+``unverified`` (a branch not fetched here, a repo cloned elsewhere).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from am.errors import UnknownWorldError
+from am.registry import Registry
+
+if TYPE_CHECKING:
+    from am.git import GitStore
+
+__all__ = ["CheckedWorld", "did_you_mean", "known_list", "verify_world", "branch_names", "branch_tip"]
+
+
+@dataclass(frozen=True)
+class CheckedWorld:
+    """The world a write records: repo, branch, and the full commit (the branch's tip when none was given)."""
+
+    repo: str | None
+    branch: str | None
+    commit: str | None
+    verified: bool
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """Return the closest of ``choices`` to a mistyped ``word``, or None."""
+    found = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def known_list(choices: Sequence[str], *, limit: int = 12) -> str:
+    """Return up to ``limit`` names as a comma list ('none' when empty)."""
+    names = sorted(set(choices))
+    if not names:
+        return "none"
+    more = len(names) - limit
+    return ", ".join(names[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def _hint(word: str, choices: Sequence[str], fix: str) -> str:
+    guess = did_you_mean(word, choices)
+    return (f"did you mean {guess!r}? " if guess else "") + fix
+
+
+def branch_names(store: GitStore) -> list[str]:
+    """Return the branch and tag names a world may name in a clone (local, origin's, tags)."""
+    names = set()
+    for ref in store.ref_names():
+        for prefix in ("refs/heads/", "refs/remotes/origin/", "refs/tags/"):
+            if ref.startswith(prefix):
+                name = ref[len(prefix):]
+                if name != "HEAD":
+                    names.add(name)
+    return sorted(names)
+
+
+def branch_tip(store: GitStore, branch: str) -> str | None:
+    """Return the commit a branch (or origin's branch, or a tag) names in a clone, or None."""
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", f"refs/tags/{branch}"):
+        tip = store.find_commit(ref)
+        if tip is not None:
+            return tip
+    return None
+
+
+def verify_world(repo: str | None, branch: str | None, commit: str | None, *, unverified: bool = False,
+                 registry: Registry | None = None) -> CheckedWorld:
+    """Check a write's world against the registered clone; return what to record."""
+    if repo is None:
+        if (branch or commit) and not unverified:
+            raise UnknownWorldError(
+                f"--{'branch' if branch else 'commit'} needs --repo: a branch or commit means something only in a "
+                "code repository", hint="pass --repo NAME (see: am repo list), or --unverified to record it as given")
+        return CheckedWorld(None, branch, commit, False)
+    if unverified:
+        return CheckedWorld(repo, branch, commit, False)
+    from am.worlds.ancestry import open_clone
+
+    registry = registry or Registry.load()
+    if repo not in registry.repos:
+        names = sorted(registry.repos)
+        raise UnknownWorldError(
+            f"repo {repo!r} is not registered on this machine (registered: {known_list(names)})",
+            hint=_hint(repo, names, f"register its clone (am repo add {repo} PATH), or pass --unverified"))
+    store, why = open_clone(repo, registry)
+    if store is None:
+        raise UnknownWorldError(f"repo {repo!r}: {why}", hint="fix the registration (am repo add --replace), "
+                                                               "or pass --unverified")
+    tip: str | None = None
+    if branch is not None:
+        tip = branch_tip(store, branch)
+        if tip is None:
+            names = branch_names(store)
+            raise UnknownWorldError(
+                f"branch {branch!r} is not in the clone of {repo} at {store.root} (branches: {known_list(names)})",
+                hint=_hint(branch, names, "fetch it, check the name, or pass --unverified"))
+    if commit is not None:
+        full = store.find_commit(commit)
+        if full is None:
+            raise UnknownWorldError(
+                f"commit {commit!r} is not in the clone of {repo} at {store.root}",
+                hint="give a commit id the clone has (git log --oneline), fetch it, or pass --unverified")
+        return CheckedWorld(repo, branch, full, True)
+    if tip is None and branch is None:
+        return CheckedWorld(repo, None, None, True)
+    return CheckedWorld(repo, branch, tip, True)
+
