@@ -104,7 +104,8 @@ def _actor(record: Record) -> str:
     return "li-wei"
 
 
-def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = None, replace: bool = False) -> Vault:
+def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = None,
+                     replace_names: bool = False) -> Vault:
     """Create a vault at ``dest`` holding the demo records, and the code repository beside it."""
     dest = dest.expanduser().resolve()
     code = (code or dest.with_name(dest.name + "-code")).expanduser().resolve()
@@ -116,12 +117,12 @@ def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = N
         registry = Registry.load()
         for table, name, where in (("repos", "project-alpha", code), ("vaults", "demo", dest)):
             old = getattr(registry, table).get(name)
-            if old is not None and not replace and Path(old).expanduser().resolve() != where:
+            if old is not None and not replace_names and Path(old).expanduser().resolve() != where:
                 raise CollisionError(f"{table[:-1]} name {name!r} is already registered for {old}",
                                      hint="pass --replace to point it at the new demo")
     build_demo_code(code)
     if register:
-        Registry.load().add_repo("project-alpha", code, vault="demo", replace=replace)
+        Registry.load().add_repo("project-alpha", code, vault="demo", replace=replace_names)
     source = demo_source()
     records: list[tuple[PurePosixPath, Record]] = []
     for path in sorted(source.rglob("*.md")):
@@ -129,7 +130,7 @@ def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = N
         records.append((rel, parse_record(path.read_text(encoding="utf-8"), str(rel))))
     if not records:
         raise UsageError(f"the demo vault's files are missing from {source}", hint="reinstall am")
-    vault = Vault.init(dest, name="demo", register=register, replace=replace)
+    vault = Vault.init(dest, name="demo", register=register, replace=replace_names)
     store = vault.store
     by_id = {r.id: (p, r) for p, r in records}
     order = sorted(records, key=lambda pr: (pr[1].created or "", {"topic": 0, "relation": 1, "fact": 2}[pr[1].type]))

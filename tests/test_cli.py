@@ -58,7 +58,7 @@ def test_init_add_show_list(cli_vault: Path) -> None:
     v = str(cli_vault)
     code, out, err = am("--vault", v, "--actor", "claude-code", "fact", "add",
                         "Alpha on main only offers getUser(id).", "--topic", "project-alpha", "--repo", "project-alpha",
-                        "--branch", "main", "--commit", "1a2b3c4", "--confidence", "high", "--format", "json")
+                        "--branch", "main", "--commit", "1a2b3c4", "--unverified", "--confidence", "high", "--format", "json")
     assert code == 0, err
     data = json.loads(out)
     assert set(data) == {"commit", "records"}

@@ -27,6 +27,14 @@ def am(vault: Any, *args: str, ok: bool = True) -> str:
     return result.output
 
 
+def topic_ids_in(pack: str) -> set[str]:
+    """Return the topics a Markdown pack names: its sections' headings and the one-line list of the others."""
+    found = set(re.findall(r"^## .*\(`([a-z0-9-]+)`", pack, flags=re.M))
+    for line in re.findall(r"^Also in scope, no facts shown: (.*)$", pack, flags=re.M):
+        found |= set(re.findall(r"\(`([a-z0-9-]+)`\)", line))
+    return found
+
+
 def shown_ids(pack: str) -> set[str]:
     """Return the ids of the facts a Markdown pack shows (each fact's meta line starts with its id)."""
     return set(re.findall(r"^  \(`([a-z0-9-]+)`", pack, flags=re.M))
@@ -49,15 +57,17 @@ def code(tmp_path: Path) -> Path:
 # ------------------------------------------------------------------ the worked example (DESIGN §5)
 
 
-def _worked_example(alpha: Any, code: Path) -> dict[str, str]:
+def _worked_example(alpha: Any, code: Path, *, registered: bool = True) -> dict[str, str]:
     c1 = code_commit(code, "users.py", "def getUser(id): ...")
+    if registered:
+        Registry.load().add_repo("project-alpha", code)
     alpha.add_fact("Alpha only offers getUser(id).", topics=["project-alpha"], id="fact-getuser",
-                   repo="project-alpha", branch="main", commit=c1, confidence="high")
+                   repo="project-alpha", branch="main", commit=c1, confidence="high", unverified=not registered)
     run_git(code, "switch", "-q", "-c", "feat-batch")
     c2 = code_commit(code, "batch.py", "def getUsers(ids): ...")
     alpha.supersede_fact("fact-getuser", "Alpha offers getUsers(ids) as well as getUser(id).",
                          reason="batch lookup added on feat-batch", id="fact-getusers",
-                         branch="feat-batch", commit=c2)
+                         branch="feat-batch", commit=c2, unverified=not registered)
     run_git(code, "switch", "-q", "main")
     return {"c1": c1, "c2": c2}
 
@@ -91,7 +101,7 @@ def test_worked_example_end_to_end(alpha: Any, code: Path, git: Any) -> None:
 
 
 def test_branch_name_fallback_for_unregistered_repo(alpha: Any, code: Path) -> None:
-    _worked_example(alpha, code)
+    _worked_example(alpha, code, registered=False)
     main = am(alpha, "slice", "--repo", "project-alpha", "--branch", "main")
     assert shown_ids(main) == {"fact-getuser"}
     assert "Rule: branch name" in main
@@ -103,12 +113,16 @@ def test_branch_name_fallback_for_unregistered_repo(alpha: Any, code: Path) -> N
     assert data["world"]["rule"] == "branch-name"
 
 
-def test_unknown_branch_in_registered_clone_falls_back(alpha: Any, code: Path) -> None:
+def test_unknown_branch_in_registered_clone_is_its_own_error(alpha: Any, code: Path) -> None:
     _worked_example(alpha, code)
     am(alpha, "repo", "add", "project-alpha", str(code))
-    out = am(alpha, "slice", "--repo", "project-alpha", "--branch", "feat-gone")
-    assert "branch feat-gone is not in the clone" in out and "Rule: branch name" in out
-    assert shown_ids(out) == set()
+    result = CliRunner().invoke(cli, ["--vault", str(alpha.root), "slice", "--repo", "project-alpha",
+                                      "--branch", "feat-bach"])
+    assert getattr(result.exception, "exit_code", None) == 12, result.output
+    assert "branch feat-bach is not in the clone" in str(result.exception)
+    assert "did you mean 'feat-batch'" in str(result.exception)
+    typo = CliRunner().invoke(cli, ["--vault", str(alpha.root), "slice", "--repo", "project-alpah"])
+    assert getattr(typo.exception, "exit_code", None) == 12 and "did you mean 'project-alpha'" in str(typo.exception)
 
 
 def test_repo_add_rejects_a_folder_that_is_no_repository(alpha: Any, tmp_path: Path) -> None:
@@ -224,8 +238,11 @@ def test_demo_slice_is_worth_reading(demo: Any) -> None:
     assert shown_ids(main) == {"f-20261002-0915-c4f1a5", "f-20260923-1210-8d2e41", "f-20260924-0945-5a7c90",
                                "f-20260924-1400-b31f07", "f-20261012-1100-07bb3e"}
     assert main.startswith("# Context pack: project-alpha @ main\n")
-    # The world's project comes first; the contested fact has its own section; relations are listed.
-    assert main.index("## Alpha service (`project-alpha`") < main.index("## slice-query")
+    # Pinned facts come first, then the world's project; the contested fact has its own section; topics with no
+    # fact shown are named on one line, never as empty sections; relations are listed.
+    assert main.index("## Pinned") < main.index("`f-20260924-1400-b31f07`") < main.index("## Alpha service (`project-alpha`")
+    assert "Also in scope, no facts shown: " in main and "slice-query (`tool-slice-query`)" in main
+    assert "## slice-query" not in main
     contested = main.index("## Contested")
     assert main.index("`f-20261012-1100-07bb3e`") > contested
     assert "`project-alpha` depends-on `tool-redis`" in main
@@ -244,10 +261,9 @@ def test_demo_slice_is_worth_reading(demo: Any) -> None:
 
 def test_topic_neighbourhood_follows_relations_and_links(demo: Any) -> None:
     near = am(demo, "slice", "--topic", "tool-redis", "--depth", "1", "--max-tokens", "0")
-    headings = set(re.findall(r"^## .*\(`([a-z0-9-]+)`", near, flags=re.M))
-    assert headings == {"tool-redis", "project-alpha"}
+    assert topic_ids_in(near) == {"tool-redis", "project-alpha"}
     far = am(demo, "slice", "--topic", "tool-redis", "--depth", "2", "--max-tokens", "0")
-    headings = set(re.findall(r"^## .*\(`([a-z0-9-]+)`", far, flags=re.M))
+    headings = topic_ids_in(far)
     assert {"person-li-wei", "decision-rate-limit", "tool-slice-query"} <= headings
     missing = CliRunner().invoke(cli, ["--vault", str(demo.root), "slice", "--topic", "tool-nope"])
     assert missing.exit_code != 0 and "no topic 'tool-nope'" in str(missing.exception)
@@ -336,8 +352,9 @@ def test_plain_slice_does_not_import_graph_or_schema_libraries(demo: Any) -> Non
 
 def test_reads_on_a_fresh_cache_do_not_import_pygit2(demo: Any) -> None:
     """A slice (no registered clone) and a search on a fresh cache read HEAD from the ref files, not pygit2."""
-    am(demo, "slice", "--repo", "unregistered-repo")  # builds the cache
-    for args in (["slice", "--repo", "unregistered-repo", "--branch", "main"], ["search", "rate limit"]):
+    Registry.load().remove_repo("project-alpha")  # known to the vault's records, judged by branch name
+    am(demo, "slice", "--repo", "project-alpha")  # builds the cache
+    for args in (["slice", "--repo", "project-alpha", "--branch", "main"], ["search", "rate limit"]):
         probe = (
             "import sys\nfrom am.cli.main import main\n"
             f"sys.argv = ['am', '--vault', {str(demo.root)!r}, *{args!r}]\n"

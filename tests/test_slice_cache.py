@@ -64,6 +64,7 @@ def _random_records(rng: random.Random, commits: dict[str, str], n: int) -> list
             valid_from=rng.choice([None, None, None, *_DATES]), valid_until=rng.choice([None, None, None, *_DATES]),
             supersedes=tuple(rng.sample(ids, rng.choice([0, 0, 0, 1, 2]))),
             superseded_by=rng.choice([None] * 6 + ids[:10]), pinned=rng.random() < 0.08,
+            paths=rng.choice([(), (), ("c1",), ("f1",), ("c2", "nothing/")]) if has_world else (),
             created=rng.choice([f"2026-{1 + i % 12:02d}-{1 + i % 27:02d}T10:00:00+08:00",
                                 "2026-05-05T10:00:00+08:00", "2026-05-05T02:00:00Z", "2026-05-05T10:00:00"])))
     for i in range(n // 3):
@@ -80,9 +81,11 @@ def _requests(rng: random.Random, commits: dict[str, str], k: int) -> list[Slice
     out = []
     for _ in range(k):
         at = rng.choice([None, "2026-03-01", "2026-07-01T09:00:00+08:00"])
+        repo = rng.choice([None, "project-alpha", "project-alpha", "project-beta"])
+        branch = rng.choice([None, "main", "feat", "gone"])
         out.append(SliceRequest(
-            repo=rng.choice([None, "project-alpha", "project-alpha", "project-beta"]),
-            branch=rng.choice([None, "main", "feat", "gone"]),
+            # A branch the registered clone lacks is an error of its own (tested in _assert_same's first call).
+            repo=repo, branch=None if (branch == "gone" and repo == "project-alpha") else branch,
             commit=rng.choice([None, None, None, commits["c1"][:8], commits["f1"]]),
             at=None if at is None else to_moment(at), at_label=at or "now",
             include_pending=rng.random() < 0.3, max_tokens=rng.choice([0, 250, 600, 1500, 8000])))
@@ -96,7 +99,15 @@ def _both(vault: Any, request: SliceRequest) -> tuple[Any, Any]:
 
 
 def _assert_same(vault: Any, request: SliceRequest, *, fast_path: bool = True) -> None:
-    fast, general = _both(vault, request)
+    from am.errors import UnknownWorldError
+
+    try:
+        fast, general = _both(vault, request)
+    except UnknownWorldError:
+        # A world that cannot exist (branch 'gone' in the registered clone) is refused by both paths alike.
+        with pytest.raises(UnknownWorldError):
+            slice_vault(vault, request, records=[r for _, r in vault.iter_records()])
+        return
     assert (fast.resolution.counted is not None) == fast_path, request
     assert general.resolution.counted is None
     assert render_markdown(fast) == render_markdown(general), request
@@ -109,6 +120,7 @@ def test_cache_path_equals_the_general_judge(vault: Any, clone: dict[str, str], 
     vault.import_records(_random_records(rng, clone, 60 + 20 * seed), source="test")
     for request in _requests(rng, clone, 14):
         _assert_same(vault, request)
+    _assert_same(vault, SliceRequest(repo="project-alpha", branch="gone"))
 
 
 _QUERIES = ["Alpha", "sessions cache", "限流", "long", "Topic 3", "Alias 服务", "redis", "Note 7", "nothing-here"]
@@ -251,7 +263,7 @@ def test_topic_graph_odd_cases(vault: Any, clone: dict[str, str], monkeypatch: p
             general = slice_vault(vault, request)
         assert render_markdown(fast) == render_markdown(general)
         assert render_json(fast) == render_json(general)
-        return {t.id for t, _ in fast.sections}
+        return {t.id for t, _ in fast.sections} | {t.id for t in fast.others}
 
     monkeypatch.setattr(am.packs.cache, "_DENSE", 0.0)  # read along the rank index
     assert near("t-a", 3) == {"t-a", "t-b"}

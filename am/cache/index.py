@@ -407,7 +407,7 @@ class Index(IndexQueries, FolderScans):
         self.conn.executemany("INSERT OR IGNORE INTO namerefs VALUES (?)", [(p,) for _, p, _ in pending])
         self._topics_changed = self._topics_changed or topics_changed
         self.conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", files)
-        self.conn.executemany("INSERT INTO records VALUES (" + ", ".join("?" * 24) + ")", records)
+        self.conn.executemany("INSERT INTO records VALUES (" + ", ".join("?" * 25) + ")", records)
         self.conn.executemany("INSERT OR IGNORE INTO members VALUES (?, ?)", members)
         self.conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
         self.conn.executemany("INSERT INTO search(rowid, title, body, aliases, tags) VALUES (?, ?, ?, ?, ?)", texts)

@@ -108,6 +108,21 @@ class IndexQueries:
                "OR repo IS NOT NULL AND repo IS NOT ?) GROUP BY 1")
         return dict(self.conn.execute(sql, (*dropped, *dropped, repo)).fetchall())
 
+    def watched_facts(self, *, repo: str | None) -> list[tuple[Any, ...]]:
+        """Return (id, 7 world fields, paths as a JSON list) of ``repo``'s facts that watch code paths."""
+        return self.conn.execute(  # type: ignore[no-any-return]
+            f"SELECT id, {_WORLD}, paths FROM records INDEXED BY records_watch "
+            "WHERE type = 'fact' AND paths IS NOT NULL AND repo = ? ORDER BY id, path", (repo,)).fetchall()
+
+    def repo_names(self) -> list[str]:
+        """Return every code-repo name a record names."""
+        return [r for (r,) in self.conn.execute(
+            "SELECT DISTINCT repo FROM records WHERE repo IS NOT NULL ORDER BY repo")]
+
+    def dirty_paths(self) -> list[str]:
+        """Return the record files whose working-tree content differs from the commit the cache reflects."""
+        return list(json.loads(self._meta().get("dirty") or "[]"))
+
     def has_duplicate_facts(self) -> bool:
         """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
         return self.conn.execute("SELECT 1 FROM twins WHERE type = 'fact' LIMIT 1").fetchone() is not None

@@ -52,7 +52,7 @@ CREATE TRIGGER dirs_out AFTER DELETE ON dirs BEGIN UPDATE names_token SET n = ra
 CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
   status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
   pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,
-  superseded_by TEXT, topics TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
+  superseded_by TEXT, topics TEXT, paths TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
 CREATE INDEX records_id ON records(id, path);
 CREATE INDEX records_created ON records(created_ts);
 -- Covering indexes for a slice (am/packs/cache.py), which judges worlds from these and reads `data` only for
@@ -68,6 +68,9 @@ CREATE INDEX records_supersedes ON records(id, status, repo, version, commit_id,
 CREATE INDEX records_successor ON records(superseded_by, id, status, repo, version, commit_id, until_commit,
   valid_from, valid_until) WHERE type = 'fact' AND superseded_by IS NOT NULL;
 CREATE INDEX records_topic ON records(id, path, status) WHERE type = 'topic';
+-- Facts that watch code paths (derived staleness, am/worlds/stale.py): few, and read with their world fields.
+CREATE INDEX records_watch ON records(repo, id, status, version, commit_id, until_commit, valid_from, valid_until,
+  paths) WHERE type = 'fact' AND paths IS NOT NULL;
 CREATE INDEX records_relation ON records(id, path, rel, src, dst, status, repo, version, commit_id, until_commit,
   valid_from, valid_until) WHERE type = 'relation';
 -- (type, id) pairs that two or more files hold (a person's copy): kept by triggers, so a reader asks one row,
@@ -258,11 +261,11 @@ def file_slot(path: str) -> int:
 def _world_columns(r: Record) -> tuple[Any, ...]:
     """Return a record's world fields that have no column of their own (a slice reads them without the JSON)."""
     if isinstance(r, Relation):
-        return (None, r.commit, r.until_commit, r.valid_from, r.valid_until, None, None, None)
+        return (None, r.commit, r.until_commit, r.valid_from, r.valid_until, None, None, None, None)
     if not isinstance(r, Fact):
-        return (None,) * 8
+        return (None,) * 9
     return (r.confidence, r.commit, r.until_commit, r.valid_from, r.valid_until,
-            _ids_json(r.supersedes), r.superseded_by, _ids_json(r.topics))
+            _ids_json(r.supersedes), r.superseded_by, _ids_json(r.topics), _ids_json(r.paths) if r.paths else None)
 
 
 def _ids_json(ids: tuple[str, ...]) -> str:

@@ -106,7 +106,7 @@ def demo(path: Path, code: Path | None, replace: bool) -> None:
     """
     from am.demo import materialise_demo
 
-    v = materialise_demo(path, code=code, replace=replace)
+    v = materialise_demo(path, code=code, replace_names=replace)
     commits = sum(1 for _ in v.store.walk())
     code_path = (code or path.with_name(path.name + "-code")).resolve()
     click.echo(f"demo vault ready at {v.root} ({commits} commits)")

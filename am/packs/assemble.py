@@ -28,11 +28,14 @@ from am.packs.pack import (
     clean_text,
     estimate_tokens,
     fact_markdown,
+    header_tokens,
     is_home_topic,
+    other_topic_cost,
     placeholder_topic,
     relation_markdown,
     topic_markdown,
 )
+from am.worlds.stale import WatchedFact
 from am.worlds.rules import (
     FactView,
     Resolution,
@@ -43,8 +46,9 @@ from am.worlds.rules import (
 if TYPE_CHECKING:
     from am.packs.retrieval import Retrieved
     from am.worlds.ancestry import WorldSetup
+    from am.worlds.stale import StaleMark
 
-__all__ = ["Loader", "build_pack", "fill", "topic_scope", "ids_of"]
+__all__ = ["Loader", "build_pack", "fill", "topic_scope", "ids_of", "stale_marks"]
 
 Loader = Callable[[Sequence[str]], Mapping[str, Fact]]
 
@@ -107,12 +111,15 @@ def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | 
 def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setup: WorldSetup, *,
                vault_name: str, vault_commit: str | None, search: Any = None,
                backend: Any = None, backend_note: str = "vector: not configured",
-               links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None) -> Pack:
+               links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None,
+               watched: Iterable[WatchedFact] | None = None, dirty: int = 0) -> Pack:
     """Resolve records in the world, choose the scope, rank, and fill the budget.
 
     Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
     full facts, and is asked only for the facts the budget admits; ``dropped`` counts
-    facts the source already left out (why -> how many), for the header.
+    facts the source already left out (why -> how many), for the header;
+    ``watched`` names the facts that watch code paths (a view has no ``paths``;
+    full facts are found by themselves), for staleness in the world.
     """
     res = resolve(records, setup.world, setup.oracle)
     for why, count in (dropped or {}).items():
@@ -135,7 +142,11 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
     facts, topic_ids, scope = _scope_facts(res, request, retrieved, near)
     order = {} if retrieved is None else {i: n for n, i in enumerate(retrieved.ids)}
     _rank(facts, order)
-    pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved)
+    pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved, dirty=dirty)
+    if watched is None:
+        watched = [WatchedFact(f.id, f.commit, f.paths) for f in res.facts.values()
+                   if isinstance(f, Fact) and f.paths and f.commit]
+    pack.stale = stale_marks(setup, (w for w in watched if w.id in res.facts))
     relations = sorted((r for r in res.relations.values()
                         if r.from_ in topic_ids and r.to in topic_ids), key=lambda r: r.id)
     loaded: dict[str, Fact] = {}
@@ -155,20 +166,42 @@ def _full(facts: list[Fact | FactView], n: int, cache: dict[str, Fact], load: Lo
     return cache.get(fact.id)
 
 
+def _place(fact: Fact, pack: Pack) -> str:
+    """Return where a pack shows a fact: pinned, a topic's section, stale, contested or pending."""
+    if fact.status == "contested":
+        return "contested"
+    if fact.status == "pending-review":
+        return "pending"
+    if fact.id in pack.stale:
+        return "stale"
+    return "pinned" if fact.pinned else "topic"
+
+
+_HEADINGS = {"pinned": "\n## Pinned\n\n", "stale": "\n## Stale here (code they watch changed since they were "
+             "observed: check before relying on them)\n\n",
+             "contested": "\n## Contested (they hold, but are disputed: check before relying on them)\n\n",
+             "pending": "\n## Pending review (not yet reviewed; shown on request)\n\n"}
+
+
 def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Collection[str],
          relations: Sequence[Relation], topics: Mapping[str, Topic]) -> None:
     """Admit facts, topic headings and relations in rank order while the budget lasts.
 
     ``ranked`` yields the ``total`` facts in scope in full, best first (None:
     a fact whose file went away); it is read only as far as the budget goes.
-    ``topics`` are the topics that hold, by id.
+    ``topics`` are the topics that hold, by id. Pinned facts (ranked first) go
+    to their own section at the top; topics in scope with no fact shown are
+    named on one line. The header's size is reserved from the start, and
+    ``render_markdown`` trims from the end should the whole text still exceed
+    the budget, so the pack never does.
     """
     budget = pack.request.max_tokens or None
-    # Room for the header and the closing note, whose size barely depends on the content.
-    used = 260 + estimate_tokens(pack.scope) + 40 * len(pack.setup.notes)
+    compact = pack.request.compact
+    used = header_tokens(pack)
     opened: dict[str, list[Fact]] = {}
     section_rank: dict[str, int] = {}
     left = {"facts": 0, "topics": 0, "relations": 0}
+    lists = {"pinned": pack.pinned, "stale": pack.stale_facts, "contested": pack.contested, "pending": pack.pending}
     needed = used
 
     def fits(cost: int) -> bool:
@@ -180,11 +213,14 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
         if fact is None:  # its file went away between the two reads of the cache
             left["facts"] += 1
             continue
+        place = _place(fact, pack)
         section = next((t for t in fact.topics if t in topic_ids), fact.topics[0] if fact.topics else "")
-        cost = estimate_tokens(fact_markdown(fact, section))
-        is_main = fact.status == "active"
-        if is_main and section not in opened:
-            cost += estimate_tokens(topic_markdown(topics.get(section) or placeholder_topic(section)))
+        where = section if place == "topic" else None
+        cost = estimate_tokens(fact_markdown(fact, where, stale=pack.stale.get(fact.id), compact=compact))
+        if place == "topic" and section not in opened:
+            cost += estimate_tokens(topic_markdown(topics.get(section) or placeholder_topic(section), compact=compact))
+        elif place != "topic" and not lists[place]:
+            cost += estimate_tokens(_HEADINGS[place])
         if not fits(cost):
             # The cut is a prefix of the ranking; what follows is only counted, with a generous
             # size per fact (1-3 sentences and a meta line), so the hint gets them all.
@@ -193,31 +229,35 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
             needed += rest * _LEFT_OUT_FACT_TOKENS
             break
         used += cost
-        if fact.status == "contested":
-            pack.contested.append(fact)
-        elif fact.status == "pending-review":
-            pack.pending.append(fact)
-        else:
-            opened.setdefault(section, []).append(fact)
+        if place == "topic":
+            holder = opened.setdefault(section, [])
             section_rank.setdefault(section, n)
-    # Topics in scope with nothing shown yet still tell the agent what exists.
+        else:
+            holder = lists[place]
+        holder.append(fact)
+        pack.order.append(("facts", fact, holder))
+    # Topics in scope with nothing shown still tell the agent what exists: on one line, never as empty sections.
+    line = False
     for tid in sorted(set(topic_ids) - set(opened)):
         topic = topics.get(tid)
         if topic is None:
             continue
-        cost = estimate_tokens(topic_markdown(topic))
+        cost = other_topic_cost(topic) + (0 if line else 10)
         if fits(cost):
             used += cost
-            opened[tid] = []
-            section_rank[tid] = total
+            line = True
+            pack.others.append(topic)
+            pack.order.append(("topics", topic, pack.others))
         else:
             left["topics"] += 1
+    shown = set(opened) | {t.id for t in pack.others}
     for rel in relations:
-        if rel.from_ in opened and rel.to in opened:
+        if rel.from_ in shown and rel.to in shown:
             cost = estimate_tokens(relation_markdown(rel))
             if fits(cost):
                 used += cost
                 pack.relations.append(rel)
+                pack.order.append(("relations", rel, pack.relations))
                 continue
         left["relations"] += 1
     # The world's own project comes first: it is what the agent is working on.
@@ -228,6 +268,17 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
     pack.needed = needed
 
 
+def stale_marks(setup: WorldSetup, watched: Iterable[WatchedFact]) -> dict[str, StaleMark]:
+    """Return the facts (of ``watched``, which hold here) that are stale in the world, with what changed."""
+    oracle = setup.oracle
+    if oracle is None or not hasattr(oracle, "staleness"):
+        return {}
+    from am.worlds.stale import stale_facts
+
+    chosen = list(watched)
+    if not chosen:
+        return {}
+    return stale_facts(oracle.staleness(), chosen, resolve=oracle.full_id)
 
 
 def ids_of(text: str | None) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from am.cache.rows import record_from_json
 from am.records.model import Fact, Relation, Topic
-from am.packs.assemble import fill, ids_of, topic_scope
+from am.packs.assemble import fill, ids_of, stale_marks, topic_scope
 from am.packs.pack import Pack, SliceRequest, clean_text
 from am.worlds.rules import (
     WHY_PENDING,
@@ -129,6 +129,8 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
         pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
         ranked, scope_topics = _ranked(index, world, never, verdict, hidden), set(topics)
         total = res.fact_counts()[0]
+    pack.stale = _stale(index, setup, verdict, hidden)
+    pack.dirty = len(index.dirty_paths()) if hasattr(index, "dirty_paths") else 0
     in_scope = [r for r in res.relations.values() if r.from_ in scope_topics and r.to in scope_topics]
     try:
         fill(pack, ranked, total, scope_topics, in_scope, topics)
@@ -136,8 +138,22 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
         ranked.close()
     if pack.relations:
         full = {r.id: r for _, r in index.records(ids=[r.id for r in pack.relations]) if isinstance(r, Relation)}
-        pack.relations = [full.get(r.id, r) for r in pack.relations]
+        pack.relations[:] = [full.get(r.id, r) for r in pack.relations]
+        pack.order = [(kind, full.get(item.id, item) if kind == "relations" else item, holder)
+                      for kind, item, holder in pack.order]
     return pack
+
+
+def _stale(index: Any, setup: WorldSetup, verdict: _Judge, hidden: dict[str, tuple[str, _Key]]) -> dict[str, Any]:
+    """Return the facts that hold here, watch code paths, and are stale in the world (DESIGN §5.6)."""
+    from am.worlds.stale import WatchedFact
+
+    repo = setup.world.repo
+    if repo is None or setup.oracle is None or not hasattr(index, "watched_facts"):
+        return {}
+    held = [WatchedFact(r[0], r[4], ids_of(r[8])) for r in index.watched_facts(repo=repo)
+            if r[4] and r[0] not in hidden and verdict(_key(r[1:8])).holds]
+    return stale_marks(setup, held)
 
 
 def _resolution(index: Index, world: World,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
@@ -36,6 +37,7 @@ from am.worlds.rules import (
     FactView,
     World,
 )
+from am.worlds.stale import WatchedFact
 
 if TYPE_CHECKING:
     from am.cache.index import Index
@@ -51,6 +53,8 @@ __all__ = [
     "render_markdown",
     "render_json",
     "slice_vault",
+    "world_of",
+    "watched_of",
 ]
 
 def _open_index(vault: VaultReader) -> Index | None:
@@ -148,18 +152,36 @@ def slice_vault(vault: VaultReader, request: SliceRequest, *, records: Iterable[
             gc.enable()
 
 
+def world_of(vault: VaultReader, request: SliceRequest, *, at: datetime | None = None) -> WorldSetup:
+    """Set up the world a request names, with its ancestry oracle (UnknownWorldError when it cannot exist)."""
+    from am.worlds.ancestry import setup_world
+
+    known = getattr(vault, "known_repos", None)
+    return setup_world(request.repo, request.branch, request.commit, at=at,
+                       include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
+                       known_repos=known)
+
+
+def watched_of(index: Index, repo: str | None) -> list[WatchedFact]:
+    """Return the facts of ``repo`` that watch code paths, from the cache."""
+    if repo is None or not hasattr(index, "watched_facts"):
+        return []
+    return [WatchedFact(row[0], row[4], ids_of(row[8])) for row in index.watched_facts(repo=repo) if row[4]]
+
+
 def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Record | FactView] | None) -> Pack:
-    from am.worlds.ancestry import now, records_at, setup_world
+    from am.worlds.ancestry import now, records_at
 
     if request.depth < 0:
         raise UsageError("--depth must be 0 or more")
     if request.topic and request.query:
         raise UsageError("--topic and --query choose the scope in two ways; give one of them")
     at = request.at or now()
-    setup = setup_world(request.repo, request.branch, request.commit, at=at,
-                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry")
+    setup = world_of(vault, request, at=at)
     commit = vault.store.head()
     index = None
+    watched: list[WatchedFact] | None = None
+    dirty = 0
     load: Loader | None = None
     dropped: dict[str, int] | None = None
     backend, note = (None, "vector: not configured")
@@ -188,6 +210,8 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
                 if pack is not None:
                     return _with_links(pack, vault, request, setup)
             records, load, dropped = _from_cache(index, setup.world)
+            watched = watched_of(index, setup.world.repo)
+            dirty = len(index.dirty_paths())
         else:
             records = (r for _, r in vault.iter_records())
     search = _search_fn(index) if request.query else None
@@ -198,7 +222,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
     # The cache belongs to the vault, which closes it.
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
                       search=search, backend=backend, backend_note=note, links=links, load=load,
-                      dropped=dropped)
+                      dropped=dropped, watched=watched, dirty=dirty)
     return _with_links(pack, vault, request, setup)
 
 
@@ -207,7 +231,7 @@ def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: Wo
     if request.follow_links:
         from am.packs.retrieval import follow_links
 
-        found, notes = follow_links([f for _, fs in pack.sections for f in fs] + pack.contested + pack.pending,
+        found, notes = follow_links(pack.all_shown(),
                                     vault.name, setup, open_vault=type(vault).open)
         pack.foreign.extend(found)
         pack.foreign_notes.extend(notes)
