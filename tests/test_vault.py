@@ -99,7 +99,8 @@ def test_every_mutation_is_exactly_one_commit(vault: Vault, git: Git) -> None:
     step("topic.add", vault.add_topic(title="Alpha service", kind="project", id="project-alpha"))
     step("topic.add", vault.add_topic(title="Redis", kind="tool"))
     first = vault.add_fact("Alpha on main only offers getUser(id).", topics=["project-alpha"],
-                           repo="project-alpha", branch="main", commit="1a2b3c4", confidence="high")
+                           repo="project-alpha", branch="main", commit="1a2b3c4", confidence="high",
+                           unverified=True)
     step("fact.add", first)
     newer = vault.supersede_fact(first.record.id, "Alpha also offers getUsers(ids).", reason="batch API merged")
     step("fact.supersede", newer)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from am.errors import UnknownWorldError
+
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -172,8 +174,8 @@ def test_setup_world_rules(clone: dict[str, str]) -> None:
     assert tip.rule == RULE_ANCESTRY and tip.world.commit == clone["c2"] and tip.commit_source == "branch tip"
     given = setup_world("alpha", "main", clone["c1"][:8], registry=registry)
     assert given.world.commit == clone["c1"] and given.history_size == 1
-    missing = setup_world("alpha", "nope", registry=registry)
-    assert missing.rule == RULE_BRANCH and "branch nope is not in the clone" in missing.notes[0]
+    with pytest.raises(UnknownWorldError, match="branch nope is not in the clone"):
+        setup_world("alpha", "nope", registry=registry)
     head = setup_world("alpha", registry=registry)
     assert head.world.branch == "main" and head.world.commit == clone["c3"]
 

@@ -31,7 +31,7 @@ def _report(actions: list, fmt: str) -> None:  # type: ignore[type-arg]
 
 @hooks.command("install")
 @click.option("--code-repo", "code_repo", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Install in this code repository instead: its commits mark watching facts pending-review.")
+              help="Install in this code repository instead: its commits say which facts they make stale.")
 @click.option("--repo", default=None, help="The code repository's name in the vault (with --code-repo).")
 @FORMAT_OPTION
 @click.pass_context
@@ -40,7 +40,8 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
 
     Vault: pre-commit refuses invalid records and secrets; post-commit, post-merge,
     post-checkout and post-rewrite update the cache and print lint warnings.
-    Code repository: post-commit and post-merge mark facts whose paths changed.
+    Code repository: post-commit and post-merge warm the staleness cache and say
+    which facts the commit made stale on its branch (the vault is not written).
 
     Example: am hooks install --code-repo ~/src/alpha --repo project-alpha
     """
@@ -71,7 +72,7 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
             root, names=CODE_HOOKS,
             args_for=lambda name: ["--vault", vault_root, "hook", f"code-{name}", "--repo", repo],
         )
-        Registry.load().add_repo(repo, root)
+        Registry.load().add_repo(repo, root, vault=vault.name)
     _report(actions, fmt)
 
 

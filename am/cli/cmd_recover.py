@@ -1,4 +1,4 @@
-"""`am recover`, `am doctor`, `am stale`: getting memory back and keeping it honest."""
+"""`am recover`, `am doctor`: getting memory back and keeping it honest."""
 
 from __future__ import annotations
 
@@ -75,41 +75,4 @@ def doctor(ctx: click.Context, fix: bool, fmt: str) -> None:
     ctx.exit(1 if any(f.fixable for f in findings) else 0)
 
 
-@click.command("stale")
-@click.option("--repo", required=True, help="The code repository's name (the facts' repo:).")
-@click.option("--since", default=None, help="Code revision to diff from (default: where the last check stopped, "
-                                           "else the parent of HEAD).")
-@click.option("--until", default=None, help="Code revision to diff to (default: HEAD).")
-@click.option("--code-repo", "code_repo", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The local clone (default: the one registered for --repo).")
-@click.option("--dry-run", is_flag=True, help="Only list the facts that would be marked.")
-@FORMAT_OPTION
-@click.pass_context
-def stale(ctx: click.Context, repo: str, since: str | None, until: str | None, code_repo: Path | None,
-          dry_run: bool, fmt: str) -> None:
-    """Mark facts whose watched paths changed in the code repository pending-review (one commit).
-
-    Example: am stale --repo project-alpha --since v1.2.0
-    """
-    from am.worlds.stale import WATCH_ACTOR, code_root_of, mark_stale
-    from am.vault import Vault
-
-    opts = ctx.obj
-    root = code_root_of(repo, str(code_repo) if code_repo else None)
-    vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor or WATCH_ACTOR))
-    result = mark_stale(vault, code_root=root, repo=repo, since=since, until=until, remember=not dry_run,
-                        dry_run=dry_run)
-    if fmt == "json":
-        emit_json(result.to_json())
-        return
-    verb = "would mark" if dry_run else "marked"
-    click.echo(f"{len(result.changed)} paths changed in {repo} "
-               f"{(result.since or 'start')[:10]}..{(result.until or '')[:10]}; {verb} {len(result.marked)} facts"
-               + (f" in vault commit {result.commit[:10]}" if result.commit else ""))
-    for fid in result.marked:
-        click.echo(f"  {fid}")
-    for line in result.skipped:
-        click.echo(f"  skipped {line}", err=True)
-
-
-COMMANDS = [recover, doctor, stale]
+COMMANDS = [recover, doctor]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -26,6 +27,8 @@ def _cache(ctx: click.Context) -> Any:
 @click.option("--topic", metavar="ID", help="Only records about this topic (a fact's topics, a relation's ends).")
 @click.option("--status", default=None, help="Only records with this status (default: all but superseded/expired).")
 @click.option("--repo", metavar="NAME", help="Only records of this code repository (and those with no repo).")
+@click.option("--branch", metavar="NAME", default=None,
+              help="Only records that hold in this world (with --repo, or the clone here); marks superseded/stale.")
 @click.option("--since", metavar="WHEN", help="Created at or after: ISO date/time or a phrase (yesterday, 上周).")
 @click.option("--until", metavar="WHEN", help="Created before: ISO date/time or a phrase.")
 @click.option("--include-superseded", is_flag=True, help="Also show superseded and expired records.")
@@ -33,7 +36,8 @@ def _cache(ctx: click.Context) -> Any:
 @FORMAT_OPTION
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status: str | None, repo: str | None,
-           since: str | None, until: str | None, include_superseded: bool, limit: int, fmt: str) -> None:
+           branch: str | None, since: str | None, until: str | None, include_superseded: bool, limit: int,
+           fmt: str) -> None:
     """Search facts, topics and relations (English, Chinese, Japanese; BM25 ranking).
 
     Time phrases in the query narrow the date range and are not searched for:
@@ -46,9 +50,14 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     from am.cache.search import search as run_search
 
     cache = _cache(ctx)
-    result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,
-                        include_superseded=include_superseded, limit=limit)
     vault = open_vault(ctx)
+    marks = _world_marks(vault, repo, branch)
+    if marks is not None:
+        repo = marks.setup.world.repo
+    result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,
+                        include_superseded=include_superseded, limit=limit if marks is None else max(limit * 5, 100))
+    if marks is not None:
+        result = replace(result, hits=tuple(h for h in result.hits if marks.keeps(h.id))[:limit])
     if fmt == "json":
         emit_json({
             "query": result.query,
@@ -64,6 +73,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
                 "id": h.id, "type": h.type, "status": h.status, "title": h.title, "topics": list(h.topics),
                 "created": h.created, "path": str(h.path), "file": str(vault.root / h.path),
                 "snippet": h.snippet, "rank": round(h.rank, 4),
+                **({} if marks is None else {"world_mark": marks.mark(h.id)}),
             } for h in result.hits],
         })
         return
@@ -81,6 +91,27 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         click.echo(f"{click.style(h.id, bold=True)}  {h.type}  {h.status}  {day}  {about}")
         click.echo(f"  {h.snippet}")
         click.echo(f"  {h.path}")
+        note = None if marks is None else marks.mark(h.id)
+        if note:
+            click.echo(f"  {note}")
+
+
+def _world_marks(vault: Any, repo: str | None, branch: str | None) -> Any:
+    """Return the world a search is filtered by (--branch, or the registered clone here), or None."""
+    from am.cli.context import here_world
+
+    if branch is None:
+        if repo is not None:
+            return None  # --repo alone keeps its old meaning: that repo's records and those with none
+        repo, branch, commit = here_world(None, None, None)
+        if repo is None:
+            return None
+    else:
+        repo, branch, commit = here_world(repo, branch, None)
+    from am.packs.pack import SliceRequest
+    from am.packs.why import world_marks
+
+    return world_marks(vault, SliceRequest(repo=repo, branch=branch, commit=commit, max_tokens=0))
 
 
 @click.group("index")

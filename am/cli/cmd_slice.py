@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from am.cli.context import FORMAT_OPTION, emit_json, open_vault
+from am.cli.context import FORMAT_OPTION, emit_json, here_world, open_vault
 
 
 def _time(value: str | None, flag: str) -> tuple[object, str | None]:
@@ -72,22 +72,6 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     pack = slice_vault(vault, request)
     text = render_json(pack) if fmt == "json" else render_markdown(pack)
     click.echo(text, nl=False)
-
-
-def here_world(repo: str | None, branch: str | None,
-               commit: str | None) -> tuple[str | None, str | None, str | None]:
-    """Fill the world from the registered clone (or worktree) around the current folder, where not given."""
-    from am.worlds.here import registered_here
-
-    if repo is not None:
-        return repo, branch, commit
-    found = registered_here()
-    if found is None:
-        return None, branch, commit
-    name, checkout = found
-    if branch is None and commit is None:
-        branch, commit = checkout.head()
-    return name, branch, commit
 
 
 @click.group()

@@ -130,3 +130,19 @@ def describe(record: Record, path: PurePosixPath | None = None) -> str:
         lines.append("")
         lines.extend("  " + line for line in record.body.rstrip("\n").split("\n"))
     return "\n".join(lines)
+
+
+def here_world(repo: str | None, branch: str | None,
+               commit: str | None) -> tuple[str | None, str | None, str | None]:
+    """Fill the world from the registered clone (or worktree) around the current folder, where not given."""
+    from am.worlds.here import registered_here
+
+    if repo is not None:
+        return repo, branch, commit
+    found = registered_here()
+    if found is None:
+        return None, branch, commit
+    name, checkout = found
+    if branch is None and commit is None:
+        branch, commit = checkout.head()
+    return name, branch, commit

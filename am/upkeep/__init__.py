@@ -3,7 +3,8 @@
 Floor 6. ``check`` validates every file; ``hooks`` installs and runs the git
 hooks of vaults and code repositories; ``audit`` reads the trail (log,
 history, blame, undo); ``recover`` restores what a reset lost and repairs the
-repository; ``authorship`` says who writes (actor and Git identity).
+repository; ``authorship`` says who writes (actor and Git identity);
+``worldwrites`` checks the world a write names and re-confirms facts.
 
 May import: every floor below (``am.records``, ``am.git``, ``am.cache``,
 ``am.worlds``, ``am.packs``), ``am.errors``, ``am.clock``, ``am.registry``.

@@ -412,8 +412,19 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         except (InvalidRecordError, KeyError, OSError):
             return None
 
-    return check_texts(files(), other_ids=others, load_other=load_other, names=names,
-                       notes=[*notes, *_vault_notes(root)], schema=schema)
+    report = check_texts(files(), other_ids=others, load_other=load_other, names=names,
+                         notes=[*notes, *_vault_notes(root)], schema=schema)
+    if paths is not None:
+        return report
+    # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py).
+    from am.upkeep.worldcheck import world_issues
+
+    extra = world_issues(vault.iter_records())
+    if not extra:
+        return report
+    order = {"error": 0, "warning": 1, "note": 2}
+    issues = sorted([*report.issues, *extra], key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
+    return CheckReport(tuple(issues), report.files, report.records)
 
 
 class _CacheIds(Mapping[str, str]):

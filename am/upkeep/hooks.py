@@ -9,8 +9,9 @@ am's own work; ``am hooks uninstall`` puts it back.
 Vault hooks: ``pre-commit`` refuses staged records that break the format or
 carry a credential; ``post-commit``, ``post-merge``, ``post-checkout`` and
 ``post-rewrite`` bring the cache up to date and print lint warnings. Code
-repository hooks: ``post-commit`` and ``post-merge`` mark the facts that watch
-the changed paths ``pending-review`` (see ``am.worlds.stale``).
+repository hooks: ``post-commit`` and ``post-merge`` warm the staleness cache
+of the branch's world and tell the committer which facts the commit made stale
+there (see ``am.worlds.stale``); they never write to the vault.
 """
 
 from __future__ import annotations
@@ -406,26 +407,42 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
 
 def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str | None, repo: str,
                   stdin: bytes, out: TextIO, open_vault: VaultOpener) -> int:
-    """Run a code-repository hook: mark the facts watching the changed paths, then the chained hook."""
+    """Run a code-repository hook: warm the staleness cache and say which facts this commit made stale.
+
+    Staleness is derived per world (DESIGN §5.6), so nothing is written to the
+    vault: the hook computes the branch's new world (filling the caches a
+    slice reads) and compares it with the world before the commit or merge.
+    """
     from am.errors import AmError
     from am.git import GitStore
-    from am.worlds.stale import mark_stale
+    from am.packs.pack import SliceRequest
+    from am.packs.why import stale_in_world
 
     store = GitStore.open(cwd)
     head = store.head()
-    since: str | None = None
+    before: str | None = None
     if name == "post-merge":
-        since = _rev(store, "ORIG_HEAD")
+        before = _rev(store, "ORIG_HEAD")
     elif head is not None:
         parents = store.commit_info(head).parents
-        since = parents[0] if parents else None
+        before = parents[0] if parents else None
     try:
-        with open_vault(vault_where, actor="am-watch") as vault:
-            result = mark_stale(vault, code_root=store.root, repo=repo, since=since, until=head,
-                                remember=True)
-        if result.marked:
-            out.write(f"am: {len(result.marked)} facts of {repo} are now pending-review "
-                      f"(vault commit {str(result.commit)[:10]}): {', '.join(result.marked)}\n")
-    except AmError as err:
-        out.write(f"am: {name}: could not check watched paths: {err}\n")
+        branch: str | None = store.head_ref().removeprefix("refs/heads/")
+    except AmError:
+        branch = None
+    if head is not None:
+        try:
+            with open_vault(vault_where) as vault:
+                now = stale_in_world(vault, SliceRequest(repo=repo, branch=branch, commit=head))
+                old = (stale_in_world(vault, SliceRequest(repo=repo, branch=branch, commit=before)).ids()
+                       if before is not None else set())
+            new = [s for s in now.facts if s.fact.id not in old]
+            if new:
+                where = f"{repo}@{branch or head[:10]}"
+                listed = ", ".join(f"{s.fact.id} ({s.mark.path})" for s in new)
+                out.write(f"am: this commit makes {len(new)} fact{'s' * (len(new) != 1)} stale on {where}: {listed}\n"
+                          f"am: check them, then re-confirm with: am fact confirm ID --commit {head[:10]} "
+                          "(or supersede them)\n")
+        except AmError as err:
+            out.write(f"am: {name}: could not check watched paths: {err}\n")
     return run_chained(store.gitdir, name, args, stdin)

@@ -59,6 +59,8 @@ WHY_UNTIL = "ended at an earlier commit"
 WHY_BRANCH = "other branch"
 WHY_TIME = "outside its valid time"
 WHY_SUPERSEDED = "superseded here"
+WHY_STATUS = "unknown status"
+_KNOWN_STATUSES = frozenset(("active", "contested", "pending-review", "expired", "superseded"))
 
 
 class AncestryOracle(Protocol):
@@ -219,6 +221,8 @@ def judge(record: Fact | FactView | Relation, world: World, oracle: AncestryOrac
     status = record.status
     if status in ("expired", "superseded"):
         return _verdict(False, status)
+    if status not in _KNOWN_STATUSES:
+        return _verdict(False, WHY_STATUS)  # a hand-set status outside the five never holds (am check says so)
     if status == "pending-review" and not world.include_pending:
         return _verdict(False, WHY_PENDING)
     repo = record.repo

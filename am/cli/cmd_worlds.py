@@ -1,0 +1,97 @@
+"""`am why` and `am stale`: why a fact is (not) in a world, and which facts are stale in one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from am.cli.context import FORMAT_OPTION, emit_json, here_world, open_vault
+
+
+def _world_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--repo", default=None, metavar="NAME",
+                     help="The code repository of the world (default: the registered repo of the current folder)."),
+        click.option("--branch", default=None, help="The branch of the world (default: the clone's current branch)."),
+        click.option("--commit", "commit_", default=None, help="The commit of the world (default: the branch tip)."),
+        click.option("--at", default=None, metavar="TIME", help="Valid time (ISO date, date-time or a phrase)."),
+        click.option("--include-pending", is_flag=True, help="Let pending-review facts hold, as a slice with it does."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _request(repo: str | None, branch: str | None, commit: str | None, at: str | None,
+             include_pending: bool) -> Any:
+    from am.cli.cmd_slice import _time
+    from am.packs.pack import SliceRequest
+
+    repo, branch, commit = here_world(repo, branch, commit)
+    moment, label = _time(at, "--at")
+    return SliceRequest(repo=repo, branch=branch, commit=commit, at=moment, at_label=label or "now",  # type: ignore[arg-type]
+                        include_pending=include_pending, max_tokens=0)
+
+
+@click.command("why")
+@click.argument("fact_id", metavar="ID")
+@_world_options
+@FORMAT_OPTION
+@click.pass_context
+def why(ctx: click.Context, fact_id: str, repo: str | None, branch: str | None, commit_: str | None,
+        at: str | None, include_pending: bool, fmt: str) -> None:
+    """Explain why fact ID is or is not in a world: every rule, with its evidence.
+
+    The rules are a slice's (status, repo, commit ancestry or branch name, valid
+    time, supersession in this world, staleness), in that order; the verdict is
+    the one `am slice` reaches for the same world. Inside a registered clone or
+    worktree the world is its branch and HEAD.
+
+    Example: am why fact-alpha-getuser-main --repo project-alpha --branch main
+    """
+    from am.packs.why import why_fact
+
+    explanation = why_fact(open_vault(ctx), fact_id, _request(repo, branch, commit_, at, include_pending))
+    if fmt == "json":
+        emit_json(explanation.to_json())
+    else:
+        click.echo(explanation.render(), nl=False)
+
+
+@click.command("stale")
+@_world_options
+@FORMAT_OPTION
+@click.pass_context
+def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, at: str | None,
+          include_pending: bool, fmt: str) -> None:
+    """List the facts stale in one world: they hold there, and code they watch changed since their commit.
+
+    Staleness is derived from the code repository's graph per world (a commit on
+    another branch never makes main's facts stale) and never written to the
+    vault; re-confirm a fact with `am fact confirm ID --commit C`.
+
+    Example: am stale --repo project-alpha --branch main
+    """
+    from am.packs.why import stale_in_world
+
+    report = stale_in_world(open_vault(ctx), _request(repo, branch, commit_, at, include_pending))
+    world = report.setup.world
+    if fmt == "json":
+        emit_json({"world": {"repo": world.repo, "branch": world.branch, "commit": world.commit,
+                             "rule": report.setup.rule},
+                   "stale": [{"id": s.fact.id, "commit": s.fact.commit, "paths": list(s.fact.paths),
+                              **{f"changed_{k}": v for k, v in s.mark.to_json().items()}} for s in report.facts]})
+        return
+    where = f"{world.repo or 'no repo'}" + (f" @ {world.branch}" if world.branch else "") + (
+        f" ({world.commit[:10]})" if world.commit else "")
+    if not report.facts:
+        click.echo(f"no stale facts in {where}")
+        return
+    click.echo(f"{len(report.facts)} stale fact{'s' * (len(report.facts) != 1)} in {where}:")
+    for s in report.facts:
+        click.echo(f"  {s.fact.id}  observed at {(s.fact.commit or '?')[:10]}; {s.mark.describe()}")
+
+
+COMMANDS = [why, stale]

@@ -1,0 +1,110 @@
+"""Questions about one world beside the pack: why a fact is (not) in it, and which facts are stale there.
+
+``why_fact(vault, fact_id, request)`` sets the world up exactly as a slice
+does, finds the supersession in that world with ``resolve`` over what can hold
+there, derives staleness, and lets ``am.worlds.why.explain`` walk the rules
+with their evidence. ``stale_in_world(vault, request)`` lists the facts that
+hold in the world and are stale there (``am stale``, and the code-repo hook).
+Both take and return values, so every door (CLI, MCP) calls the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from am.errors import NotFoundError
+from am.packs.assemble import stale_marks
+from am.packs.pack import SliceRequest
+from am.records.model import Fact
+from am.worlds.rules import resolve
+from am.worlds.stale import StaleMark, WatchedFact
+from am.worlds.why import Explanation, explain
+
+if TYPE_CHECKING:
+    from am.packs.reader import VaultReader
+    from am.worlds.ancestry import WorldSetup
+
+__all__ = ["StaleFact", "StaleReport", "WorldMarks", "why_fact", "stale_in_world", "world_marks"]
+
+
+def why_fact(vault: VaultReader, fact_id: str, request: SliceRequest) -> Explanation:
+    """Explain whether fact ``fact_id`` holds in the world of ``request``, rule by rule, with evidence."""
+    from am.packs.slice import _from_cache, _open_index, world_of
+    from am.worlds.ancestry import now
+
+    _, fact = vault.get(fact_id)
+    if not isinstance(fact, Fact):
+        raise NotFoundError(f"{fact_id!r} is a {fact.type}, not a fact", hint="am why explains facts")
+    setup = world_of(vault, request, at=request.at or now())
+    index = _open_index(vault)
+    if index is not None:
+        records, _, _ = _from_cache(index, setup.world)
+    else:
+        records = [r for _, r in vault.iter_records()]
+    res = resolve(records, setup.world, setup.oracle)
+    superseded_by = res.superseded_here.get(fact.id)
+    stale: StaleMark | None = None
+    if fact.id in res.facts and fact.paths and fact.commit:
+        stale = stale_marks(setup, [WatchedFact(fact.id, fact.commit, fact.paths)]).get(fact.id)
+    return explain(fact, setup.world, setup.oracle, superseded_by=superseded_by, stale=stale,
+                   at_label=request.at_label)
+
+
+@dataclass(frozen=True)
+class StaleFact:
+    """A fact that holds in a world and is stale there, with what changed."""
+
+    fact: Fact
+    mark: StaleMark
+
+
+@dataclass(frozen=True)
+class StaleReport:
+    """The facts stale in one world."""
+
+    setup: WorldSetup
+    facts: tuple[StaleFact, ...]
+
+    def ids(self) -> set[str]:
+        """Return the ids of the stale facts."""
+        return {s.fact.id for s in self.facts}
+
+
+def stale_in_world(vault: VaultReader, request: SliceRequest) -> StaleReport:
+    """Return the facts that hold in the world of ``request`` and whose watched code changed since."""
+    from am.packs.slice import slice_vault
+
+    pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None))
+    shown = {f.id: f for f in pack.all_shown()}
+    found = tuple(StaleFact(shown[fid], mark) for fid, mark in sorted(pack.stale.items()) if fid in shown)
+    return StaleReport(pack.setup, found)
+
+
+@dataclass(frozen=True)
+class WorldMarks:
+    """Which records hold in a world, and the mark a search result gets there (superseded here, stale)."""
+
+    setup: WorldSetup
+    holding: frozenset[str]
+    marks: dict[str, str]
+
+    def keeps(self, record_id: str) -> bool:
+        """Return whether a search hit belongs to the world: it holds there, or is superseded there."""
+        return record_id in self.holding or record_id in self.marks
+
+    def mark(self, record_id: str) -> str | None:
+        """Return 'superseded here by X' or 'stale here: ...' for a hit, or None."""
+        return self.marks.get(record_id)
+
+
+def world_marks(vault: VaultReader, request: SliceRequest) -> WorldMarks:
+    """Judge the whole vault in one world, for filtering and marking search results (``am search --branch``)."""
+    from am.packs.slice import slice_vault
+
+    pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None))
+    res = pack.resolution
+    holding = {f.id for f in pack.all_shown()} | set(res.topics) | set(res.relations)
+    marks = {old: f"superseded here by {new}" for old, new in res.superseded_here.items()}
+    marks.update({fid: f"stale here: {mark.describe()}" for fid, mark in pack.stale.items()})
+    return WorldMarks(pack.setup, frozenset(holding), marks)

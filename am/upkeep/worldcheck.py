@@ -1,0 +1,69 @@
+"""`am check`'s world pass: facts and relations whose world cannot be resolved on this machine (DESIGN §5.7).
+
+A record naming a repo that is not registered here, a branch its clone does
+not have, or a commit it does not have is judged by the branch-name fallback
+(or not at all), so a slice may silently leave it out: each is a warning that
+names the record, the field and the fix. Written with ``--unverified`` (a
+branch not fetched here), it resolves once the clone is registered and fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+from typing import Any
+
+from am.records.model import Fact, Record, Relation
+from am.registry import Registry
+from am.upkeep.check import Issue
+
+__all__ = ["world_issues"]
+
+
+def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Registry | None = None) -> list[Issue]:
+    """Return a warning for every fact or relation whose repo, branch or commit cannot be resolved here."""
+    from am.worlds.ancestry import open_clone
+    from am.worlds.checks import branch_tip
+
+    registry = registry or Registry.load()
+    clones: dict[str, Any] = {}
+    tips: dict[tuple[str, str], bool] = {}
+    commits: dict[tuple[str, str], bool] = {}
+    issues: list[Issue] = []
+    for path, record in records:
+        if not isinstance(record, (Fact, Relation)) or record.repo is None:
+            continue
+        if record.status in ("expired", "superseded"):
+            continue  # they hold nowhere anyway
+        repo, where = record.repo, str(path)
+        if repo not in registry.repos:
+            issues.append(Issue("warning", "unresolved-world", where,
+                                f"repo {repo!r} is not registered on this machine, so this record is judged by "
+                                f"branch name (register its clone: am repo add {repo} PATH)", "repo"))
+            continue
+        if repo not in clones:
+            clones[repo] = open_clone(repo, registry)[0]
+        store = clones[repo]
+        if store is None:
+            issues.append(Issue("warning", "unresolved-world", where,
+                                f"the clone registered for {repo!r} cannot be read (am repo add {repo} PATH --replace)",
+                                "repo"))
+            continue
+        if record.version is not None:
+            key = (repo, record.version)
+            if key not in tips:
+                tips[key] = branch_tip(store, record.version) is not None
+            if not tips[key]:
+                issues.append(Issue("warning", "unresolved-world", where,
+                                    f"branch {record.version!r} is not in the clone of {repo} (fetch it, or fix the "
+                                    "branch)", "version"))
+        if record.commit:
+            key = (repo, record.commit)
+            if key not in commits:
+                commits[key] = store.find_commit(record.commit) is not None
+            if not commits[key]:
+                issues.append(Issue("warning", "unresolved-world", where,
+                                    f"commit {record.commit!r} is not in the clone of {repo}: the record is judged by "
+                                    "branch name, or on every branch when it names none (fetch it, or fix the id)",
+                                    "commit"))
+    return issues
