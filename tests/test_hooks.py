@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 from pathlib import Path
@@ -211,10 +212,9 @@ def code_repo(tmp_path: Path) -> Path:
     return root
 
 
-def test_code_commit_marks_exactly_the_watching_facts(alpha: object, vault_path: Path, code_repo: Path) -> None:
-    from am.vault import Vault
-
+def test_code_commit_reports_exactly_the_watching_facts(alpha: object, vault_path: Path, code_repo: Path) -> None:
     v = alpha
+    am("--vault", str(vault_path), "hooks", "install", "--code-repo", str(code_repo), "--repo", "project-alpha")
     watch = {
         "fact-users-folder": ("project-alpha", ["src/api/"]),
         "fact-users-file": ("project-alpha", ["src/api/users.py"]),
@@ -225,11 +225,11 @@ def test_code_commit_marks_exactly_the_watching_facts(alpha: object, vault_path:
         "fact-prefix-trap": ("project-alpha", ["src/ap"]),
     }
     for fid, (repo, paths) in watch.items():
-        v.add_fact(f"{fid} holds.", topics=["project-alpha"], id=fid, repo=repo, paths=paths)  # type: ignore[attr-defined]
+        v.add_fact(f"{fid} holds.", topics=["project-alpha"], id=fid, repo=repo, paths=paths,  # type: ignore[attr-defined]
+                   branch="main", unverified=repo != "project-alpha")
     v.add_fact("expired one.", topics=["project-alpha"], id="fact-expired", repo="project-alpha",  # type: ignore[attr-defined]
-               paths=["src/api/"])
+               paths=["src/api/"], branch="main")
     v.expire_fact("fact-expired", reason="gone")  # type: ignore[attr-defined]
-    am("--vault", str(vault_path), "hooks", "install", "--code-repo", str(code_repo), "--repo", "project-alpha")
     vault_before = head(vault_path)
 
     write(code_repo, "src/api/users.py", "def get_users(ids): ...\n")
@@ -237,48 +237,24 @@ def test_code_commit_marks_exactly_the_watching_facts(alpha: object, vault_path:
     run_git(code_repo, "add", "-A")
     proc = git_commit(code_repo, "batch users API")
     assert proc.returncode == 0, proc.stderr
-    code_sha = head(code_repo)
+    # Staleness is derived per world: the vault is not written, the committer is told.
+    assert head(vault_path) == vault_before
+    line = next(line for line in proc.stderr.splitlines() if "stale on project-alpha@main" in line)
+    named = set(re.findall(r"(fact-[a-z-]+) \(", line))
+    assert named == {"fact-users-folder", "fact-users-file", "fact-docs-glob"}
+    stale = json.loads(am("--vault", str(vault_path), "stale", "--repo", "project-alpha", "--branch", "main",
+                          "--format", "json"))
+    assert {s["id"] for s in stale["stale"]} == named
 
-    assert run_git(vault_path, "rev-list", "--count", f"{vault_before}..HEAD").strip() == "1"
-    message = run_git(vault_path, "log", "-1", "--format=%an%n%B")
-    assert message.startswith("am-watch\n") and code_sha in message and "Am-Actor: am-watch" in message
-    with Vault.open(vault_path) as fresh:
-        status = {f.id: f.status for f in fresh.list_facts()}
-    marked = {fid for fid, s in status.items() if s == "pending-review"}
-    assert marked == {"fact-users-folder", "fact-users-file", "fact-docs-glob"}
-    assert status["fact-expired"] == "expired"
-    touched = run_git(vault_path, "show", "--name-only", "--format=", "HEAD").split()
-    assert sorted(Path(p).stem for p in touched) == sorted(marked)
-
-    # A commit that touches nothing watched makes no vault commit.
+    # A commit that touches nothing watched makes nothing new stale, and says nothing.
     write(code_repo, "README.md", "readme\n")
     run_git(code_repo, "add", "-A")
-    assert git_commit(code_repo, "readme").returncode == 0
-    assert run_git(vault_path, "rev-list", "--count", f"{vault_before}..HEAD").strip() == "1"
+    proc = git_commit(code_repo, "readme")
+    assert proc.returncode == 0 and "stale on" not in proc.stderr
+    assert head(vault_path) == vault_before
 
     am("--vault", str(vault_path), "hooks", "uninstall", "--code-repo", str(code_repo))
     assert not (code_repo / ".git" / "hooks" / "post-commit").exists()
-
-
-def test_stale_on_demand(alpha: object, vault_path: Path, code_repo: Path) -> None:
-    alpha.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-pool",  # type: ignore[attr-defined]
-                   repo="project-alpha", paths=["src/db/pool.py"])
-    start = head(code_repo)
-    write(code_repo, "src/db/pool.py", "POOL = 20\n")
-    run_git(code_repo, "commit", "-q", "-am", "pool 20")
-    write(code_repo, "README.md", "x\n")
-    run_git(code_repo, "commit", "-q", "-am", "readme")
-    dry = json.loads(am("--vault", str(vault_path), "stale", "--repo", "project-alpha", "--code-repo",
-                        str(code_repo), "--since", start, "--dry-run", "--format", "json"))
-    assert dry["marked"] == ["fact-pool"] and dry["vault_commit"] is None
-    # Without --since only the last commit is looked at: README only.
-    none = json.loads(am("--vault", str(vault_path), "stale", "--repo", "project-alpha", "--code-repo",
-                         str(code_repo), "--format", "json"))
-    assert none["marked"] == [] and none["changed_paths"] == ["README.md"]
-    done = json.loads(am("--vault", str(vault_path), "stale", "--repo", "project-alpha", "--code-repo",
-                         str(code_repo), "--since", start, "--format", "json"))
-    assert done["marked"] == ["fact-pool"] and done["vault_commit"] == head(vault_path)
-    assert run_git(vault_path, "log", "-1", "--format=%an").strip() == "am-watch"
 
 
 def test_install_refuses_a_hooks_path_inside_the_vault(alpha: object, vault_path: Path) -> None:
