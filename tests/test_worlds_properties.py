@@ -59,7 +59,7 @@ def _fact_ids(vault: Any) -> list[str]:
 
 
 def _shown(pack_text: str) -> set[str]:
-    return set(re.findall(r"^  \(`([a-z0-9-]+)`", pack_text, flags=re.M))
+    return set(re.findall(r"^  \(`([a-z0-9-]+)`", pack_text, flags=re.MULTILINE))
 
 
 @pytest.mark.parametrize("include_pending", [False, True])

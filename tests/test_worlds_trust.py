@@ -43,7 +43,7 @@ def ok(*args: str, **kw: Any) -> str:
 
 
 def shown_ids(pack: str) -> set[str]:
-    return set(re.findall(r"^  \(`([a-z0-9-]+)`", pack, flags=re.M))
+    return set(re.findall(r"^  \(`([a-z0-9-]+)`", pack, flags=re.MULTILINE))
 
 
 def commit(root: Path, rel: str, text: str, message: str) -> str:
@@ -210,7 +210,7 @@ def test_experiment_commit_leaves_main_unchanged_and_flags_the_branch(world: dic
     import subprocess
 
     from tests.conftest import subprocess_env
-    proc = subprocess.run(["git", "-C", str(wt), "commit", "-q", "-m", "users: fields"], capture_output=True,
+    proc = subprocess.run(["git", "-C", str(wt), "commit", "-q", "-m", "users: fields"], check=False, capture_output=True,
                           text=True, env=subprocess_env())
     assert proc.returncode == 0, proc.stderr
     exp_tip = head(wt)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from am.packs.reader import VaultReader
     from am.worlds.ancestry import WorldSetup
 
-__all__ = ["StaleFact", "StaleReport", "WorldMarks", "why_fact", "stale_in_world", "world_marks"]
+__all__ = ["StaleFact", "StaleReport", "WorldMarks", "stale_in_world", "why_fact", "world_marks"]
 
 
 def why_fact(vault: VaultReader, fact_id: str, request: SliceRequest) -> Explanation:

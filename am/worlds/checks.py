@@ -21,7 +21,7 @@ from am.registry import Registry
 if TYPE_CHECKING:
     from am.git import GitStore
 
-__all__ = ["CheckedWorld", "did_you_mean", "known_list", "verify_world", "branch_names", "branch_tip"]
+__all__ = ["CheckedWorld", "branch_names", "branch_tip", "did_you_mean", "known_list", "verify_world"]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from am.errors import AmError, NotFoundError, UsageError
 from am.registry import Registry
 
-__all__ = ["Checkout", "find_checkout", "registered_here", "world_here", "vault_here"]
+__all__ = ["Checkout", "find_checkout", "registered_here", "vault_here", "world_here"]
 
 _OID = re.compile(r"[0-9a-f]{40}")
 

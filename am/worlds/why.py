@@ -26,7 +26,7 @@ from am.worlds.rules import (
 )
 from am.worlds.stale import StaleMark
 
-__all__ = ["Step", "Explanation", "explain"]
+__all__ = ["Explanation", "Step", "explain"]
 
 
 @dataclass(frozen=True)
