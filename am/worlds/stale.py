@@ -43,6 +43,7 @@ _GLOB = set("*?[")
 _TOUCHED = "touched.jsonl"
 _STALE_DIR = "stale"
 _TIPS_KEPT = 16
+_LOADED: dict[Path, tuple[int, dict[str, list[str] | None]]] = {}
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,38 @@ def path_matches(watched: str, changed: str) -> bool:
         return fnmatch.fnmatchcase(c, w) or fnmatch.fnmatchcase(c, w.rstrip("/") + "/*")
     w = w.rstrip("/")
     return c == w or c.startswith(w + "/")
+
+
+class _Matcher:
+    """Which watched paths a commit's changed files fall under: plain paths by a lookup per folder, globs by fnmatch."""
+
+    def __init__(self, watched: Iterable[str]) -> None:
+        self.plain: dict[str, list[str]] = {}
+        self.globs: list[str] = []
+        for w in watched:
+            norm = _norm(w)
+            if not norm:
+                continue
+            if _GLOB & set(norm):
+                self.globs.append(w)
+            else:
+                self.plain.setdefault(norm.rstrip("/"), []).append(w)
+
+    def watching(self, changed: Iterable[str]) -> set[str]:
+        """Return the watched paths (as given) that any of the changed files falls under."""
+        found: set[str] = set()
+        plain = self.plain
+        for path in changed:
+            c = _norm(path)
+            while c:
+                hit = plain.get(c)
+                if hit:
+                    found.update(hit)
+                c = c.rpartition("/")[0]
+            for g in self.globs:
+                if g not in found and path_matches(g, path):
+                    found.add(g)
+        return found
 
 
 class _Touched:
@@ -180,11 +213,23 @@ class Staleness:
         if path is None:
             return {}
         try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            return {}
+        kept = _LOADED.get(path)
+        if kept is not None and kept[0] == stamp:
+            return dict(kept[1])  # a long-lived process (an MCP server) reads each tip's file once
+        try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         pairs = data.get("pairs") if isinstance(data, dict) else None
-        return pairs if isinstance(pairs, dict) else {}
+        if not isinstance(pairs, dict):
+            return {}
+        if len(_LOADED) >= _TIPS_KEPT:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[path] = (stamp, pairs)
+        return dict(pairs)
 
     def _save(self, pairs: Mapping[str, list[str] | None]) -> None:
         path = self._file()
@@ -225,16 +270,15 @@ class Staleness:
         bit_of: dict[str, int] = {}
         path_mask: dict[str, int] = {w: 0 for w in watched}
         change: dict[int, tuple[str, tuple[str, ...]]] = {}
+        matcher = _Matcher(watched)
         for cid, _, paths in order:
-            hit = False
-            for w in watched:
-                if any(path_matches(w, p) for p in paths):
-                    if cid not in bit_of:
-                        bit_of[cid] = len(bit_of)
-                        change[bit_of[cid]] = (cid, paths)
-                    path_mask[w] |= 1 << bit_of[cid]
-                    hit = True
-            del hit
+            hits = matcher.watching(paths)
+            if not hits:
+                continue
+            bit = bit_of[cid] = len(bit_of)
+            change[bit] = (cid, paths)
+            for w in hits:
+                path_mask[w] |= 1 << bit
         # Each commit's set of touching ancestors (itself included), freed once its last child has read it.
         children: dict[str, int] = {}
         for _, parents, _ in order:
