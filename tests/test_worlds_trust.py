@@ -306,3 +306,17 @@ def test_fact_list_shows_world_and_filters(world: dict[str, Any]) -> None:
     assert len(listed) == 1
     code, _, err = am("--vault", vault, "fact", "list", "--status", "actve")
     assert code == 2 and "actve" in err
+
+
+def test_pin_and_unpin_are_one_commit_each(world: dict[str, Any]) -> None:
+    vault = world["vault"]
+    world["v"].add_fact("Read from replicas.", topics=["project-alpha"], id="fact-replicas")
+    world["v"].add_fact("Another fact.", topics=["project-alpha"], id="fact-other", confidence="high")
+    before = head(vault)
+    ok("--vault", vault, "fact", "pin", "fact-replicas")
+    assert run_git(Path(vault), "rev-list", "--count", f"{before}..HEAD").strip() == "1"
+    pack = ok("--vault", vault, "slice")
+    assert pack.index("## Pinned") < pack.index("`fact-replicas`") < pack.index("`fact-other`")
+    ok("--vault", vault, "fact", "pin", "fact-replicas", "--off")
+    assert "## Pinned" not in ok("--vault", vault, "slice")
+    assert am("--vault", vault, "fact", "pin", "fact-replicas", "--off")[0] == 2

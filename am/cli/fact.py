@@ -185,6 +185,19 @@ def confirm(ctx: click.Context, fact_id: str, commit_: str | None, unverified: b
     report_write(result, fmt, "confirmed")
 
 
+@fact.command("pin")
+@click.argument("fact_id", metavar="ID")
+@click.option("--off", is_flag=True, help="Unpin it instead.")
+@FORMAT_OPTION
+@click.pass_context
+def pin(ctx: click.Context, fact_id: str, off: bool, fmt: str) -> None:
+    """Pin a fact (one commit): pinned facts come first in every pack and are the last a budget gives up.
+
+    Example: am fact pin f-20260924-1400-b31f07
+    """
+    report_write(open_vault(ctx).pin_fact(fact_id, pinned=not off), fmt, "unpinned" if off else "pinned")
+
+
 _STATUSES = ["active", "contested", "pending-review", "expired", "superseded"]
 
 

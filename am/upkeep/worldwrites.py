@@ -99,6 +99,17 @@ class WorldWrites:
                            ids=[fact_id], reason=reason,
                            subject=f"fact: confirm {fact_id} at {new_commit[:12]}")
 
+    def pin_fact(self, fact_id: str, *, pinned: bool = True) -> WriteResult:
+        """Set or clear a fact's ``pinned: true`` (pinned facts come first in every pack), in one commit."""
+        from am.records.model import Fact, replace
+
+        path, fact, base = self._existing_for_update(fact_id, Fact, "fact")  # type: ignore[attr-defined]
+        if fact.pinned == pinned:
+            raise UsageError(f"{fact_id} is already {'pinned' if pinned else 'not pinned'}")
+        verb = "pin" if pinned else "unpin"
+        return self._write([(path, replace(fact, pinned=pinned), base)], noun="fact",  # type: ignore[attr-defined,no-any-return]
+                           verb=verb, ids=[fact_id], subject=f"fact: {verb} {fact_id}")
+
     def record_repo(self, name: str, remote: str | None) -> str | None:
         """Write a code repo's remote URL into .am/vault.yml in one commit; None when it is already there."""
         from am.git import Change
