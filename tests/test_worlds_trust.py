@@ -320,3 +320,20 @@ def test_pin_and_unpin_are_one_commit_each(world: dict[str, Any]) -> None:
     ok("--vault", vault, "fact", "pin", "fact-replicas", "--off")
     assert "## Pinned" not in ok("--vault", vault, "slice")
     assert am("--vault", vault, "fact", "pin", "fact-replicas", "--off")[0] == 2
+
+
+@pytest.mark.parametrize("text", [
+    "name: demo\nformat: 1\nrepos:\n  project-alpha: https://example.com/org/alpha.git\n",
+    "name: demo\nrepos:\n  x: y\nformat: 1\n", "name: demo\nrepos:\n", "a: 1\nrepos:\n  x: 1.10\n",
+    "repos:\n  x: no\n", "name: x\nrepos:\n  a: git@github.com:org/a.git\n  b: \"\"\n# a comment\n",
+])
+def test_vault_file_with_a_repos_table_reads_as_the_strict_loader_does(text: str) -> None:
+    from am.records.frontmatter import load_settings, strict_load
+    from am.records.vaultfile import with_repo
+
+    assert load_settings(text) == strict_load(text)
+    if "repos:\n  x: 1.10" not in text:
+        updated = with_repo(text, "new-repo", "https://example.com/new.git")
+        assert strict_load(updated)["repos"]["new-repo"] == "https://example.com/new.git"
+        assert {k: v for k, v in strict_load(updated).items() if k != "repos"} == {
+            k: v for k, v in strict_load(text).items() if k != "repos"}

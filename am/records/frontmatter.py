@@ -309,7 +309,38 @@ def load_settings(text: str, *, path: str | None = None) -> dict[str, Any]:
         meta = fast_load(text)
         if meta is not None:
             return meta
+        meta = _fast_settings(text)
+        if meta is not None:
+            return meta
     return strict_load(text, path=path)
+
+
+def _fast_settings(text: str) -> dict[str, Any] | None:
+    """Load flat keys plus tables of plain names to plain strings (a vault file with ``repos:``), or None."""
+    flat: list[str] = []
+    tables: list[str] = []
+    current = flat
+    for line in text.split("\n"):
+        if not line:
+            continue
+        if line.startswith(" "):
+            if current is flat:
+                return None
+            current.append(line)
+            continue
+        head = _TABLE_LINE.match(line)
+        if head is not None and not head.group(2):
+            current = tables
+        else:
+            current = flat
+        current.append(line)
+    if not tables:
+        return None
+    meta = fast_load("\n".join(flat) + "\n") if flat else {}
+    found = fast_load_tables("\n".join(tables) + "\n")
+    if meta is None or found is None or set(meta) & set(found):
+        return None
+    return {**meta, **found}
 
 
 # ---------------------------------------------------------------- canonical form
