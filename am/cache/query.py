@@ -112,7 +112,7 @@ class IndexQueries:
         """Return (id, 7 world fields, paths as a JSON list) of ``repo``'s facts that watch code paths."""
         return self.conn.execute(  # type: ignore[no-any-return]
             f"SELECT id, {_WORLD}, paths FROM records INDEXED BY records_watch "
-            "WHERE type = 'fact' AND paths IS NOT NULL AND repo = ? ORDER BY id, path", (repo,)).fetchall()
+            "WHERE type = 'fact' AND paths IS NOT NULL AND repo = ?", (repo,)).fetchall()
 
     def repo_names(self) -> list[str]:
         """Return every code-repo name a record names."""

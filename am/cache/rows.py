@@ -26,7 +26,7 @@ __all__ = [
     "record_names", "name_refs", "resolve_refs",
 ]
 
-SCHEMA_VERSION = 9  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 10  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -69,8 +69,8 @@ CREATE INDEX records_successor ON records(superseded_by, id, status, repo, versi
   valid_from, valid_until) WHERE type = 'fact' AND superseded_by IS NOT NULL;
 CREATE INDEX records_topic ON records(id, path, status) WHERE type = 'topic';
 -- Facts that watch code paths (derived staleness, am/worlds/stale.py): few, and read with their world fields.
-CREATE INDEX records_watch ON records(repo, id, status, version, commit_id, until_commit, valid_from, valid_until,
-  paths) WHERE type = 'fact' AND paths IS NOT NULL;
+CREATE INDEX records_watch ON records(repo, type, id, status, version, commit_id, until_commit, valid_from,
+  valid_until, paths) WHERE type = 'fact' AND paths IS NOT NULL;  -- type too, or SQLite reads every row's page
 CREATE INDEX records_relation ON records(id, path, rel, src, dst, status, repo, version, commit_id, until_commit,
   valid_from, valid_until) WHERE type = 'relation';
 -- (type, id) pairs that two or more files hold (a person's copy): kept by triggers, so a reader asks one row,

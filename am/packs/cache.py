@@ -151,8 +151,15 @@ def _stale(index: Any, setup: WorldSetup, verdict: _Judge, hidden: dict[str, tup
     repo = setup.world.repo
     if repo is None or setup.oracle is None or not hasattr(index, "watched_facts"):
         return {}
-    held = [WatchedFact(r[0], r[4], ids_of(r[8])) for r in index.watched_facts(repo=repo)
-            if r[4] and r[0] not in hidden and verdict(_key(r[1:8])).holds]
+    known = verdict.known
+    held = []
+    for r in index.watched_facts(repo=repo):
+        if not r[4] or r[0] in hidden:
+            continue
+        key = r[1:8] if r[1] is not None else _key(r[1:8])
+        found = known.get(key) or verdict(key)
+        if found.holds:
+            held.append(WatchedFact(r[0], r[4], ids_of(r[8])))
     return stale_marks(setup, held)
 
 

@@ -28,9 +28,8 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from am.git import GitStore
@@ -46,8 +45,7 @@ _TIPS_KEPT = 16
 _LOADED: dict[Path, tuple[int, dict[str, list[str] | None]]] = {}
 
 
-@dataclass(frozen=True)
-class StaleMark:
+class StaleMark(NamedTuple):
     """Why a fact is stale in a world: the watched path, the file that changed, and the commit that changed it."""
 
     watched: str
@@ -63,8 +61,7 @@ class StaleMark:
         return {"watched": self.watched, "path": self.path, "commit": self.commit}
 
 
-@dataclass(frozen=True)
-class WatchedFact:
+class WatchedFact(NamedTuple):
     """What staleness needs of a fact: its id, the commit it was observed at, and the paths it watches."""
 
     id: str
@@ -218,7 +215,7 @@ class Staleness:
             return {}
         kept = _LOADED.get(path)
         if kept is not None and kept[0] == stamp:
-            return dict(kept[1])  # a long-lived process (an MCP server) reads each tip's file once
+            return kept[1]  # a long-lived process (an MCP server) reads each tip's file once; callers never change it
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -229,7 +226,7 @@ class Staleness:
         if len(_LOADED) >= _TIPS_KEPT:
             _LOADED.pop(next(iter(_LOADED)))
         _LOADED[path] = (stamp, pairs)
-        return dict(pairs)
+        return pairs
 
     def _save(self, pairs: Mapping[str, list[str] | None]) -> None:
         path = self._file()
@@ -246,14 +243,24 @@ class Staleness:
         except OSError as err:
             log.warning("could not cache staleness for %s: %s", self.tip[:12], err)
 
-    def marks(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StaleMark | None]:
-        """Return, for each (full commit id, watched path), what makes it stale here, or None."""
-        wanted = {(c, w) for c, w in pairs if c in self.history}
+    def known(self) -> Mapping[str, list[str] | None]:
+        """Return the answers kept for this tip ('COMMIT PATH' -> [changed path, commit] or None); may be empty."""
+        return self._load()
+
+    def answers(self, pairs: Iterable[tuple[str, str]]) -> Mapping[str, list[str] | None]:
+        """Return the answers ('COMMIT PATH' -> [changed path, commit] or None) covering every pair asked."""
         known = self._load()
-        missing = {p for p in wanted if _key(p) not in known}
-        if missing:
-            known.update(self._compute(wanted | {_unkey(k) for k in known}))
+        wanted = [p for p in pairs if p[0] in self.history]
+        if any(_key(p) not in known for p in wanted):
+            everything = {*wanted, *(_unkey(k) for k in known)}
+            known = {**known, **self._compute(everything)}
             self._save(known)
+        return known
+
+    def marks(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], StaleMark | None]:
+        """Return, for each (full commit id, watched path) in this history, what makes it stale here, or None."""
+        wanted = [p for p in pairs if p[0] in self.history]
+        known = self.answers(wanted)
         out: dict[tuple[str, str], StaleMark | None] = {}
         for pair in wanted:
             found = known.get(_key(pair))
@@ -327,17 +334,22 @@ def stale_facts(staleness: Staleness | None, facts: Iterable[WatchedFact],
     """
     if staleness is None:
         return {}
-    full: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for fact in facts:
-        commit = resolve(fact.commit) if resolve is not None else fact.commit
-        if commit and fact.paths:
-            full[fact.id] = (commit, tuple(sorted(set(fact.paths))))
-    marks = staleness.marks((c, w) for c, ws in full.values() for w in ws)
+    history = staleness.history
+    chosen: list[tuple[str, str, tuple[str, ...]]] = []
+    for fid, given, paths in facts:
+        commit: str | None = given
+        if given not in history:
+            commit = resolve(given) if resolve is not None else None
+        if commit and paths:
+            chosen.append((fid, commit, paths if len(paths) == 1 else tuple(sorted(set(paths)))))
+    known = staleness.known()
+    if any(f"{c} {w}" not in known for _, c, ws in chosen for w in ws):
+        known = staleness.answers((c, w) for _, c, ws in chosen for w in ws)
     out: dict[str, StaleMark] = {}
-    for fid, (commit, watched) in sorted(full.items()):
+    for fid, commit, watched in chosen:
         for w in watched:
-            mark = marks.get((commit, w))
-            if mark is not None:
-                out[fid] = mark
+            found = known.get(f"{commit} {w}")
+            if found:
+                out[fid] = StaleMark(w, found[0], found[1])
                 break
-    return out
+    return dict(sorted(out.items()))
