@@ -369,7 +369,8 @@ _YAML11_OTHER_FIRST = frozenset("-+.0123456789<=!&*")
 def _yaml11_plain_is_str(text: str) -> bool:
     # Other readers (Obsidian, PyYAML's default) use YAML 1.1 rules: never write
     # a plain scalar that they would turn into a bool, number or null. Only writes get here.
-    if not text or text in _YAML11_WORDS:
+    # PyYAML's resolvers end in '$', which also matches before one final newline ('~\n' is null to it).
+    if not text or text in _YAML11_WORDS or (text.endswith("\n") and text[:-1] in _YAML11_WORDS):
         return False
     if text[0] not in _YAML11_OTHER_FIRST:
         return True  # no resolver but the words above starts here: a write need not import PyYAML
