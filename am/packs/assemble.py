@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from am.worlds.ancestry import WorldSetup
     from am.worlds.stale import StaleMark
 
-__all__ = ["Loader", "build_pack", "fill", "topic_scope", "ids_of", "stale_marks"]
+__all__ = ["Loader", "build_pack", "fill", "topic_scope", "ids_of", "stale_lookup"]
 
 Loader = Callable[[Sequence[str]], Mapping[str, Fact]]
 
@@ -112,14 +112,15 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
                vault_name: str, vault_commit: str | None, search: Any = None,
                backend: Any = None, backend_note: str = "vector: not configured",
                links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None,
-               watched: Iterable[WatchedFact] | None = None, dirty: int = 0) -> Pack:
+               watched: Callable[[], Iterable[WatchedFact]] | None = None, dirty: int = 0) -> Pack:
     """Resolve records in the world, choose the scope, rank, and fill the budget.
 
     Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
     full facts, and is asked only for the facts the budget admits; ``dropped`` counts
     facts the source already left out (why -> how many), for the header;
-    ``watched`` names the facts that watch code paths (a view has no ``paths``;
-    full facts are found by themselves), for staleness in the world.
+    ``watched()`` names every fact that watches code paths (a view has no
+    ``paths``; full facts are found by themselves): asked only when the world's
+    staleness answers lack a shown fact, to compute them all at once.
     """
     res = resolve(records, setup.world, setup.oracle)
     for why, count in (dropped or {}).items():
@@ -144,9 +145,10 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
     _rank(facts, order)
     pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved, dirty=dirty)
     if watched is None:
-        watched = [WatchedFact(f.id, f.commit, f.paths) for f in res.facts.values()
-                   if isinstance(f, Fact) and f.paths and f.commit]
-    pack.stale = stale_marks(setup, (w for w in watched if w.id in res.facts))
+        def watched() -> list[WatchedFact]:
+            return [WatchedFact(f.id, f.commit, f.paths) for f in res.facts.values()
+                    if isinstance(f, Fact) and f.paths and f.commit]
+    pack.stale_lookup = stale_lookup(setup, watched)
     relations = sorted((r for r in res.relations.values()
                         if r.from_ in topic_ids and r.to in topic_ids), key=lambda r: r.id)
     loaded: dict[str, Fact] = {}
@@ -209,10 +211,15 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
         needed += cost
         return budget is None or used + cost <= budget
 
+    lookup = pack.stale_lookup
     for n, fact in enumerate(ranked):
         if fact is None:  # its file went away between the two reads of the cache
             left["facts"] += 1
             continue
+        if lookup is not None and fact.paths:
+            mark = lookup(fact)
+            if mark is not None:
+                pack.stale[fact.id] = mark
         place = _place(fact, pack)
         section = next((t for t in fact.topics if t in topic_ids), fact.topics[0] if fact.topics else "")
         where = section if place == "topic" else None
@@ -222,6 +229,7 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
         elif place != "topic" and not lists[place]:
             cost += estimate_tokens(_HEADINGS[place])
         if not fits(cost):
+            pack.stale.pop(fact.id, None)
             # The cut is a prefix of the ranking; what follows is only counted, with a generous
             # size per fact (1-3 sentences and a meta line), so the hint gets them all.
             rest = total - n - 1
@@ -268,17 +276,50 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
     pack.needed = needed
 
 
-def stale_marks(setup: WorldSetup, watched: Iterable[WatchedFact]) -> dict[str, StaleMark]:
-    """Return the facts (of ``watched``, which hold here) that are stale in the world, with what changed."""
+def stale_lookup(setup: WorldSetup,
+                 watched: Callable[[], Iterable[WatchedFact]]) -> Callable[[Fact], StaleMark | None] | None:
+    """Return ``lookup(fact) -> StaleMark | None`` for the world (None without a clone's commit graph).
+
+    A fact is looked up only when a pack shows it, in the answers kept for the
+    world's tip; the first fact those answers lack has every watching fact
+    (``watched()``) computed at once (am/worlds/stale.py), so a warm slice pays
+    for the facts it shows, not for every fact that watches a path.
+    """
     oracle = setup.oracle
     if oracle is None or not hasattr(oracle, "staleness"):
-        return {}
-    from am.worlds.stale import stale_facts
+        return None
+    from am.worlds.stale import StaleMark
 
-    chosen = list(watched)
-    if not chosen:
-        return {}
-    return stale_facts(oracle.staleness(), chosen, resolve=oracle.full_id)
+    staleness = oracle.staleness()
+    history = staleness.history
+    state: dict[str, Any] = {"known": staleness.known(), "complete": False}
+
+    def full(commit: str) -> str | None:
+        return commit if commit in history else oracle.full_id(commit)
+
+    def lookup(fact: Fact) -> StaleMark | None:
+        if not fact.paths or not fact.commit:
+            return None
+        commit = full(fact.commit)
+        if commit is None:
+            return None
+        paths = fact.paths if len(fact.paths) == 1 else tuple(sorted(set(fact.paths)))
+        known = state["known"]
+        if not state["complete"] and any(f"{commit} {w}" not in known for w in paths):
+            pairs = [(commit, w) for w in paths]
+            for other in watched():
+                c = full(other.commit) if other.commit else None
+                if c is not None:
+                    pairs.extend((c, w) for w in other.paths)
+            known = state["known"] = staleness.answers(pairs)
+            state["complete"] = True
+        for w in paths:
+            found = known.get(f"{commit} {w}")
+            if found:
+                return StaleMark(w, found[0], found[1])
+        return None
+
+    return lookup
 
 
 def ids_of(text: str | None) -> tuple[str, ...]:

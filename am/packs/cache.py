@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from am.cache.rows import record_from_json
 from am.records.model import Fact, Relation, Topic
-from am.packs.assemble import fill, ids_of, stale_marks, topic_scope
+from am.packs.assemble import fill, ids_of, stale_lookup, topic_scope
 from am.packs.pack import Pack, SliceRequest, clean_text
 from am.worlds.rules import (
     WHY_PENDING,
@@ -129,7 +129,7 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
         pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
         ranked, scope_topics = _ranked(index, world, never, verdict, hidden), set(topics)
         total = res.fact_counts()[0]
-    pack.stale = _stale(index, setup, verdict, hidden)
+    pack.stale_lookup = _stale_lookup(index, setup)
     pack.dirty = len(index.dirty_paths()) if hasattr(index, "dirty_paths") else 0
     in_scope = [r for r in res.relations.values() if r.from_ in scope_topics and r.to in scope_topics]
     try:
@@ -144,23 +144,18 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
     return pack
 
 
-def _stale(index: Any, setup: WorldSetup, verdict: _Judge, hidden: dict[str, tuple[str, _Key]]) -> dict[str, Any]:
-    """Return the facts that hold here, watch code paths, and are stale in the world (DESIGN §5.6)."""
+def _stale_lookup(index: Any, setup: WorldSetup) -> Any:
+    """Return the world's staleness lookup (DESIGN §5.6); the watching facts are read from SQL only when needed."""
     from am.worlds.stale import WatchedFact
 
     repo = setup.world.repo
     if repo is None or setup.oracle is None or not hasattr(index, "watched_facts"):
-        return {}
-    known = verdict.known
-    held = []
-    for r in index.watched_facts(repo=repo):
-        if not r[4] or r[0] in hidden:
-            continue
-        key = r[1:8] if r[1] is not None else _key(r[1:8])
-        found = known.get(key) or verdict(key)
-        if found.holds:
-            held.append(WatchedFact(r[0], r[4], ids_of(r[8])))
-    return stale_marks(setup, held)
+        return None
+
+    def watched() -> list[WatchedFact]:
+        return [WatchedFact(r[0], r[4], ids_of(r[8])) for r in index.watched_facts(repo=repo) if r[4]]
+
+    return stale_lookup(setup, watched)
 
 
 def _resolution(index: Index, world: World,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -131,8 +132,9 @@ class Pack:
     pending: list[Fact] = field(default_factory=list)
     # Topics in scope with no fact shown: named on one line, never an empty section.
     others: list[Topic] = field(default_factory=list)
-    # Facts that hold here and are stale (DESIGN §5.6), by id, with what changed.
+    # Shown facts that are stale here (DESIGN §5.6), by id, with what changed; the lookup that finds them.
     stale: dict[str, StaleMark] = field(default_factory=dict)
+    stale_lookup: Callable[[Fact], StaleMark | None] | None = None
     # What was admitted, in order (kind, item, the list holding it): the budget trims from the end.
     order: list[tuple[str, Any, list[Any]]] = field(default_factory=list)
     # Record files read from the working tree with uncommitted edits.
@@ -307,8 +309,6 @@ def _holds_line(pack: Pack) -> str:
     res = pack.resolution
     held, contested = res.fact_counts()
     flags = [f"{contested} contested"] if contested else []
-    if pack.stale:
-        flags.append(f"{len(pack.stale)} stale")
     return (f"{held} fact{'s' * (held != 1)}" + (f" ({', '.join(flags)})" if flags else "")
             + f", {_n(len(res.topics), 'topic')}, {_n(len(res.relations), 'relation')}")
 
@@ -329,7 +329,8 @@ def _budget(req: SliceRequest) -> str:
 def _header(pack: Pack, tokens: int) -> str:
     req, world = pack.request, pack.setup.world
     shown_topics = sum(1 for _, fs in pack.sections)
-    shown = (f"{_n(pack.shown_facts, 'fact')}, {_n(shown_topics, 'topic')}, {_n(len(pack.relations), 'relation')}"
+    stale = f" ({len(pack.stale)} stale)" if pack.stale else ""
+    shown = (f"{_n(pack.shown_facts, 'fact')}{stale}, {_n(shown_topics, 'topic')}, {_n(len(pack.relations), 'relation')}"
              f"; about {tokens} tokens{_budget(req)}")
     if req.compact:
         where = f"repo `{world.repo}`" if world.repo else "no repo"
@@ -443,6 +444,8 @@ def _drop_last(pack: Pack) -> None:
     holder.remove(item)
     pack.left_out[kind] = pack.left_out.get(kind, 0) + 1
     if kind == "facts":
+        pack.stale.pop(item.id, None)
+    if kind == "facts":
         emptied = [(t, fs) for t, fs in pack.sections if not fs]
         for entry in emptied:
             pack.sections.remove(entry)
@@ -504,7 +507,7 @@ def render_json(pack: Pack) -> str:
                   "query": req.query,
                   "retrieval": None if pack.retrieval is None else
                   {"level": pack.retrieval.level, "notes": list(pack.retrieval.notes)}},
-        "holds": {"facts": res.fact_counts()[0], "contested": res.fact_counts()[1], "stale": len(pack.stale),
+        "holds": {"facts": res.fact_counts()[0], "contested": res.fact_counts()[1],
                   "topics": len(res.topics), "relations": len(res.relations), "rules": dict(sorted(res.rules.items())),
                   "not_in_world": dict(sorted(res.excluded.items()))},
         "pinned": [_fact_json(f, pack) for f in pack.pinned],

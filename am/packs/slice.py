@@ -16,7 +16,7 @@ whatever does not fit is counted in the pack, with the way to get it.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -180,7 +180,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
     setup = world_of(vault, request, at=at)
     commit = vault.store.head()
     index = None
-    watched: list[WatchedFact] | None = None
+    watched: Callable[[], list[WatchedFact]] | None = None
     dirty = 0
     load: Loader | None = None
     dropped: dict[str, int] | None = None
@@ -210,7 +210,8 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
                 if pack is not None:
                     return _with_links(pack, vault, request, setup)
             records, load, dropped = _from_cache(index, setup.world)
-            watched = watched_of(index, setup.world.repo)
+            repo, cache = setup.world.repo, index
+            watched = lambda: watched_of(cache, repo)  # noqa: E731 -- read only when staleness needs it
             dirty = len(index.dirty_paths())
         else:
             records = (r for _, r in vault.iter_records())

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from am.errors import NotFoundError
-from am.packs.assemble import stale_marks
+from am.packs.assemble import stale_lookup
 from am.packs.pack import SliceRequest
 from am.records.model import Fact
 from am.worlds.rules import resolve
@@ -46,7 +46,8 @@ def why_fact(vault: VaultReader, fact_id: str, request: SliceRequest) -> Explana
     superseded_by = res.superseded_here.get(fact.id)
     stale: StaleMark | None = None
     if fact.id in res.facts and fact.paths and fact.commit:
-        stale = stale_marks(setup, [WatchedFact(fact.id, fact.commit, fact.paths)]).get(fact.id)
+        found = stale_lookup(setup, lambda: [WatchedFact(fact.id, fact.commit or "", fact.paths)])
+        stale = found(fact) if found is not None else None
     return explain(fact, setup.world, setup.oracle, superseded_by=superseded_by, stale=stale,
                    at_label=request.at_label)
 

@@ -234,6 +234,17 @@ def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | 
         return None, f"the clone of {name} at {path} cannot be read ({err.message})"
 
 
+def _cached_tip(store: GitStore, commit: str, cache_dir: Path | None) -> str | None:
+    """Return ``commit`` when it is a full id whose history is already kept (in memory or on disk), else None."""
+    if len(commit) != 40 or not _HEX.fullmatch(commit):
+        return None
+    if (str(store.gitdir), commit) in _HISTORY_CACHE:
+        return commit
+    if cache_dir is not None and HistoryFiles(cache_dir, store).load(commit) is not None:
+        return commit
+    return None
+
+
 def _current_branch(store: GitStore) -> str | None:
     try:
         return store.head_ref().removeprefix("refs/heads/")
@@ -272,7 +283,8 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     notes: list[str] = []
     if store is not None:
         if commit is not None:
-            tip, source = store.find_commit(commit), "given"
+            # A full id whose history is cached is known to be in the clone: no need to open it (pygit2).
+            tip, source = _cached_tip(store, commit, cache_dir) or store.find_commit(commit), "given"
             if tip is None:
                 raise UnknownWorldError(f"commit {commit} is not in the clone of {repo} at {store.root}",
                                         hint="fetch it, or check the id (git log --oneline)")
