@@ -68,11 +68,12 @@ def build_vault(dest: Path, facts: int, watched: int, history: list[str], paths:
         return dest
     rng = random.Random(3)
     records = make_records(facts, seed=1)
+    # Spread over the whole ranking (not the oldest first), so that a pack shows watching facts too.
+    eligible = [r.id for r in records if isinstance(r, Fact) and r.repo == "project-alpha" and r.status == "active"]
+    chosen_ids = set(rng.sample(eligible, min(watched, len(eligible))))
     out = []
-    given = 0
     for r in records:
-        if isinstance(r, Fact) and r.repo == "project-alpha" and r.status == "active" and given < watched:
-            given += 1
+        if isinstance(r, Fact) and r.id in chosen_ids:
             commit = rng.choice(history[: len(history) // 2 or 1])  # the newer half: most stay fresh
             chosen = (f"src/m{(k := rng.randrange(paths)) // 100:02d}/f{k}.py",)
             r = dataclasses.replace(r, version=None, commit=commit, paths=chosen if with_paths else ())
@@ -126,7 +127,9 @@ def main() -> None:
         t0 = time.perf_counter()
         pack = slice_vault(wv, request)
         figures["cold: first slice with staleness (graph of every commit read and kept)"] = time.perf_counter() - t0
-        print(f"  stale in this world: {len(pack.stale)} of the watching facts that hold")
+        shown = pack.all_shown()
+        print(f"  the pack shows {len(shown)} facts, {sum(1 for f in shown if f.paths)} of them watching paths, "
+              f"{len(pack.stale)} of those stale here")
         slice_vault(pv, request)
         # Interleaved, so that load from other processes falls on both alike (a shared machine).
         plain_times, watched_times = [], []
