@@ -118,11 +118,11 @@ def test_unknown_branch_in_registered_clone_is_its_own_error(alpha: Any, code: P
     am(alpha, "repo", "add", "project-alpha", str(code))
     result = CliRunner().invoke(cli, ["--vault", str(alpha.root), "slice", "--repo", "project-alpha",
                                       "--branch", "feat-bach"])
-    assert getattr(result.exception, "exit_code", None) == 12, result.output
+    assert getattr(result.exception, "exit_code", None) == 13, result.output
     assert "branch feat-bach is not in the clone" in str(result.exception)
     assert "did you mean 'feat-batch'" in str(result.exception)
     typo = CliRunner().invoke(cli, ["--vault", str(alpha.root), "slice", "--repo", "project-alpah"])
-    assert getattr(typo.exception, "exit_code", None) == 12 and "did you mean 'project-alpha'" in str(typo.exception)
+    assert getattr(typo.exception, "exit_code", None) == 13 and "did you mean 'project-alpha'" in str(typo.exception)
 
 
 def test_repo_add_rejects_a_folder_that_is_no_repository(alpha: Any, tmp_path: Path) -> None:

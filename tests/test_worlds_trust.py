@@ -82,11 +82,11 @@ def test_typos_are_refused_with_what_exists(world: dict[str, Any]) -> None:
     vault, before = world["vault"], head(world["vault"])
     add = ("--vault", vault, "fact", "add", "Alpha pools 10.", "--topic", "project-alpha")
     code, _, err = am(*add, "--repo", "project-alpah")
-    assert code == 12 and "did you mean 'project-alpha'" in err and "registered: project-alpha" in err
+    assert code == 13 and "did you mean 'project-alpha'" in err and "registered: project-alpha" in err
     code, _, err = am(*add, "--repo", "project-alpha", "--branch", "mian")
-    assert code == 12 and "did you mean 'main'" in err and "branches: feat, main" in err
+    assert code == 13 and "did you mean 'main'" in err and "branches: feat, main" in err
     code, _, err = am(*add, "--repo", "project-alpha", "--commit", "deadbeef")
-    assert code == 12 and "commit 'deadbeef' is not in the clone" in err
+    assert code == 13 and "commit 'deadbeef' is not in the clone" in err
     code, _, err = am(*add, "--topic", "project-alhpa", "--repo", "project-alpha")
     assert code == 4 and "did you mean 'project-alpha'" in err
     assert head(vault) == before  # nothing written
@@ -161,11 +161,11 @@ def test_worktree_finds_vault_repo_and_world(world: dict[str, Any], tmp_path: Pa
     assert [h["id"] for h in json.loads(found)["hits"]] == [fact["id"]]
 
 
-def test_slice_of_a_world_that_does_not_exist_exits_12(world: dict[str, Any]) -> None:
+def test_slice_of_a_world_that_does_not_exist_exits_13(world: dict[str, Any]) -> None:
     for args in (["--repo", "project-alpah"], ["--repo", "project-alpha", "--branch", "mian"],
                  ["--repo", "project-alpha", "--commit", "deadbeef"]):
         code, out, err = am("--vault", world["vault"], "slice", *args)
-        assert code == 12 and out == "" and err.startswith("Error: "), (args, err)
+        assert code == 13 and out == "" and err.startswith("Error: "), (args, err)
 
 
 def test_repo_add_records_vault_and_remote_and_never_repoints_silently(world: dict[str, Any],

@@ -54,7 +54,7 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     caps the whole pack, header included; the pack says how many were left out
     and how to get them. The same vault commit and arguments give byte-identical
     output. Inside a registered clone or any worktree of it, the world is its
-    repo, branch and HEAD. A repo, branch or commit that does not exist exits 12.
+    repo, branch and HEAD. A repo, branch or commit that does not exist exits 13.
 
     Example: am slice --repo project-alpha --branch main --max-tokens 2000
     """
