@@ -466,10 +466,10 @@ class Vault(Updating, Authorship, WorldWrites):
             raise UsageError("a supersede needs a reason", hint="pass --reason 'what changed'")
         # A supersede that lost a race to another update of the old fact is run again on its new version.
         return self._retrying(lambda: self._supersede_once(old_id, draft, reason=reason, create_topics=create_topics,
-                                                           allow_secrets=allow_secrets))
+                                                           allow_secrets=allow_secrets, unverified=unverified))
 
     def _supersede_once(self, old_id: str, draft: FactDraft, *, reason: str, create_topics: bool,
-                        allow_secrets: bool) -> WriteResult:
+                        allow_secrets: bool, unverified: bool = False) -> WriteResult:
         old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
