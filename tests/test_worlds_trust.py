@@ -143,14 +143,14 @@ def test_worktree_finds_vault_repo_and_world(world: dict[str, Any], tmp_path: Pa
                         branch="feat")
     wt = tmp_path / "wt-exp"
     run_git(code, "worktree", "add", "-q", "-b", "exp", str(wt), "feat")
-    from_clone = ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "exp", "--commit", head(wt))
+    from_clone = ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "exp")
     inside = ok("slice", cwd=wt / "src", monkeypatch=monkeypatch)  # no flags at all
     assert inside == from_clone and "fact-batch" in shown_ids(inside)
     assert "# Context pack: project-alpha @ exp" in inside
     assert shown_ids(inside) == shown_ids(ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "exp"))
     # The clone itself, on main, gives main's world.
     assert ok("slice", cwd=code, monkeypatch=monkeypatch) == ok("--vault", vault, "slice", "--repo", "project-alpha",
-                                                                "--branch", "main", "--commit", head(code))
+                                                                "--branch", "main")
     # fact add --here inside the worktree records its repo, branch and HEAD.
     out = ok("fact", "add", "Seen in the worktree.", "--topic", "project-alpha", "--here", "--format", "json",
              cwd=wt, monkeypatch=monkeypatch)

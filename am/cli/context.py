@@ -145,4 +145,6 @@ def here_world(repo: str | None, branch: str | None,
     name, checkout = found
     if branch is None and commit is None:
         branch, commit = checkout.head()
+        if branch is not None:
+            commit = None  # a checked-out branch's HEAD is its tip: the world is the branch (as the MCP server's is)
     return name, branch, commit
