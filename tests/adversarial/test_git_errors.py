@@ -215,7 +215,8 @@ def test_enospc_is_one_line_nothing_changed_and_doctor_keeps_it_failed(small_dis
     root = _vault_on(small_disk)
     head = run_git(root, "rev-parse", "HEAD").strip()
     filler = small_disk / "filler"
-    with open(filler, "wb") as f:
+    # Unbuffered: a buffered file's last partial chunk would be flushed (and fail) on close.
+    with open(filler, "wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
