@@ -27,7 +27,6 @@ log = logging.getLogger("am")
 
 DB_NAME = "index.sqlite"
 _MAGIC = b"SQLite format 3\x00"
-_KEEP_ASIDE = 3
 
 
 class CacheDamaged(Exception):
@@ -215,22 +214,27 @@ class CacheFile:
             raise CacheDamaged("truncated file")
 
     def move_aside(self, reason: str) -> None:
-        """Move the file (and its WAL) to .am/cache/aside/, keeping the last few for a post-mortem."""
-        if reason != "missing":
+        """Move a damaged file (and its WAL) to .am/cache/aside/, keeping only the latest for a post-mortem.
+
+        One copy at most: a 100k-fact cache is ~140 MB, and the latest damage is the
+        one worth looking at. A missing or older-format file is not damage: it is
+        removed, not kept.
+        """
+        keep = reason != "missing" and not reason.startswith("older format")
+        if keep:
             log.info("the search cache %s was %s; moved it aside and rebuilding", self.path, reason)
         aside = self.path.parent / "aside"
+        if keep and aside.is_dir():
+            for old in aside.glob(f"{DB_NAME}.*"):
+                old.unlink(missing_ok=True)
         when = time.strftime("%Y%m%d-%H%M%S")
         for suffix in ("", "-wal", "-shm"):
             source = self.path.with_name(DB_NAME + suffix)
             if not source.exists():
                 continue
-            if source.stat().st_size == 0:
+            if not keep or source.stat().st_size == 0:
                 source.unlink()
                 continue
             aside.mkdir(exist_ok=True)
             os.replace(source, aside / f"{DB_NAME}.{when}.{os.getpid()}{suffix}")
         self.stamp_path.unlink(missing_ok=True)
-        if aside.is_dir():
-            kept = sorted(aside.glob(f"{DB_NAME}.*"), key=lambda p: p.stat().st_mtime, reverse=True)
-            for old in kept[_KEEP_ASIDE * 3:]:
-                old.unlink(missing_ok=True)

@@ -130,9 +130,12 @@ def rebuild(ctx: click.Context, fmt: str) -> None:
 
     Example: am index rebuild
     """
-    cache = _cache(ctx)
     began = time.perf_counter()
-    files = cache.rebuild(progress=progress_bar("rebuilding"))
+    cache = _cache(ctx)
+    # Opening a missing or damaged cache has just built it from the files: once is enough.
+    files = cache.built_files if cache.rebuilt is not None else None
+    if files is None:
+        files = cache.rebuild(progress=progress_bar("rebuilding"))
     seconds = time.perf_counter() - began
     if fmt == "json":
         emit_json({"files": files, "seconds": round(seconds, 3)})
