@@ -283,6 +283,26 @@ class UndoResult:
                 "paths": list(self.paths)}
 
 
+def _refuse_if_undone(store: Any, commit: str, parent: str, head: str, changed: list[str]) -> None:
+    """Raise when every file the commit changed is, at HEAD, as it was before the commit (undone already).
+
+    Without this the revert is a three-way merge that finds nothing to do but
+    may still name a conflict: rename detection pairs the undone file with an
+    unrelated later file of similar text.
+    """
+    if not changed or any(store.blob_id(p, commit=head) != store.blob_id(p, commit=parent) for p in changed):
+        return
+    by = ""
+    for later in store.walk():
+        if later.id == commit:
+            break
+        if any(k == "Am-Reverts" and v.strip() == commit for k, v in later.trailers()):
+            by = f" by {later.id[:10]} ({later.subject})"
+            break
+    raise UsageError(f"{commit[:10]} is already undone{by}: its files are as they were before it",
+                     hint="nothing to do; see am log for what changed since")
+
+
 def undo(vault: Any, rev: str) -> UndoResult:
     """Revert one commit as a new commit (compare-and-swap); refuse clearly when it conflicts."""
     from am.records.writes import one_line
@@ -299,6 +319,7 @@ def undo(vault: Any, rev: str) -> UndoResult:
         raise UsageError(f"{commit[:10]} is not on the current branch", hint="see am log for the commits you can undo")
     entry = entry_of(store, info)
     changed = [p for p, _ in store.changed_files(commit)]
+    _refuse_if_undone(store, commit, info.parents[0], head, changed)
     ids = list(entry.records) or [PurePosixPath(p).stem for p in changed if p.endswith(".md")]
     lines = [one_line(f"undo: {info.subject}", limit=120), "", f"Reason: undo of {commit}",
              "Am-Op: undo", f"Am-Reverts: {commit}"]
