@@ -16,25 +16,29 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault
 def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> None:
     """Find am commits no branch reaches any more (after a reset or bad rebase) and restore them.
 
-    Restoring replays each lost commit on the current branch as a new commit
-    (a cherry-pick; history is never rewritten).
+    Restoring replays the lost am commits on the current branch in order, each
+    as a new commit (a cherry-pick; history is never rewritten). Commits made
+    by hand in the same lost history are listed and reported, not replayed.
 
     Example: am recover --apply
     """
     from am.upkeep.recover import find_lost, restore
 
     vault = open_vault(ctx)
-    lost = find_lost(vault, scan_objects=not reflog_only)
+    lost = find_lost(vault, scan_objects=not reflog_only, include_manual=True)
     results = restore(vault, lost) if apply_ and lost else []
     if fmt == "json":
         emit_json({"lost": [c.to_json() for c in lost], "restored": [r.to_json() for r in results]})
     else:
         for c in lost:
-            click.echo(f"{c.commit[:10]}  {c.time}  {c.actor:<14} {c.op:<16} {', '.join(c.records)}  ({c.found_by})")
-        if not lost:
+            by_hand = "  by hand: not replayed" if c.manual else ""
+            click.echo(f"{c.commit[:10]}  {c.time}  {c.actor:<14} {c.op:<16} {', '.join(c.records)}  "
+                       f"({c.found_by}){by_hand}")
+        mine = [c for c in lost if not c.manual]
+        if not mine:
             click.echo("no lost am commits")
         elif not apply_:
-            click.echo(f"{len(lost)} lost am commits; restore them with: am recover --apply")
+            click.echo(f"{len(mine)} lost am commits; restore them with: am recover --apply")
         for r in results:
             new = r.commit[:10] if r.commit else "-"
             click.echo(f"{r.outcome:<15} {r.lost[:10]} -> {new} {r.detail}")

@@ -33,7 +33,7 @@ _QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|don
 
 @dataclass(frozen=True)
 class LostCommit:
-    """An am commit no branch reaches any more."""
+    """A commit no branch reaches any more: an am write, or (``manual``) a hand commit among them."""
 
     commit: str
     found_by: str
@@ -42,11 +42,12 @@ class LostCommit:
     op: str
     records: tuple[str, ...]
     subject: str
+    manual: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable JSON shape of the lost commit."""
         return {"commit": self.commit, "found_by": self.found_by, "time": self.time, "actor": self.actor,
-                "op": self.op, "records": list(self.records), "subject": self.subject}
+                "op": self.op, "records": list(self.records), "subject": self.subject, "manual": self.manual}
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Restored:
 
     lost: str
     commit: str | None
-    outcome: str  # restored, already-present, conflict
+    outcome: str  # restored, already-present, conflict, not-replayed
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -72,27 +73,61 @@ def _restored_ids(store: Any) -> set[str]:
     return out
 
 
-def find_lost(vault: Any, *, scan_objects: bool = True) -> list[LostCommit]:
-    """Return am commits that no branch reaches and that were not restored yet, oldest first."""
+def _with_am_commits(infos: list[Any], am_ids: set[str]) -> set[str]:
+    """Return the lost commits that share lost history (parent links among them) with a lost am commit."""
+    group = {info.id: info.id for info in infos}
+
+    def root(cid: str) -> str:
+        while group[cid] != cid:
+            group[cid] = group[group[cid]]
+            cid = group[cid]
+        return cid
+
+    for info in infos:
+        for parent in info.parents:
+            if parent in group:
+                group[root(info.id)] = root(parent)
+    with_am = {root(cid) for cid in am_ids}
+    return {cid for cid in group if root(cid) in with_am}
+
+
+def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = False) -> list[LostCommit]:
+    """Return am commits that no branch reaches and that were not restored yet, oldest first.
+
+    The lost chain is judged in order, as ``restore`` replays it: a commit whose
+    change is already there once the ones before it are replayed is left out
+    (a killed write whose files doctor committed), so a supersede that a later
+    lost undo took back is listed with that undo, not alone. With
+    ``include_manual``, commits made by hand in the same lost history are
+    listed too (``manual``): am does not replay them, and says so.
+    """
     from am.upkeep.audit import entry_of
 
     store = vault.store
     done = _restored_ids(store)
     head = store.head()
-    head_tree = store.tree_id(head)
+    lost = [(info, how) for info, how in store.lost_commits(scan_objects=scan_objects) if info.id not in done]
+    entries = {info.id: entry_of(store, info) for info, _ in lost}
+    am_ids = {cid for cid, entry in entries.items() if not entry.manual}
+    near = _with_am_commits([info for info, _ in lost], am_ids) if include_manual else set()
+    tip = head  # the branch as restoring the commits listed so far would leave it (a commit or a tree id)
     out = []
-    for info, how in store.lost_commits(scan_objects=scan_objects):
-        if info.id in done:
-            continue
-        entry = entry_of(store, info)
+    for info, how in lost:
+        entry = entries[info.id]
         if entry.manual:
+            if info.id in near:
+                out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records,
+                                      info.subject, manual=True))
             continue
-        try:
-            # Its change may be on the branch already (a killed write whose files doctor committed).
-            if head is not None and store.pick_tree(info.id, head) == head_tree:
-                continue
-        except ConflictError:
-            pass
+        if tip is not None:
+            try:
+                picked = store.pick_tree(info.id, tip)
+            except ConflictError:
+                picked = None  # listed; restoring it reports the conflict
+            else:
+                if picked == store.tree_id(tip):
+                    continue  # its change is there already
+                tip = picked
         out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records, info.subject))
     return out
 
@@ -103,11 +138,20 @@ def _restore_message(message: str, lost: str) -> str:
 
 
 def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
-    """Replay lost am commits on the current branch, oldest first, each as one new commit."""
+    """Replay lost am commits on the current branch, oldest first, each as one new commit.
+
+    Hand commits among them (``manual``) are not replayed; each is reported as ``not-replayed``.
+    """
     store = vault.store
     results = []
     with store.write_lock(op="recover"):
         for item in lost:
+            if item.manual:
+                results.append(Restored(item.commit, None, "not-replayed",
+                                        "made by hand (no Am-Op trailer): am replays only its own writes; "
+                                        f"look at it with: git show {item.commit[:10]}, and if it is wanted: "
+                                        f"git cherry-pick {item.commit[:10]}"))
+                continue
             info = store.commit_info(item.commit)
             try:
                 new = store.commit_tree(lambda tip, c=item.commit: store.pick_tree(c, tip),
