@@ -2,9 +2,13 @@
 
 Levels, tried in order, each within what is left of a time budget:
 
-1. ``vector``: an embedding backend, when one is configured (``embeddings:
-   module:factory`` in ``.am/vault.yml``, or ``$AM_EMBEDDINGS``). None ships
-   with am, so by default this level reports ``vector: not configured``.
+1. ``vector``: an embedding backend, when this machine's configuration names
+   one (``$AM_EMBEDDINGS``, else ``embeddings:`` in ``$AM_HOME/config.yml``):
+   the name of an entry point in the ``am.embeddings`` group of an installed
+   package, or ``module:factory``. Never from the vault: ``.am/vault.yml`` is
+   someone else's file after a clone, so its ``embeddings`` key is only
+   mentioned in the note. None ships with am, so by default this level
+   reports ``vector: not configured``.
 2. ``full-text``: the cache's full-text index (any ``search(query, limit)``
    callable returning ids, best first).
 3. ``graph``: topics whose id, title or aliases match a word of the query,
@@ -68,18 +72,79 @@ class Retrieved:
     notes: tuple[str, ...]
 
 
-def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[EmbeddingBackend | None, str]:
-    """Return the configured embedding backend (or None) and a note saying what happened."""
-    spec = os.environ.get("AM_EMBEDDINGS") or (settings or {}).get("embeddings")
-    if not spec:
-        return None, "vector: not configured"
-    module_name, _, attr = str(spec).partition(":")
+ENTRY_POINT_GROUP = "am.embeddings"
+MACHINE_CONFIG = "config.yml"  # in $AM_HOME: this machine's settings, never inside a vault
+
+
+def configured_backend() -> tuple[str | None, str]:
+    """Return the embedding backend this machine's configuration names, and where it was found.
+
+    Only the user's own configuration counts: ``$AM_EMBEDDINGS``, else
+    ``embeddings:`` in ``$AM_HOME/config.yml``. A vault is someone else's files
+    (a clone, a pull request), so nothing in it may choose code to run.
+    """
+    spec = os.environ.get("AM_EMBEDDINGS", "").strip()
+    if spec:
+        return spec, "AM_EMBEDDINGS"
+    from am.registry import am_home
+
+    path = am_home() / MACHINE_CONFIG
+    where = f"$AM_HOME/{MACHINE_CONFIG}"
     try:
-        factory = getattr(importlib.import_module(module_name), attr or "backend")
-        backend: EmbeddingBackend = factory()
+        with open(path, "rb") as handle:
+            data = handle.read(65536 + 1)
+    except FileNotFoundError:
+        return None, where
+    except OSError as err:
+        raise BackendError(f"cannot read {path} ({err.strerror})") from None
+    from am.errors import InvalidRecordError
+    from am.records.frontmatter import strict_load
+
+    try:
+        if len(data) > 65536:
+            raise InvalidRecordError("larger than 64 KiB", path=str(path))
+        settings = strict_load(data.decode("utf-8"), path=str(path)) if data.strip() else {}
+    except (InvalidRecordError, UnicodeDecodeError) as err:
+        raise BackendError(f"cannot read {path} ({err})") from None
+    value = settings.get("embeddings") if isinstance(settings, dict) else None
+    return (str(value).strip() or None) if value else None, where
+
+
+class BackendError(Exception):
+    """The machine's configuration of a backend cannot be read."""
+
+
+def _factory(spec: str) -> Callable[[], EmbeddingBackend]:
+    """Return the factory a spec names: an entry point of an installed package, or ``module[:factory]``."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name == spec:
+            return point.load()  # type: ignore[no-any-return]
+    module_name, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module_name), attr or "backend")  # type: ignore[no-any-return]
+
+
+def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[EmbeddingBackend | None, str]:
+    """Return the embedding backend this machine's configuration names (or None) and a note saying what happened.
+
+    ``settings`` are the vault's (``.am/vault.yml``): an ``embeddings`` key there
+    is never loaded, only mentioned in the note.
+    """
+    planted = (settings or {}).get("embeddings")
+    ignored = (f"; .am/vault.yml names {str(planted)[:80]!r}, which am never loads (a vault cannot choose code: "
+               "set AM_EMBEDDINGS or embeddings: in $AM_HOME/config.yml)") if planted else ""
+    try:
+        spec, where = configured_backend()
+    except BackendError as err:
+        return None, f"vector: {err}{ignored}"
+    if not spec:
+        return None, f"vector: not configured{ignored}"
+    try:
+        backend: EmbeddingBackend = _factory(spec)()
     except Exception as err:  # a broken optional backend must never break a slice
-        return None, f"vector: backend {spec} failed to load ({type(err).__name__}: {err})"
-    return backend, f"vector: {getattr(backend, 'name', spec)}"
+        return None, f"vector: backend {spec} ({where}) failed to load ({type(err).__name__}: {err}){ignored}"
+    return backend, f"vector: {getattr(backend, 'name', spec)}{ignored}"
 
 
 def _words(query: str) -> list[str]:
