@@ -30,6 +30,7 @@ from am.errors import (
     UsageError,
 )
 from am.git import Change, LazyStore, hash_blob
+from am.records.codec import decode_record_bytes, parse_record, render_record
 from am.records.ids import (
     RECORD_DIRS,
     check_id,
@@ -50,10 +51,10 @@ from am.records.model import (
     Topic,
     replace,
 )
-from am.records.codec import decode_record_bytes, parse_record, render_record
-from am.registry import Registry
 from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, one_line, with_fresh_ids
+from am.registry import Registry
+from am.upkeep.authorship import Authorship
 
 if TYPE_CHECKING:
     from am.cache.index import Index
@@ -168,36 +169,54 @@ class Vault(Updating, Authorship, WorldWrites):
         self.close()
 
     def _read_settings(self) -> dict[str, Any]:
-        from am.records.frontmatter import load_settings
+        from am.git.workfiles import read_work_file
+        from am.records.frontmatter import MAX_FRONTMATTER_BYTES, load_settings
 
-        try:
-            text = (self.root / VAULT_FILE).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        found = read_work_file(str(self.root), str(VAULT_FILE), cap=MAX_FRONTMATTER_BYTES)
+        if found is None:
             return {}
+        if found.data is None:
+            raise InvalidRecordError(f"{found.problem}", path=str(VAULT_FILE),
+                                     hint="make it a small regular file (name: and format:)")
+        try:
+            text = found.data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidRecordError("not UTF-8", path=str(VAULT_FILE), hint="save it as UTF-8") from None
         return load_settings(text, path=str(VAULT_FILE))
 
     # ------------------------------------------------------------ reading
 
     def iter_record_paths(self) -> Iterator[PurePosixPath]:
         """Yield the vault-relative path of every .md file under topics/, facts/, relations/."""
+        from am.git.workfiles import is_real_dir, real_subdirs
+
         for top in RECORD_DIRS.values():
             base = self.root / top
-            if not base.is_dir():
-                continue
+            if not is_real_dir(str(base)):
+                continue  # missing, or a link: never followed out of the vault
             for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                dirnames[:] = real_subdirs(dirpath, dirnames)
                 rel_dir = PurePosixPath(Path(dirpath).relative_to(self.root).as_posix())
                 for name in sorted(filenames):
                     if name.endswith(".md") and not name.startswith("."):
                         yield rel_dir / name
 
     def read_path(self, path: PurePosixPath) -> Record:
-        """Parse the record file at a vault-relative path (from the work tree)."""
-        try:
-            data = (self.root / path).read_bytes()
-        except FileNotFoundError:
-            raise NotFoundError(f"{path} does not exist") from None
-        return parse_record(decode_record_bytes(data, path=str(path)), str(path))
+        """Parse the record file at a vault-relative path (from the work tree).
+
+        Only a regular file reached without following a link is read, and only
+        up to the size cap (am/git/workfiles.py); anything else is an invalid record.
+        """
+        from am.git.workfiles import read_work_file
+        from am.records.codec import MAX_RECORD_BYTES
+
+        found = read_work_file(str(self.root), str(path), cap=MAX_RECORD_BYTES)
+        if found is None:
+            raise NotFoundError(f"{path} does not exist")
+        if found.data is None:
+            raise InvalidRecordError(f"{found.problem}", path=str(path),
+                                     hint="a record is a small regular file inside the vault")
+        return parse_record(decode_record_bytes(found.data, path=str(path)), str(path))
 
     def iter_records(self, *, strict: bool = False) -> Iterator[tuple[PurePosixPath, Record]]:
         """Yield every record in the work tree; unreadable files are logged (or raised if strict)."""
@@ -376,7 +395,7 @@ class Vault(Updating, Authorship, WorldWrites):
             # up to date (which other writers keep making stale).
             guess = record_path("topic", t, None)
             try:
-                st = os.stat(self.root / guess)
+                st = os.lstat(self.root / guess)
             except (FileNotFoundError, NotADirectoryError):
                 st = None
             if st is not None and stat.S_ISREG(st.st_mode):

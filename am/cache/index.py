@@ -54,13 +54,11 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from stat import S_ISDIR
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from am.errors import AmError
-from am.git import hash_blob
 from am.cache.file import DB_NAME, CacheDamaged, CacheFile
 from am.cache.query import IndexQueries
-from am.cache.scan import FolderScans, folder_names_for
 from am.cache.rows import (
     _SCHEMA,
     SCHEMA_VERSION,
@@ -78,7 +76,11 @@ from am.cache.rows import (
     resolve_refs,
     segment,
 )
-from am.records.codec import decode_record_bytes, parse_record
+from am.cache.scan import FolderScans, folder_names_for
+from am.errors import AmError
+from am.git import hash_blob
+from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader, real_subdirs
+from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
 
 if TYPE_CHECKING:
     from am.git import LazyStore
@@ -90,6 +92,15 @@ log = logging.getLogger("am")
 
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
+_STEP = 250  # files read between two progress reports of a build
+Payload = bytes | WorkFile | None  # a file's bytes, why it was not read, or None (gone)
+
+
+def _blob_of(data: bytes | WorkFile) -> str:
+    if isinstance(data, WorkFile):
+        source = data.blob_source()
+        return hash_blob(source) if source is not None else UNREAD_BLOB
+    return hash_blob(data)
 Progress = Callable[[int, int], None]
 
 
@@ -311,16 +322,19 @@ class Index(IndexQueries, FolderScans):
         for top in TOPS:
             base = os.path.join(root, top)
             try:
-                dirs.append((top, os.stat(base).st_mtime_ns))
+                st = os.lstat(base)
             except FileNotFoundError:
-                dirs.append((top, -1))
+                st = None
+            if st is None or not S_ISDIR(st.st_mode):
+                dirs.append((top, -1))  # missing, or a link (never followed out of the vault)
                 continue
+            dirs.append((top, st.st_mtime_ns))
             for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                dirnames[:] = real_subdirs(dirpath, dirnames)
                 rel = dirpath[cut:]
                 for d in dirnames:
                     try:
-                        dirs.append((f"{rel}/{d}", os.stat(os.path.join(dirpath, d)).st_mtime_ns))
+                        dirs.append((f"{rel}/{d}", os.lstat(os.path.join(dirpath, d)).st_mtime_ns))
                     except FileNotFoundError:
                         continue
                 files += [f"{rel}/{n}" for n in sorted(filenames) if n.endswith(".md") and not n.startswith(".")]
@@ -335,10 +349,11 @@ class Index(IndexQueries, FolderScans):
         total = len(files)
         # Topics first (TOPS order), so that names in facts and relations find them in the same build.
         files.sort(key=lambda p: (TOPS.index(p.split("/", 1)[0]), p))
-        for start in range(0, total, _BATCH):
-            self._upsert([(p, *self._read(p)) for p in files[start:start + _BATCH]], fresh=True)
-            if progress is not None:
-                progress(min(start + _BATCH, total), total)
+        with WorkTreeReader(str(self.root), cap=MAX_RECORD_BYTES) as reader:
+            for start in range(0, total, _STEP):
+                self._upsert([(p, *self._read(p, reader)) for p in files[start:start + _STEP]], fresh=True)
+                if progress is not None:
+                    progress(min(start + _STEP, total), total)
         self._topics_changed = False
         tree = dict(self.store.tree_files(TOPS, commit=head)) if head else {}
         dirty = [p for p, blob in self.conn.execute("SELECT path, blob FROM files") if tree.get(p) != blob]
@@ -348,18 +363,24 @@ class Index(IndexQueries, FolderScans):
 
     # ------------------------------------------------------------ reading one file
 
-    def _read(self, path: str) -> tuple[os.stat_result | None, bytes | None]:
-        full = os.path.join(self.root, path)
-        try:
-            with open(full, "rb") as handle:
-                st = os.fstat(handle.fileno())
-                return st, handle.read()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    def _read(self, path: str, reader: WorkTreeReader | None = None) -> tuple[os.stat_result | None, Payload]:
+        """Return a file's stat data and bytes, or why it is not read (a link, a FIFO, too large); None: gone."""
+        if reader is None:
+            with WorkTreeReader(str(self.root), cap=MAX_RECORD_BYTES) as own:
+                found = own.read(path)
+        else:
+            found = reader.read(path)
+        if found is None:
             return None, None
+        return found.stat, (found.data if found.problem is None else found)
 
-    def _upsert(self, items: Sequence[tuple[str, os.stat_result | None, bytes | None]], *,
+    def _upsert(self, items: Sequence[tuple[str, os.stat_result | None, Payload]], *,
                 fresh: bool = False) -> tuple[int, int]:
-        """Store files (None data: gone); return how many were removed and how the count of ``files`` rows changed."""
+        """Store files (None data: gone); return how many were removed and how the count of ``files`` rows changed.
+
+        A file that is not read (a symbolic link, a FIFO, too large: ``WorkFile``) is a row with its
+        problem as the error, never a record; a link's blob is its target, as Git stores it.
+        """
         files: list[tuple[Any, ...]] = []
         records: list[tuple[Any, ...]] = []
         members: list[tuple[int, str]] = []
@@ -383,6 +404,12 @@ class Index(IndexQueries, FolderScans):
         for path, st, data in items:
             if st is None or data is None:
                 removed += 1
+                continue
+            if isinstance(data, WorkFile):
+                source = data.blob_source()
+                blob = hash_blob(source) if source is not None else UNREAD_BLOB
+                files.append((path, blob, st.st_mtime_ns, st.st_size, st.st_ino, f"{path}: {data.problem}",
+                              file_slot(path)))
                 continue
             blob = hash_blob(data)
             error = None
@@ -496,7 +523,7 @@ class Index(IndexQueries, FolderScans):
         for path in paths:
             row = self.conn.execute("SELECT mtime_ns, size, ino FROM files WHERE path = ?", (path,)).fetchone()
             try:
-                st = os.stat(os.path.join(self.root, path))
+                st = os.lstat(os.path.join(self.root, path))
             except (FileNotFoundError, NotADirectoryError):
                 if row is not None:
                     return True
@@ -535,7 +562,7 @@ class Index(IndexQueries, FolderScans):
             candidates.update(files)
             candidates.update(p for (p,) in self.conn.execute("SELECT path FROM files"))
         checked = len(candidates)
-        changes: list[tuple[str, os.stat_result | None, bytes | None]] = []
+        changes: list[tuple[str, os.stat_result | None, Payload]] = []
         rows: dict[str, tuple[Any, ...]] | None = None
         if len(candidates) > 500 and sweep:
             rows = {r[0]: r[1:] for r in self.conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files")}
@@ -546,31 +573,35 @@ class Index(IndexQueries, FolderScans):
                 rows.update((r[0], r[1:]) for r in self.conn.execute(
                     "SELECT path, blob, mtime_ns, size, ino FROM files WHERE path > ? AND path < ?",
                     (folder + "/", folder + "0")))
-        root, stat = f"{self.root}/", os.stat
-        for path in sorted(candidates):
-            if rows is not None:
-                row = rows.get(path)
-            else:
-                row = self.conn.execute("SELECT blob, mtime_ns, size, ino FROM files WHERE path = ?",
-                                        (path,)).fetchone()
-            try:
-                st = stat(root + path)
-            except (FileNotFoundError, NotADirectoryError):
-                if row is not None:
-                    changes.append((path, None, None))
-                    recheck.add(path)
-                continue
-            if row is not None and tuple(row[1:]) == (st.st_mtime_ns, st.st_size, st.st_ino):
-                continue
-            fresh, data = self._read(path)
-            if fresh is not None and data is not None and row is not None and hash_blob(data) == row[0]:
-                self.conn.execute("UPDATE files SET mtime_ns=?, size=?, ino=? WHERE path=?",
-                                  (fresh.st_mtime_ns, fresh.st_size, fresh.st_ino, path))
-                continue
-            if fresh is None and row is None:
-                continue  # appeared and vanished again
-            changes.append((path, fresh, data))
-            recheck.add(path)
+        root, stat = f"{self.root}/", os.lstat  # a link is looked at as itself, never followed
+        reader = WorkTreeReader(str(self.root), cap=MAX_RECORD_BYTES)
+        try:
+            for path in sorted(candidates):
+                if rows is not None:
+                    row = rows.get(path)
+                else:
+                    row = self.conn.execute("SELECT blob, mtime_ns, size, ino FROM files WHERE path = ?",
+                                            (path,)).fetchone()
+                try:
+                    st = stat(root + path)
+                except (FileNotFoundError, NotADirectoryError):
+                    if row is not None:
+                        changes.append((path, None, None))
+                        recheck.add(path)
+                    continue
+                if row is not None and tuple(row[1:]) == (st.st_mtime_ns, st.st_size, st.st_ino):
+                    continue
+                fresh, data = self._read(path, reader)
+                if fresh is not None and data is not None and row is not None and _blob_of(data) == row[0]:
+                    self.conn.execute("UPDATE files SET mtime_ns=?, size=?, ino=? WHERE path=?",
+                                      (fresh.st_mtime_ns, fresh.st_size, fresh.st_ino, path))
+                    continue
+                if fresh is None and row is None:
+                    continue  # appeared and vanished again
+                changes.append((path, fresh, data))
+                recheck.add(path)
+        finally:
+            reader.close()
         removed = counted = 0
         self._topics_changed = False
         for start in range(0, len(changes), _BATCH):

@@ -12,9 +12,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR
 from typing import Any
 
 from am.cache.rows import SLOTS, TOPS
+from am.git.workfiles import is_real_dir
 
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
 
@@ -62,7 +64,7 @@ class FolderScans:
         slots = [(first + i) % SLOTS for i in range(width)]
         rows = self.conn.execute(
             f"SELECT path, mtime_ns, size, ino FROM files WHERE slot IN ({','.join(map(str, slots))})").fetchall()
-        root, stat, out = f"{self.root}/", os.stat, []
+        root, stat, out = f"{self.root}/", os.lstat, []  # a link is looked at as itself, never followed
         for path, mtime, size, ino in rows:
             try:
                 st = stat(root + path)
@@ -75,10 +77,12 @@ class FolderScans:
 
     def _changed_dirs(self) -> list[tuple[str, int]]:
         out = []
-        root, stat = f"{self.root}/", os.stat  # this loop is most of a no-change check
+        root, stat = f"{self.root}/", os.lstat  # this loop is most of a no-change check
         for path, mtime in self.conn.execute("SELECT path, mtime_ns FROM dirs").fetchall():
             try:
-                now = stat(root + path).st_mtime_ns
+                st = stat(root + path)
+                # A folder replaced by a link counts as gone: nothing is read through it.
+                now = st.st_mtime_ns if S_ISDIR(st.st_mode) else -1
             except (FileNotFoundError, NotADirectoryError):
                 now = -1
             if now != mtime:
@@ -107,10 +111,10 @@ class FolderScans:
             if entry.name.startswith("."):
                 continue
             rel = f"{path}/{entry.name}"
-            if entry.is_dir():
+            if entry.is_dir(follow_symlinks=False):
                 if rel not in known_dirs:
                     # A new folder: take it in whole (its own time is recorded by the scan).
-                    found.update(self._scan_dir(rel, entry.stat().st_mtime_ns))
+                    found.update(self._scan_dir(rel, entry.stat(follow_symlinks=False).st_mtime_ns))
             elif entry.name.endswith(".md"):
                 found.add(rel)
         return found
@@ -164,7 +168,7 @@ class FolderScans:
                 files = {n for n in names if n.endswith(".md")}
                 # Only a name without .md can be a folder; a folder named *.md counts
                 # as a file here, unknown to the cache, so the next scan sorts it out.
-                subdirs = {n for n in names if not n.endswith(".md") and os.path.isdir(f"{base}/{n}")}
+                subdirs = {n for n in names if not n.endswith(".md") and is_real_dir(f"{base}/{n}")}
                 known_files = {p[cut:] for (p,) in self.conn.execute(
                     "SELECT path FROM files WHERE path > ? AND path < ?", (lo, hi)) if "/" not in p[cut:]}
                 known_dirs = {p[cut:] for (p,) in self.conn.execute(

@@ -142,7 +142,7 @@ def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[EmbeddingBa
         return None, f"vector: not configured{ignored}"
     try:
         backend: EmbeddingBackend = _factory(spec)()
-    except Exception as err:  # a broken optional backend must never break a slice
+    except Exception as err:  # noqa: BLE001 - a broken optional backend must never break a slice
         return None, f"vector: backend {spec} ({where}) failed to load ({type(err).__name__}: {err}){ignored}"
     return backend, f"vector: {getattr(backend, 'name', spec)}{ignored}"
 

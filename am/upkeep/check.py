@@ -13,6 +13,7 @@ like, DESIGN §2).
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
@@ -118,7 +119,12 @@ class CheckReport:
 def _parse(path: str, data: bytes, issues: list[Issue], *,
            schema: bool = True) -> tuple[Record | None, dict[str, Any] | None]:
     """Parse one file, adding its per-file issues; return the record and its raw frontmatter."""
-    from am.records.codec import decode_record_bytes, parse_meta, record_from_meta, split_frontmatter
+    from am.records.codec import (
+        decode_record_bytes,
+        parse_meta,
+        record_from_meta,
+        split_frontmatter,
+    )
     from am.records.schemas import check_record, schema_problems
 
     try:
@@ -395,15 +401,34 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
             found: dict[str, str] = {}
             for p in all_paths:
                 if p not in wanted:
-                    name_other(p, functools.partial((root / p).read_bytes), found, names)
+                    name_other(p, functools.partial(_read_capped, root, p), found, names)
             others = found
 
+    from am.git.workfiles import WorkTreeReader, is_real_dir
+    from am.records.codec import MAX_RECORD_BYTES
+
+    unread: list[Issue] = []
+    if paths is None:
+        for top in RECORD_DIRS.values():
+            if os.path.lexists(root / top) and not is_real_dir(str(root / top)):
+                unread.append(Issue("error", "not-a-file", top, f"{top} is not a folder but a link or a file; "
+                                    "am reads nothing through it (make it a real folder)"))
+
     def files() -> Iterable[tuple[str, bytes]]:
-        for p in chosen:
-            try:
-                yield p, (root / p).read_bytes()
-            except OSError as err:
-                yield p, f"unreadable: {err}".encode()
+        with WorkTreeReader(str(root), cap=MAX_RECORD_BYTES) as reader:
+            for p in chosen:
+                try:
+                    found = reader.read(p)
+                except OSError as err:
+                    unread.append(Issue("error", "not-a-file", p, f"unreadable ({err.strerror})"))
+                    continue
+                if found is None:
+                    continue  # gone since it was listed
+                if found.data is None:
+                    code = "too-large" if found.problem and found.problem.startswith("larger") else "not-a-file"
+                    unread.append(Issue("error", code, p, f"not read: {found.problem}"))
+                    continue
+                yield p, found.data
 
     def load_other(rid: str) -> Record | None:
         try:
@@ -414,17 +439,30 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
 
     report = check_texts(files(), other_ids=others, load_other=load_other, names=names,
                          notes=[*notes, *_vault_notes(root)], schema=schema)
-    if paths is not None:
-        return report
-    # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py).
-    from am.upkeep.worldcheck import world_issues
+    if paths is None:
+        # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py).
+        from am.upkeep.worldcheck import world_issues
 
-    extra = world_issues(vault.iter_records())
-    if not extra:
+        unread += world_issues(vault.iter_records())
+    if not unread:
         return report
-    order = {"error": 0, "warning": 1, "note": 2}
-    issues = sorted([*report.issues, *extra], key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
+    issues = sorted([*report.issues, *unread], key=_issue_order)
     return CheckReport(tuple(issues), report.files, report.records)
+
+
+def _issue_order(i: Issue) -> tuple[int, str, str, str, str]:
+    return ({"error": 0, "warning": 1, "note": 2}[i.severity], i.path, i.code, i.field or "", i.message)
+
+
+def _read_capped(root: Any, path: str) -> bytes:
+    """Return a record file's bytes, read as am reads (no link followed, size capped); raise OSError otherwise."""
+    from am.git.workfiles import read_work_file
+    from am.records.codec import MAX_RECORD_BYTES
+
+    found = read_work_file(str(root), path, cap=MAX_RECORD_BYTES)
+    if found is None or found.data is None:
+        raise OSError(f"{path}: {found.problem if found else 'gone'}")
+    return found.data
 
 
 class _CacheIds(Mapping[str, str]):

@@ -197,12 +197,21 @@ def _pid_alive(pid: int) -> bool:
 
 def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
     """Return the bytes of a work-tree record file am may commit, or None and why not."""
-    from am.upkeep.hooks import _secret_findings
-    from am.records.codec import decode_record_bytes, parse_record, render_record
+    from am.git.workfiles import read_work_file
+    from am.records.codec import (
+        MAX_RECORD_BYTES,
+        decode_record_bytes,
+        parse_record,
+        render_record,
+    )
     from am.records.schemas import check_record
+    from am.upkeep.hooks import _secret_findings
 
+    found = read_work_file(str(vault.root), path, cap=MAX_RECORD_BYTES)
+    if found is None or found.data is None:
+        return None, f"not a regular file am may read ({found.problem if found else 'gone'})"
+    data = found.data
     try:
-        data = (vault.root / path).read_bytes()
         text = decode_record_bytes(data, path=path)
         record = parse_record(text, path)
         check_record(record, path=path)
@@ -234,6 +243,8 @@ def diagnose(vault: Any) -> list[Finding]:
     before it moved the branch, so only ``am recover`` lists those.
     """
     from am.git import hash_blob
+    from am.git.workfiles import read_work_file
+    from am.records.codec import MAX_RECORD_BYTES
 
     store = vault.store
     findings: list[Finding] = []
@@ -272,8 +283,9 @@ def diagnose(vault: Any) -> list[Finding]:
             continue
         if not (p.parts and p.parts[0] in _TOPS and p.suffix == ".md"):
             continue
-        full = vault.root / path
-        on_disk = hash_blob(full.read_bytes()) if full.is_file() else None
+        found = read_work_file(str(vault.root), path, cap=MAX_RECORD_BYTES)  # never through a link
+        source = found.blob_source() if found is not None else None
+        on_disk = hash_blob(source) if source is not None else None
         in_head = head.get(path)
         in_index = staged.get(path)
         if on_disk is not None and on_disk == in_head:
@@ -281,6 +293,9 @@ def diagnose(vault: Any) -> list[Finding]:
                 findings.append(Finding("index-drift", path,
                                         "committed, but Git's index does not have it (a write was killed "
                                         "before it updated the index)", True))
+            continue
+        if found is not None and source is None:
+            findings.append(Finding("uncommitted", path, f"left alone, not read: {found.problem}", False))
             continue
         if on_disk is None:
             if in_head is not None:

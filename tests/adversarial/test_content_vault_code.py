@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from am.vault import Vault
-
 from tests.conftest import PYTHON, run_git, subprocess_env
 
 PLANTED = textwrap.dedent('''
@@ -70,7 +69,7 @@ def cloned(alpha: Vault, vault_path: Path, tmp_path: Path) -> Path:
 def slice_query(vault: Path, site: Path, mark: Path, **env: str) -> dict:
     proc = subprocess.run(
         [PYTHON, "-m", "am.cli.main", "--vault", str(vault), "slice", "--query", "answers", "--format", "json"],
-        capture_output=True, text=True, cwd=vault,
+        capture_output=True, text=True, cwd=vault, check=False,
         env=subprocess_env(PYTHONPATH=f"{site}:{subprocess_env()['PYTHONPATH']}", PLANTED_MARK=str(mark), **env))
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
