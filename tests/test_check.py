@@ -84,8 +84,11 @@ def test_each_rule_is_reported(alpha: object, vault_path: Path) -> None:
     assert "ghost-topic" in dangling[0].message and dangling[0].line == 1
     assert found["missing-target"] == {"relations/2026/09/project-alpha--references--tool-ghost.md",
                                        "relations/2026/09/project-alpha--likes--tool-redis.md"}
-    assert found["misplaced"] == {"topics/fact-in-topics.md", "facts/fact-top-level.md"}
+    assert found["misplaced"] == {"facts/fact-top-level.md"}
     assert all(i.severity == "note" for i in report.issues if i.code == "misplaced")
+    # A record's kind must match its folder (issue 14: an impostor could shadow a record).
+    assert found["wrong-folder"] == {"topics/fact-in-topics.md"}
+    assert all(i.severity == "error" for i in report.issues if i.code == "wrong-folder")
     assert found["parse"] == {f"{day}/fact-broken.md"}
     assert report.exit_code() != 0
 

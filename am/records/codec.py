@@ -12,7 +12,7 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.records.frontmatter import LIST_FIELDS, dump, fast_load, strict_load
-from am.records.ids import check_id
+from am.records.ids import check_id, folder_problem
 from am.records.model import Fact, Record, Relation, Topic
 from am.records.properties import LINK_KEYS, link_target, link_value, update_frontmatter
 
@@ -138,6 +138,10 @@ def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: 
             f"unknown record type {rtype!r}", path=path, field="type",
             hint="use one of: topic, fact, relation",
         )
+    misplaced = folder_problem(path, rtype)
+    if misplaced is not None:
+        raise InvalidRecordError(misplaced, path=path, field="type",
+                                 hint="a record's kind must match its folder (an impostor could shadow a record)")
     extra = {k: v for k, v in meta.items() if k not in _KNOWN[rtype]}
     rid = check_id(_str(meta, "id", path, required=True), path=path)
 

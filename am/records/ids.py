@@ -44,6 +44,25 @@ _RESERVED = frozenset(
     ["con", "prn", "aux", "nul"] + [f"com{i}" for i in range(10)] + [f"lpt{i}" for i in range(10)]
 )
 RECORD_DIRS = {"topic": "topics", "fact": "facts", "relation": "relations"}
+_KIND_OF_FOLDER = {folder: kind for kind, folder in RECORD_DIRS.items()}
+
+
+def folder_problem(path: str | None, rtype: str) -> str | None:
+    """Return why a record of type ``rtype`` may not live at ``path``, or None.
+
+    A record's kind must match its folder: only facts under ``facts/``, topics
+    under ``topics/``, relations under ``relations/`` (anywhere below them). A
+    file under ``facts/`` declaring ``type: topic`` with an existing topic's id
+    would otherwise shadow that topic (issue 14). Paths outside the three
+    folders (a test's ``x.md``) are not judged.
+    """
+    if not path:
+        return None
+    top = path.replace("\\", "/").split("/", 1)[0]
+    kind = _KIND_OF_FOLDER.get(top)
+    if kind is None or kind == rtype or rtype not in RECORD_DIRS:
+        return None
+    return f"a {rtype} under {top}/, where am reads only {kind}s; move it to {RECORD_DIRS[rtype]}/"
 
 
 def is_valid_id(value: object) -> bool:

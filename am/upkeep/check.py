@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from am.errors import InvalidRecordError
-from am.records.ids import RECORD_DIRS, record_path
+from am.records.ids import RECORD_DIRS, folder_problem, record_path
 from am.records.model import RECORD_TYPES, RELATION_TYPES, Fact, Record, Relation, Topic
 from am.records.names import NOTE_PREFIX, Names
 
@@ -157,6 +157,10 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
         if field == "rel" and any(i.code == "relation-type" and i.path == path for i in issues):
             continue
         issues.append(Issue("error", "schema", path, message, field))
+    misplaced = folder_problem(path, meta["type"]) if isinstance(meta.get("type"), str) else None
+    if misplaced is not None:
+        issues.append(Issue("error", "wrong-folder", path, misplaced, "type"))
+        return None, meta
     try:
         record = record_from_meta(meta, body, eol=eol, path=path)
     except InvalidRecordError as err:
