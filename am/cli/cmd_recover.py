@@ -53,6 +53,9 @@ def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> No
 def doctor(ctx: click.Context, fix: bool, fmt: str) -> None:
     """Report (and with --fix repair) stale locks, debris of interrupted writes, the cache, lost commits.
 
+    It also reports every error am check finds (kind `check`): those are
+    files to fix by hand, and doctor is never "all good" while check fails.
+
     --fix moves stale Git locks aside, removes am's half-written temp files,
     updates Git's index for committed files, commits orphan record files a
     killed write left (only valid files in am's own form), rebuilds a bad cache
@@ -75,7 +78,7 @@ def doctor(ctx: click.Context, fix: bool, fmt: str) -> None:
             click.echo(f"{f.kind}: {f.path}: {f.message}{hint}")
         if not findings:
             click.echo("all good")
-    ctx.exit(1 if any(f.fixable for f in findings) else 0)
+    ctx.exit(1 if any(f.fixable or f.kind == "check" for f in findings) else 0)
 
 
 COMMANDS = [recover, doctor]

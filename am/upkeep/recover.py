@@ -8,8 +8,9 @@ the original message, author and trailers are kept, plus ``Am-Restored-From``.
 
 ``diagnose`` / ``repair`` are ``am doctor``: stale Git locks, am's temp files,
 orphan record files left by a write that was killed before its commit, Git
-index entries a killed write did not update, the cache, and a branch that moved
-backwards.
+index entries a killed write did not update, the cache, a branch that moved
+backwards, and every error ``am check`` finds (one health model: doctor is
+check plus the repository).
 """
 
 from __future__ import annotations
@@ -312,6 +313,7 @@ def diagnose(vault: Any) -> list[Finding]:
         else:
             findings.append(Finding("uncommitted", path, f"uncommitted edit left alone: {why}", False))
     findings += _cache_findings(vault)
+    findings += _check_findings(vault)
     try:
         lost = find_lost(vault, scan_objects=False)
     except AmError as err:
@@ -326,6 +328,14 @@ def diagnose(vault: Any) -> list[Finding]:
 
     findings += [Finding(h.kind, h.path, h.message, True) for h in hook_findings(vault.root)]
     return findings
+
+
+def _check_findings(vault: Any) -> list[Finding]:
+    """Return ``am check``'s errors as findings: one health model, so doctor never says all good while check fails."""
+    from am.upkeep.check import check_vault
+
+    return [Finding("check", issue.path, f"{issue.message} [{issue.code}]; fix the file (am check explains it)",
+                    False) for issue in check_vault(vault).errors]
 
 
 def _cache_findings(vault: Any) -> list[Finding]:
