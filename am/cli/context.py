@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -46,24 +45,10 @@ def open_vault(ctx: click.Context) -> Vault:
 
 
 def progress_bar(label: str = "indexing") -> Callable[[int, int], None]:
-    """Return a progress callback that shows a bar on stderr once the work passes one second."""
-    began = time.monotonic()
-    state: dict[str, Any] = {"bar": None, "done": 0}
+    """Return a progress callback: a bar with count, rate and time left on a terminal's stderr, nothing on a pipe."""
+    from am.cli.progress import ProgressBar
 
-    def update(done: int, total: int) -> None:
-        bar = state["bar"]
-        if bar is None:
-            if time.monotonic() - began < 1.0 or done >= total:
-                return
-            bar = click.progressbar(length=total, label=label, file=sys.stderr)
-            bar.__enter__()
-            state["bar"] = bar
-        bar.update(done - state["done"])
-        state["done"] = done
-        if done >= total:
-            bar.__exit__(None, None, None)
-
-    return update
+    return ProgressBar(label)
 
 
 def read_text_arg(value: str) -> str:
