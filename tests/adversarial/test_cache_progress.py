@@ -20,7 +20,6 @@ import pytest
 
 from am.records.model import Fact
 from am.vault import Vault
-
 from tests.conftest import PYTHON, subprocess_env
 
 RUN = ("import sys, am.cli.progress as p; p.DELAY = 0.0; from am.cli.main import main; "

@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from am.cli.main import cli
 from am.upkeep.check import check_vault
 from am.vault import Vault
-
 from tests.conftest import run_git
 
 IMPOSTOR = ("---\ntype: topic\nid: project-alpha\nkind: project\ntitle: Impostor title\n---\n"

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 
 from am.cli.main import cli
 from am.vault import Vault
-
 from tests.conftest import run_git
 
 
