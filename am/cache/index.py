@@ -455,7 +455,7 @@ class Index(IndexQueries, FolderScans):
         parts = split_link(ref)
         return None if parts is None or parts[1] is not None else self.resolve_name_key(name_key(parts[0]))
 
-    def _redo_name_refs(self, done: set[str]) -> list[tuple[str, os.stat_result | None, bytes | None]]:
+    def _redo_name_refs(self, done: set[str]) -> list[tuple[str, os.stat_result | None, Payload]]:
         """Return the files that name records by a name, to take in again after topics changed."""
         if not self._topics_changed:
             return []
