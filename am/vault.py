@@ -30,7 +30,6 @@ from am.errors import (
     UsageError,
 )
 from am.git import Change, LazyStore, hash_blob
-from am.records.codec import decode_record_bytes, parse_record, render_record
 from am.records.ids import (
     RECORD_DIRS,
     check_id,
@@ -51,10 +50,10 @@ from am.records.model import (
     Topic,
     replace,
 )
+from am.records.codec import decode_record_bytes, parse_record, render_record
+from am.registry import Registry
 from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, one_line, with_fresh_ids
-from am.registry import Registry
-from am.upkeep.authorship import Authorship
 
 if TYPE_CHECKING:
     from am.cache.index import Index

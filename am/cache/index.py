@@ -54,7 +54,6 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
-from stat import S_ISDIR
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from am.cache.file import DB_NAME, CacheDamaged, CacheFile
@@ -76,10 +75,10 @@ from am.cache.rows import (
     resolve_refs,
     segment,
 )
-from am.cache.scan import FolderScans, folder_names_for
+from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
 from am.errors import AmError
 from am.git import hash_blob
-from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader, real_subdirs
+from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader
 from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
 
 if TYPE_CHECKING:
@@ -93,14 +92,6 @@ log = logging.getLogger("am")
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _STEP = 250  # files read between two progress reports of a build
-Payload = bytes | WorkFile | None  # a file's bytes, why it was not read, or None (gone)
-
-
-def _blob_of(data: bytes | WorkFile) -> str:
-    if isinstance(data, WorkFile):
-        source = data.blob_source()
-        return hash_blob(source) if source is not None else UNREAD_BLOB
-    return hash_blob(data)
 Progress = Callable[[int, int], None]
 
 
@@ -314,32 +305,6 @@ class Index(IndexQueries, FolderScans):
         self.built_files = count
         return count
 
-    def _walk(self) -> tuple[list[tuple[str, int]], list[str]]:
-        dirs: list[tuple[str, int]] = []
-        files: list[str] = []
-        root = str(self.root)
-        cut = len(root) + 1
-        for top in TOPS:
-            base = os.path.join(root, top)
-            try:
-                st = os.lstat(base)
-            except FileNotFoundError:
-                st = None
-            if st is None or not S_ISDIR(st.st_mode):
-                dirs.append((top, -1))  # missing, or a link (never followed out of the vault)
-                continue
-            dirs.append((top, st.st_mtime_ns))
-            for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = real_subdirs(dirpath, dirnames)
-                rel = dirpath[cut:]
-                for d in dirnames:
-                    try:
-                        dirs.append((f"{rel}/{d}", os.lstat(os.path.join(dirpath, d)).st_mtime_ns))
-                    except FileNotFoundError:
-                        continue
-                files += [f"{rel}/{n}" for n in sorted(filenames) if n.endswith(".md") and not n.startswith(".")]
-        return dirs, files
-
     def _fill(self, progress: Progress | None) -> int:
         if progress is None and Index.progress_hook is not None:
             progress = Index.progress_hook()
@@ -362,17 +327,6 @@ class Index(IndexQueries, FolderScans):
         return total
 
     # ------------------------------------------------------------ reading one file
-
-    def _read(self, path: str, reader: WorkTreeReader | None = None) -> tuple[os.stat_result | None, Payload]:
-        """Return a file's stat data and bytes, or why it is not read (a link, a FIFO, too large); None: gone."""
-        if reader is None:
-            with WorkTreeReader(str(self.root), cap=MAX_RECORD_BYTES) as own:
-                found = own.read(path)
-        else:
-            found = reader.read(path)
-        if found is None:
-            return None, None
-        return found.stat, (found.data if found.problem is None else found)
 
     def _upsert(self, items: Sequence[tuple[str, os.stat_result | None, Payload]], *,
                 fresh: bool = False) -> tuple[int, int]:
@@ -592,7 +546,7 @@ class Index(IndexQueries, FolderScans):
                 if row is not None and tuple(row[1:]) == (st.st_mtime_ns, st.st_size, st.st_ino):
                     continue
                 fresh, data = self._read(path, reader)
-                if fresh is not None and data is not None and row is not None and _blob_of(data) == row[0]:
+                if fresh is not None and data is not None and row is not None and blob_of(data) == row[0]:
                     self.conn.execute("UPDATE files SET mtime_ns=?, size=?, ino=? WHERE path=?",
                                       (fresh.st_mtime_ns, fresh.st_size, fresh.st_ino, path))
                     continue

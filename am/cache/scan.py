@@ -16,9 +16,26 @@ from stat import S_ISDIR
 from typing import Any
 
 from am.cache.rows import SLOTS, TOPS
-from am.git.workfiles import is_real_dir
+from am.git import hash_blob
+from am.git.workfiles import (
+    UNREAD_BLOB,
+    WorkFile,
+    WorkTreeReader,
+    is_real_dir,
+    real_subdirs,
+)
+from am.records.codec import MAX_RECORD_BYTES
 
+Payload = bytes | WorkFile | None  # a file's bytes, why it was not read, or None (gone)
 _SWEEP_FILES = 500  # about this many files per command (~1-2 ms unloaded)
+
+
+def blob_of(data: bytes | WorkFile) -> str:
+    """Return the blob id Git would give a file (a link: its target), or UNREAD_BLOB for one not read."""
+    if isinstance(data, WorkFile):
+        source = data.blob_source()
+        return hash_blob(source) if source is not None else UNREAD_BLOB
+    return hash_blob(data)
 
 
 @dataclass
@@ -181,3 +198,40 @@ class FolderScans:
                 recorded.add(folder)
             else:
                 memo.pop(folder, None)
+
+    def _walk(self) -> tuple[list[tuple[str, int]], list[str]]:
+        dirs: list[tuple[str, int]] = []
+        files: list[str] = []
+        root = str(self.root)
+        cut = len(root) + 1
+        for top in TOPS:
+            base = os.path.join(root, top)
+            try:
+                st = os.lstat(base)
+            except FileNotFoundError:
+                st = None
+            if st is None or not S_ISDIR(st.st_mode):
+                dirs.append((top, -1))  # missing, or a link (never followed out of the vault)
+                continue
+            dirs.append((top, st.st_mtime_ns))
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames[:] = real_subdirs(dirpath, dirnames)
+                rel = dirpath[cut:]
+                for d in dirnames:
+                    try:
+                        dirs.append((f"{rel}/{d}", os.lstat(os.path.join(dirpath, d)).st_mtime_ns))
+                    except FileNotFoundError:
+                        continue
+                files += [f"{rel}/{n}" for n in sorted(filenames) if n.endswith(".md") and not n.startswith(".")]
+        return dirs, files
+
+    def _read(self, path: str, reader: WorkTreeReader | None = None) -> tuple[os.stat_result | None, Payload]:
+        """Return a file's stat data and bytes, or why it is not read (a link, a FIFO, too large); None: gone."""
+        if reader is None:
+            with WorkTreeReader(str(self.root), cap=MAX_RECORD_BYTES) as own:
+                found = own.read(path)
+        else:
+            found = reader.read(path)
+        if found is None:
+            return None, None
+        return found.stat, (found.data if found.problem is None else found)

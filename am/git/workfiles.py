@@ -165,3 +165,15 @@ def read_work_file(root: str, rel: str, *, cap: int) -> WorkFile | None:
     """Read one file under ``root`` as ``WorkTreeReader.read`` does."""
     with WorkTreeReader(root, cap=cap) as reader:
         return reader.read(rel)
+
+
+def read_capped(root: str, rel: str, *, cap: int, hint: str) -> bytes | None:
+    """Return a file's bytes read as ``read_work_file`` does; None when there is none; raise when it is not read."""
+    from am.errors import InvalidRecordError
+
+    found = read_work_file(root, rel, cap=cap)
+    if found is None:
+        return None
+    if found.data is None:
+        raise InvalidRecordError(f"{found.problem}", path=rel, hint=hint)
+    return found.data

@@ -138,10 +138,6 @@ def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: 
             f"unknown record type {rtype!r}", path=path, field="type",
             hint="use one of: topic, fact, relation",
         )
-    misplaced = folder_problem(path, rtype)
-    if misplaced is not None:
-        raise InvalidRecordError(misplaced, path=path, field="type",
-                                 hint="a record's kind must match its folder (an impostor could shadow a record)")
     extra = {k: v for k, v in meta.items() if k not in _KNOWN[rtype]}
     rid = check_id(_str(meta, "id", path, required=True), path=path)
 
@@ -181,7 +177,12 @@ def parse_record(text: str, path: str | None = None) -> Record:
     """Parse a record file's text; raise InvalidRecordError naming the file, line and field."""
     front, body, eol = split_frontmatter(text, path=path)
     meta = parse_meta(front, eol, path=path)
-    return record_from_meta(meta, body, eol=eol, path=path)
+    record = record_from_meta(meta, body, eol=eol, path=path)
+    misplaced = folder_problem(path, record.type)
+    if misplaced is not None:
+        raise InvalidRecordError(misplaced, path=path, field="type",
+                                 hint="a record's kind must match its folder (an impostor could shadow a record)")
+    return record
 
 
 def record_to_meta(record: Record) -> dict[str, Any]:
