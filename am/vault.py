@@ -168,17 +168,14 @@ class Vault(Updating, Authorship, WorldWrites):
         self.close()
 
     def _read_settings(self) -> dict[str, Any]:
-        from am.git.workfiles import read_work_file
+        from am.git.workfiles import read_capped
         from am.records.frontmatter import MAX_FRONTMATTER_BYTES, load_settings
 
-        found = read_work_file(str(self.root), str(VAULT_FILE), cap=MAX_FRONTMATTER_BYTES)
-        if found is None:
+        data = read_capped(str(self.root), str(VAULT_FILE), cap=MAX_FRONTMATTER_BYTES, hint="make it a small file")
+        if data is None:
             return {}
-        if found.data is None:
-            raise InvalidRecordError(f"{found.problem}", path=str(VAULT_FILE),
-                                     hint="make it a small regular file (name: and format:)")
         try:
-            text = found.data.decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidRecordError("not UTF-8", path=str(VAULT_FILE), hint="save it as UTF-8") from None
         return load_settings(text, path=str(VAULT_FILE))
@@ -188,7 +185,6 @@ class Vault(Updating, Authorship, WorldWrites):
     def iter_record_paths(self) -> Iterator[PurePosixPath]:
         """Yield the vault-relative path of every .md file under topics/, facts/, relations/."""
         from am.git.workfiles import is_real_dir, real_subdirs
-
         for top in RECORD_DIRS.values():
             base = self.root / top
             if not is_real_dir(str(base)):
@@ -201,21 +197,14 @@ class Vault(Updating, Authorship, WorldWrites):
                         yield rel_dir / name
 
     def read_path(self, path: PurePosixPath) -> Record:
-        """Parse the record file at a vault-relative path (from the work tree).
-
-        Only a regular file reached without following a link is read, and only
-        up to the size cap (am/git/workfiles.py); anything else is an invalid record.
-        """
-        from am.git.workfiles import read_work_file
+        """Parse the record file at a vault-relative path: a regular file, no link followed, size capped."""
+        from am.git.workfiles import read_capped
         from am.records.codec import MAX_RECORD_BYTES
 
-        found = read_work_file(str(self.root), str(path), cap=MAX_RECORD_BYTES)
-        if found is None:
+        data = read_capped(str(self.root), str(path), cap=MAX_RECORD_BYTES, hint="a record is a small regular file")
+        if data is None:
             raise NotFoundError(f"{path} does not exist")
-        if found.data is None:
-            raise InvalidRecordError(f"{found.problem}", path=str(path),
-                                     hint="a record is a small regular file inside the vault")
-        return parse_record(decode_record_bytes(found.data, path=str(path)), str(path))
+        return parse_record(decode_record_bytes(data, path=str(path)), str(path))
 
     def iter_records(self, *, strict: bool = False) -> Iterator[tuple[PurePosixPath, Record]]:
         """Yield every record in the work tree; unreadable files are logged (or raised if strict)."""
