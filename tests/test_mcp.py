@@ -25,8 +25,8 @@ from mcp_types import Implementation
 
 from am.vault import Vault
 
-WRITES = {"fact_add", "fact_supersede", "fact_expire", "topic_add", "relation_add"}
-READS = {"slice", "search", "fact_show", "topic_show", "topic_list", "log", "check"}
+WRITES = {"fact_add", "fact_supersede", "fact_expire", "fact_confirm", "topic_add", "relation_add"}
+READS = {"slice", "search", "why", "fact_show", "topic_show", "topic_list", "log", "check"}
 
 
 def _am(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -97,19 +97,15 @@ class Dispatcher:
             return None, None, None
 
     def fill(self, repo: str | None, branch: str | None, commit: str | None) -> World:
-        """Fill a call's world where it names none, as `am slice` in the server's folder would."""
+        """Fill a call's world where it names none, as `am slice` in the server's folder would (here_world)."""
         if self.options.repo is not None or self.options.branch is not None:
             if repo is None and branch is None and commit is None:
                 return self.options.repo, self.options.branch, None
             return repo if repo is not None else self.options.repo, branch, commit
-        from am.worlds import here
-
-        registered_here = getattr(here, "registered_here", None)
-        if registered_here is None:  # the clone's branch and HEAD, as `am slice` takes them without a world
-            return self.here() if repo is None and branch is None and commit is None else (repo, branch, commit)
-        # Worktree-aware filling (am.cli.context.here_world): a checked-out branch is the world, its tip resolved.
         if repo is not None:
             return repo, branch, commit
+        from am.worlds.here import registered_here
+
         try:
             found = registered_here(self.options.folder)
         except AmError:
@@ -120,7 +116,7 @@ class Dispatcher:
         if branch is None and commit is None:
             branch, commit = checkout.head()
             if branch is not None:
-                commit = None
+                commit = None  # a checked-out branch's HEAD is its tip: the world is the branch
         return name, branch, commit
 
     def validate(self, tool: Tool, args: dict[str, Any]) -> None:

@@ -278,6 +278,18 @@ def _check(call: Call, args: dict[str, Any]) -> ToolOutput:
     return ToolOutput(_json_text(data) + "\n", data)
 
 
+def _why(call: Call, args: dict[str, Any]) -> ToolOutput:
+    from am.packs.pack import SliceRequest
+    from am.packs.why import why_fact
+
+    repo, branch, commit = call.world(args)
+    request = SliceRequest(repo=repo, branch=branch, commit=commit, at=_time(args.get("at"), "at"),
+                           at_label=args.get("at") or "now", include_pending=args.get("include_pending", False),
+                           max_tokens=0)
+    explanation = why_fact(call.vault, args["id"], request)
+    return ToolOutput(explanation.render(), explanation.to_json())
+
+
 # ---------------------------------------------------------------- writing
 
 def _draft(call: Call, args: dict[str, Any]) -> FactDraft:
@@ -312,6 +324,11 @@ def _fact_supersede(call: Call, args: dict[str, Any]) -> ToolOutput:
 
 def _fact_expire(call: Call, args: dict[str, Any]) -> ToolOutput:
     return _written(call, call.vault.expire_fact(args["id"], reason=args["reason"]), "expired")
+
+
+def _fact_confirm(call: Call, args: dict[str, Any]) -> ToolOutput:
+    result = call.vault.confirm_fact(args["id"], commit=args.get("commit"), unverified=args.get("unverified", False))
+    return _written(call, result, "confirmed")
 
 
 def _topic_add(call: Call, args: dict[str, Any]) -> ToolOutput:
@@ -372,6 +389,14 @@ TOOLS: tuple[Tool, ...] = (
          _SLICE_IN, _SLICE_OUT, _slice),
     Tool("search", "Full-text search of facts, topics and relations (BM25; English, Chinese, Japanese).",
          _SEARCH_IN, _SEARCH_OUT, _search),
+    Tool("why", "Explain why a fact is or is not in a world (default: the server's clone): each rule a slice "
+         "applies (status, repo, commit ancestry or branch name, valid time, supersession, staleness) with its evidence.",
+         _obj({"id": _s("The fact's id."), **_WORLD,
+               "at": _s("Valid time (ISO date, date-time or a phrase; default now)."),
+               "include_pending": {"type": "boolean", "description": "Let pending-review facts hold."}}, ("id",)),
+         _obj({"fact": {"type": "string"}, "world": {"type": "object"}, "holds": {"type": "boolean"},
+               "section": {"type": ["string", "null"]}, "steps": {"type": "array", "items": {"type": "object"}}},
+              ("fact", "holds", "steps")), _why),
     Tool("fact_show", "Show one fact: its text, status, confidence, provenance and world.", _ID_IN, _RECORD_OUT,
          _show("fact")),
     Tool("topic_show", "Show one topic.", _ID_IN, _RECORD_OUT, _show("topic")),
@@ -401,6 +426,12 @@ TOOLS: tuple[Tool, ...] = (
     Tool("fact_expire", "Mark a fact expired: it no longer holds anywhere, and stays in the vault (one commit).",
          _obj({"id": _s("The fact's id."), "reason": _s("Why it no longer holds.")}, ("id", "reason")),
          _WRITE_OUT, _fact_expire, writes=True),
+    Tool("fact_confirm", "Re-confirm a fact at a newer commit (one commit): after checking that it still holds "
+         "where its code changed, so it is no longer stale there.",
+         _obj({"id": _s("The fact's id."),
+               "commit": _s("The commit it was re-observed at (default: the tip of the fact's branch)."),
+               "unverified": {"type": "boolean", "description": "Record the commit as given, without the clone."}},
+              ("id",)), _WRITE_OUT, _fact_confirm, writes=True),
     Tool("topic_add", "Add a topic (one commit): a project, tool, person, org, decision, session, concept or event.",
          _obj({"title": _s("The topic's name, in any language."), "id": _s("Its id, <kind>-<slug> (default: from title)."),
                "kind": _s("project, tool, person, org, decision, session, concept or event."),

@@ -1,0 +1,48 @@
+"""The `why` and `fact_confirm` tools: the same library calls as `am why` and `am fact confirm`.
+
+In-process through the server's dispatcher (no SDK); the CLI is the oracle for
+`why`, the git CLI for the commit `fact_confirm` makes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import commit_file, run_git
+
+from am.cli.main import cli
+from am.mcp.server import Dispatcher, ServerOptions
+from am.mcp.tools import ToolOutput
+from am.registry import Registry
+from am.vault import Vault
+
+
+def test_why_is_am_why_and_confirm_is_one_commit_by_the_client(alpha: Vault, tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    first = commit_file(code, "a.txt")
+    Registry.load().add_repo("project-alpha", code)
+    alpha.add_fact("getUser takes one id.", topics=["project-alpha"], id="fact-users", repo="project-alpha",
+                   branch="main", commit=first, paths=("a.txt",))
+    second = commit_file(code, "a.txt", "a changed")
+    dispatcher = Dispatcher(ServerOptions(vault_root=alpha.root, folder=code))
+    try:
+        why = dispatcher.call_sync("why", {"id": "fact-users"}, "why-client")  # the world of the server's clone
+        cli_why = CliRunner().invoke(cli, ["--vault", str(alpha.root), "why", "fact-users", "--repo", "project-alpha",
+                                           "--branch", "main", "--format", "json"], catch_exceptions=False)
+        assert isinstance(why, ToolOutput), why
+        assert why.data == json.loads(cli_why.output)
+        assert why.data["holds"] is True and why.text.startswith("fact-users in project-alpha @ main")
+        before = run_git(alpha.root, "rev-parse", "HEAD").strip()
+        confirmed = dispatcher.call_sync("fact_confirm", {"id": "fact-users", "commit": second}, "why-client")
+        assert isinstance(confirmed, ToolOutput), confirmed
+        assert run_git(alpha.root, "rev-list", f"{before}..HEAD").split() == [confirmed.data["commit"]]
+        message = run_git(alpha.root, "log", "-1", "--format=%B")
+        assert message.startswith("fact: confirm fact-users at") and "Am-Actor: why-client" in message
+        assert confirmed.data["records"][0]["commit"] == second
+        missing = dispatcher.call_sync("why", {"id": "fact-nope"}, "why-client")
+        assert isinstance(missing, str) and missing.startswith("Error: ")
+    finally:
+        dispatcher.close()
