@@ -57,6 +57,7 @@ from am.records.writes import FactDraft, WriteResult, one_line, with_fresh_ids
 
 if TYPE_CHECKING:
     from am.cache.index import Index
+    from am.cache.usage import UsageLog
 
 __all__ = ["Vault", "FactDraft", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 
@@ -150,6 +151,22 @@ class Vault(Updating, Authorship, WorldWrites):
         cache = self.__dict__.pop("_cache", None)
         if cache is not None:
             cache.close()
+        usage = self.__dict__.pop("_usage", None)
+        if usage is not None:
+            usage.close()
+
+    def usage(self) -> UsageLog:
+        """Return the vault's use counts (am/cache/usage.py: .am/cache/usage.sqlite, kept across rebuilds)."""
+        found: UsageLog | None = self.__dict__.get("_usage")
+        if found is None:
+            from am.cache.usage import UsageLog
+
+            found = self.__dict__["_usage"] = UsageLog(self.root / ".am" / "cache")
+        return found
+
+    def note_uses(self, ids: Iterable[str], *, repo: str | None = None, branch: str | None = None) -> None:
+        """Count one use of each of these facts in a world (shown by a slice, a search, a show); never raises."""
+        self.usage().record(ids, repo=repo, branch=branch, at=_now())
 
     def cache(self) -> Index | None:
         """Return the vault's cache (am/cache/index.py), brought up to date; None when it cannot be used."""

@@ -46,7 +46,7 @@ def test_pygit2_only_in_the_git_package() -> None:
 
 
 def test_sqlite3_only_in_index() -> None:
-    assert _users("sqlite3") <= {"am/cache/index.py"}
+    assert _users("sqlite3") <= {"am/cache/index.py", "am/cache/usage.py"}
 
 
 def test_click_only_in_the_cli() -> None:

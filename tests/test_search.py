@@ -56,7 +56,14 @@ def corpus(alpha: Vault, vault_path: Path, git: Callable[..., str]) -> Vault:
 
 
 def ids(vault: Vault, query: str, **kw: object) -> list[str]:
-    return sorted(h.id for h in search(vault.cache(), query, at=NOW, **kw).hits)  # type: ignore[arg-type]
+    """Return the ids of the hits that hold every term of the query (ranked search also lists partial ones)."""
+    return sorted(h.id for h in search(vault.cache(), query, at=NOW, **kw).hits  # type: ignore[arg-type]
+                  if h.tier < 2)
+
+
+def ranked(vault: Vault, query: str, **kw: object) -> list[tuple[str, str]]:
+    """Return (id, explanation) of every hit, best first."""
+    return [(h.id, h.explain()) for h in search(vault.cache(), query, at=NOW, **kw).hits]  # type: ignore[arg-type]
 
 
 def test_two_character_chinese_words_inside_running_text(corpus: Vault) -> None:
@@ -75,6 +82,10 @@ def test_japanese(corpus: Vault) -> None:
 
 def test_mixed_and_english_case_insensitive(corpus: Vault) -> None:
     assert ids(corpus, "Alpha 限流") == ["fact-mixed"]
+    # Partial matches follow, by how many terms they hold.
+    assert ranked(corpus, "Alpha 限流") == [
+        ("fact-mixed", "matched 2 of 2 terms"), ("project-alpha", "matched 1 of 2 terms"),  # a title weighs more
+        ("fact-zh-limit", "matched 1 of 2 terms")]
     assert ids(corpus, "token bucket") == ["fact-mixed"]
     assert ids(corpus, "REDIS") == ["fact-other-topic", "tool-redis"]
 
@@ -184,11 +195,12 @@ def test_ranking_equals_one_plain_join_query(tmp_path: Path) -> None:
             for filters in ({}, {"statuses": ("active",)}, {"topic": "project-t00005"},
                             {"since": datetime.fromisoformat("2024-06-01T00:00:00+08:00")}):
                 for limit in (1, 5, 20, 200):
+                    # mode="and" is the one-expression search ranked search builds on, kept as a baseline.
                     where, args = index._filters(**filters)
                     sql = ("SELECT r.id FROM search JOIN records r ON r.rowid = search.rowid WHERE search MATCH ?"
                            + "".join(f" AND {w}" for w in where) + f" ORDER BY {_BM25}, r.id LIMIT ?")
                     expected = [i for (i,) in index.conn.execute(sql, [build_match(query), *args, limit])]
-                    got = [h.id for h in index.search(query, limit=limit, **filters)]  # type: ignore[arg-type]
+                    got = [h.id for h in index.search(query, limit=limit, mode="and", **filters)]  # type: ignore[arg-type]
                     assert got == expected, (query, filters, limit)
 
 

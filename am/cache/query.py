@@ -349,32 +349,97 @@ class IndexQueries:
 
     def search(self, match: str, *, limit: int = 20, since: datetime | None = None, until: datetime | None = None,
                statuses: Sequence[str] | None = None, topic: str | None = None, repo: str | None = None,
-               types: Sequence[str] | None = None) -> list[Hit]:
-        """Return records matching a user's text (all words, CJK found inside runs), best BM25 first.
+               types: Sequence[str] | None = None, mode: str = "ranked", sort: str = "rank") -> list[Hit]:
+        """Return records matching a user's text, best first.
 
-        Ties are broken by id, so the answer depends only on the files. With
-        empty text, return the newest records that pass the filters.
+        ``mode="ranked"`` (am/cache/terms.py): stems without stop words; records with the
+        terms as a phrase first, then with every term, then with some, by how many they
+        match, each level by BM25. ``mode="and"``: every word must occur (the search before
+        ranking, kept as the benchmark's baseline). ``sort="time"``: the same records, newest
+        first. Ties are broken by id, so the answer depends only on the files. With no
+        terms, return the newest records that pass the filters.
         """
+        from am.cache.terms import analyse
+
         where, args = self._filters(topic=topic, statuses=statuses, repo=repo, types=types,
                                     since=since, until=until)
-        expression = build_match(match) if match.strip() else None
         cols = "r.id, r.path, r.type, r.status, r.created"
-        if expression is None:
+        terms = analyse(match) if match.strip() else None
+        if mode == "and":
+            expression = build_match(match) if match.strip() else None
+            levels = [] if expression is None else [expression]
+        else:
+            assert terms is not None or not match.strip()
+            levels = [] if terms is None or terms.every is None else [
+                e for e in dict.fromkeys((terms.phrase, terms.every, terms.any)) if e is not None]
+        if not levels:
             sql = f"SELECT {cols}, 0.0 FROM records r"
             if where:
                 sql += " WHERE " + " AND ".join(where)
             sql += " ORDER BY r.created_ts DESC, r.id LIMIT ?"
             rows = self.conn.execute(sql, [*args, limit]).fetchall()
             return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in rows]
-        # Rank inside FTS5 alone (2-3x faster than ranking through a join on a
-        # word found in 10k records), then read the best records a few at a time.
         narrowing = any(x is not None for x in (since, until, topic, repo, types))
+        if sort == "time":
+            return self._newest(levels, cols, where, args, limit, terms)
+        hits: list[Hit] = []
+        seen: set[str] = set()
+        size = terms.size if terms is not None and mode != "and" else 0
+        for tier, expression in enumerate(levels):
+            want = limit - len(hits)
+            if want <= 0:
+                break
+            last = tier == len(levels) - 1 and tier > 0
+            # The last level (some terms) is re-ranked by how many terms each match has: rank a wider cut.
+            found = self._ranked(expression, cols, where, args, (want + len(seen)) * (4 if last else 1) + 50 * last,
+                                 narrowing)
+            found = [row for row in found if str(row[1]) not in seen]
+            counts = self._matched(terms, [row[-1] for row in found]) if last and terms is not None else {}
+            if last:
+                found.sort(key=lambda row: (-counts.get(row[-1], 0), row[-2], row[0]))
+            level = 2 if last else 0 if tier == 0 and terms is not None and terms.phrase else 1
+            for i, p, t, s, c, rank, rowid in found[:want]:
+                seen.add(p)
+                matched = counts.get(rowid, 0) if last else size
+                hits.append(Hit(i, PurePosixPath(p), t, s, c, float(rank), matched, size, level))
+        return hits
+
+    def _ranked(self, expression: str, cols: str, where: list[str], args: list[Any], limit: int,
+                narrowing: bool) -> list[tuple[Any, ...]]:
+        """Return the best ``limit`` matches of one expression as (cols..., rank, rowid), best BM25 first."""
         cut = None if narrowing else limit * 4 + 50
         while True:
             found, complete = self._best(expression, cols, where, args, limit, cut, narrowing)
             if complete or cut is None:
-                return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in found]
+                return found
             cut = None  # the best few were not enough (filtered out, or tied at the cut): rank all
+
+    def _matched(self, terms: Any, rowids: Sequence[int]) -> dict[int, int]:
+        """Return how many of the query's terms each of these records holds."""
+        counts: dict[int, int] = {}
+        wanted = json.dumps(list(rowids))
+        for unit in terms.units:
+            for (rowid,) in self.conn.execute(
+                    "SELECT rowid FROM search WHERE search MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+                    (unit.match, wanted)):
+                counts[rowid] = counts.get(rowid, 0) + 1
+        return counts
+
+    def _newest(self, levels: list[str], cols: str, where: list[str], args: list[Any], limit: int,
+                terms: Any) -> list[Hit]:
+        """Return the records matching every term (else some), newest first."""
+        size = terms.size if terms is not None else 0
+        for tier, expression in enumerate(levels[-2:] if len(levels) > 1 else levels):
+            sql = (f"SELECT {cols}, r.rowid FROM records r WHERE r.rowid IN "
+                   "(SELECT rowid FROM search WHERE search MATCH ?)" + "".join(f" AND {w}" for w in where)
+                   + " ORDER BY r.created_ts IS NULL, r.created_ts DESC, r.id LIMIT ?")
+            rows = self.conn.execute(sql, [expression, *args, limit]).fetchall()
+            if rows:
+                some = tier == 1
+                counts = self._matched(terms, [r[-1] for r in rows]) if some and terms is not None else {}
+                return [Hit(i, PurePosixPath(p), t, s, c, 0.0, counts.get(rowid, 0) if some else size, size,
+                            2 if some else 1) for i, p, t, s, c, rowid in rows]
+        return []
 
     def _best(self, expression: str, cols: str, where: list[str], args: list[Any], limit: int,
               cut: int | None, narrowing: bool) -> tuple[list[tuple[Any, ...]], bool]:
@@ -406,7 +471,7 @@ class IndexQueries:
             found.sort(key=lambda row: (ranks[row[-1]], row[0]))
         complete = (cut is None or len(pairs) < cut
                     or (len(found) >= limit and pairs[-1][1] > ranks[found[limit - 1][-1]]))
-        return [(*row[:-1], ranks[row[-1]]) for row in found[:limit]], complete
+        return [(*row[:-1], ranks[row[-1]], row[-1]) for row in found[:limit]], complete
 
     def ids_with_prefix(self, prefix: str, *, limit: int = 20, since: datetime | None = None,
                         until: datetime | None = None, statuses: Sequence[str] | None = None,

@@ -18,6 +18,7 @@ from typing import Any
 from am.errors import InvalidRecordError
 from am.records.ids import RECORD_DIRS, parse_timestamp
 from am.records.model import Fact, Record, Relation, Topic
+from am.cache.terms import _STEMS, stem
 from am.cache.textseg import _CJK_RANGES
 
 __all__ = [
@@ -111,7 +112,11 @@ CREATE VIRTUAL TABLE search USING fts5(title, body, aliases, tags, tokenize = "u
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: a record id, where it lives, and its BM25 rank (lower is better)."""
+    """One search result: a record id, where it lives, and its BM25 rank (lower is better).
+
+    ``matched`` of ``terms`` query terms occur in it (-1: not counted, e.g. an id match), and
+    ``tier`` says how: 0 the terms as a phrase, 1 every term, 2 some of them.
+    """
 
     id: str
     path: PurePosixPath
@@ -119,6 +124,9 @@ class Hit:
     status: str
     created: str | None
     rank: float
+    matched: int = -1
+    terms: int = 0
+    tier: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,8 +180,9 @@ def segment(text: str) -> str:
     """Return text as the FTS column stores it: exactly textseg.segment_for_index, faster."""
     if not text:
         return ""
+    stems, stem_new = _STEMS, stem
     if text.isascii():
-        return " ".join(_ASCII_WORD.findall(text)).lower()
+        return " ".join([stems.get(w) or stem_new(w) for w in _ASCII_WORD.findall(text.lower())])
     tokens: list[str] = []
     if not _RUN:
         _RUN.append(re.compile(rf"((?:(?=[{_CJK_CLASS}])[^\W_])+)|((?:(?![{_CJK_CLASS}])[^\W_])+)"))
@@ -182,7 +191,8 @@ def segment(text: str) -> str:
             tokens += [cjk[i:i + 2] for i in range(len(cjk) - 1)]
             tokens.append(cjk[-1])
         else:
-            tokens.append(other.lower())
+            word = other.lower()
+            tokens.append(stems.get(word) or stem_new(word))
     return " ".join(tokens)
 
 

@@ -2,8 +2,11 @@
 
 Pure over the cache (am/cache/index.py): ``search(index, query, ...)`` takes the time
 phrase out of the query (am/cache/timephrases.py), narrows by date and the filters,
-ranks the rest of the words with BM25, and cuts a snippet around the first
-match of each hit. Superseded and expired records are hidden unless asked for.
+ranks the rest of the words (am/cache/terms.py: stems, no stop words; the terms as
+a phrase first, then every term, then some, by how many, each by BM25) or sorts
+them newest first, and cuts a snippet around the first match of each hit.
+Superseded and expired records are hidden unless asked for. A time phrase that
+leaves nothing says so, with how many records match without it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,16 @@ class SearchHit:
     path: PurePosixPath
     snippet: str
     rank: float
+    matched: int = -1   # how many of the query's terms it holds (-1: found by its id)
+    terms: int = 0      # how many terms the query has
+    tier: int = 0       # 0: the terms as a phrase, 1: every term, 2: some
+
+    def explain(self) -> str:
+        """Return how the hit matched, for people: "matched 2 of 3 terms"."""
+        if self.matched < 0 or not self.terms:
+            return "matched by id" if self.matched < 0 else ""
+        how = " as a phrase" if self.tier == 0 and self.terms > 1 else ""
+        return f"matched {self.matched} of {self.terms} term{'s' * (self.terms != 1)}{how}"
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,20 @@ class SearchResult:
     ignored: tuple[str, ...]
     statuses: tuple[str, ...]
     hits: tuple[SearchHit, ...]
+    terms: tuple[str, ...] = ()       # the query's terms as searched (stop words left out)
+    dropped: tuple[str, ...] = ()     # stop words left out
+    without_range: int | None = None  # with a time range and no hits: how many match without it
+
+    def notes(self) -> list[str]:
+        """Return what people should be told besides the hits (ignored phrases, an empty range)."""
+        out = [f"only the first time phrase narrows the range; ignored {p!r}" for p in self.ignored]
+        if self.range is not None and not self.hits:
+            more = "" if self.without_range is None else (
+                f"; {self.without_range} record{'s' * (self.without_range != 1)} match without it"
+                if self.without_range else "; nothing matches without it either")
+            out.append(f"the time phrase {self.range.phrase!r} was read as {self.range.describe()}, "
+                       f"and nothing in that range matches{more}")
+        return out
 
 
 def _narrow(found: TimeRange | None, since: datetime | None, until: datetime | None) -> TimeRange | None:
@@ -72,8 +99,14 @@ def _narrow(found: TimeRange | None, since: datetime | None, until: datetime | N
 def search(index: Index, query: str, *, topic: str | None = None, status: str | None = None,
            repo: str | None = None, since: str | datetime | None = None, until: str | datetime | None = None,
            include_superseded: bool = False, types: tuple[str, ...] | None = None, limit: int = 20,
-           at: datetime | None = None) -> SearchResult:
-    """Find records for a query; time phrases in it narrow the date range before ranking."""
+           at: datetime | None = None, sort: str = "rank", mode: str = "ranked") -> SearchResult:
+    """Find records for a query; time phrases in it narrow the date range before ranking.
+
+    ``sort``: "rank" (phrase, then all terms, then some, by BM25) or "time" (newest first);
+    ``mode="and"``: every word must occur (the search before ranking).
+    """
+    if sort not in ("rank", "time"):
+        raise UsageError(f"unknown sort {sort!r}", hint="use --sort rank or --sort time")
     if limit < 1:
         raise UsageError("--limit must be at least 1")
     moment = at or now()
@@ -98,10 +131,19 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         for term in ids:
             hits += index.ids_with_prefix(term, limit=limit, **filters)  # type: ignore[arg-type]
     seen = {h.id for h in hits}
-    hits += [h for h in index.search(parsed.text, limit=limit, **filters) if h.id not in seen]  # type: ignore[arg-type]
+    hits += [h for h in index.search(parsed.text, limit=limit, sort=sort, mode=mode, **filters)  # type: ignore[arg-type]
+             if h.id not in seen]
     hits = hits[:limit]
+    without: int | None = None
+    if not hits and window is not None and parsed.text.strip():
+        # A recognised phrase that yields nothing says so, and whether the words alone would.
+        wider = dict(filters, since=since_at, until=until_at)
+        without = len(index.search(parsed.text, limit=100, mode=mode, **wider))  # type: ignore[arg-type]
     records = {(r.id, str(p)): r for p, r in index.records(ids=[h.id for h in hits])}
-    terms = _terms(parsed.text)
+    from am.cache.terms import analyse
+
+    analysed = analyse(parsed.text)
+    terms = [u.text for u in analysed.units]
     out = []
     for hit in hits:
         record = records.get((hit.id, str(hit.path)))
@@ -110,9 +152,11 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         out.append(SearchHit(
             id=hit.id, type=hit.type, status=hit.status, title=_title(record), topics=_topics(record),
             created=hit.created, path=hit.path, snippet=snippet(_text(record), terms), rank=hit.rank,
+            matched=hit.matched, terms=hit.terms, tier=hit.tier,
         ))
     return SearchResult(query=query, text=parsed.text, range=window, ignored=parsed.ignored,
-                        statuses=statuses, hits=tuple(out))
+                        statuses=statuses, hits=tuple(out), terms=tuple(terms), dropped=analysed.dropped,
+                        without_range=without)
 
 
 def _title(record: Record) -> str:
@@ -137,9 +181,18 @@ def _text(record: Record) -> str:
     return record.body
 
 
-def _terms(text: str) -> list[str]:
-    """Return the query's words as they are looked for in a body: lower-cased, NFKC."""
-    return [w for w in (m.group(0) for m in _WORD.finditer(unicodedata.normalize("NFKC", text).lower())) if w]
+def _find(folded: str, term: str) -> tuple[int, int]:
+    """Return where a term first occurs in folded text: an English word in any form of its stem."""
+    from am.cache.terms import stem
+
+    if term.isascii() and term.isalpha():
+        wanted = stem(term)
+        for m in _WORD.finditer(folded):
+            word = m.group(0)
+            if word.isascii() and stem(word) == wanted:
+                return m.start(), m.end()
+    at = folded.find(term)
+    return at, at + len(term)
 
 
 def snippet(text: str, terms: list[str], *, width: int = _SNIPPET) -> str:
@@ -150,9 +203,9 @@ def snippet(text: str, terms: list[str], *, width: int = _SNIPPET) -> str:
         flat = unicodedata.normalize("NFKC", flat)
     best: tuple[int, int] | None = None
     for term in terms:
-        at = folded.find(term)
+        at, end = _find(folded, unicodedata.normalize("NFKC", term).lower())
         if at >= 0 and (best is None or at < best[0]):
-            best = (at, at + len(term))
+            best = (at, end)
     if best is None:
         return flat[:width] + ("…" if len(flat) > width else "")
     start = max(0, best[0] - width // 3)

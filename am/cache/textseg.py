@@ -7,8 +7,9 @@ text and queries are rewritten to match it:
 
 - ``segment_for_index(text)`` writes each maximal run of CJK characters as its
   overlapping bigrams followed by the run's last character alone
-  ("没有限流" -> "没有 有限 限流 流"), and every other word lower-cased, so
-  ``unicode61`` sees each bigram, character and word as one token.
+  ("没有限流" -> "没有 有限 限流 流"), and every other word lower-cased and, if
+  it is a word of English letters, as its stem (am/cache/terms.py: "hooks" ->
+  "hook"), so ``unicode61`` sees each bigram, character and word as one token.
 - ``build_match(query)`` writes a CJK run as a phrase of its bigrams
   ("限流策略" -> ``"限流 流策 策略"``): a phrase matches only consecutive tokens,
   so it finds the contiguous text and nothing assembled from elsewhere. A
@@ -97,7 +98,9 @@ def segment_for_index(text: str) -> str:
         if is_cjk:
             tokens += _bigrams(run) + [run[-1]]
         else:
-            tokens.append(run.lower())
+            from am.cache.terms import stem
+
+            tokens.append(stem(run.lower()))
     return " ".join(tokens)
 
 
@@ -110,7 +113,9 @@ def build_match(query: str) -> str | None:
     terms: list[str] = []
     for is_cjk, run in _runs(query):
         if not is_cjk:
-            term = _quote(run.lower())
+            from am.cache.terms import stem
+
+            term = _quote(stem(run.lower()))
         elif len(run) == 1:
             term = _quote(run) + "*"
         else:

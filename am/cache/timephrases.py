@@ -93,6 +93,8 @@ class _Found:
     phrase: str
     since: datetime | None
     until: datetime | None
+    raw: _Bounds = (None, None)  # the phrase's own range, before a modifier opened it
+    modifier: str | None = None
 
 
 # --- calendar arithmetic ---------------------------------------------------
@@ -137,6 +139,108 @@ def _past_days(n: int, now: datetime) -> _Bounds:
     return _midnight(now.date() - timedelta(days=n - 1), now.tzinfo), now
 
 
+def _hours_ago(n: int, now: datetime) -> _Bounds:
+    # The clock hour n hours back, as "3 days ago" is the calendar day: [13:00, 14:00) at 15:30 for 2.
+    hour = (now - timedelta(hours=n)).replace(minute=0, second=0, microsecond=0)
+    return hour, hour + timedelta(hours=1)
+
+
+def _past_hours(n: int, now: datetime) -> _Bounds:
+    if n < 1:
+        raise ValueError("past 0 hours is empty")
+    return now - timedelta(hours=n), now
+
+
+# Parts of a day, as hours after the day's midnight (a night runs into the next morning).
+_PARTS = {"morning": (6, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30)}
+
+
+def _part_of_day(days_back: int, part: str) -> _Builder:
+    start, end = _PARTS[part]
+
+    def build(_m: re.Match[str], now: datetime) -> _Bounds:
+        day = _midnight(now.date() - timedelta(days=days_back), now.tzinfo)
+        return _at_hour(day, start), _at_hour(day, end)
+
+    return build
+
+
+def _at_hour(midnight: datetime, hours: int) -> datetime:
+    # combine() on the right calendar day keeps wall-clock hours right across a DST change.
+    extra, hour = divmod(hours, 24)
+    return datetime.combine(midnight.date() + timedelta(days=extra), time(hour), tzinfo=midnight.tzinfo)
+
+
+_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6}
+_JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
+
+
+def _weekday_of(m: re.Match[str]) -> int:
+    names = m.groupdict()
+    if names.get("wd"):
+        return _EN_WEEKDAYS.index(m["wd"].lower())
+    if names.get("zwd"):
+        return _ZH_WEEKDAYS[m["zwd"]]
+    return _JA_WEEKDAYS[m["jwd"]]
+
+
+def _weekday_in_week(weeks_back: int) -> _Builder:
+    """That weekday of the calendar week ``weeks_back`` weeks before this one (上周五: last week's Friday)."""
+
+    def build(m: re.Match[str], now: datetime) -> _Bounds:
+        monday = now.date() - timedelta(days=now.weekday() + 7 * weeks_back)
+        day = monday + timedelta(days=_weekday_of(m))
+        return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
+
+    return build
+
+
+def _weekday_before(strictly: bool) -> _Builder:
+    """The latest such weekday before today (``strictly``: "last Friday") or on or before it ("Friday")."""
+
+    def build(m: re.Match[str], now: datetime) -> _Bounds:
+        back = (now.weekday() - _weekday_of(m)) % 7
+        if strictly and back == 0:
+            back = 7
+        day = now.date() - timedelta(days=back)
+        return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
+
+    return build
+
+
+_EN_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _month_day(m: re.Match[str], now: datetime) -> _Bounds:
+    """A month and day (Nov 17, 11月17日): in the year given, else the latest one not after today."""
+    month_word = m["mon"]
+    month = _EN_MONTHS.index(month_word[:3].lower()) + 1 if month_word.isascii() and month_word.isalpha() \
+        else _number(month_word)
+    dom = _number(m["dom"])
+    if m["year"]:
+        day = date(int(m["year"]), month, dom)
+    else:
+        for year in range(now.year, now.year - 9, -1):
+            try:
+                day = date(year, month, dom)
+            except ValueError:
+                continue  # 29 February: the latest leap year
+            if day <= now.date():
+                break
+        else:
+            raise ValueError("no such day")
+    return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
+
+
+def _hours(m: re.Match[str], now: datetime) -> _Bounds:
+    return _hours_ago(_number(m["n"]), now)
+
+
+def _past_h(m: re.Match[str], now: datetime) -> _Bounds:
+    return _past_hours(_number(m["n"]), now)
+
+
 _UNIT_BUILDERS: dict[str, Callable[[int, datetime], _Bounds]] = {
     "day": _days_ago,
     "week": _weeks_ago,
@@ -179,8 +283,8 @@ _CJK_NUM = (
     r"(?<![0-9０-９.月])"
     r"(?:[0-9０-９]+|[一二两三四五六七八九]?十[一二三四五六七八九]?|[一二两三四五六七八九十])"
 )
-_PREFIX = r"(?:" + _EN_BEFORE + r"(?P<pre>since|before|after)\s+)?"
-_SUFFIX = r"(?P<suf>以来|以降|から|之后|以后|之前|以前|より前|まで)?"
+_PREFIX = r"(?:" + _EN_BEFORE + r"(?P<pre>since|before|after|until|till)\s+)?"
+_SUFFIX = r"(?P<suf>以来|以降|から|之后|以后|之前|以前|より前|まで|前)?"
 # Particles that glue a phrase to the next word; removed with the phrase so
 # "上周的限流" searches for "限流", not "的限流".
 _PARTICLE = r"(?P<part>的|の|には|に|['’]s(?![0-9A-Za-z]))?"
@@ -228,6 +332,17 @@ def _iso_range(m: re.Match[str], now: datetime) -> _Bounds:
     return _midnight(first, now.tzinfo), _midnight(last + timedelta(days=1), now.tzinfo)
 
 
+_EN_WD = r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_ZH_WD = r"(?:周|週|星期|礼拜|禮拜)(?P<zwd>[一二三四五六日天])"
+_JA_WD = r"(?P<jwd>[月火水木金土日])曜日?"
+# "每周一次" (once a week), "两周一": a bare 周 after a number or 每 is not a weekday.
+_ZH_WD_ALONE = r"(?<![0-9０-９一二两三四五六七八九十每上下本这這个個])" + _ZH_WD
+_EN_MON = (r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+           r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_EN_DOM = r"(?P<dom>[0-9]{1,2})(?:st|nd|rd|th)?"
+_CJK_MON = r"(?P<mon>[0-9０-９]{1,2}|十[一二]?|[一二三四五六七八九])"
+_CJK_DOM = r"(?P<dom>[0-9０-９]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])"
+
 _RANGE_JOIN = r"(?:\s*(?:\.\.|~|～|〜|至|到|から)\s*|\s+to\s+)"
 
 _BODIES: list[tuple[str, _Builder]] = [
@@ -243,6 +358,20 @@ _BODIES: list[tuple[str, _Builder]] = [
     (_en("last year"), _fixed(_years_ago, 1)),
     (_en(rf"(?P<n>{_EN_NUM}) (?P<unit>day|week|month|year)s? ago"), _ago),
     (_en(rf"(?:past|last) (?P<n>{_EN_NUM}) days?"), _past),
+    (_en(rf"(?P<n>{_EN_NUM}) (?:hours?|hrs?) ago"), _hours),
+    (_en(rf"(?:past|last) (?P<n>{_EN_NUM}) (?:hours?|hrs?)"), _past_h),
+    (_en("last night|yesterday night"), _part_of_day(1, "night")),
+    (_en("tonight|this evening"), _part_of_day(0, "evening")),
+    (_en("this morning"), _part_of_day(0, "morning")),
+    (_en("this afternoon"), _part_of_day(0, "afternoon")),
+    (_en("yesterday morning"), _part_of_day(1, "morning")),
+    (_en("yesterday afternoon"), _part_of_day(1, "afternoon")),
+    (_en("yesterday evening"), _part_of_day(1, "evening")),
+    (_en("last " + _EN_WD), _weekday_before(True)),
+    (_en("this " + _EN_WD), _weekday_in_week(0)),
+    (_en("(?:on )?" + _EN_WD), _weekday_before(False)),
+    (_en(_EN_MON + " " + _EN_DOM + r"(?:,? (?P<year>[0-9]{4}))?"), _month_day),
+    (_en(_EN_DOM + " (?:of )?" + _EN_MON + r"(?:,? (?P<year>[0-9]{4}))?"), _month_day),
     # Chinese and Japanese (今年 and 去年 are written the same in both)
     ("今天|今日|本日", _fixed(_days_ago, 0)),
     ("昨天|昨日", _fixed(_days_ago, 1)),
@@ -264,6 +393,23 @@ _BODIES: list[tuple[str, _Builder]] = [
         _ago,
     ),
     (rf"(?:最近|过去|過去|直近|近)\s*(?P<n>{_CJK_NUM})\s*[天日]間?(?:以内|之内|内)?", _past),
+    (rf"(?P<n>{_CJK_NUM})\s*(?:个|個)?(?:小时|小時|钟头|鐘頭|時間)\s*(?:以前|之前|前)", _hours),
+    (rf"(?:最近|过去|過去|直近|近)\s*(?P<n>{_CJK_NUM})\s*(?:个|個)?(?:小时|小時|時間)(?:以内|之内|内)?", _past_h),
+    ("昨晚|昨夜|昨晩|昨天晚上|昨天夜里|昨天夜裡|昨日の夜|昨日の晩", _part_of_day(1, "night")),
+    ("今早|今晨|今朝|今天早上|今天上午|今日の朝|今日の午前", _part_of_day(0, "morning")),
+    ("今天下午|今日の午後", _part_of_day(0, "afternoon")),
+    ("今晚|今夜|今晩|今天晚上|今日の夜", _part_of_day(0, "evening")),
+    ("昨天早上|昨天上午|昨日の朝|昨日の午前", _part_of_day(1, "morning")),
+    ("昨天下午|昨日の午後", _part_of_day(1, "afternoon")),
+    ("(?:上上个?|上上個)" + _ZH_WD, _weekday_in_week(2)),
+    ("(?:上个?|上個)" + _ZH_WD, _weekday_in_week(1)),
+    ("(?:本|这个?|這個?)" + _ZH_WD, _weekday_in_week(0)),
+    (_ZH_WD_ALONE, _weekday_before(False)),
+    ("(?:先々週|先先週)の?" + _JA_WD, _weekday_in_week(2)),
+    ("先週の?" + _JA_WD, _weekday_in_week(1)),
+    ("今週の?" + _JA_WD, _weekday_in_week(0)),
+    (_JA_WD, _weekday_before(False)),
+    (r"(?<![0-9０-９])(?:(?P<year>[0-9]{4})\s*年\s*)?" + _CJK_MON + r"\s*月\s*" + _CJK_DOM + r"\s*[日号號](?!曜)", _month_day),
     # ISO dates
     (
         _ISO_BEFORE + _ISO_DATE.format("1") + _RANGE_JOIN + _ISO_DATE.format("2")
@@ -276,7 +422,8 @@ _BODIES: list[tuple[str, _Builder]] = [
 _RULES: list[_Rule] = []
 # Every rule needs a digit, one of these English words, or a non-ASCII character; a query
 # without any skips compiling the rules (~50 ms, paid by every `am search` process otherwise).
-_MAY_HOLD_A_PHRASE = re.compile(r"[0-9]|day|week|month|year|[^\x00-\x7f]", re.IGNORECASE)
+_MAY_HOLD_A_PHRASE = re.compile(r"[0-9]|day|week|month|year|hour|night|morning|evening|afternoon|[^\x00-\x7f]",
+                                re.IGNORECASE)
 
 
 def _rules() -> list[_Rule]:
@@ -288,8 +435,8 @@ def _rules() -> list[_Rule]:
 
 _SINCE_START = {"since", "以来", "以降", "から"}
 _SINCE_END = {"after", "之后", "以后"}
-_UNTIL_START = {"before", "之前", "以前", "より前"}
-_UNTIL_END = {"まで"}
+_UNTIL_START = {"before", "之前", "以前", "より前", "前"}
+_UNTIL_END = {"まで", "until", "till"}
 
 
 def _modify(modifier: str, since: datetime | None, until: datetime | None) -> _Bounds:
@@ -310,11 +457,52 @@ def _evaluate(rule: _Rule, m: re.Match[str], now: datetime) -> _Found | None:
     except (ValueError, OverflowError, KeyError):
         # Not a real date (2026-02-30, 99999 days ago): the words stay in the query.
         return None
+    raw = (since, until)
     modifier = m["pre"] or m["suf"]
     if modifier:
         since, until = _modify(modifier, since, until)
     phrase_end = m.end() if m["part"] is None else m.start("part")
-    return _Found(m.start(), m.end(), m.string[m.start() : phrase_end], since, until)
+    return _Found(m.start(), m.end(), m.string[m.start() : phrase_end], since, until, raw,
+                  modifier.lower() if modifier else None)
+
+
+# Two phrases joined into one range: "between X and Y", "from X to Y", "since X until Y", "X到Y", "XからYまで".
+_JOIN_WORD = re.compile(r"\s*(?:and|to|until|till|through|thru|-|–|—|~|～|〜|至|到|から)?\s*\Z", re.IGNORECASE)
+_JOIN_LEAD = re.compile(r"(?:(?<![0-9A-Za-z_-])(?:between|from)\s+|[从從自])\Z", re.IGNORECASE)
+
+
+def _join(text: str, found: list[_Found]) -> list[_Found]:
+    """Merge neighbouring phrases that name the two ends of one range."""
+    out: list[_Found] = []
+    for hit in found:
+        prev = out[-1] if out else None
+        if prev is not None and (joined := _joined(text, prev, hit)) is not None:
+            out[-1] = joined
+        else:
+            out.append(hit)
+    return out
+
+
+def _joined(text: str, a: _Found, b: _Found) -> _Found | None:
+    gap = text[a.end : b.start]
+    if _JOIN_WORD.match(gap) is None or None in a.raw or None in b.raw:
+        return None
+    word = gap.strip().lower()
+    lead = _JOIN_LEAD.search(text, 0, a.start) if a.modifier is None else None
+    if word:
+        # "X and Y" is a range only after "between"; "X to Y", "X到Y" are ranges as they stand.
+        if word == "and" and (lead is None or not lead.group(0).lower().startswith("between")):
+            return None
+        ok = a.modifier in (None, *_SINCE_START) and b.modifier in (None, *_UNTIL_END)
+    else:
+        # Only the modifiers join: "since Monday until Friday", "先週から今週まで", "月曜日から金曜日".
+        ok = a.modifier in _SINCE_START and b.modifier in (None, *_UNTIL_END)
+    if not ok:
+        return None
+    start = lead.start() if lead is not None else a.start
+    low, high = sorted([a.raw, b.raw], key=lambda r: r[0])  # type: ignore[arg-type, return-value]
+    since, until = low[0], max(low[1], high[1])  # type: ignore[type-var]
+    return _Found(start, b.end, text[start : b.start + len(b.phrase)], since, until, (since, until), None)
 
 
 def _scan(text: str, now: datetime) -> list[_Found]:
@@ -348,7 +536,7 @@ def parse_query(query: str, *, now: datetime) -> ParsedQuery:
     ignored: list[str] = []
     # Removing a phrase can bring two pieces together into a new one
     # ("last today week"), so scan again until nothing is left.
-    while found := _scan(text, now):
+    while found := _join(text, _scan(text, now)):
         pieces: list[str] = []
         position = 0
         for hit in found:

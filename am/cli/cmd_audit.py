@@ -13,7 +13,8 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault
 @click.option("--actor", default=None, help="Only commits by this actor (the Am-Actor trailer, else the author).")
 @click.option("--op", default=None, help="Only this operation, e.g. fact.supersede, or a prefix such as fact.")
 @click.option("--record", "record_id", default=None, metavar="ID", help="Only commits that wrote this record.")
-@click.option("--since", default=None, help="Only commits since this time (ISO date, or 'yesterday', '3 days ago').")
+@click.option("--since", default=None,
+              help="Only commits since this time (ISO date, or 'yesterday', 'last Friday', '2 hours ago', '上周五').")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=None, help="At most this many commits.")
 @FORMAT_OPTION
 @click.pass_context
@@ -36,7 +37,8 @@ def log(ctx: click.Context, actor: str | None, op: str | None, record_id: str | 
         records = ", ".join(e.records[:4]) + (f" +{len(e.records) - 4}" if len(e.records) > 4 else "")
         click.echo(f"{e.commit[:10]}  {e.time}  {e.actor:<14} {e.op:<16} {records}")
     if not entries:
-        click.echo("no commits match", err=True)
+        read = f" since {when.isoformat()} (read from {since!r})" if when is not None else ""
+        click.echo(f"no commits match{read}" + (": nothing was committed in that range" if when else ""), err=True)
 
 
 @click.command("history")

@@ -33,19 +33,24 @@ def _cache(ctx: click.Context) -> Any:
 @click.option("--until", metavar="WHEN", help="Created before: ISO date/time or a phrase.")
 @click.option("--include-superseded", is_flag=True, help="Also show superseded and expired records.")
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
+@click.option("--sort", type=click.Choice(["rank", "time"]), default="rank", show_default=True,
+              help="rank: best match first; time: newest first.")
 @FORMAT_OPTION
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status: str | None, repo: str | None,
            branch: str | None, since: str | None, until: str | None, include_superseded: bool, limit: int,
-           fmt: str) -> None:
-    """Search facts, topics and relations (English, Chinese, Japanese; BM25 ranking).
+           sort: str, fmt: str) -> None:
+    """Search facts, topics and relations (English, Chinese, Japanese; ranked).
 
-    Time phrases in the query narrow the date range and are not searched for:
-    today, yesterday, last week, this month, 3 days ago, 2 weeks ago, ISO dates
-    and ranges; 今天, 昨天, 上周, 本月, 3天前; 昨日, 先週, 3日前. A word that looks
-    like an id (f-2026, project-alpha) also matches ids starting with it.
+    Words are matched in any form (hook finds hooks) and stop words (how, the,
+    的, 怎么) are left out; records with the words as a phrase come first, then
+    those with every word, then those with some, by how many. Time phrases
+    narrow the date range and are not searched for: yesterday, last Friday,
+    last night, Nov 17, 2 hours ago, since Monday, between Monday and Wednesday;
+    昨天, 上周五, 昨晚, 11月17日, 3小时前; 昨日, 先週の金曜日, 今朝, 3時間前. A word
+    that looks like an id (f-2026, project-alpha) also matches ids starting with it.
 
-    Example: am search 限流 last week --topic project-alpha
+    Example: am search how do I run tests last week --topic project-alpha
     """
     from am.cache.search import search as run_search
 
@@ -55,9 +60,12 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     if marks is not None:
         repo = marks.setup.world.repo
     result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,
-                        include_superseded=include_superseded, limit=limit if marks is None else max(limit * 5, 100))
+                        include_superseded=include_superseded, limit=limit if marks is None else max(limit * 5, 100),
+                        sort=sort)
     if marks is not None:
         result = replace(result, hits=tuple(h for h in result.hits if marks.keeps(h.id))[:limit])
+    vault.note_uses([h.id for h in result.hits if h.type == "fact"], repo=repo,
+                    branch=None if marks is None else marks.setup.world.branch)
     if fmt == "json":
         emit_json({
             "query": result.query,
@@ -68,19 +76,27 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
                 "phrase": result.range.phrase,
             },
             "ignored_phrases": list(result.ignored),
+            "terms": list(result.terms),
+            "stop_words": list(result.dropped),
+            "sort": sort,
+            "without_range": result.without_range,
+            "notes": result.notes(),
             "statuses": list(result.statuses),
             "hits": [{
                 "id": h.id, "type": h.type, "status": h.status, "title": h.title, "topics": list(h.topics),
                 "created": h.created, "path": str(h.path), "file": str(vault.root / h.path),
                 "snippet": h.snippet, "rank": round(h.rank, 4),
                 **({} if marks is None else {"world_mark": marks.mark(h.id)}),
+                "matched": {"terms": h.matched, "of": h.terms, "how": ("id", "phrase", "all", "some")[
+                    0 if h.matched < 0 else h.tier + 1]},
+                "explain": h.explain(),
             } for h in result.hits],
         })
         return
     if result.range is not None:
         click.echo(f"range: {result.range.describe()}")
-    for phrase in result.ignored:
-        click.echo(f"note: only the first time phrase narrows the range; ignored {phrase!r}")
+    for note in result.notes():
+        click.echo(f"note: {note}")
     if not result.hits:
         hidden = "" if status or include_superseded else " (superseded and expired are hidden; --include-superseded)"
         click.echo(f"no results{hidden}")
@@ -89,7 +105,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         day = (h.created or "")[:10]
         about = h.title if h.type == "topic" else "topics: " + ", ".join(h.topics)
         click.echo(f"{click.style(h.id, bold=True)}  {h.type}  {h.status}  {day}  {about}")
-        click.echo(f"  {h.snippet}")
+        click.echo(f"  {h.snippet}" + (f"  ({h.explain()})" if h.terms > 1 and h.tier == 2 else ""))
         click.echo(f"  {h.path}")
         note = None if marks is None else marks.mark(h.id)
         if note:

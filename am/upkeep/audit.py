@@ -93,10 +93,13 @@ def parse_since(value: str) -> datetime:
     from am.cache.timephrases import parse_time
 
     try:
-        return parse_time(value, now=datetime.now().astimezone())
+        from am.clock import now
+
+        return parse_time(value, now=now())
     except (ValueError, InvalidRecordError, UsageError) as err:
         raise UsageError(f"cannot read --since {value!r} ({err})",
-                         hint="use an ISO date like 2026-11-01, or a phrase like 'yesterday' or '3 days ago'") from None
+                         hint="use an ISO date like 2026-11-01, or a phrase like 'yesterday', 'last Friday', "
+                              "'2 hours ago', '上周五' or '昨晚'") from None
 
 
 def log_entries(vault: Any, *, actor: str | None = None, op: str | None = None, record: str | None = None,

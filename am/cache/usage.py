@@ -1,0 +1,165 @@
+"""Use counts: how often each fact was shown, per world, in a file beside the cache that rebuilds never touch.
+
+A fact is *used* when a command shows it to someone: a slice that includes
+it, a search hit, ``am fact show``. Each command counts a fact once. Counts
+live in ``.am/cache/usage.sqlite``, a file of their own: rebuilding or
+repairing ``index.sqlite`` (a new schema, damage, ``am index rebuild``) leaves
+them alone; deleting ``.am/cache/`` loses them, which costs only ranking (they
+are never the truth, and Git holds nothing that could rebuild them).
+
+Rows are (world, fact id, UTC day, count, last moment). A world is the key
+``repo@branch`` (either part may be empty: ``@`` is vault-wide, such as a
+search without ``--repo``); a world reads its own uses, its repo's
+branch-less ones and the vault-wide ones (``keys_for``).
+
+Signals (DESIGN §6, ranking): a fact with ``PROMOTE_USES`` uses in the last
+``PROMOTE_DAYS`` UTC days (today included) is *promoted*; a fact neither
+created nor used in the last ``DEMOTE_DAYS`` days is *demoted*. Nothing is
+ever deleted, and pinned facts are never demoted (am/packs decides).
+
+Counting must never cost a reader its answer: every failure (a read-only
+folder, a locked or damaged file) is logged at debug level and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+__all__ = ["DB_NAME", "PROMOTE_USES", "PROMOTE_DAYS", "DEMOTE_DAYS", "UsageLog", "UseSignals", "world_key",
+           "keys_for"]
+
+log = logging.getLogger("am")
+
+DB_NAME = "usage.sqlite"
+PROMOTE_USES = 3
+PROMOTE_DAYS = 7
+DEMOTE_DAYS = 30
+_DAY = 86400
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS uses(world TEXT NOT NULL, id TEXT NOT NULL, day INTEGER NOT NULL,
+  n INTEGER NOT NULL, last REAL NOT NULL, PRIMARY KEY(world, id, day)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS uses_day ON uses(world, day);
+"""
+
+
+def world_key(repo: str | None, branch: str | None) -> str:
+    """Return the key uses are counted under in a world (``repo@branch``, either part may be empty)."""
+    return f"{repo or ''}@{branch or ''}"
+
+
+def keys_for(repo: str | None, branch: str | None) -> tuple[str, ...]:
+    """Return the keys whose uses count in a world: its own, its repo's without a branch, the vault's."""
+    return tuple(dict.fromkeys((world_key(repo, branch), world_key(repo, None), "@")))
+
+
+@dataclass(frozen=True)
+class UseSignals:
+    """What use says about ranking in one world at one moment."""
+
+    week: dict[str, int]        # uses in the last PROMOTE_DAYS days, by fact id
+    recent: frozenset[str]      # facts used in the last DEMOTE_DAYS days
+    cutoff: float               # facts created before this moment (and not recent) are demoted
+
+    @property
+    def promoted(self) -> frozenset[str]:
+        """Return the facts with enough uses this week to be promoted."""
+        return frozenset(i for i, n in self.week.items() if n >= PROMOTE_USES)
+
+    def tier(self, fact_id: str, created_ts: float | None, pinned: bool) -> int:
+        """Return 0 (pinned or promoted), 1 (new or recently used) or 2 (demoted)."""
+        if pinned or self.week.get(fact_id, 0) >= PROMOTE_USES:
+            return 0
+        if fact_id in self.recent or (created_ts is not None and created_ts >= self.cutoff):
+            return 1
+        return 2
+
+    @staticmethod
+    def none(at: datetime) -> UseSignals:
+        """Return the signals of a world nobody has used yet."""
+        return UseSignals({}, frozenset(), (at - timedelta(days=DEMOTE_DAYS)).timestamp())
+
+
+class UsageLog:
+    """The use counts of one vault (``.am/cache/usage.sqlite``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / DB_NAME
+        self._conn: sqlite3.Connection | None = None
+        self._failed = False
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        if self._conn is not None or self._failed:
+            return self._conn
+        if not create and not self.path.exists():
+            return None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=5)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as err:
+            log.debug("use counts are not available (%s)", err)
+            self._failed = True
+            return None
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def record(self, ids: Iterable[str], *, repo: str | None, branch: str | None, at: datetime) -> None:
+        """Count one use of each fact (each once) in the world, at the moment ``at``; never raises."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return
+        conn = self._connect(create=True)
+        if conn is None:
+            return
+        key, moment = world_key(repo, branch), at.timestamp()
+        day = int(moment // _DAY)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT INTO uses(world, id, day, n, last) VALUES (?, ?, ?, 1, ?) ON CONFLICT(world, id, day) "
+                "DO UPDATE SET n = n + 1, last = max(last, excluded.last)",
+                [(key, i, day, moment) for i in wanted])
+            conn.execute("COMMIT")
+        except sqlite3.Error as err:
+            log.debug("could not count uses (%s)", err)
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def _rows(self, sql: str, args: Sequence[object]) -> list[tuple[object, ...]]:
+        conn = self._connect(create=False)
+        if conn is None:
+            return []
+        try:
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.Error as err:
+            log.debug("could not read use counts (%s)", err)
+            return []
+
+    def counts(self, *, repo: str | None, branch: str | None, since: datetime) -> dict[str, int]:
+        """Return the uses of each fact in the world from the UTC day of ``since`` on."""
+        keys = keys_for(repo, branch)
+        day = int(since.timestamp() // _DAY)
+        rows = self._rows(f"SELECT id, sum(n) FROM uses WHERE world IN ({','.join('?' * len(keys))}) AND day >= ? "
+                          "GROUP BY id", (*keys, day))
+        return {str(i): int(n) for i, n in rows}  # type: ignore[call-overload]
+
+    def signals(self, *, repo: str | None, branch: str | None, at: datetime) -> UseSignals:
+        """Return the ranking signals of the world at the moment ``at``."""
+        week = self.counts(repo=repo, branch=branch, since=at - timedelta(days=PROMOTE_DAYS - 1))
+        month = self.counts(repo=repo, branch=branch, since=at - timedelta(days=DEMOTE_DAYS - 1))
+        return UseSignals(week, frozenset(month), (at - timedelta(days=DEMOTE_DAYS)).timestamp())
