@@ -46,23 +46,22 @@ MON_TO_WED = (at(11, 23), at(11, 26))
 CASES = [
     # weekdays
     ("last Friday", FRIDAY_27),
-    ("Friday", FRIDAY_27),
-    ("on friday", FRIDAY_27),
     ("last Sunday", whole_day(11, 22)),  # strictly before today
-    ("Sunday", whole_day(11, 29)),  # a bare weekday may be today
+    ("since Sunday", (at(11, 29), None)),  # a weekday with a modifier: the latest one, maybe today
+    ("since Friday", (FRIDAY_27[0], None)),
     ("this Monday", whole_day(11, 23)),
     ("上周五", FRIDAY_20),
     ("上星期五", FRIDAY_20),
     ("上个礼拜五", FRIDAY_20),
     ("上上周一", whole_day(11, 9)),
     ("本周一", whole_day(11, 23)),
-    ("周五", FRIDAY_27),
-    ("星期天", whole_day(11, 29)),
+    ("周五以来", (FRIDAY_27[0], None)),
+    ("星期天以后", (at(11, 30), None)),
     ("先週の金曜日", FRIDAY_20),
     ("先週金曜日", FRIDAY_20),
     ("今週の月曜日", whole_day(11, 23)),
-    ("金曜日", FRIDAY_27),
-    ("金曜", FRIDAY_27),
+    ("金曜日から", (FRIDAY_27[0], None)),
+    ("金曜まで", (None, FRIDAY_27[1])),
     # parts of a day (morning 6-12, afternoon 12-18, evening 18-24, night 18-6)
     ("last night", LAST_NIGHT),
     ("this morning", THIS_MORNING),
@@ -139,6 +138,8 @@ def test_phrase_among_words(query: str, text: str, phrase: str) -> None:
 
 
 @pytest.mark.parametrize("query", [
+    # A weekday alone is what a question may be about ("are deploys allowed on Friday?"): no phrase.
+    "Friday", "are deploys allowed on Friday", "周五可以发布吗", "金曜日のデプロイ", "星期天",
     "每周一次",  # "once a week": 周一 after a number or 每 is no weekday
     "两周一",
     "last weekend",
@@ -150,13 +151,8 @@ def test_phrase_among_words(query: str, text: str, phrase: str) -> None:
 ])
 def test_not_a_phrase_or_not_a_range(query: str) -> None:
     parsed = parse_query(query, now=NOW)
-    if query == "tests and Friday deploy":
-        assert parsed.range is not None and parsed.range.phrase == "Friday"
-        return
-    if query == "between Monday":
-        assert parsed.range is not None and parsed.range.phrase == "Monday"
-        return
     assert parsed.range is None, query
+    assert parsed.text == " ".join(query.split())
 
 
 def test_parse_time_takes_the_start_of_new_phrases() -> None:
@@ -212,9 +208,14 @@ def test_recognised_phrase_that_finds_nothing_says_so(dated_vault: Path) -> None
     out = _am("search", "deploy", "this morning", cwd=dated_vault)
     assert out.returncode == 0, out.stderr
     assert "this morning" in out.stdout and "nothing" in out.stdout
-    assert "4 records match without it" in out.stdout
+    assert "4 records match without it, shown below" in out.stdout
     data = json.loads(_am("search", "deploy", "今朝", "--format", "json", cwd=dated_vault).stdout)
-    assert data["hits"] == [] and data["range"]["phrase"] == "今朝" and data["without_range"] == 4
+    assert data["range"]["phrase"] == "今朝" and data["without_range"] == 4
+    assert sorted(h["id"] for h in data["hits"]) == ["fact-fri20", "fact-fri27", "fact-hour", "fact-night"]
+    assert "nothing in that range matches" in data["notes"][0]
+    # A phrase alone (nothing to search for besides it) that finds nothing lists nothing.
+    data = json.loads(_am("search", "tonight", "--format", "json", cwd=dated_vault).stdout)
+    assert data["hits"] == [] and "nothing in that range" in data["notes"][0]
 
 
 def test_sort_time_lists_newest_first(dated_vault: Path) -> None:

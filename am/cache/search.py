@@ -71,14 +71,14 @@ class SearchResult:
     hits: tuple[SearchHit, ...]
     terms: tuple[str, ...] = ()       # the query's terms as searched (stop words left out)
     dropped: tuple[str, ...] = ()     # stop words left out
-    without_range: int | None = None  # with a time range and no hits: how many match without it
+    without_range: int | None = None  # the range left nothing: the hits (this many) are from any time
 
     def notes(self) -> list[str]:
         """Return what people should be told besides the hits (ignored phrases, an empty range)."""
         out = [f"only the first time phrase narrows the range; ignored {p!r}" for p in self.ignored]
-        if self.range is not None and not self.hits:
+        if self.range is not None and (not self.hits or self.without_range is not None):
             more = "" if self.without_range is None else (
-                f"; {self.without_range} record{'s' * (self.without_range != 1)} match without it"
+                f"; {self.without_range} record{'s' * (self.without_range != 1)} match without it, shown below"
                 if self.without_range else "; nothing matches without it either")
             out.append(f"the time phrase {self.range.phrase!r} was read as {self.range.describe()}, "
                        f"and nothing in that range matches{more}")
@@ -135,10 +135,12 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
              if h.id not in seen]
     hits = hits[:limit]
     without: int | None = None
-    if not hits and window is not None and parsed.text.strip():
-        # A recognised phrase that yields nothing says so, and whether the words alone would.
+    if not hits and parsed.range is not None and parsed.text.strip():
+        # A phrase in the query that leaves nothing says so, and the words' matches from any time
+        # follow ("周五可以发布吗" asks about Fridays, not about what was written on one).
         wider = dict(filters, since=since_at, until=until_at)
-        without = len(index.search(parsed.text, limit=100, mode=mode, **wider))  # type: ignore[arg-type]
+        hits = index.search(parsed.text, limit=limit, sort=sort, mode=mode, **wider)  # type: ignore[arg-type]
+        without = len(hits)
     records = {(r.id, str(p)): r for p, r in index.records(ids=[h.id for h in hits])}
     from am.cache.terms import analyse
 

@@ -95,6 +95,7 @@ class _Found:
     until: datetime | None
     raw: _Bounds = (None, None)  # the phrase's own range, before a modifier opened it
     modifier: str | None = None
+    weak: bool = False  # a phrase only with a modifier or in a range (a bare weekday)
 
 
 # --- calendar arithmetic ---------------------------------------------------
@@ -207,6 +208,12 @@ def _weekday_before(strictly: bool) -> _Builder:
         return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
 
     return build
+
+
+# A weekday alone ("Friday", 周五, 金曜日) is as often what a question is about ("are deploys allowed on
+# Friday?") as when something was written; it is a time phrase only with a modifier or as a range's
+# end ("since Monday", 周一以来, 月曜日から, "between Monday and Wednesday"): the latest such day.
+_BARE_WEEKDAY = _weekday_before(False)
 
 
 _EN_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -369,7 +376,7 @@ _BODIES: list[tuple[str, _Builder]] = [
     (_en("yesterday evening"), _part_of_day(1, "evening")),
     (_en("last " + _EN_WD), _weekday_before(True)),
     (_en("this " + _EN_WD), _weekday_in_week(0)),
-    (_en("(?:on )?" + _EN_WD), _weekday_before(False)),
+    (_en(_EN_WD), _BARE_WEEKDAY),
     (_en(_EN_MON + " " + _EN_DOM + r"(?:,? (?P<year>[0-9]{4}))?"), _month_day),
     (_en(_EN_DOM + " (?:of )?" + _EN_MON + r"(?:,? (?P<year>[0-9]{4}))?"), _month_day),
     # Chinese and Japanese (今年 and 去年 are written the same in both)
@@ -404,11 +411,11 @@ _BODIES: list[tuple[str, _Builder]] = [
     ("(?:上上个?|上上個)" + _ZH_WD, _weekday_in_week(2)),
     ("(?:上个?|上個)" + _ZH_WD, _weekday_in_week(1)),
     ("(?:本|这个?|這個?)" + _ZH_WD, _weekday_in_week(0)),
-    (_ZH_WD_ALONE, _weekday_before(False)),
+    (_ZH_WD_ALONE, _BARE_WEEKDAY),
     ("(?:先々週|先先週)の?" + _JA_WD, _weekday_in_week(2)),
     ("先週の?" + _JA_WD, _weekday_in_week(1)),
     ("今週の?" + _JA_WD, _weekday_in_week(0)),
-    (_JA_WD, _weekday_before(False)),
+    (_JA_WD, _BARE_WEEKDAY),
     (r"(?<![0-9０-９])(?:(?P<year>[0-9]{4})\s*年\s*)?" + _CJK_MON + r"\s*月\s*" + _CJK_DOM + r"\s*[日号號](?!曜)", _month_day),
     # ISO dates
     (
@@ -463,7 +470,7 @@ def _evaluate(rule: _Rule, m: re.Match[str], now: datetime) -> _Found | None:
         since, until = _modify(modifier, since, until)
     phrase_end = m.end() if m["part"] is None else m.start("part")
     return _Found(m.start(), m.end(), m.string[m.start() : phrase_end], since, until, raw,
-                  modifier.lower() if modifier else None)
+                  modifier.lower() if modifier else None, weak=rule.build is _BARE_WEEKDAY and not modifier)
 
 
 # Two phrases joined into one range: "between X and Y", "from X to Y", "since X until Y", "X到Y", "XからYまで".
@@ -480,7 +487,7 @@ def _join(text: str, found: list[_Found]) -> list[_Found]:
             out[-1] = joined
         else:
             out.append(hit)
-    return out
+    return [hit for hit in out if not hit.weak]
 
 
 def _joined(text: str, a: _Found, b: _Found) -> _Found | None:
