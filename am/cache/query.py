@@ -6,8 +6,9 @@ only runs SQL through ``self.conn`` and never opens a database itself.
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,6 +24,11 @@ _WORLD = "status, repo, version, commit_id, until_commit, valid_from, valid_unti
 # The same expression as in the index records_rank (am/cache/rows.py), so ORDER BY walks that index.
 _CONF_RANK = ("(CASE COALESCE(conf, 'medium') WHEN 'high' THEN 0 WHEN 'medium' THEN 1 WHEN 'low' THEN 2 "
               "ELSE 3 END)")
+
+
+def _rank_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Return the rank order of a ranked_facts row (..., confidence rank, created_ts, data): the index's."""
+    return (row[-3], _NEVER if row[-2] is None else -row[-2], row[0])
 
 
 def _world_of(alias: str) -> str:
@@ -142,19 +148,50 @@ class IndexQueries:
             f"SELECT {_WORLD}, count(*) FROM records INDEXED BY records_world WHERE type = 'fact' "
             f"GROUP BY {_WORLD}").fetchall()
 
-    def ranked_facts(self, *, repo: str | None, dropped: Sequence[str],
-                     chunk: int = 128, topics: bool = False) -> Iterator[tuple[Any, ...]]:
+    def ranked_facts(self, *, repo: str | None, dropped: Sequence[str], chunk: int = 128, topics: bool = False,
+                     tiers: tuple[Collection[str], Collection[str], float] | None = None) -> Iterator[tuple[Any, ...]]:
         """Yield (id, 7 world fields, data) of the facts that may hold in ``repo``'s world, best ranked first.
 
         Rank: pinned, confidence (high, medium, low, other), newest ``created``
         (none last), id. ``dropped`` are statuses that never hold there. With
-        ``topics``, the topics (JSON list) come before ``data``.
+        ``topics``, the topics (JSON list) come before ``data``. With ``tiers``
+        (promoted ids, recently used ids, cutoff moment: am/cache/usage.py), after
+        the pinned come the promoted, then facts created since the cutoff or
+        recently used, then the rest (demoted), each in the same rank order.
         """
         marks = ",".join("?" * len(dropped))
-        cursor = self.conn.execute(
-            f"SELECT id, {_WORLD}, {'topics, ' if topics else ''}data FROM records INDEXED BY records_rank WHERE type = 'fact' "
-            f"AND COALESCE(status, 'active') NOT IN ({marks}) AND (repo IS NULL OR repo = ?) "
-            f"ORDER BY pinned DESC, {_CONF_RANK}, created_ts DESC, id", (*dropped, repo))
+        head = (f"SELECT id, {_WORLD}, {'topics, ' if topics else ''}{_CONF_RANK}, created_ts, data "
+                f"FROM records INDEXED BY records_rank WHERE type = 'fact' "
+                f"AND COALESCE(status, 'active') NOT IN ({marks}) AND (repo IS NULL OR repo = ?)")
+        order = f" ORDER BY pinned DESC, {_CONF_RANK}, created_ts DESC, id"
+        args: tuple[Any, ...] = (*dropped, repo)
+        if tiers is None:
+            yield from self._chunks(head + order, args, chunk)
+            return
+        promoted, recent, cutoff = set(tiers[0]), set(tiers[1]), tiers[2]
+
+        def by_ids(ids: set[str], extra: str, more: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+            rows = self.conn.execute(head + " AND pinned = 0 AND id IN (SELECT value FROM json_each(?))" + extra,
+                                     (*args, json.dumps(sorted(ids)), *more)).fetchall()
+            return sorted(rows, key=_rank_key)
+
+        streams: list[Iterable[tuple[Any, ...]]] = [
+            self._chunks(head + " AND pinned = 1" + order, args, chunk),
+            by_ids(promoted, ""),
+            heapq.merge((r for r in self._chunks(head + " AND pinned = 0 AND created_ts >= ?" + order,
+                                                 (*args, cutoff), chunk) if r[0] not in promoted),
+                        by_ids(recent - promoted, " AND (created_ts < ? OR created_ts IS NULL)", (cutoff,)),
+                        key=_rank_key),
+            (r for r in self._chunks(head + " AND pinned = 0 AND (created_ts < ? OR created_ts IS NULL)" + order,
+                                     (*args, cutoff), chunk) if r[0] not in promoted and r[0] not in recent),
+        ]
+        for stream in streams:
+            for row in stream:
+                yield (*row[:-3], row[-1])
+
+    def _chunks(self, sql: str, args: Sequence[Any], chunk: int) -> Iterator[tuple[Any, ...]]:
+        """Yield a statement's rows, fetched in growing chunks; a reader that stops early ends it."""
+        cursor = self.conn.execute(sql, args)
         try:
             while True:
                 rows = cursor.fetchmany(chunk)

@@ -12,10 +12,12 @@ Rows are (world, fact id, UTC day, count, last moment). A world is the key
 search without ``--repo``); a world reads its own uses, its repo's
 branch-less ones and the vault-wide ones (``keys_for``).
 
-Signals (DESIGN §6, ranking): a fact with ``PROMOTE_USES`` uses in the last
-``PROMOTE_DAYS`` UTC days (today included) is *promoted*; a fact neither
-created nor used in the last ``DEMOTE_DAYS`` days is *demoted*. Nothing is
-ever deleted, and pinned facts are never demoted (am/packs decides).
+Signals (DESIGN §6, ranking): a fact with ``PROMOTE_USES`` uses in the
+``PROMOTE_DAYS`` UTC days before today is *promoted*; a fact neither created
+nor used in the ``DEMOTE_DAYS`` days before today is *demoted*. Today's uses
+count from tomorrow on, so the same question asked twice in a day gets the same
+pack (a slice's own use would otherwise reorder the next one). Nothing is ever
+deleted, and pinned facts are never demoted.
 
 Counting must never cost a reader its answer: every failure (a read-only
 folder, a locked or damaged file) is logged at debug level and ignored.
@@ -27,7 +29,7 @@ import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 __all__ = ["DB_NAME", "PROMOTE_USES", "PROMOTE_DAYS", "DEMOTE_DAYS", "UsageLog", "UseSignals", "world_key",
@@ -81,7 +83,7 @@ class UseSignals:
     @staticmethod
     def none(at: datetime) -> UseSignals:
         """Return the signals of a world nobody has used yet."""
-        return UseSignals({}, frozenset(), (at - timedelta(days=DEMOTE_DAYS)).timestamp())
+        return UseSignals({}, frozenset(), float((int(at.timestamp() // _DAY) - DEMOTE_DAYS) * _DAY))
 
 
 class UsageLog:
@@ -150,16 +152,18 @@ class UsageLog:
             log.debug("could not read use counts (%s)", err)
             return []
 
-    def counts(self, *, repo: str | None, branch: str | None, since: datetime) -> dict[str, int]:
-        """Return the uses of each fact in the world from the UTC day of ``since`` on."""
+    def counts(self, *, repo: str | None, branch: str | None, days: int, at: datetime,
+               today: bool = False) -> dict[str, int]:
+        """Return the uses of each fact in the world over the ``days`` UTC days before ``at``'s (and it, if ``today``)."""
         keys = keys_for(repo, branch)
-        day = int(since.timestamp() // _DAY)
-        rows = self._rows(f"SELECT id, sum(n) FROM uses WHERE world IN ({','.join('?' * len(keys))}) AND day >= ? "
-                          "GROUP BY id", (*keys, day))
+        day = int(at.timestamp() // _DAY)
+        rows = self._rows(f"SELECT id, sum(n) FROM uses WHERE world IN ({','.join('?' * len(keys))}) "
+                          "AND day >= ? AND day <= ? GROUP BY id", (*keys, day - days, day - (0 if today else 1)))
         return {str(i): int(n) for i, n in rows}  # type: ignore[call-overload]
 
     def signals(self, *, repo: str | None, branch: str | None, at: datetime) -> UseSignals:
-        """Return the ranking signals of the world at the moment ``at``."""
-        week = self.counts(repo=repo, branch=branch, since=at - timedelta(days=PROMOTE_DAYS - 1))
-        month = self.counts(repo=repo, branch=branch, since=at - timedelta(days=DEMOTE_DAYS - 1))
-        return UseSignals(week, frozenset(month), (at - timedelta(days=DEMOTE_DAYS)).timestamp())
+        """Return the ranking signals of the world on ``at``'s UTC day (uses and age up to the day before)."""
+        day = int(at.timestamp() // _DAY)
+        week = self.counts(repo=repo, branch=branch, days=PROMOTE_DAYS, at=at)
+        month = self.counts(repo=repo, branch=branch, days=DEMOTE_DAYS, at=at)
+        return UseSignals(week, frozenset(month), float((day - DEMOTE_DAYS) * _DAY))

@@ -151,6 +151,30 @@ def status(ctx: click.Context, fact_id: str, status: str, reason: str | None, fm
     report_write(open_vault(ctx).set_fact_status(fact_id, status, reason=reason), fmt, "updated")
 
 
+@fact.command("pin")
+@click.argument("fact_id", metavar="ID")
+@FORMAT_OPTION
+@click.pass_context
+def pin(ctx: click.Context, fact_id: str, fmt: str) -> None:
+    """Pin a fact (one commit): it comes first in every pack and never fades with age.
+
+    Example: am fact pin f-20260923-1630-3f0e99
+    """
+    report_write(open_vault(ctx).pin_fact(fact_id, pinned=True), fmt, "pinned")
+
+
+@fact.command("unpin")
+@click.argument("fact_id", metavar="ID")
+@FORMAT_OPTION
+@click.pass_context
+def unpin(ctx: click.Context, fact_id: str, fmt: str) -> None:
+    """Unpin a fact (one commit): it is ranked like any other again.
+
+    Example: am fact unpin f-20260923-1630-3f0e99
+    """
+    report_write(open_vault(ctx).pin_fact(fact_id, pinned=False), fmt, "unpinned")
+
+
 @fact.command("show")
 @click.argument("fact_id", metavar="ID")
 @FORMAT_OPTION
@@ -162,7 +186,9 @@ def show(ctx: click.Context, fact_id: str, fmt: str) -> None:
     """
     from am.records.model import Fact
 
-    path, record = open_vault(ctx).get_typed(fact_id, Fact, "fact")
+    vault = open_vault(ctx)
+    path, record = vault.get_typed(fact_id, Fact, "fact")
+    vault.note_uses([record.id])  # showing a fact is a use of it (am now, ranking)
     if fmt == "json":
         emit_json(record_dict(record, path))
     else:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from am.packs.retrieval import Retrieved
     from am.worlds.ancestry import WorldSetup
     from am.worlds.stale import StaleMark
+    from am.cache.usage import UseSignals
 
 __all__ = ["Loader", "build_pack", "fill", "topic_scope", "ids_of", "stale_lookup"]
 
@@ -69,20 +70,25 @@ def _created(record: Fact | FactView) -> datetime:
     return moment if moment.tzinfo is not None else moment.astimezone()
 
 
-def _rank(facts: list[Fact | FactView], order: Mapping[str, int]) -> None:
-    """Sort facts best first: pinned, retrieval order, confidence, newest, id."""
+def _rank(facts: list[Fact | FactView], order: Mapping[str, int], signals: UseSignals | None = None) -> None:
+    """Sort facts best first: pinned, retrieval order, use and age (promoted, new or used, demoted),
+    confidence, newest, id."""
     # Stable sorts applied from the last key to the first; each key is cheap to compare.
     last = len(order)
+
+    def tier(f: Fact | FactView) -> int:
+        return 0 if signals is None else signals.tier(f.id, _created(f).timestamp(), f.pinned)
+
     if all(isinstance(f, FactView) and f.rank >= 0 for f in facts):
-        # The cache ranked them by (pinned, confidence, newest, id): only the retrieval order is left.
-        if order:
-            facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _RANK_OF(f)))
+        # The cache ranked them by (pinned, confidence, newest, id): the retrieval order and the tier are left.
+        if order or signals is not None:
+            facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), tier(f), _RANK_OF(f)))
         else:
             facts.sort(key=_RANK_OF)
         return
     facts.sort(key=lambda f: f.id)
     facts.sort(key=_created, reverse=True)
-    facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), _CONFIDENCE_RANK.get(f.confidence, 3)))
+    facts.sort(key=lambda f: (not f.pinned, order.get(f.id, last), tier(f), _CONFIDENCE_RANK.get(f.confidence, 3)))
 
 
 def topic_scope(request: SliceRequest) -> str:
@@ -112,7 +118,8 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
                vault_name: str, vault_commit: str | None, search: Any = None,
                backend: Any = None, backend_note: str = "vector: not configured",
                links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None,
-               watched: Callable[[], Iterable[WatchedFact]] | None = None, dirty: int = 0) -> Pack:
+               watched: Callable[[], Iterable[WatchedFact]] | None = None, dirty: int = 0,
+               signals: UseSignals | None = None) -> Pack:
     """Resolve records in the world, choose the scope, rank, and fill the budget.
 
     Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
@@ -142,7 +149,7 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
                              search=search, backend=backend, backend_note=backend_note, links=links)
     facts, topic_ids, scope = _scope_facts(res, request, retrieved, near)
     order = {} if retrieved is None else {i: n for n, i in enumerate(retrieved.ids)}
-    _rank(facts, order)
+    _rank(facts, order, signals)
     pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved, dirty=dirty)
     if watched is None:
         def watched() -> list[WatchedFact]:

@@ -48,6 +48,7 @@ from am.worlds.rules import (
 )
 
 if TYPE_CHECKING:
+    from am.cache.usage import UseSignals
     from am.cache.index import Index
     from am.worlds.ancestry import WorldSetup
     from am.packs.retrieval import Retrieved, SearchFn
@@ -93,8 +94,11 @@ def _key(values: tuple[Any, ...] | list[Any]) -> _Key:
 
 def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault_name: str,
                 vault_commit: str | None, search: SearchFn | None = None,
-                backend_note: str = "vector: not configured") -> Pack | None:
+                backend_note: str = "vector: not configured", signals: UseSignals | None = None) -> Pack | None:
     """Build a pack from the cache in pieces; None when the general path must do it.
+
+    ``signals`` (use and age, am/cache/usage.py) rank after pinned (and a query's order):
+    promoted, then new or recently used, then demoted facts.
 
     Serves every topic, and ``--query`` when no embedding backend is configured
     and the full-text index finds something that holds (``search(query, limit)``
@@ -113,7 +117,7 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
     topics = res.topics
     if request.query:
         assert search is not None
-        found_q = _query_scope(index, request.query, search, backend_note, verdict, hidden, topics)
+        found_q = _query_scope(index, request.query, search, backend_note, verdict, hidden, topics, signals)
         if found_q is None:
             return None
         retrieved, chosen, scope_topics = found_q
@@ -123,11 +127,12 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
         total = len(chosen)
     elif request.topic is not None:
         scope_topics = _near(index, request.topic, request.depth, topics, res.relations.values(), verdict, hidden)
-        ranked, total = _facts_about(index, world, never, scope_topics, verdict, hidden, res.fact_counts()[0])
+        ranked, total = _facts_about(index, world, never, scope_topics, verdict, hidden, res.fact_counts()[0],
+                                     signals)
         pack = Pack(request, setup, vault_name, vault_commit, res, topic_scope(request))
     else:
         pack = Pack(request, setup, vault_name, vault_commit, res, "every topic")
-        ranked, scope_topics = _ranked(index, world, never, verdict, hidden), set(topics)
+        ranked, scope_topics = _ranked(index, world, never, verdict, hidden, signals=signals), set(topics)
         total = res.fact_counts()[0]
     pack.stale_lookup = _stale_lookup(index, setup)
     pack.dirty = len(index.dirty_paths()) if hasattr(index, "dirty_paths") else 0
@@ -198,8 +203,8 @@ def _resolution(index: Index, world: World,
 
 
 def _query_scope(index: Index, query: str, search: SearchFn, note: str, verdict: _Judge,
-                 hidden: dict[str, tuple[str, _Key]],
-                 topics: dict[str, Topic]) -> tuple[Retrieved, list[str], set[str]] | None:
+                 hidden: dict[str, tuple[str, _Key]], topics: dict[str, Topic],
+                 signals: UseSignals | None = None) -> tuple[Retrieved, list[str], set[str]] | None:
     """Return what the full-text level retrieves, the facts in scope (ranked ids) and the topics in scope.
 
     As ``am.packs.retrieval.retrieve`` and ``am.packs.slice._scope_facts`` do on the whole
@@ -224,7 +229,7 @@ def _query_scope(index: Index, query: str, search: SearchFn, note: str, verdict:
     scope = {t for t in hits if t in topics} | {t for r in chosen if r[0] in hit for t in ids_of(r[11])}
     order = {i: n for n, i in enumerate(hits)}
     last = len(order)
-    chosen.sort(key=lambda r: (not r[8], order.get(r[0], last), _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
+    chosen.sort(key=lambda r: (not r[8], order.get(r[0], last), _tier(signals, r), _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
                                _NEVER if r[10] is None else -r[10], r[0]))
     notes = (note, f"full-text: {len(hits)} hits")
     return Retrieved("full-text", hits, notes), [r[0] for r in chosen], scope
@@ -326,7 +331,8 @@ _DENSE = 0.25  # a scope with this share of the world's facts is read along the 
 
 
 def _facts_about(index: Index, world: World, never: tuple[str, ...], near: set[str], verdict: _Judge,
-                 hidden: dict[str, tuple[str, _Key]], held: int) -> tuple[Generator[Fact | None, None, None], int]:
+                 hidden: dict[str, tuple[str, _Key]], held: int,
+                 signals: UseSignals | None = None) -> tuple[Generator[Fact | None, None, None], int]:
     """Return the facts about these topics that hold and are not superseded here, best ranked first, and
     how many they are."""
 
@@ -338,10 +344,10 @@ def _facts_about(index: Index, world: World, never: tuple[str, ...], near: set[s
     if total < held * _DENSE:
         rows = [r for r in index.fact_rows_about(sorted(near))
                 if r[0] not in hidden and near.intersection(ids_of(r[11])) and verdict(_key(r[1:8])).holds]
-        rows.sort(key=lambda r: (not r[8], _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
+        rows.sort(key=lambda r: (not r[8], _tier(signals, r), _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
                                  _NEVER if r[10] is None else -r[10], r[0]))
         return _loaded(index, [r[0] for r in rows]), total
-    return _ranked(index, world, never, verdict, hidden, near), total
+    return _ranked(index, world, never, verdict, hidden, near, signals), total
 
 
 def _loaded(index: Index, ids: list[str]) -> Generator[Fact | None, None, None]:
@@ -369,12 +375,18 @@ def _hidden(index: Index, world: World, never: tuple[str, ...], verdict: _Judge)
     return hidden
 
 
-def _ranked(index: Index, world: World, never: tuple[str, ...], verdict: _Judge,
-            hidden: dict[str, tuple[str, _Key]], near: set[str] | None = None) -> Generator[Fact, None, None]:
-    """Yield the facts that hold and are not superseded here (and are about one of ``near``), in full,
-    best ranked first."""
+def _tier(signals: UseSignals | None, row: tuple[Any, ...]) -> int:
+    """Return the use-and-age tier of a fact_rows_about row (id, 7 world fields, pinned, conf, created_ts, ...)."""
+    return 0 if signals is None else signals.tier(row[0], row[10], bool(row[8]))
 
-    for row in index.ranked_facts(repo=world.repo, dropped=never, topics=near is not None):
+
+def _ranked(index: Index, world: World, never: tuple[str, ...], verdict: _Judge,
+            hidden: dict[str, tuple[str, _Key]], near: set[str] | None = None,
+            signals: UseSignals | None = None) -> Generator[Fact, None, None]:
+    """Yield the facts that hold and are not superseded here (and are about one of ``near``), in full,
+    best ranked first (with ``signals``: pinned, promoted, new or recently used, demoted; each by rank)."""
+    tiers = None if signals is None else (signals.promoted, signals.recent, signals.cutoff)
+    for row in index.ranked_facts(repo=world.repo, dropped=never, topics=near is not None, tiers=tiers):
         if row[0] in hidden or not verdict(_key(row[1:8])).holds:
             continue
         if near is not None and not near.intersection(ids_of(row[8])):

@@ -7,8 +7,10 @@ records (the cache, a work-tree scan, or a past commit's tree) and the world
 and request give byte-identical output. ``slice_vault(vault, request)`` does
 the I/O around it.
 
-Ranking: pinned facts first, then (with --query) the retrieval order, then
-confidence, then recency, then id. The budget admits facts in that order, a
+Ranking: pinned facts first, then (with --query) the retrieval order, then use
+and age (am/cache/usage.py: promoted after three uses in a week, demoted after
+thirty days neither new nor used; pinned never fade), then confidence, then
+recency, then id. The budget admits facts in that order, a
 topic's heading with its first fact, then relations among the shown topics;
 whatever does not fit is counted in the pack, with the way to get it.
 """
@@ -20,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from am.cache.usage import UsageLog
+from am.clock import now as clock_now
 from am.errors import UsageError
 from am.records.model import Fact, Record
 from am.packs.assemble import Loader, build_pack, ids_of
@@ -56,6 +60,14 @@ __all__ = [
     "world_of",
     "watched_of",
 ]
+
+def _usage(vault: VaultReader) -> UsageLog:
+    """Return the vault's use counts (the facade keeps one open; another reader gets its own)."""
+    opener = getattr(vault, "usage", None)
+    if opener is not None:
+        return opener()  # type: ignore[no-any-return]
+    return UsageLog(vault.root / ".am" / "cache")
+
 
 def _open_index(vault: VaultReader) -> Index | None:
     """Return the vault's cache, fresh, or None when it cannot be used (then the files are scanned)."""
@@ -179,6 +191,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
     at = request.at or now()
     setup = world_of(vault, request, at=at)
     commit = vault.store.head()
+    signals = _usage(vault).signals(repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
     index = None
     watched: Callable[[], list[WatchedFact]] | None = None
     dirty = 0
@@ -206,7 +219,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
                 # Every topic, a topic's neighbourhood, or a query the full-text index serves: judged
                 # and ranked in pieces, only the shown facts decoded.
                 pack = cached_pack(index, request, setup, vault_name=vault.name, vault_commit=commit,
-                                   search=_search_fn(index), backend_note=note)
+                                   search=_search_fn(index), backend_note=note, signals=signals)
                 if pack is not None:
                     return _with_links(pack, vault, request, setup)
             records, load, dropped = _from_cache(index, setup.world)
@@ -223,12 +236,14 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
     # The cache belongs to the vault, which closes it.
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
                       search=search, backend=backend, backend_note=note, links=links, load=load,
-                      dropped=dropped, watched=watched, dirty=dirty)
+                      dropped=dropped, watched=watched, dirty=dirty, signals=signals)
     return _with_links(pack, vault, request, setup)
 
 
 def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: WorldSetup) -> Pack:
-    """Add what cross-vault links of the shown facts name, when asked to follow them."""
+    """Add what cross-vault links of the shown facts name, when asked to follow them; count the shown facts' use."""
+    shown = [f.id for _, fs in pack.sections for f in fs] + [f.id for f in pack.contested + pack.pending]
+    _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
     if request.follow_links:
         from am.packs.retrieval import follow_links
 
