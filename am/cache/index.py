@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from am.cache.file import DB_NAME, CacheDamaged, CacheFile
 from am.cache.query import IndexQueries
+from am.cache.recent import RecentQueries
 from am.cache.rows import (
     _SCHEMA,
     SCHEMA_VERSION,
@@ -122,7 +123,7 @@ def open_cache(vault: VaultFiles) -> Index | None:
     return index
 
 
-class Index(IndexQueries, FolderScans):
+class Index(IndexQueries, RecentQueries, FolderScans):
     """A vault's cache: records, topic membership, links and a full-text index."""
 
     progress_hook: ClassVar[Callable[[], Progress | None] | None] = None

@@ -34,7 +34,7 @@ _HOMES = {
     "relation": "relation", "log": "cmd_audit", "history": "cmd_audit", "blame": "cmd_audit",
     "undo": "cmd_audit", "check": "cmd_check", "hooks": "cmd_hooks", "hook": "cmd_hooks",
     "recover": "cmd_recover", "doctor": "cmd_recover", "stale": "cmd_worlds", "why": "cmd_worlds", "search": "cmd_search",
-    "index": "cmd_search", "slice": "cmd_slice", "repo": "cmd_slice",
+    "index": "cmd_search", "slice": "cmd_slice", "repo": "cmd_slice", "now": "cmd_now",
     "mcp": "cmd_mcp", "setup": "cmd_mcp", "sync": "cmd_sync", "merge": "cmd_sync", "merge-driver": "cmd_sync",
 }
 
