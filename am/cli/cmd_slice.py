@@ -42,12 +42,15 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
 @click.option("--compact", is_flag=True, help="One line a fact, provenance shortened (for small prompts).")
 @click.option("--include-pending", is_flag=True, help="Also show facts waiting for review.")
 @click.option("--follow-links", is_flag=True, help="Follow [[vault:id]] links to other vaults, one hop.")
+@click.option("--since", "since", default=None, metavar="REF",
+              help="Only what changed in this world since REF: an earlier pack's id (p-...), a vault commit, "
+                   "or a time (yesterday, 上周五).")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
               help="Markdown for an agent's context, or JSON for programs.")
 @click.pass_context
 def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, at: str | None,
            as_of: str | None, topic: str | None, depth: int, query: str | None, max_tokens: int,
-           compact: bool, include_pending: bool, follow_links: bool, fmt: str) -> None:
+           compact: bool, include_pending: bool, follow_links: bool, since: str | None, fmt: str) -> None:
     """Print the context pack: what holds in a world (repo, branch, commit, time), grouped by topic.
 
     Facts are ranked (pinned, confidence, recency) and cut to --max-tokens, which
@@ -55,6 +58,9 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     and how to get them. The same vault commit and arguments give byte-identical
     output. Inside a registered clone or any worktree of it, the world is its
     repo, branch and HEAD. A repo, branch or commit that does not exist exits 13.
+
+    Every pack names itself (``Pack: p-...``); ``--since`` that id lists only the facts added,
+    superseded, expired, made stale or contested in this world since, for an agent's next session.
 
     Example: am slice --repo project-alpha --branch main --max-tokens 2000
     """
@@ -69,6 +75,12 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         as_of=as_of_moment, as_of_label=as_of_label, topic=topic, depth=depth, query=query,  # type: ignore[arg-type]
         max_tokens=max_tokens, include_pending=include_pending, follow_links=follow_links, compact=compact,
     )
+    if since is not None:
+        from am.packs.delta import render_delta_json, render_delta_markdown, slice_since
+
+        delta = slice_since(vault, request, since)
+        click.echo(render_delta_json(delta) if fmt == "json" else render_delta_markdown(delta), nl=False)
+        return
     pack = slice_vault(vault, request)
     text = render_json(pack) if fmt == "json" else render_markdown(pack)
     click.echo(text, nl=False)

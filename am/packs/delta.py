@@ -1,0 +1,189 @@
+"""What changed in a world since a point: `am slice --since REF`, the short read of an agent's second session.
+
+``REF`` is an earlier pack's id (``p-<vault commit>-<digest>``: every pack names
+itself in its header), a vault commit (or any revision Git resolves), or a
+time (ISO or a phrase: "yesterday", "上周五"; the last vault commit at or before
+it). The world's records then and now (the cache: the working tree) are both
+resolved in the same world (``am.worlds.rules.resolve``), and only the
+differences are listed:
+
+- **added**: facts that hold now and did not exist then;
+- **superseded**: facts that held then and now are superseded (by status, or by a
+  fact that supersedes them in this world), with what replaced them;
+- **expired**: facts that held then and are now expired;
+- **stale**: facts that held then and now wait for review (``pending-review``,
+  as the code-repo watcher marks facts whose paths changed);
+- **contested**: facts that hold now as contested and were not contested then;
+- **gone**: facts that held then and no longer hold here for another reason
+  (moved to another repo or branch, or their file was removed).
+
+Sorted by id within each section; deterministic like a pack.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from am.errors import UsageError
+from am.packs.pack import SliceRequest, clean_text
+from am.records.model import Fact, Record
+
+if TYPE_CHECKING:
+    from am.packs.reader import VaultReader
+    from am.worlds.ancestry import WorldSetup
+
+__all__ = ["Delta", "pack_id", "since_commit", "slice_since", "render_delta_markdown", "render_delta_json"]
+
+_PACK_ID = re.compile(r"p-([0-9a-f]{7,40})(?:-[0-9a-f]{6})?")
+KINDS = ("added", "superseded", "expired", "stale", "contested", "gone")
+
+
+def pack_id(vault_commit: str | None, request: SliceRequest) -> str:
+    """Return a pack's id: the vault commit it read and a digest of the question (no clock)."""
+    digest = hashlib.sha1(request.argv().encode("utf-8")).hexdigest()[:6]
+    return f"p-{(vault_commit or '0' * 12)[:12]}-{digest}"
+
+
+@dataclass
+class Delta:
+    """The changes in a world between a vault commit and now."""
+
+    ref: str
+    since: str
+    until: str | None
+    setup: WorldSetup
+    request: SliceRequest
+    vault_name: str
+    changes: dict[str, list[tuple[Fact, str]]] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """Return this delta's own pack id (pass it to the next --since)."""
+        return pack_id(self.until, self.request)
+
+
+def since_commit(vault: VaultReader, ref: str) -> str:
+    """Return the vault commit an earlier pack's id, a revision or a time names."""
+    from am.clock import now
+    from am.cache.timephrases import parse_time
+    from am.errors import AmError
+
+    text = ref.strip()
+    found = _PACK_ID.fullmatch(text)
+    candidates = [found.group(1)] if found else []
+    candidates.append(text)
+    for rev in candidates:
+        try:
+            return vault.store.resolve(rev)
+        except AmError:
+            continue
+    if found:
+        raise UsageError(f"--since {ref}: the pack's vault commit {found.group(1)} is not in this vault",
+                         hint="was the pack made from another vault, or its history rewritten? see: git log")
+    try:
+        moment = parse_time(text, now=now())
+    except UsageError:
+        raise UsageError(f"--since {ref!r} is not a pack id, a vault commit or a time",
+                         hint="give a pack id (p-...), a commit (git log), or a time: yesterday, last Friday, "
+                              "2026-11-20, 上周五") from None
+    commit = vault.store.last_commit_at(moment.timestamp())
+    if commit is None:
+        raise UsageError(f"--since {ref!r}: the vault has no commit at or before {moment.isoformat()}",
+                         hint="the whole vault is new since then: run am slice without --since")
+    return commit
+
+
+def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
+    """Return what changed in the request's world since ``ref``."""
+    from am.worlds.ancestry import now, records_at, setup_world
+    from am.worlds.rules import resolve
+
+    commit = since_commit(vault, ref)
+    setup = setup_world(request.repo, request.branch, request.commit, at=request.at or now(),
+                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry")
+    index = vault.cache()
+    current: list[Record]
+    if index is not None:
+        head: str | None = index.head
+        current = list(index.record_values())
+    else:
+        head = vault.store.head()
+        current = [r for _, r in vault.iter_records()]
+    before = list(records_at(vault, commit))
+    then = resolve(before, setup.world, setup.oracle)
+    now_ = resolve(current, setup.world, setup.oracle)
+    old = {r.id: r for r in before if isinstance(r, Fact)}
+    new = {r.id: r for r in current if isinstance(r, Fact)}
+    delta = Delta(ref, commit, head, setup, request, vault.name, {k: [] for k in KINDS})
+    for fid in sorted(now_.facts.keys() - then.facts.keys()):
+        fact = new[fid]
+        if fid not in old:
+            delta.changes["contested" if fact.status == "contested" else "added"].append((fact, ""))
+        elif fact.status == "contested":
+            delta.changes["contested"].append((fact, f"was {old[fid].status}"))
+    for fid in sorted(then.facts.keys() & now_.facts.keys()):
+        if new[fid].status == "contested" and old[fid].status != "contested":
+            delta.changes["contested"].append((new[fid], f"was {old[fid].status}"))
+    for fid in sorted(then.facts.keys() - now_.facts.keys()):
+        found = new.get(fid)
+        if found is None:
+            delta.changes["gone"].append((old[fid], "its file was removed"))
+            continue
+        fact = found
+        if fid in now_.superseded_here or fact.status == "superseded":
+            by = now_.superseded_here.get(fid) or fact.superseded_by or ""
+            delta.changes["superseded"].append((fact, f"replaced by {by}" if by else ""))
+        elif fact.status == "expired":
+            delta.changes["expired"].append((fact, clean_text(fact.reason or "")))
+        elif fact.status == "pending-review":
+            delta.changes["stale"].append((fact, clean_text(fact.reason or "")))
+        else:
+            delta.changes["gone"].append((fact, "no longer holds in this world"))
+    return delta
+
+
+def _line(fact: Fact, note: str) -> str:
+    meta = [f"`{fact.id}`", fact.confidence, clean_text(fact.provenance)]
+    if fact.created:
+        meta.append(fact.created[:10])
+    if note:
+        meta.append(note)
+    return f"- {clean_text(fact.body)}\n  ({' · '.join(meta)})\n"
+
+
+_HEADINGS = {"added": "Added", "superseded": "Superseded", "expired": "Expired",
+             "stale": "Stale (waiting for review)", "contested": "Contested", "gone": "No longer here"}
+
+
+def render_delta_markdown(delta: Delta) -> str:
+    """Render the changes for an agent's context."""
+    world = delta.setup.world
+    title = (world.repo or "vault-wide") + (f" @ {world.branch}" if world.branch else "")
+    counts = ", ".join(f"{len(v)} {k}" for k, v in delta.changes.items() if v) or "nothing changed"
+    lines = [f"# Changes since {clean_text(delta.ref)}: {title}", "",
+             f"- Vault: `{delta.vault_name}` from commit `{delta.since[:12]}` to `{(delta.until or 'none')[:12]}`",
+             f"- Pack: `{delta.id}` (pass it to --since next time)",
+             f"- Changes: {counts}", ""]
+    body = []
+    for kind in KINDS:
+        items = delta.changes[kind]
+        if items:
+            body.append(f"\n## {_HEADINGS[kind]}\n\n")
+            body.extend(_line(f, note) for f, note in items)
+    return "\n".join(lines) + "".join(body)
+
+
+def render_delta_json(delta: Delta) -> str:
+    """Render the changes as JSON with a stable shape."""
+    world = delta.setup.world
+    data: dict[str, Any] = {
+        "pack_id": delta.id, "since": {"ref": delta.ref, "commit": delta.since}, "until": delta.until,
+        "world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
+        "changes": {k: [{"id": f.id, "text": clean_text(f.body), "status": f.status, "note": note}
+                        for f, note in v] for k, v in delta.changes.items()},
+    }
+    return json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,71 @@
+"""`am slice --since REF`: only what changed in the world since an earlier pack, a commit or a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.demo import materialise_demo
+from am.vault import Vault
+
+MAIN = ["--repo", "project-alpha", "--branch", "main"]
+
+
+def run(vault: Path, *args: str) -> str:
+    out = CliRunner().invoke(cli, ["--vault", str(vault), *args])
+    assert out.exit_code == 0, out.output
+    return out.output
+
+
+def test_since_the_previous_pack_lists_exactly_the_changes_between(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    first = json.loads(run(root, "slice", *MAIN, "--format", "json"))
+    pack = first["pack_id"]
+    assert pack.startswith("p-") and f"`{pack}`" in run(root, "slice", *MAIN)
+    # Changes in between: one of each kind on main, and two that main's world does not see.
+    with Vault.open(root, actor="tester") as v:
+        added = v.add_fact("Alpha caches getUsers results for 60 seconds.", topics=["project-alpha"]).records[0].id
+        v.expire_fact("f-20260923-1210-8d2e41", reason="sessions moved to Postgres")
+        new = v.supersede_fact("f-20260924-1400-b31f07", "slice-query reads the primary by default now.",
+                               reason="replicas retired").records[0].id
+        v.set_fact_status("f-20260924-0945-5a7c90", "contested", reason="Li Wei moved teams")
+        v.set_fact_status("f-20261002-0915-c4f1a5", "pending-review", reason="code changed: src/api/users.py")
+        v.add_fact("Beta keeps its own limits.", topics=["project-alpha"], repo="project-beta")
+    delta = json.loads(run(root, "slice", *MAIN, "--since", pack, "--format", "json"))
+    got = {kind: [(c["id"], c["note"]) for c in items] for kind, items in delta["changes"].items() if items}
+    assert got == {
+        "added": sorted([(added, ""), (new, "")]),
+        "expired": [("f-20260923-1210-8d2e41", "sessions moved to Postgres")],
+        "superseded": [("f-20260924-1400-b31f07", f"replaced by {new}")],
+        "contested": [("f-20260924-0945-5a7c90", "was active")],
+        "stale": [("f-20261002-0915-c4f1a5", "code changed: src/api/users.py")],
+    }
+    assert delta["since"]["commit"].startswith(pack[2:14])
+    # The delta names itself: since it, nothing has changed.
+    again = json.loads(run(root, "slice", *MAIN, "--since", delta["pack_id"], "--format", "json"))
+    assert not any(again["changes"].values())
+    text = run(root, "slice", *MAIN, "--since", delta["pack_id"])
+    assert "nothing changed" in text
+    # A commit or a revision works as well as a pack id.
+    by_commit = json.loads(run(root, "slice", *MAIN, "--since", delta["since"]["commit"], "--format", "json"))
+    assert by_commit["changes"] == delta["changes"]
+    md = run(root, "slice", *MAIN, "--since", pack)
+    assert "## Added" in md and "## Superseded" in md and "## Contested" in md and "Pack: `p-" in md
+
+
+def test_since_a_time_and_bad_refs(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    def fails(ref: str) -> str:
+        out = CliRunner().invoke(cli, ["--vault", str(root), "slice", *MAIN, "--since", ref])
+        assert out.exit_code != 0
+        return str(out.exception)
+
+    assert "no commit at or before" in fails("2020-01-01")
+    assert "not in this vault" in fails("p-0123456789ab-abcdef")
+    assert "not a pack id, a vault commit or a time" in fails("tomorrowish")
+    assert "nothing changed" in run(root, "slice", *MAIN, "--since", "today")
