@@ -42,6 +42,8 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
 @click.option("--compact", is_flag=True, help="One line a fact, provenance shortened (for small prompts).")
 @click.option("--include-pending", is_flag=True, help="Also show facts waiting for review.")
 @click.option("--follow-links", is_flag=True, help="Follow [[vault:id]] links to other vaults, one hop.")
+@click.option("--path", "paths", multiple=True, metavar="FILE",
+              help="Only the facts that watch or mention FILE (repeatable), and their topics' neighbours.")
 @click.option("--since", "since", default=None, metavar="REF",
               help="Only what changed in this world since REF: an earlier pack's id (p-...), a vault commit, "
                    "or a time (yesterday, 上周五).")
@@ -50,7 +52,7 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
 @click.pass_context
 def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, at: str | None,
            as_of: str | None, topic: str | None, depth: int, query: str | None, max_tokens: int,
-           compact: bool, include_pending: bool, follow_links: bool, since: str | None, fmt: str) -> None:
+           compact: bool, include_pending: bool, follow_links: bool, paths: tuple[str, ...], since: str | None, fmt: str) -> None:
     """Print the context pack: what holds in a world (repo, branch, commit, time), grouped by topic.
 
     Facts are ranked (pinned, confidence, recency) and cut to --max-tokens, which
@@ -81,7 +83,12 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         delta = slice_since(vault, request, since)
         click.echo(render_delta_json(delta) if fmt == "json" else render_delta_markdown(delta), nl=False)
         return
-    pack = slice_vault(vault, request)
+    if paths:
+        from am.packs.paths import slice_paths
+
+        pack = slice_paths(vault, request, paths)
+    else:
+        pack = slice_vault(vault, request)
     text = render_json(pack) if fmt == "json" else render_markdown(pack)
     click.echo(text, nl=False)
 

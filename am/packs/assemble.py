@@ -119,7 +119,7 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
                backend: Any = None, backend_note: str = "vector: not configured",
                links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None,
                watched: Callable[[], Iterable[WatchedFact]] | None = None, dirty: int = 0,
-               signals: UseSignals | None = None) -> Pack:
+               signals: UseSignals | None = None, first: Sequence[str] = ()) -> Pack:
     """Resolve records in the world, choose the scope, rank, and fill the budget.
 
     Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
@@ -127,7 +127,8 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
     facts the source already left out (why -> how many), for the header;
     ``watched()`` names every fact that watches code paths (a view has no
     ``paths``; full facts are found by themselves): asked only when the world's
-    staleness answers lack a shown fact, to compute them all at once.
+    staleness answers lack a shown fact, to compute them all at once. ``first``: fact ids that rank first (after pinned) when
+    there is no query (``--path``'s matches).
     """
     res = resolve(records, setup.world, setup.oracle)
     for why, count in (dropped or {}).items():
@@ -148,7 +149,7 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
         retrieved = retrieve(request.query, topics=res.topics, facts=res.facts, relations=res.relations,
                              search=search, backend=backend, backend_note=backend_note, links=links)
     facts, topic_ids, scope = _scope_facts(res, request, retrieved, near)
-    order = {} if retrieved is None else {i: n for n, i in enumerate(retrieved.ids)}
+    order = {i: n for n, i in enumerate(first if retrieved is None else retrieved.ids)}
     _rank(facts, order, signals)
     pack = Pack(request, setup, vault_name, vault_commit, res, scope, retrieval=retrieved, dirty=dirty)
     if watched is None:

@@ -1,0 +1,50 @@
+"""`am slice --path FILE...`: facts that watch or mention the files at hand, their topics' neighbours, dead paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from am.cli.main import cli
+from am.demo import materialise_demo
+from am.vault import Vault
+
+MAIN = ["--repo", "project-alpha", "--branch", "main"]
+
+
+def test_path_slice(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    code = tmp_path / "demo-code"
+    with Vault.open(root, actor="tester") as v:
+        watcher = v.add_fact("getUsers caps a call at 100 ids.", topics=["project-alpha"], repo="project-alpha",
+                             branch="main", paths=["src/api/users.py", "src/api/legacy.py"]).records[0].id
+        mention = v.add_fact("The TTL constant lives in cache.py.", topics=["tool-redis"]).records[0].id
+        v.add_fact("Li Wei prefers small pull requests.", topics=["person-li-wei"])
+
+    def pack(*paths: str) -> dict:  # type: ignore[type-arg]
+        args = [a for p in paths for a in ("--path", p)]
+        out = CliRunner().invoke(cli, ["--vault", str(root), "slice", *MAIN, *args, "--format", "json"])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.output)  # type: ignore[no-any-return]
+
+    data = pack("src/api/users.py")
+    shown = [f["id"] for t in data["topics"] for f in t["facts"]]
+    # The facts watching it first (the demo's batch-lookup fact watches it too); then the facts about
+    # their topic and its neighbours.
+    assert set(shown[:2]) == {watcher, "f-20261002-0915-c4f1a5"}
+    assert mention in shown  # tool-redis is one hop from project-alpha
+    assert "dead watched paths" in data["scope"]["description"]
+    assert "`src/api/legacy.py` (watched by" in data["scope"]["description"]
+    # A path inside the clone, given absolute, is taken relative to it; a file name in the text counts.
+    data = pack(str(code / "src" / "session" / "cache.py"))
+    assert "`src/session/cache.py`" in data["scope"]["description"]
+    assert {mention, "f-20260923-1210-8d2e41"} <= {f["id"] for t in data["topics"] for f in t["facts"]}
+    assert ": 2 facts watch or mention them" in data["scope"]["description"]
+    # Another world's clone knows nothing of these paths, but the names still find what mentions them.
+    out = CliRunner().invoke(cli, ["--vault", str(root), "slice", "--path", "cache.py", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert mention in {f["id"] for t in json.loads(out.output)["topics"] for f in t["facts"]}
+    assert "dead watched" not in data["scope"]["description"]
