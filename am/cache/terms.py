@@ -28,18 +28,10 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 
 from am.cache.textseg import _is_cjk
 
 __all__ = ["STEMMER", "Unit", "QueryTerms", "analyse", "stem", "is_stop_word"]
-
-
-def _stemmer_version() -> str:
-    try:
-        return version("snowballstemmer")
-    except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
-        return "unknown"
 
 
 _STEMS: dict[str, str] = {}
@@ -48,12 +40,34 @@ _STEMMER: list[object] = []
 
 def _engine() -> object:
     if not _STEMMER:
-        # The pure-Python English stemmer itself (not snowballstemmer.stemmer(), which swaps in
-        # PyStemmer when installed): the cache stores stems, so they must not depend on what else is there.
-        from snowballstemmer.english_stemmer import EnglishStemmer  # type: ignore[import-untyped]
-
-        _STEMMER.append(EnglishStemmer())
+        _STEMMER.append(_load_english()())
     return _STEMMER[0]
+
+
+def _load_english() -> type:
+    """Return snowballstemmer's pure-Python English stemmer class, without importing its other 30 languages.
+
+    ``import snowballstemmer`` runs a package ``__init__`` that imports every language (~0.1-0.3 s,
+    which every write would pay when the cache segments its text). The English module needs only
+    two siblings, so it is loaded under a private package name pointing at the same folder; the
+    real ``snowballstemmer`` module is left alone. Not ``snowballstemmer.stemmer()`` either, which
+    swaps in PyStemmer when installed: the cache stores stems, so they must not depend on that.
+    """
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    name = "_am_snowballstemmer"
+    if name not in sys.modules:
+        spec = importlib.util.find_spec("snowballstemmer")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("snowballstemmer is not installed (pip install 'snowballstemmer>=2.2')")
+        package = types.ModuleType(name)
+        package.__path__ = list(spec.submodule_search_locations)
+        sys.modules[name] = package
+    module = importlib.import_module(f"{name}.english_stemmer")
+    return module.EnglishStemmer  # type: ignore[no-any-return]
 
 
 def stem(word: str) -> str:
@@ -72,11 +86,6 @@ def stem(word: str) -> str:
         if len(_STEMS) < 500_000:
             _STEMS[word] = found
     return found
-
-
-def stemmer_id() -> str:
-    """Return the name and version of the stemmer the cache's text was written with."""
-    return f"snowball-english-{_stemmer_version()}"
 
 
 STEMMER = "snowball-english"
