@@ -148,21 +148,14 @@ class Vault(Updating, Authorship, WorldWrites):
 
     def close(self) -> None:
         """Release what the vault holds open."""
-        cache = self.__dict__.pop("_cache", None)
-        if cache is not None:
-            cache.close()
-        usage = self.__dict__.pop("_usage", None)
-        if usage is not None:
-            usage.close()
+        for name in ("_cache", "_usage"):
+            if (held := self.__dict__.pop(name, None)) is not None:
+                held.close()
 
     def usage(self) -> UsageLog:
         """Return the vault's use counts (am/cache/usage.py: .am/cache/usage.sqlite, kept across rebuilds)."""
-        found: UsageLog | None = self.__dict__.get("_usage")
-        if found is None:
-            from am.cache.usage import UsageLog
-
-            found = self.__dict__["_usage"] = UsageLog(self.root / ".am" / "cache")
-        return found
+        from am.cache.usage import UsageLog
+        return self.__dict__.setdefault("_usage", UsageLog(self.root / ".am" / "cache"))  # type: ignore[no-any-return]
 
     def note_uses(self, ids: Iterable[str], *, repo: str | None = None, branch: str | None = None) -> None:
         """Count one use of each of these facts in a world (shown by a slice, a search, a show); never raises."""
@@ -537,9 +530,8 @@ class Vault(Updating, Authorship, WorldWrites):
         path, fact, base = self._existing_for_update(fact_id, Fact, "fact")
         if fact.pinned == pinned:
             raise UsageError(f"{fact_id} is already {'pinned' if pinned else 'not pinned'}")
-        verb = "pin" if pinned else "unpin"
-        return self._write([(path, replace(fact, pinned=pinned), base)], noun="fact", verb=verb, ids=[fact_id],
-                           subject=f"fact: {verb} {fact_id}")
+        return self._write([(path, replace(fact, pinned=pinned), base)], noun="fact", ids=[fact_id],
+                           verb=(verb := "pin" if pinned else "unpin"), subject=f"fact: {verb} {fact_id}")
 
     def expire_fact(self, fact_id: str, *, reason: str) -> WriteResult:
         """Mark a fact expired: it no longer holds anywhere, and stays in the vault."""
