@@ -22,9 +22,9 @@ Sorted by id within each section; deterministic like a pack.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,8 @@ KINDS = ("added", "superseded", "expired", "stale", "contested", "gone")
 
 def pack_id(vault_commit: str | None, request: SliceRequest) -> str:
     """Return a pack's id: the vault commit it read and a digest of the question (no clock)."""
-    digest = hashlib.sha1(request.argv().encode("utf-8")).hexdigest()[:6]
+    # CRC-32, not hashlib: a slice must not load OpenSSL (tests/test_startup.py); this only tells questions apart.
+    digest = f"{zlib.crc32(request.argv().encode('utf-8')):08x}"[:6]
     return f"p-{(vault_commit or '0' * 12)[:12]}-{digest}"
 
 
