@@ -525,14 +525,6 @@ class Vault(Updating, Authorship, WorldWrites):
         return self._write([(path, updated, base)], noun="fact", verb=verb, ids=[fact_id], reason=reason,
                            subject=f"fact: {verb} {fact_id}" + (f" ({status})" if verb == "status" else ""))
 
-    def pin_fact(self, fact_id: str, *, pinned: bool = True) -> WriteResult:
-        """Pin a fact (``pinned: true``: first in every pack, never demoted) or unpin it, in one commit."""
-        path, fact, base = self._existing_for_update(fact_id, Fact, "fact")
-        if fact.pinned == pinned:
-            raise UsageError(f"{fact_id} is already {'pinned' if pinned else 'not pinned'}")
-        return self._write([(path, replace(fact, pinned=pinned), base)], noun="fact", ids=[fact_id],
-                           verb=(verb := "pin" if pinned else "unpin"), subject=f"fact: {verb} {fact_id}")
-
     def expire_fact(self, fact_id: str, *, reason: str) -> WriteResult:
         """Mark a fact expired: it no longer holds anywhere, and stays in the vault."""
         if not reason.strip():

@@ -27,7 +27,7 @@ __all__ = [
     "record_names", "name_refs", "resolve_refs",
 ]
 
-SCHEMA_VERSION = 11  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 12  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)

@@ -23,12 +23,11 @@ def now(ctx: click.Context, repo: str | None, branch: str | None, commit_: str |
 
     Example: am now --repo project-alpha --branch main
     """
-    from am.cli.cmd_slice import _here_world
+    from am.cli.context import here_world
     from am.packs.now import render_now_json, render_now_markdown, what_now
 
     vault = open_vault(ctx)
-    if repo is None and branch is None and commit_ is None:
-        repo, branch, commit_ = _here_world()
+    repo, branch, commit_ = here_world(repo, branch, commit_)
     report = what_now(vault, repo=repo, branch=branch, commit=commit_)
     click.echo(render_now_json(report) if fmt == "json" else render_now_markdown(report), nl=False)
 

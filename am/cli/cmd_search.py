@@ -95,8 +95,8 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         return
     if result.range is not None:
         click.echo(f"range: {result.range.describe()}")
-    for note in result.notes():
-        click.echo(f"note: {note}")
+    for message in result.notes():
+        click.echo(f"note: {message}")
     if not result.hits:
         hidden = "" if status or include_superseded else " (superseded and expired are hidden; --include-superseded)"
         click.echo(f"no results{hidden}")

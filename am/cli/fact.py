@@ -151,24 +151,12 @@ def status(ctx: click.Context, fact_id: str, status: str, reason: str | None, fm
     report_write(open_vault(ctx).set_fact_status(fact_id, status, reason=reason), fmt, "updated")
 
 
-@fact.command("pin")
-@click.argument("fact_id", metavar="ID")
-@FORMAT_OPTION
-@click.pass_context
-def pin(ctx: click.Context, fact_id: str, fmt: str) -> None:
-    """Pin a fact (one commit): it comes first in every pack and never fades with age.
-
-    Example: am fact pin f-20260923-1630-3f0e99
-    """
-    report_write(open_vault(ctx).pin_fact(fact_id, pinned=True), fmt, "pinned")
-
-
 @fact.command("unpin")
 @click.argument("fact_id", metavar="ID")
 @FORMAT_OPTION
 @click.pass_context
 def unpin(ctx: click.Context, fact_id: str, fmt: str) -> None:
-    """Unpin a fact (one commit): it is ranked like any other again.
+    """Unpin a fact (one commit; the same as am fact pin ID --off): it is ranked and fades like any other.
 
     Example: am fact unpin f-20260923-1630-3f0e99
     """
