@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from am.cache.usage import CountsUses
 from am.upkeep.authorship import Authorship
 from am.upkeep.forms import relation_body, render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
@@ -57,7 +58,6 @@ from am.records.writes import FactDraft, WriteResult, one_line, with_fresh_ids
 
 if TYPE_CHECKING:
     from am.cache.index import Index
-    from am.cache.usage import UsageLog
 
 __all__ = ["Vault", "FactDraft", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 
@@ -74,7 +74,7 @@ def find_vault_root(start: Path) -> Path | None:
 
 
 
-class Vault(Updating, Authorship, WorldWrites):
+class Vault(Updating, Authorship, WorldWrites, CountsUses):
     """One vault: its files, its Git repository and its cache."""
 
     def __init__(self, root: Path, store: LazyStore, *, actor: str | None = None) -> None:
@@ -151,15 +151,6 @@ class Vault(Updating, Authorship, WorldWrites):
         for name in ("_cache", "_usage"):
             if (held := self.__dict__.pop(name, None)) is not None:
                 held.close()
-
-    def usage(self) -> UsageLog:
-        """Return the vault's use counts (am/cache/usage.py: .am/cache/usage.sqlite, kept across rebuilds)."""
-        from am.cache.usage import UsageLog
-        return self.__dict__.setdefault("_usage", UsageLog(self.root / ".am" / "cache"))  # type: ignore[no-any-return]
-
-    def note_uses(self, ids: Iterable[str], *, repo: str | None = None, branch: str | None = None) -> None:
-        """Count one use of each of these facts in a world (shown by a slice, a search, a show); never raises."""
-        self.usage().record(ids, repo=repo, branch=branch, at=_now())
 
     def cache(self) -> Index | None:
         """Return the vault's cache (am/cache/index.py), brought up to date; None when it cannot be used."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["DB_NAME", "PROMOTE_USES", "PROMOTE_DAYS", "DEMOTE_DAYS", "UsageLog", "UseSignals", "world_key",
+__all__ = ["CountsUses", "DB_NAME", "PROMOTE_USES", "PROMOTE_DAYS", "DEMOTE_DAYS", "UsageLog", "UseSignals", "world_key",
            "keys_for"]
 
 log = logging.getLogger("am")
@@ -167,3 +167,19 @@ class UsageLog:
         week = self.counts(repo=repo, branch=branch, days=PROMOTE_DAYS, at=at)
         month = self.counts(repo=repo, branch=branch, days=DEMOTE_DAYS, at=at)
         return UseSignals(week, frozenset(month), float((day - DEMOTE_DAYS) * _DAY))
+
+
+class CountsUses:
+    """The facade's share: a vault's use counts, opened when first asked for (``Vault.close`` closes them)."""
+
+    root: Path
+
+    def usage(self) -> UsageLog:
+        """Return the vault's use counts (.am/cache/usage.sqlite, kept across cache rebuilds)."""
+        return self.__dict__.setdefault("_usage", UsageLog(self.root / ".am" / "cache"))  # type: ignore[no-any-return]
+
+    def note_uses(self, ids: Iterable[str], *, repo: str | None = None, branch: str | None = None) -> None:
+        """Count one use of each of these facts in a world (shown by a slice, a search, a show); never raises."""
+        from am.clock import now
+
+        self.usage().record(ids, repo=repo, branch=branch, at=now())
