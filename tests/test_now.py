@@ -51,7 +51,7 @@ def order(vault: Path, now: str) -> list[str]:
     out = am(vault, "slice", "--format", "json", now=now)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    return [f["id"] for t in data["topics"] for f in t["facts"]]
+    return [f["id"] for f in data["pinned"]] + [f["id"] for t in data["topics"] for f in t["facts"]]
 
 
 def test_new_facts_rank_before_old_ones_and_uses_promote(hot: Path) -> None:

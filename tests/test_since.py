@@ -34,7 +34,7 @@ def test_since_the_previous_pack_lists_exactly_the_changes_between(tmp_path: Pat
                                reason="replicas retired").records[0].id
         v.set_fact_status("f-20260924-0945-5a7c90", "contested", reason="Li Wei moved teams")
         v.set_fact_status("f-20261002-0915-c4f1a5", "pending-review", reason="code changed: src/api/users.py")
-        v.add_fact("Beta keeps its own limits.", topics=["project-alpha"], repo="project-beta")
+        v.add_fact("Beta keeps its own limits.", topics=["project-alpha"], repo="project-beta", unverified=True)
     delta = json.loads(run(root, "slice", *MAIN, "--since", pack, "--format", "json"))
     got = {kind: [(c["id"], c["note"]) for c in items] for kind, items in delta["changes"].items() if items}
     assert got == {

@@ -123,6 +123,6 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
         scope += "; dead watched paths (gone at the world's commit): " + ", ".join(
             f"`{p}` (watched by `{fid}`)" for fid, p in dead)
     pack.scope = scope
-    shown = [f.id for _, fs in pack.sections for f in fs] + [f.id for f in pack.contested + pack.pending]
+    shown = [f.id for f in pack.all_shown()]
     _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
     return pack

@@ -242,7 +242,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
 
 def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: WorldSetup) -> Pack:
     """Add what cross-vault links of the shown facts name, when asked to follow them; count the shown facts' use."""
-    shown = [f.id for _, fs in pack.sections for f in fs] + [f.id for f in pack.contested + pack.pending]
+    shown = [f.id for f in pack.all_shown()]
     _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
     if request.follow_links:
         from am.packs.retrieval import follow_links
