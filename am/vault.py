@@ -576,6 +576,13 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         updated = replace(rel, status="expired", reason=one_line(reason) if reason else rel.reason)
         return self._write([(path, updated, base)], noun="relation", verb="expire", ids=[rel_id], reason=reason)
 
+    def import_batch(self, items: Sequence[tuple[PurePosixPath, Record, str | None]], *, source: str,
+                     allow_secrets: bool = False) -> WriteResult:
+        """Write one batch of an import as one commit: (path, record, blob it replaces or None for a new file)."""
+        return self._write(items, noun="import", verb="batch", ids=[r.id for _, r, _ in items],
+                           subject=f"import: {len(items)} records from {one_line(source, limit=60)}",
+                           allow_secrets=allow_secrets)
+
     def import_records(self, records: Sequence[Record], *, source: str, batch_size: int = 500,
                        allow_secrets: bool = False) -> list[WriteResult]:
         """Write many new records in batches, one commit per batch (the bulk path)."""

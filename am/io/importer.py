@@ -1,0 +1,282 @@
+"""`am import`: read a source, set it against the vault, write what is new in batched commits.
+
+The ids a reader makes are stable, so the vault itself is the import's memory:
+a record whose id is already there is not written again. That makes a
+re-import add no commit, and a rerun after an interrupted import (kill -9
+between two batches, or inside one) write exactly what the first run had left:
+the vault ends as one clean run would leave it. Each batch is one commit
+(``Am-Op: import.batch``) through ``Vault.import_batch``, so Git's index and the
+cache are updated once a batch, not once a record (PERF.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from am.errors import InvalidRecordError, UsageError
+from am.io.source import SYSTEMS, Aside, Item, SourceRead
+from am.records.ids import check_record_path, record_path
+from am.records.model import Fact, Record, Relation, Topic, replace
+
+if TYPE_CHECKING:
+    from am.vault import Vault
+
+__all__ = ["ImportOptions", "ImportSummary", "read_source", "import_source", "SECRET_POLICIES"]
+
+Progress = Callable[[int, int], None]
+SECRET_POLICIES = ("refuse", "redact", "allow")
+_ORDER = {"topic": 0, "fact": 1, "relation": 2}
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """How to import: batch size, what to do with suspected credentials, whether to write at all."""
+
+    batch_size: int = 1000
+    secrets: str = "refuse"
+    dry_run: bool = False
+
+
+@dataclass
+class ImportSummary:
+    """What an import read, made, merged and left aside, and the commits it wrote."""
+
+    system: str
+    source: str
+    read: dict[str, int]
+    made: dict[str, int]
+    merged: int = 0
+    updated: int = 0
+    already: int = 0
+    redacted: int = 0
+    aside: list[Aside] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of the summary."""
+        return {
+            "system": self.system, "source": self.source, "read": dict(sorted(self.read.items())),
+            "made": self.made, "merged": self.merged, "updated": self.updated,
+            "already_imported": self.already, "redacted": self.redacted,
+            "left_aside": [{"origin": a.origin, "reason": a.reason} for a in self.aside],
+            "commits": self.commits, "dry_run": self.dry_run,
+        }
+
+    def lines(self) -> list[str]:
+        """Return the summary for people, one line each."""
+        would = "would make" if self.dry_run else "made"
+        read = ", ".join(f"{n} {what}" for what, n in sorted(self.read.items())) or "nothing"
+        made = ", ".join(f"{n} {t}{'s' * (n != 1)}" for t, n in self.made.items())
+        out = [f"read from {self.system} ({self.source}): {read}",
+               f"{would}: {made}" + ("" if self.dry_run else f" in {len(self.commits)} "
+                                    f"commit{'s' * (len(self.commits) != 1)}")]
+        if self.merged:
+            out.append(f"merged: {self.merged} topic{'s' * (self.merged != 1)} already in the vault (kept as they are)")
+        if self.updated:
+            out.append(f"updated: {self.updated} fact{'s' * (self.updated != 1)} of the vault marked superseded")
+        if self.already:
+            out.append(f"already imported: {self.already} record{'s' * (self.already != 1)} (not written again)")
+        if self.redacted:
+            out.append(f"redacted: {self.redacted} record{'s' * (self.redacted != 1)} had credentials masked")
+        out.append(f"left aside: {len(self.aside)}")
+        out += [f"  {a.origin}: {a.reason}" for a in self.aside]
+        return out
+
+
+def read_source(system: str, path: Path) -> SourceRead:
+    """Read a source with its system's reader (no vault needed)."""
+    if system not in SYSTEMS:
+        raise UsageError(f"unknown system {system!r}", hint=f"use one of: {', '.join(SYSTEMS)}")
+    if system == "mcp-memory":
+        from am.io.read_mcp import read_mcp_memory as reader
+    elif system == "basic-memory":
+        from am.io.read_basic import read_basic_memory as reader
+    elif system == "openchronicle":
+        from am.io.read_chronicle import read_openchronicle as reader
+    elif system == "openclaw":
+        from am.io.read_claw import read_openclaw as reader
+    elif system == "lossless":
+        from am.io.read_lossless import read_lossless as reader
+    elif system == "supermemory":
+        from am.io.read_supermemory import read_supermemory as reader
+    elif system == "markdown":
+        from am.io.read_markdown import read_markdown as reader
+    else:
+        from am.io.read_jsonl import read_jsonl as reader
+    return reader(path)
+
+
+def _existing(vault: Vault, ids: Sequence[str]) -> dict[str, tuple[PurePosixPath, Record]]:
+    """Return the vault's records with these ids (the first by path, as lookups do)."""
+    found: dict[str, tuple[PurePosixPath, Record]] = {}
+    cache = vault.cache()
+    if cache is not None:
+        for path, record in cache.records(ids=ids):
+            found.setdefault(record.id, (path, record))
+        return found
+    wanted = set(ids)
+    for path, record in vault.iter_records():
+        if record.id in wanted:
+            found.setdefault(record.id, (path, record))
+    return found
+
+
+def _secret_fields(record: Record) -> dict[str, object]:
+    fields: dict[str, object] = {"body": record.body}
+    if isinstance(record, Topic):
+        fields.update(title=record.title, aliases=list(record.aliases))
+    if isinstance(record, (Fact, Relation)) and record.reason:
+        fields["reason"] = record.reason
+    fields.update(record.extra)
+    return fields
+
+
+def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, bool]:
+    """Apply the secrets policy: (record to write or None, why not, whether it was redacted)."""
+    if policy == "allow":
+        return record, None, False
+    from am.records.secrets import scan_fields
+
+    findings = scan_fields(_secret_fields(record))
+    if not findings:
+        return record, None, False
+    if policy == "refuse":
+        return None, f"{record.type} {record.id}: {findings[0].describe()} (pass --redact-secrets or --allow-secret)", False
+    from am.records.redact import redact_value
+
+    changes: dict[str, Any] = {"body": redact_value("body", record.body)}
+    if isinstance(record, Topic):
+        changes.update(title=redact_value("title", record.title), aliases=tuple(redact_value("aliases", record.aliases)))
+    if isinstance(record, (Fact, Relation)) and record.reason:
+        changes["reason"] = redact_value("reason", record.reason)
+    changes["extra"] = {k: redact_value(k, v) for k, v in record.extra.items()}
+    cleaned = replace(record, **changes)  # type: ignore[arg-type]
+    left = scan_fields(_secret_fields(cleaned))
+    if left:
+        return None, f"{record.type} {record.id}: {left[0].describe()} could not be redacted", False
+    return cleaned, None, True
+
+
+@dataclass
+class _Plan:
+    writes: list[tuple[PurePosixPath, Record, str | None]]
+    summary: ImportSummary
+
+
+def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -> _Plan:
+    """Set what was read against the vault: what to write, merge, update, or leave aside."""
+    summary = ImportSummary(read.system, source, dict(read.read), {"topic": 0, "fact": 0, "relation": 0},
+                            aside=list(read.aside), dry_run=options.dry_run)
+    existing = _existing(vault, [item.record.id for item in read.items])
+    new: list[Item] = []
+    updates: dict[str, tuple[PurePosixPath, Record]] = {}
+    for item in read.items:
+        record = item.record
+        there = existing.get(record.id)
+        if there is None:
+            screened, why, redacted = _screen(record, options.secrets)
+            if screened is None:
+                summary.aside.append(Aside(item.origin, why or "refused"))
+                continue
+            summary.redacted += redacted
+            new.append(Item(screened, item.origin, item.path))
+            continue
+        path, old = there
+        if old.type != record.type:
+            summary.aside.append(Aside(item.origin, f"id {record.id} is taken by a {old.type} at {path}"))
+        elif isinstance(old, Topic):
+            summary.merged += 1
+        elif isinstance(old, Fact) and isinstance(record, Fact) and record.superseded_by and not old.superseded_by:
+            # The source superseded an entry after it was first imported: the vault's fact learns it.
+            status = "superseded" if old.status == "active" else old.status
+            updates[record.id] = (path, replace(old, superseded_by=record.superseded_by, status=status,
+                                                reason=old.reason or record.reason))
+        else:
+            summary.already += 1
+    new = _consistent(new, set(existing), summary)
+    writes: list[tuple[PurePosixPath, Record, str | None]] = []
+    for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
+        writes.append((_path_of(item), item.record, None))
+        summary.made[item.record.type] += 1
+    written = {r.id for _, r, _ in writes}
+    for rid, (path, record) in sorted(updates.items()):
+        assert isinstance(record, Fact)
+        if record.superseded_by in written or record.superseded_by in existing:
+            writes.append((path, record, vault.store.blob_id(path)))
+            summary.updated += 1
+    return _Plan(writes, summary)
+
+
+def _consistent(items: list[Item], existing: set[str], summary: ImportSummary) -> list[Item]:
+    """Drop what would point at a record that is neither written nor in the vault (left aside before)."""
+    while True:
+        present = existing | {i.record.id for i in items}
+        kept: list[Item] = []
+        for item in items:
+            r = item.record
+            if isinstance(r, Fact):
+                missing = [t for t in r.topics if t not in present]
+                if missing:
+                    summary.aside.append(Aside(item.origin, f"fact {r.id}: its topic {missing[0]} was left aside"))
+                    continue
+                if any(s not in present for s in r.supersedes) or (r.superseded_by and r.superseded_by not in present):
+                    gone = [s for s in r.supersedes if s not in present]
+                    extra = dict(r.extra)
+                    if gone:
+                        extra["source_supersedes"] = gone
+                    by = r.superseded_by if r.superseded_by in present else None
+                    if r.superseded_by and by is None:
+                        extra["source_superseded_by"] = r.superseded_by
+                    status = "active" if r.status == "superseded" and by is None else r.status
+                    r = replace(r, supersedes=tuple(s for s in r.supersedes if s in present), superseded_by=by,
+                                status=status, extra=extra)
+                    item = Item(r, item.origin, item.path)
+            elif isinstance(r, Relation) and (r.from_ not in present or r.to not in present):
+                summary.aside.append(Aside(item.origin, f"relation {r.id}: an end was left aside"))
+                continue
+            kept.append(item)
+        if len(kept) == len(items):
+            return kept
+        items = kept
+
+
+def _path_of(item: Item) -> PurePosixPath:
+    if item.path is not None:
+        try:
+            return check_record_path(item.path)
+        except InvalidRecordError:
+            pass
+    return record_path(item.record.type, item.record.id, item.record.created)
+
+
+def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptions = ImportOptions(),
+                  progress: Progress | None = None) -> ImportSummary:
+    """Import a source into the vault: one commit per batch, nothing written twice."""
+    if options.secrets not in SECRET_POLICIES:
+        raise UsageError(f"unknown secrets policy {options.secrets!r}", hint=f"use one of: {', '.join(SECRET_POLICIES)}")
+    if options.batch_size < 1:
+        raise UsageError("--batch-size must be 1 or more")
+    read = read_source(system, path)
+    plan = _plan(vault, read, path.name or str(path), options)
+    if options.dry_run or not plan.writes:
+        return plan.summary
+    total = len(plan.writes)
+    done = 0
+    for number, chunk in enumerate(_chunks(plan.writes, options.batch_size), start=1):
+        label = f"{system} {path.name} (batch {number})"
+        # Screened above with the same detectors (or allowed by the caller): not scanned twice.
+        result = vault.import_batch(chunk, source=label, allow_secrets=True)
+        plan.summary.commits.append(result.commit)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, total)
+    return plan.summary
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

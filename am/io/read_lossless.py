@@ -1,0 +1,69 @@
+"""lossless-memory JSONL: session records kept whole, one JSON object a line.
+
+No public specification of this format was found (docs/import.md says so); the
+reader follows the best description available, the ``{ts, role, text}`` lines
+of DESIGN §11 with a record id and the session: ``{"id", "ts", "session",
+"role", "text"}``, optional ``tags``, ``pinned`` and ``supersedes`` (an id or a
+list). Every other key is kept. Records are facts waiting for review
+(``pending-review``): raw session records, not yet reviewed knowledge.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from am.io.files import json_lines, read_text, source_time, walk_files
+from am.io.source import Builder, SourceRead, extra_key, plain_value, to_timestamp
+
+__all__ = ["read_lossless"]
+
+SYSTEM = "lossless"
+_KEYS = {"id", "ts", "session", "text", "tags", "pinned", "supersedes"}
+
+
+def read_lossless(path: Path) -> SourceRead:
+    """Read lossless-memory JSONL files (a file, or a folder of them) into session topics and facts."""
+    b = Builder(SYSTEM, source_time(path))
+    base = path if path.is_dir() else path.parent
+    pending: list[tuple[str, str, list[str]]] = []
+    for file in walk_files(path, suffix=".jsonl"):
+        name = file.relative_to(base).as_posix()
+        for number, value, error in json_lines(read_text(file)):
+            origin = f"{name}:{number}"
+            b.read["records"] += 1
+            if error is not None:
+                b.leave(origin, error)
+                continue
+            if not isinstance(value, dict):
+                b.leave(origin, "not a JSON object")
+                continue
+            text, rid = value.get("text"), value.get("id")
+            if not isinstance(text, str) or not text.strip():
+                b.leave(origin, "record without text")
+                continue
+            if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
+                b.leave(origin, "record without an id")
+                continue
+            session = value.get("session")
+            session = str(session) if isinstance(session, (str, int)) and str(session) else file.stem
+            tid = b.topic(session, kind="session", origin=origin, namespace="session",
+                          title=f"Session {session}", extra={"session": session})
+            extra: dict[str, Any] = {extra_key(k): plain_value(v) for k, v in value.items() if k not in _KEYS}
+            tags = value.get("tags") if isinstance(value.get("tags"), list) else []
+            fid = b.fact(text, key=(str(rid),), topics=[tid], origin=origin, source_id=str(rid),
+                         created=to_timestamp(value.get("ts")), status="pending-review",
+                         pinned=value.get("pinned") is True, tags=[t for t in tags if isinstance(t, str)],
+                         extra=extra)
+            older = value.get("supersedes")
+            older_ids = [older] if isinstance(older, (str, int)) else [o for o in older or [] if isinstance(o, (str, int))]
+            if fid is not None and older_ids:
+                pending.append((origin, fid, [str(o) for o in older_ids]))
+    for origin, fid, older_ids in pending:
+        for old in older_ids:
+            found = b.fact_by_source_id(old)
+            if found is None:
+                b.leave(origin, f"supersedes {old}, which is not in the source")
+            elif found != fid:
+                b.supersede(found, fid)
+    return b.finish()
