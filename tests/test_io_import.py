@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from io_samples import SAMPLES, write_sample
 
 from am.io import ImportOptions, import_source, read_source
 from am.records.model import Fact, Relation, Topic
 from am.upkeep.check import check_vault
 from am.vault import Vault
-from io_samples import SAMPLES, write_sample
 
 Git = Callable[..., str]
 

@@ -94,10 +94,13 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
     pairs = export_pairs(vault, world)
     pieces = render_export(pairs, fmt, vault_name=vault.name)
     if output is None:
-        out = click.get_binary_stream("stdout")
+        out = getattr(sys.stdout, "buffer", None)
         for piece in pieces:
-            out.write(piece.encode("utf-8"))
-        out.flush()
+            if out is None:
+                click.echo(piece, nl=False)
+            else:
+                out.write(piece.encode("utf-8"))
+        sys.stdout.flush()
         return
     tmp = output.with_name(f".{output.name}.am-tmp")
     with open(tmp, "wb") as handle:

@@ -25,7 +25,7 @@ from am.records.model import Fact, Record, Relation, Topic
 if TYPE_CHECKING:
     from am.vault import Vault
 
-__all__ = ["EXPORT_FORMATS", "ExportWorld", "export_pairs", "render_export", "record_line"]
+__all__ = ["EXPORT_FORMATS", "ExportWorld", "export_pairs", "record_line", "render_export"]
 
 EXPORT_FORMATS = ("jsonl", "json", "mcp-memory", "markdown")
 _ORDER = {"topic": 0, "fact": 1, "relation": 2}
@@ -70,6 +70,8 @@ def export_pairs(vault: Vault, world: ExportWorld = ExportWorld()) -> list[Pair]
                 pairs.append((PurePosixPath(f"{record.type}s", f"{record.id}.md"), record))
     else:
         cache = vault.cache()
+        if cache is not None:
+            cache.refresh()  # an edit made within the last second counts too
         pairs = list(cache.records()) if cache is not None else list(vault.iter_records())
     if not world.is_whole_vault or world.include_pending:
         pairs = _in_world(vault, pairs, world)

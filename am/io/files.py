@@ -12,7 +12,7 @@ from typing import Any
 from am.errors import NotFoundError, UsageError
 from am.records.ids import format_timestamp
 
-__all__ = ["read_text", "source_time", "json_lines", "load_json", "walk_files"]
+__all__ = ["json_lines", "load_json", "read_text", "source_time", "walk_files"]
 
 # A source bigger than this is refused, not read into memory (100k observations are ~20 MB).
 MAX_SOURCE_BYTES = 2 * 1024 * 1024 * 1024
@@ -32,7 +32,7 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise UsageError(f"{path}: invalid UTF-8 at line {line}", hint="save the file as UTF-8") from None
-    return text[1:] if text.startswith("\ufeff") else text
+    return text.removeprefix("\ufeff")
 
 
 def source_time(path: Path) -> str:

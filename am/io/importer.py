@@ -24,7 +24,7 @@ from am.records.model import Fact, Record, Relation, Topic, replace
 if TYPE_CHECKING:
     from am.vault import Vault
 
-__all__ = ["ImportOptions", "ImportSummary", "read_source", "import_source", "SECRET_POLICIES"]
+__all__ = ["SECRET_POLICIES", "ImportOptions", "ImportSummary", "import_source", "read_source"]
 
 Progress = Callable[[int, int], None]
 SECRET_POLICIES = ("refuse", "redact", "allow")
@@ -111,17 +111,24 @@ def read_source(system: str, path: Path) -> SourceRead:
 
 
 def _existing(vault: Vault, ids: Sequence[str]) -> dict[str, tuple[PurePosixPath, Record]]:
-    """Return the vault's records with these ids (the first by path, as lookups do)."""
+    """Return the vault's committed records with these ids (the first by path, as lookups do).
+
+    A file in the work tree that is not committed does not count: it is what a
+    killed import left behind, and the rerun commits it (the same bytes, so the
+    write path accepts it; a person's different edit there is refused as dirty).
+    """
     found: dict[str, tuple[PurePosixPath, Record]] = {}
     cache = vault.cache()
     if cache is not None:
-        for path, record in cache.records(ids=ids):
-            found.setdefault(record.id, (path, record))
-        return found
-    wanted = set(ids)
-    for path, record in vault.iter_records():
-        if record.id in wanted:
-            found.setdefault(record.id, (path, record))
+        cache.refresh()  # an edit made within the last second counts too
+        pairs = cache.records(ids=ids)
+    else:
+        wanted = set(ids)
+        pairs = [(p, r) for p, r in vault.iter_records() if r.id in wanted]
+    head = vault.store.head()
+    for path, record in pairs:
+        if record.id not in found and head is not None and vault.store.blob_id(path, commit=head) is not None:
+            found[record.id] = (path, record)
     return found
 
 
@@ -154,7 +161,7 @@ def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, boo
     if isinstance(record, (Fact, Relation)) and record.reason:
         changes["reason"] = redact_value("reason", record.reason)
     changes["extra"] = {k: redact_value(k, v) for k, v in record.extra.items()}
-    cleaned = replace(record, **changes)  # type: ignore[arg-type]
+    cleaned = replace(record, **changes)
     left = scan_fields(_secret_fields(cleaned))
     if left:
         return None, f"{record.type} {record.id}: {left[0].describe()} could not be redacted", False
@@ -197,7 +204,8 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
                                                 reason=old.reason or record.reason))
         else:
             summary.already += 1
-    new = _consistent(new, set(existing), summary)
+    if read.system != "jsonl":  # am's own export is written as it was, references and all
+        new = _consistent(new, set(existing), summary)
     writes: list[tuple[PurePosixPath, Record, str | None]] = []
     for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
         writes.append((_path_of(item), item.record, None))

@@ -15,10 +15,17 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.io.files import read_text, source_time, walk_files
-from am.io.source import Builder, SourceRead, extra_key, guess_kind, plain_value, to_timestamp
+from am.io.source import (
+    Builder,
+    SourceRead,
+    extra_key,
+    guess_kind,
+    plain_value,
+    to_timestamp,
+)
 from am.records.ids import slugify
 
-__all__ = ["read_basic_memory", "parse_observation", "parse_relation"]
+__all__ = ["parse_observation", "parse_relation", "read_basic_memory"]
 
 SYSTEM = "basic-memory"
 _ITEM = re.compile(r"^(\s*)[-*+]\s+(.*)$")
@@ -132,12 +139,14 @@ def read_basic_memory(path: Path) -> SourceRead:
         notes.append((origin, tid, body, meta))
 
     def target(name: str, origin: str) -> str:
-        found = by_name.get(name.strip().lower()) or by_name.get(slugify(name))
-        if found is None:  # a forward reference: basic-memory resolves it when the note appears
-            b.read["targets no note defines"] += 1
-            found = b.topic(f"forward:{name}", title=name.strip(), origin=origin, id=f"concept-{slugify(name)}",
-                            extra={"source_forward_reference": True})
-            by_name[name.strip().lower()] = found
+        known = by_name.get(name.strip().lower()) or by_name.get(slugify(name))
+        if known is not None:
+            return known
+        # A forward reference: basic-memory resolves it when the note appears.
+        b.read["targets no note defines"] += 1
+        found = b.topic(f"forward:{name}", title=name.strip(), origin=origin, id=f"concept-{slugify(name)}",
+                        extra={"source_forward_reference": True})
+        by_name[name.strip().lower()] = found
         return found
 
     def relink(text: str, origin: str) -> str:
@@ -146,7 +155,7 @@ def read_basic_memory(path: Path) -> SourceRead:
     for origin, tid, body, meta in notes:
         kept: list[str] = []
         fence = False
-        created = b.topic_created(tid)
+        note_time = b.topic_created(tid)
         for number, line in enumerate(body.split("\n"), start=1):
             if line.lstrip().startswith(("```", "~~~")):
                 fence = not fence
@@ -160,7 +169,7 @@ def read_basic_memory(path: Path) -> SourceRead:
             if relation is not None:
                 b.read["relations"] += 1
                 extra = {"context": relation["context"]} if relation["context"] else {}
-                b.relation(tid, relation["type"], target(relation["target"], where), origin=where, created=created,
+                b.relation(tid, relation["type"], target(relation["target"], where), origin=where, created=note_time,
                            extra=extra)
                 continue
             observation = parse_observation(content)
@@ -172,7 +181,7 @@ def read_basic_memory(path: Path) -> SourceRead:
             if observation["context"]:
                 extra["context"] = observation["context"]
             b.fact(relink(observation["content"], where), key=(tid, extra["category"], observation["content"]),
-                   topics=[tid], origin=where, created=created, tags=observation["tags"], extra=extra)
+                   topics=[tid], origin=where, created=note_time, tags=observation["tags"], extra=extra)
         text = "\n".join(kept).strip("\n")
         if text.strip():
             b.set_body(tid, text)

@@ -39,7 +39,7 @@ def _front(text: str, origin: str) -> tuple[dict[str, Any], str]:
 
     if not text.startswith("---"):
         return {}, text
-    front, body, eol = split_frontmatter(text, path=origin)
+    front, body, _ = split_frontmatter(text, path=origin)
     meta = strict_load(front.replace("\r\n", "\n"), path=origin, line_offset=1) if front.strip() else {}
     return (meta if isinstance(meta, dict) else {}), body.replace("\r\n", "\n")
 
@@ -72,7 +72,8 @@ def _read_file(b: Builder, origin: str, stem: str, prefix: str, meta: dict[str, 
     kind = _PREFIX_KIND[prefix]
     rest = stem if prefix == "user" else stem.split("-", 1)[1]
     title = rest.replace("-", " ").strip().capitalize() or stem
-    tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+    tags = meta.get("tags")
+    tags = tags if isinstance(tags, list) else []
     extra: dict[str, Any] = {"source_file": f"{stem}.md"}
     status = meta.get("status")
     if isinstance(status, str) and status not in ("active",):
@@ -100,8 +101,8 @@ def _read_file(b: Builder, origin: str, stem: str, prefix: str, meta: dict[str, 
         b.read["entries"] += 1
         entry_id, stamp = m.group("id"), m.group("ts").strip()
         where = f"{origin} entry {entry_id}"
-        created = to_timestamp(stamp)
-        if created is None:
+        when = to_timestamp(stamp)
+        if when is None:
             b.leave(where, f"entry time {stamp!r} is not a date-time")
             continue
         raw_tags = [t[1:] for t in m.group("tags").split() if t.startswith("#")]
@@ -112,7 +113,7 @@ def _read_file(b: Builder, origin: str, stem: str, prefix: str, meta: dict[str, 
         if link is not None:
             text = (text[: link.start()] + text[link.end():]).strip("\n")
         text = _STRIKE.sub(r"\1", text).strip()
-        fid = b.fact(text, key=(stem, entry_id), topics=[tid], origin=where, created=created, tags=tags,
+        fid = b.fact(text, key=(stem, entry_id), topics=[tid], origin=where, created=when, tags=tags,
                      source_id=f"{stem}#{entry_id}")
         if fid is None:
             continue

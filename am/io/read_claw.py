@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from am.io.files import load_json, source_time
-from am.io.source import Builder, SourceRead, confidence_of, extra_key, plain_value, to_timestamp
+from am.io.source import (
+    Builder,
+    SourceRead,
+    confidence_of,
+    extra_key,
+    plain_value,
+    to_timestamp,
+)
 from am.records.model import STATUSES
 
 __all__ = ["read_openclaw"]
@@ -49,7 +56,8 @@ def read_openclaw(path: Path) -> SourceRead:
             b.leave(origin, "not a JSON object")
             continue
         iid = item.get("id")
-        summary = item.get("summary") if isinstance(item.get("summary"), str) else ""
+        summary = item.get("summary")
+        summary = summary if isinstance(summary, str) else ""
         content = item.get("content", item.get("text"))
         content = content if isinstance(content, str) else ""
         if not isinstance(iid, (str, int)) or isinstance(iid, bool) or str(iid) == "":

@@ -50,15 +50,17 @@ def read_lossless(path: Path) -> SourceRead:
             tid = b.topic(session, kind="session", origin=origin, namespace="session",
                           title=f"Session {session}", extra={"session": session})
             extra: dict[str, Any] = {extra_key(k): plain_value(v) for k, v in value.items() if k not in _KEYS}
-            tags = value.get("tags") if isinstance(value.get("tags"), list) else []
+            tags = value.get("tags")
+            tags = tags if isinstance(tags, list) else []
             fid = b.fact(text, key=(str(rid),), topics=[tid], origin=origin, source_id=str(rid),
                          created=to_timestamp(value.get("ts")), status="pending-review",
                          pinned=value.get("pinned") is True, tags=[t for t in tags if isinstance(t, str)],
                          extra=extra)
             older = value.get("supersedes")
-            older_ids = [older] if isinstance(older, (str, int)) else [o for o in older or [] if isinstance(o, (str, int))]
+            listed = older if isinstance(older, list) else [older]
+            older_ids = [str(o) for o in listed if isinstance(o, (str, int)) and not isinstance(o, bool)]
             if fid is not None and older_ids:
-                pending.append((origin, fid, [str(o) for o in older_ids]))
+                pending.append((origin, fid, older_ids))
     for origin, fid, older_ids in pending:
         for old in older_ids:
             found = b.fact_by_source_id(old)

@@ -89,13 +89,14 @@ def read_mcp_memory(path: Path) -> SourceRead:
         if not all(isinstance(x, str) and x.strip() for x in ends) or not isinstance(rtype, str) or not rtype.strip():
             b.leave(origin, "relation needs from, to and relationType")
             continue
-        ids = []
+        ids: list[str] = []
         for name in ends:
-            tid = b.topic_id_for(name)
-            if tid is None:  # the server keeps relations to entities it never made: a topic stands in
+            assert isinstance(name, str)
+            end = b.topic_id_for(name)
+            if end is None:  # the server keeps relations to entities it never made: a topic stands in
                 b.read["entities named only by relations"] += 1
-                tid = b.topic(name, origin=origin, extra={"entity_type": None})
-            ids.append(tid)
+                end = b.topic(name, origin=origin, extra={"entity_type": None})
+            ids.append(end)
         extra = {extra_key(k): plain_value(v) for k, v in r.items() if k not in _RELATION_KEYS}
         b.relation(ids[0], rtype, ids[1], origin=origin, extra=extra)
     return b.finish()

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from am.io.files import load_json, source_time
-from am.io.source import Builder, SourceRead, confidence_of, extra_key, guess_kind, plain_value, to_timestamp
+from am.io.source import (
+    Builder,
+    SourceRead,
+    confidence_of,
+    extra_key,
+    guess_kind,
+    plain_value,
+    to_timestamp,
+)
 
 __all__ = ["read_supermemory"]
 
@@ -143,8 +151,10 @@ def _topics(b: Builder, origin: str, doc: dict[str, Any] | None, memory: dict[st
             b.read["documents"] += 1
         document = doc or {}
         extra = {extra_key(k): plain_value(v) for k, v in document.items() if k not in _DOCUMENT_KEYS}
-        title = document.get("title") if isinstance(document.get("title"), str) and document.get("title") else doc_id
-        summary = document.get("summary") if isinstance(document.get("summary"), str) else ""
+        title = document.get("title")
+        title = title if isinstance(title, str) and title else doc_id
+        summary = document.get("summary")
+        summary = summary if isinstance(summary, str) else ""
         out.append(b.topic(doc_id, origin=origin, namespace="document", title=title, body=summary,
                            created=to_timestamp(document.get("createdAt")),
                            extra={"source_id": doc_id, **extra}))

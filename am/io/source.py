@@ -11,29 +11,38 @@ breaks the format is left aside too, never written.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 from am.errors import InvalidRecordError
 from am.records.ids import MAX_ID_LENGTH, is_valid_id, slugify
-from am.records.model import STATUSES, TOPIC_KINDS, Fact, Record, Relation, Topic, replace
+from am.records.model import (
+    STATUSES,
+    TOPIC_KINDS,
+    Fact,
+    Record,
+    Relation,
+    Topic,
+    replace,
+)
 
 __all__ = [
     "SYSTEMS",
-    "Item",
     "Aside",
-    "SourceRead",
     "Builder",
+    "Item",
+    "SourceRead",
+    "confidence_of",
+    "extra_key",
     "guess_kind",
     "map_relation",
     "to_timestamp",
-    "confidence_of",
-    "extra_key",
 ]
 
 SYSTEMS = ("openchronicle", "openclaw", "lossless", "supermemory", "basic-memory", "mcp-memory", "markdown", "jsonl")
@@ -121,7 +130,7 @@ def to_timestamp(value: Any) -> str | None:
     if isinstance(value, (int, float)):
         seconds = value / 1000 if abs(value) > 1e11 else value
         try:
-            moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+            moment = datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
         return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -153,7 +162,7 @@ def plain_value(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+        return value if math.isfinite(value) else str(value)
     if isinstance(value, Mapping):
         return {str(k): plain_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
