@@ -121,7 +121,8 @@ def _existing(vault: Vault, ids: Sequence[str]) -> dict[str, tuple[PurePosixPath
     cache = vault.cache()
     if cache is not None:
         cache.refresh()  # an edit made within the last second counts too
-        pairs = cache.records(ids=ids)
+        # One indexed lookup an id: linear (an "id IN (json_each)" query was quadratic at 10k ids).
+        pairs = [got for rid in dict.fromkeys(ids) if (got := cache.get(rid)) is not None]
     else:
         wanted = set(ids)
         pairs = [(p, r) for p, r in vault.iter_records() if r.id in wanted]
