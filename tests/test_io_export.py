@@ -170,3 +170,10 @@ def test_cli_export_and_import(full: Vault, tmp_path: Path) -> None:
     code, stdout, err = am("--vault", str(other), "import", "mcp-memory", str(tmp_path / "missing.jsonl"))
     assert code != 0 and "Traceback" not in err
     assert run_git(other, "log", "-1", "--format=%an").strip() == "tester"
+    sample = write_sample("mcp-memory", tmp_path / "src")
+    code, stdout, err = am("--vault", str(other), "import", "mcp-memory", str(sample.path), "--dry-run")
+    assert code == 0, err
+    assert stdout.splitlines()[:2] == ["read from mcp-memory (memory.jsonl): entities: 5, observations: 5, relations: 3",
+                                       "would make: 2 topics, 5 facts, 2 relations"]  # two topics were there
+    assert "left aside: 2" in stdout and "memory.jsonl:8: entity without a name" in stdout
+    assert err == ""  # no progress bar off a terminal

@@ -69,7 +69,7 @@ class ImportSummary:
     def lines(self) -> list[str]:
         """Return the summary for people, one line each."""
         would = "would make" if self.dry_run else "made"
-        read = ", ".join(f"{n} {what}" for what, n in sorted(self.read.items())) or "nothing"
+        read = ", ".join(f"{what}: {n}" for what, n in sorted(self.read.items())) or "nothing"
         made = ", ".join(f"{n} {t}{'s' * (n != 1)}" for t, n in self.made.items())
         out = [f"read from {self.system} ({self.source}): {read}",
                f"{would}: {made}" + ("" if self.dry_run else f" in {len(self.commits)} "
