@@ -588,17 +588,11 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         """Write many new records in batches, one commit per batch (the bulk path)."""
         results = []
         for start in range(0, len(records), batch_size):
-            chunk = records[start:start + batch_size]
             items: list[tuple[PurePosixPath, Record, str | None]] = []
-            for record in chunk:
-                created = record.created or format_timestamp(_now())
-                record = replace(record, created=created)
-                items.append((record_path(record.type, record.id, created), record, None))
-            results.append(self._write(
-                items, noun="import", verb="batch", ids=[r.id for _, r, _ in items],
-                subject=f"import: {len(items)} records from {one_line(source, limit=60)}",
-                allow_secrets=allow_secrets,
-            ))
+            for record in records[start:start + batch_size]:
+                record = replace(record, created=record.created or format_timestamp(_now()))
+                items.append((record_path(record.type, record.id, record.created), record, None))
+            results.append(self.import_batch(items, source=source, allow_secrets=allow_secrets))
         return results
 
 
