@@ -29,8 +29,15 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from am.io import ExportWorld, ImportOptions, export_pairs, import_source, read_source, render_export  # noqa: E402
-from am.vault import Vault  # noqa: E402
+from am.io import (
+    ExportWorld,
+    ImportOptions,
+    export_pairs,
+    import_source,
+    read_source,
+    render_export,
+)
+from am.vault import Vault
 
 PER_ENTITY = 50
 
@@ -94,8 +101,7 @@ def main() -> None:
         began = time.perf_counter()
         pairs = export_pairs(vault, ExportWorld())
         with open(base / "export.jsonl", "w", encoding="utf-8") as out:
-            for piece in render_export(pairs, "jsonl", vault_name=vault.name):
-                out.write(piece)
+            out.writelines(render_export(pairs, "jsonl", vault_name=vault.name))
         export = time.perf_counter() - began
         print(f"full cache rebuild ({files} files): {rebuild:.1f} s; export of {len(pairs)} records to JSONL: "
               f"{export:.1f} s = {export / rebuild:.2f}x the rebuild (target <= 2.0)")

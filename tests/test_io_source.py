@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from am.io.source import Builder, confidence_of, extra_key, guess_kind, map_relation, to_timestamp
+from am.io.source import (
+    Builder,
+    confidence_of,
+    extra_key,
+    guess_kind,
+    map_relation,
+    to_timestamp,
+)
 from am.records.model import Fact
 from am.records.redact import MASK, redact_text, redact_value
 from am.records.secrets import scan_fields, scan_text
