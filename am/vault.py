@@ -580,8 +580,7 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                      allow_secrets: bool = False) -> WriteResult:
         """Write one batch of an import as one commit: (path, record, blob it replaces or None for a new file)."""
         return self._write(items, noun="import", verb="batch", ids=[r.id for _, r, _ in items],
-                           subject=f"import: {len(items)} records from {one_line(source, limit=60)}",
-                           allow_secrets=allow_secrets)
+                           subject=f"import: {len(items)} records from {source}", allow_secrets=allow_secrets)
 
     def import_records(self, records: Sequence[Record], *, source: str, batch_size: int = 500,
                        allow_secrets: bool = False) -> list[WriteResult]:
