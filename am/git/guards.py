@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import pygit2
 
 from am.errors import AmError, DirtyFileError, GitError, UsageError, storage_error
-from am.git import checks, inflight
+from am.git import checks, inflight, lease
 from am.git.common import _fsync_dir, hash_blob, log
 from am.git.group import Request
 from am.git.staging import Staging
@@ -151,13 +151,16 @@ class Guards(Staging):
                          allowed: frozenset[str | None], ours: bytes) -> None:
         """Put ``tmp`` at ``target`` only if the file there is one of ``allowed`` (blob ids; None: absent).
 
-        The file in place is opened and checked, replaced by the rename (so
-        the name never goes missing: an editor's open-for-append never makes
-        a new file), and read again through the descriptor kept open: a write
-        that reached it between the check and the rename (an editor saving)
-        puts the person's version back in place of am's, and the write is
-        refused. A new file is linked in, which fails if someone created one
-        meanwhile (theirs stays).
+        The file in place is opened, leased (lease.py: a program opening it
+        for writing meanwhile is seen) and checked, then replaced by the
+        rename (so the name never goes missing: an editor's open-for-append
+        never makes a new file). If a program began opening the old file for
+        writing meanwhile, the old file is put back under its name before the
+        lease is let go, so the person's write lands in it, and am's write is
+        refused. Without leases, the old file is read again through the
+        descriptor kept open: a write that reached it puts the person's
+        version back. A new file is linked in, which fails if someone created
+        one meanwhile (theirs stays).
         """
         try:
             fd = os.open(target, os.O_RDONLY)
@@ -171,19 +174,95 @@ class Guards(Staging):
             self._link_new(rel, target, tmp)
             return
         try:
-            raw = hash_blob(_read_all(fd))
-            seen = raw if raw in allowed else self._as_git_sees(target, rel, raw)
-            if seen not in allowed:
-                tmp.unlink(missing_ok=True)
-                raise DirtyFileError(f"{rel} has uncommitted changes",
-                                     hint="commit or discard them first (git add/commit or git checkout -- FILE), "
-                                          "then retry")
-            os.replace(tmp, target)
-            theirs = _read_all(fd)
+            with lease.hold(fd) as held:
+                raw = hash_blob(_read_all(fd))
+                seen = raw if raw in allowed else self._as_git_sees(target, rel, raw)
+                if seen not in allowed:
+                    tmp.unlink(missing_ok=True)
+                    raise DirtyFileError(f"{rel} has uncommitted changes",
+                                         hint="commit or discard them first (git add/commit or git checkout -- FILE), "
+                                              "then retry")
+                old = self._link_old(target) if held.held else None
+                try:
+                    mine = os.stat(tmp).st_ino
+                    os.replace(tmp, target)
+                except BaseException:
+                    if old is not None:
+                        os.unlink(old)
+                    raise
+                if held.broken():
+                    self._restore_old(target, old, mine)
+                    raise DirtyFileError(f"{rel} was opened for writing by another program while am was writing it",
+                                         hint="their version is kept; commit or discard it, then retry")
+                theirs = _read_all(fd)
+                if old is not None:
+                    os.unlink(old)
             if hash_blob(theirs) != raw:
                 self._put_back(target, theirs, ours)
                 raise DirtyFileError(f"{rel} was changed by someone else while am was writing it",
                                      hint="their version is kept; commit or discard it, then retry")
+        except lease.FileBusy:
+            tmp.unlink(missing_ok=True)
+            raise DirtyFileError(f"{rel} is open for writing in another program",
+                                 hint="save and close it there (or wait for it to finish), then retry") from None
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _link_old(target: Path) -> str | None:
+        """Give the file about to be replaced a second name, so it can be put back; None if that cannot be done."""
+        old = lease.backup_name(target)
+        try:
+            os.unlink(old)  # left by a killed process with this one's pid
+        except FileNotFoundError:
+            pass
+        try:
+            os.link(target, old)
+        except OSError:
+            return None
+        return old
+
+    @staticmethod
+    def _restore_old(target: Path, old: str | None, mine: int) -> None:
+        """Put the replaced file back under its name (a program is about to write to it); keep it aside if that name was taken again."""
+        if old is None:
+            log.warning("%s was opened for writing while am replaced it, and its old file could not be kept", target)
+            return
+        try:
+            still_mine = os.stat(target).st_ino == mine
+        except FileNotFoundError:
+            still_mine = True
+        if still_mine:
+            os.replace(old, target)
+            return
+        kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
+        os.replace(old, kept)
+        log.warning("%s changed twice while am was writing it; the earlier version is in %s", target, kept)
+
+    def _remove_checked(self, rel: PurePosixPath, target: Path, ours: bytes) -> None:
+        """Remove a work-tree file am wrote, only if it is still am's (leased as in ``_replace_checked``)."""
+        try:
+            fd = os.open(target, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            with lease.hold(fd) as held:
+                if _read_all(fd) != ours:
+                    raise DirtyFileError(f"{rel} was changed by someone else while am was writing it")
+                aside = lease.backup_name(target)
+                os.replace(target, aside)
+                if held.broken() or _read_all(fd) != ours:
+                    try:
+                        os.link(aside, target)  # back under its name, unless someone made a new one there
+                        os.unlink(aside)
+                    except FileExistsError:
+                        kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
+                        os.replace(aside, kept)
+                        log.warning("%s changed twice while am removed it; the earlier version is in %s", target, kept)
+                    raise DirtyFileError(f"{rel} was opened for writing by another program while am removed it")
+                os.unlink(aside)
+        except lease.FileBusy:
+            raise DirtyFileError(f"{rel} is open for writing in another program") from None
         finally:
             os.close(fd)
 

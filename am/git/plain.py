@@ -94,5 +94,10 @@ class PlainWriter(Staging):
         reflog = "commit: " + subjects[-1]
         if len(subjects) > 1:
             reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-        self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+        self._lock_index_for_move()  # as git commit does (staging.py)
+        try:
+            self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+        except BaseException:
+            self._let_go_index_lock()
+            raise
         return outcomes, None

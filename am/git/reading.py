@@ -28,6 +28,7 @@ class Reader:
         self._am_dir = self.gitdir / "am"
         self._group: Any = None  # the process's group-commit queue and kept index for this repository (writing.py)
         self._objects: BatchObjects | None = None  # the second handle whose new objects become one pack a batch
+        self._index_lock_held: Path | None = None  # Git's index lock, taken before a branch move (staging.py)
 
     # ------------------------------------------------------------ open / init
 

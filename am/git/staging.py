@@ -217,6 +217,27 @@ class Staging(Reader):
             except FileExistsError:
                 self._wait_git_lock(lock, deadline)
 
+    def _lock_index_for_move(self) -> None:
+        """Take `.git/index.lock` before the branch moves, held until Git's index has the new entries.
+
+        As `git commit` does: a person's `git commit` reads HEAD first and
+        then takes the index lock, so without this it could land between
+        am's branch move and am's index update and commit the old index on
+        top of am's commit, deleting am's new files from the branch. If a git
+        command keeps the lock past the wait, the branch moves anyway and the
+        index is set when the lock can be had (or by the next write).
+        """
+        try:
+            self._index_lock_held = self._lock_index()
+        except LockTimeoutError:
+            self._index_lock_held = None
+
+    def _let_go_index_lock(self) -> None:
+        """Let go of an index lock taken for a branch move that did not happen (or whose index update was skipped)."""
+        lock, self._index_lock_held = self._index_lock_held, None
+        if lock is not None:
+            lock.unlink(missing_ok=True)
+
     def _stage_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                      removed: Sequence[PurePosixPath] = (), *, sync: bool = True,
                      early: bool = False) -> StagedIndex | None:
@@ -298,8 +319,10 @@ class Staging(Reader):
         lock is let go: the entries are then set back to what HEAD has.
         """
         tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+        lock, self._index_lock_held = self._index_lock_held, None
         try:
-            lock = self._lock_index()
+            if lock is None:
+                lock = self._lock_index()
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise

@@ -458,6 +458,7 @@ class Writer(Guards, PlainWriter):
                 return tip
             raise GitError(f"could not move {ref}: it kept changing under am")
         except BaseException:
+            self._let_go_index_lock()
             if not committed:
                 for r in written:
                     self._roll_back(r.changes, r.previous)
@@ -534,8 +535,10 @@ class Writer(Guards, PlainWriter):
             reflog = "commit: " + subjects[-1]
             if len(subjects) > 1:
                 reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
+            self._lock_index_for_move()
             self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
+            self._let_go_index_lock()
             if pending is not None:
                 pending.discard()
             self._drop_staged(staged)
@@ -581,10 +584,13 @@ class Writer(Guards, PlainWriter):
             if self._read_or_none(c.path) != c.data or c.path not in previous:
                 continue
             before = previous[c.path]
+            # Checked as any write is: a person's edit that reaches the file meanwhile is kept.
             try:
                 if before is None:
-                    (self.root / c.path).unlink()
+                    self._remove_checked(c.path, self._safe_target(c.path), c.data)
                 else:
-                    self._write_file(c.path, before)
+                    self._write_file(c.path, before, allowed=frozenset((hash_blob(c.data),)))
+            except DirtyFileError:
+                log.info("%s was edited while am put it back after a failed write; the edit is kept", c.path)
             except (OSError, AmError) as err:
                 log.warning("could not put back %s after a failed write: %s", c.path, err)

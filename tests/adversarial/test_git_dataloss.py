@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -21,6 +22,7 @@ from conftest import PYTHON, run_git, subprocess_env
 
 from adversarial._helpers import add_fact, am, fact_id, head_files, staged_differences
 from am.errors import ConflictError, DirtyFileError, InvalidRecordError, UsageError
+from am.git.guards import Guards
 from am.git.staging import Staging
 from am.git.writing import Writer
 from am.vault import Vault
@@ -137,7 +139,78 @@ def test_an_editor_appending_while_am_updates_loses_no_edit(alpha: Vault, tmp_pa
         assert not list(path.parent.glob(f"{path.name}.am-kept-*"))
 
 
+_OPENS_THEN_APPENDS = r"""
+import os, sys
+print("opening", flush=True)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)  # waits in the kernel while am holds its lease
+os.write(fd, b"Typed while am was replacing the file.\n")
+os.close(fd)
+"""
+
+
+def test_an_editor_that_opened_the_old_file_before_the_rename_keeps_its_write(
+        alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The window the adversary's editor hit 2 times in 118: opened before am's rename, written after.
+    fid = alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"]).record.id
+    path = _fact_file(alpha.root, fid)
+    head = run_git(alpha.root, "rev-parse", "HEAD").strip()
+    real_link_old = Guards._link_old
+    editors: list[subprocess.Popen[str]] = []
+
+    def link_old_while_an_editor_opens(target: Path) -> str | None:
+        if target.name == path.name and not editors:
+            editor = subprocess.Popen([PYTHON, "-c", _OPENS_THEN_APPENDS, str(path)], stdout=subprocess.PIPE, text=True)
+            editors.append(editor)
+            assert editor.stdout is not None and editor.stdout.readline() == "opening\n"
+            time.sleep(0.3)  # the editor is now inside open(), waiting on am's lease
+        return real_link_old(target)
+
+    monkeypatch.setattr(Guards, "_link_old", staticmethod(link_old_while_an_editor_opens))
+    with pytest.raises(DirtyFileError, match="opened for writing by another program"):
+        alpha.expire_fact(fid, reason="no longer true")
+    assert editors[0].wait(timeout=30) == 0
+    text = path.read_text()
+    assert "Typed while am was replacing the file." in text
+    assert "status: expired" not in text
+    assert run_git(alpha.root, "rev-parse", "HEAD").strip() == head
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".") or ".am-kept-" in p.name]
+
+
+def test_a_file_held_open_for_writing_is_not_replaced(alpha: Vault) -> None:
+    fid = alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"]).record.id
+    path = _fact_file(alpha.root, fid)
+    before = path.read_bytes()
+    with open(path, "ab"):  # a program that keeps the file open for writing
+        with pytest.raises(DirtyFileError, match="open for writing in another program"):
+            alpha.expire_fact(fid, reason="no longer true")
+        assert path.read_bytes() == before
+    alpha.expire_fact(fid, reason="no longer true")  # closed: the write goes through
+    assert "status: expired" in path.read_text()
+
+
 # ------------------------------------------------------------ Git's index after a killed or blocked write
+
+@pytest.mark.parametrize("writer", ["am", "libgit2"])
+def test_a_person_committing_right_after_ams_branch_move_does_not_delete_ams_file(
+        alpha: Vault, monkeypatch: pytest.MonkeyPatch, writer: str) -> None:
+    # `git commit` reads HEAD, then takes the index lock: between am's branch move and its
+    # index update it committed the old index on top of am's commit, deleting am's new file.
+    monkeypatch.setenv("AM_GIT_WRITER", writer)
+    real_finish = Staging._finish_index
+    tried: list[subprocess.CompletedProcess[str]] = []
+
+    def person_commits_first(self: Staging, *args: Any, **kwargs: Any) -> Any:
+        if not tried:
+            tried.append(subprocess.run(["git", "-C", str(alpha.root), "commit", "-q", "-m", "by hand"],
+                                        capture_output=True, text=True))
+        return real_finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(Staging, "_finish_index", person_commits_first)
+    fid = alpha.add_fact("Acknowledged, so it stays.", topics=["project-alpha"]).record.id
+    assert tried and tried[0].returncode != 0 and "index.lock" in tried[0].stderr
+    assert any(fid in p for p in head_files(alpha.root, "facts"))
+    assert staged_differences(alpha.root) == ""
+
 
 def test_a_write_killed_after_its_commit_is_staged_by_the_next_write(alpha: Vault) -> None:
     root = alpha.root
@@ -252,15 +325,16 @@ def test_a_checkout_during_a_write_does_not_stage_on_the_other_branch(
         alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     root = alpha.root
     run_git(root, "branch", "other")
-    real_move = Staging._move_ref
+    real_lock = Staging._lock_index_for_move
 
-    def move_then_checkout(self: Staging, *args: Any) -> None:
-        real_move(self, *args)
-        # A checkout that read HEAD just before am moved it: the index becomes the other branch's, then HEAD.
+    def lock_during_a_checkout(self: Staging) -> None:
+        # A checkout running while am moves the branch: it writes the other branch's index
+        # (before am takes the index lock), then moves HEAD (while am holds it: HEAD needs no index lock).
         run_git(root, "read-tree", "other")
+        real_lock(self)
         run_git(root, "symbolic-ref", "HEAD", "refs/heads/other")
 
-    monkeypatch.setattr(Staging, "_move_ref", move_then_checkout)
+    monkeypatch.setattr(Staging, "_lock_index_for_move", lock_during_a_checkout)
     fid = alpha.add_fact("Committed on main while main was being left.", topics=["project-alpha"]).record.id
     assert run_git(root, "symbolic-ref", "HEAD").strip() == "refs/heads/other"
     assert staged_differences(root) == "", "the other branch's index got am's entry"
