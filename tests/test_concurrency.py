@@ -23,7 +23,9 @@ for i in range(count):
     print(result.record.id, result.commit, flush=True)
 """
 
-# Obsidian's git plugin, roughly: stage everything, commit, again and again.
+# Obsidian's git plugin, roughly: stage everything, commit, again and again. A `git add`
+# that finds the index locked (am, or git itself, writing it) fails as git does, and the
+# plugin tries again: "external N" is printed only for a commit made after note N was staged.
 EXTERNAL = """
 import os, pathlib, subprocess, sys
 
@@ -33,7 +35,8 @@ while not os.path.exists(stop) or i < 5:
     note = pathlib.Path(root, "notes", f"{i}.txt")
     note.parent.mkdir(exist_ok=True)
     note.write_text(f"note {i}\\n")
-    subprocess.run(["git", "-C", root, "add", "-A"], capture_output=True)
+    if subprocess.run(["git", "-C", root, "add", "-A"], capture_output=True).returncode != 0:
+        continue
     done = subprocess.run(["git", "-C", root, "commit", "-q", "-m", f"external {i}"], capture_output=True)
     if done.returncode == 0:
         print(f"external {i}", flush=True)
