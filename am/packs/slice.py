@@ -151,14 +151,17 @@ def _search_fn(index: Index | None) -> Any:
     return search
 
 
-def slice_vault(vault: VaultReader, request: SliceRequest, *, records: Iterable[Record | FactView] | None = None) -> Pack:
-    """Build the pack of a vault for a request: choose the record source, the world and the retrieval."""
+def slice_vault(vault: VaultReader, request: SliceRequest, *, records: Iterable[Record | FactView] | None = None,
+                count_use: bool = True) -> Pack:
+    """Build the pack of a vault for a request: choose the record source, the world and the retrieval.
+
+    ``count_use=False`` reads without counting the shown facts as used (a person looking, not an agent's context)."""
     # Reading 100k records makes no reference cycles, but would trigger a dozen full
     # collections that walk every one of them (about a fifth of a large slice).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _slice_vault(vault, request, records)
+        return _slice_vault(vault, request, records, count_use)
     finally:
         if collecting:
             gc.enable()
@@ -181,7 +184,8 @@ def watched_of(index: Index, repo: str | None) -> list[WatchedFact]:
     return [WatchedFact(row[0], row[4], ids_of(row[8])) for row in index.watched_facts(repo=repo) if row[4]]
 
 
-def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Record | FactView] | None) -> Pack:
+def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Record | FactView] | None,
+                 count_use: bool = True) -> Pack:
     from am.worlds.ancestry import now, records_at
 
     if request.depth < 0:
@@ -221,7 +225,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
                 pack = cached_pack(index, request, setup, vault_name=vault.name, vault_commit=commit,
                                    search=_search_fn(index), backend_note=note, signals=signals)
                 if pack is not None:
-                    return _with_links(pack, vault, request, setup)
+                    return _with_links(pack, vault, request, setup, count_use)
             records, load, dropped = _from_cache(index, setup.world)
             repo, cache = setup.world.repo, index
             watched = lambda: watched_of(cache, repo)  # noqa: E731 -- read only when staleness needs it
@@ -237,13 +241,15 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit,
                       search=search, backend=backend, backend_note=note, links=links, load=load,
                       dropped=dropped, watched=watched, dirty=dirty, signals=signals)
-    return _with_links(pack, vault, request, setup)
+    return _with_links(pack, vault, request, setup, count_use)
 
 
-def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: WorldSetup) -> Pack:
+def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: WorldSetup,
+                count_use: bool = True) -> Pack:
     """Add what cross-vault links of the shown facts name, when asked to follow them; count the shown facts' use."""
-    shown = [f.id for f in pack.all_shown()]
-    _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
+    if count_use:
+        shown = [f.id for f in pack.all_shown()]
+        _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
     if request.follow_links:
         from am.packs.retrieval import follow_links
 

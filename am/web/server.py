@@ -1,0 +1,238 @@
+"""`am serve`: the read-only web view on 127.0.0.1, on the MCP SDK's web stack (starlette, uvicorn).
+
+Every route is a GET (HEAD too); any other method is refused with 405 before
+it reaches the library, and nothing the routes call writes to the vault. A web
+page in the user's browser can reach a server on localhost (DNS rebinding),
+so, as ``am mcp --http`` does, every request must name this server's own host
+and port (else 421), and a request a page sends must come from this server's
+own origin (else 403). The page and its script are served from the package
+(no asset from the network). The library runs on one worker thread, which
+opens the vault and keeps it (its SQLite cache is bound to that thread); the
+event loop only moves bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from am.errors import AmError, NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from am.web.views import Views
+
+__all__ = ["HOST", "STATIC_FILES", "Guard", "bind", "build_app", "serve"]
+
+HOST = "127.0.0.1"
+STATIC_FILES = {"app.js": "text/javascript", "graph.js": "text/javascript", "style.css": "text/css",
+                "index.html": "text/html"}
+_HEADERS = {
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                               "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+}
+
+
+class Guard:
+    """ASGI middleware: refuse a foreign Host (421) and a foreign Origin (403), as ``am mcp --http`` does."""
+
+    def __init__(self, app: Any, *, port: int) -> None:
+        self.app = app
+        self.hosts = {f"{HOST}:{port}".encode(), f"localhost:{port}".encode()}
+        self.origins = {b"http://" + h for h in self.hosts}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: dict[bytes, bytes] = {}
+        for key, value in scope.get("headers", ()):
+            headers.setdefault(key.lower(), value)
+        if headers.get(b"host") not in self.hosts:
+            await _refuse(send, 421, "am serve: this server answers only to its own address (Host refused)")
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and origin not in self.origins:
+            await _refuse(send, 403, "am serve: requests from other origins are refused (Origin refused)")
+            return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, status: int, text: str) -> None:
+    body = (text + "\n").encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def bind(port: int) -> socket.socket:
+    """Listen on 127.0.0.1:PORT (0: a free port); UsageError when the port is taken."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as err:
+        sock.close()
+        raise UsageError(f"cannot listen on {HOST}:{port}: {err.strerror}",
+                         hint="choose another port with --port (0 picks a free one)") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def static_text(name: str) -> str:
+    """Return one of the page's files, shipped in the package (am/web/static/)."""
+    return resources.files("am.web").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes", "on")
+
+
+def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = None,
+              vault_branch: str | None = None) -> tuple[Any, Callable[[], None]]:
+    """Return the guarded ASGI app for a vault, and a function that releases its worker and vault."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="am-serve")
+    held: dict[str, Views] = {}
+    start = dict(defaults or {})
+
+    def views() -> Views:
+        if "views" not in held:
+            from am.vault import Vault
+            from am.web.views import Views
+
+            held["views"] = Views(Vault.open(vault_root, branch=vault_branch))
+        return held["views"]
+
+    def request_of(query: Any, *, topic: bool = True) -> Any:
+        from am.web.views import world_request
+
+        try:
+            depth = int(query.get("depth") or 1)
+        except ValueError:
+            raise UsageError(f"depth {query.get('depth')!r} is not a number", hint="give a depth from 0 to 10") from None
+        return world_request(repo=query.get("repo"), branch=query.get("branch"), commit=query.get("commit"),
+                             at=query.get("at"), topic=query.get("topic") if topic else None, depth=depth,
+                             include_pending=_flag(query.get("pending")))
+
+    async def answer(work: Callable[[], Any]) -> Response:
+        loop = asyncio.get_running_loop()
+        try:
+            data = await loop.run_in_executor(worker, work)
+        except NotFoundError as err:
+            return JSONResponse({"error": err.message, "hint": err.hint}, status_code=404, headers=_HEADERS)
+        except AmError as err:
+            return JSONResponse({"error": err.message, "hint": err.hint}, status_code=400, headers=_HEADERS)
+        if isinstance(data, str):
+            return Response(data, media_type="text/html; charset=utf-8", headers=_HEADERS)
+        body = json.dumps(data, ensure_ascii=False, sort_keys=True)
+        return Response(body, media_type="application/json; charset=utf-8", headers=_HEADERS)
+
+    async def page(request: Request) -> Response:
+        return Response(static_text("index.html"), media_type="text/html; charset=utf-8", headers=_HEADERS)
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC_FILES:
+            return Response("not found\n", status_code=404, media_type="text/plain", headers=_HEADERS)
+        return Response(static_text(name), media_type=f"{STATIC_FILES[name]}; charset=utf-8", headers=_HEADERS)
+
+    async def worlds(request: Request) -> Response:
+        return await answer(lambda: {**views().worlds(), "default": start})
+
+    async def graph(request: Request) -> Response:
+        return await answer(lambda: views().graph(request_of(request.query_params)))
+
+    async def topic(request: Request) -> Response:
+        tid = request.path_params["topic"]
+        return await answer(lambda: views().topic(request_of(request.query_params, topic=False), tid))
+
+    async def log(request: Request) -> Response:
+        query = request.query_params
+
+        def work() -> Any:
+            try:
+                limit = max(1, min(int(query.get("limit") or 200), 5000))
+            except ValueError:
+                raise UsageError("limit is not a number", hint="give a count such as 200") from None
+            return views().log(actor=query.get("actor"), op=query.get("op"), limit=limit)
+
+        return await answer(work)
+
+    async def review(request: Request) -> Response:
+        return await answer(lambda: views().review(request_of(request.query_params, topic=False)))
+
+    async def numbers(request: Request) -> Response:
+        return await answer(lambda: views().numbers(request_of(request.query_params, topic=False)))
+
+    async def export(request: Request) -> Response:
+        from am.web.export import render_html
+
+        return await answer(lambda: render_html(views().topic_graph(request_of(request.query_params))))
+
+    get = ["GET"]  # HEAD is answered with every GET route; no route takes another method
+    routes = [
+        Route("/", page, methods=get),
+        Route("/static/{name}", static, methods=get),
+        Route("/api/worlds", worlds, methods=get),
+        Route("/api/graph", graph, methods=get),
+        Route("/api/topic/{topic}", topic, methods=get),
+        Route("/api/log", log, methods=get),
+        Route("/api/review", review, methods=get),
+        Route("/api/numbers", numbers, methods=get),
+        Route("/export/graph.html", export, methods=get),
+    ]
+    app = Starlette(routes=routes)
+
+    def close() -> None:
+        def release() -> None:
+            if "views" in held:
+                held.pop("views").vault.close()
+
+        worker.submit(release).result()
+        worker.shutdown(wait=True)
+
+    return Guard(app, port=port), close
+
+
+def serve(vault_root: Path, *, port: int, open_browser: bool = False, defaults: dict[str, Any] | None = None,
+          vault_branch: str | None = None, announce: Callable[[str], None] | None = None,
+          sock: socket.socket | None = None) -> None:
+    """Serve the view at http://127.0.0.1:PORT/ until interrupted; open it in the browser if asked."""
+    import uvicorn
+
+    sock = sock or bind(port)
+    port = sock.getsockname()[1]
+    app, close = build_app(vault_root, port=port, defaults=defaults, vault_branch=vault_branch)
+    url = f"http://{HOST}:{port}/"
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+
+    async def main() -> None:
+        if announce is not None:
+            announce(f"serving {url} (read-only; Ctrl-C stops)")
+        if open_browser:
+            import webbrowser
+
+            asyncio.get_running_loop().call_later(0.3, webbrowser.open, url)
+        await web.serve(sockets=[sock])
+
+    try:
+        asyncio.run(main())
+    finally:
+        sock.close()
+        close()

@@ -1,0 +1,249 @@
+"""What the web view shows, as JSON-ready values, from the same library calls as the CLI; nothing here writes.
+
+Each method answers one page of ``am serve`` (and ``am graph``): the topic
+graph of a world (``am.packs.graph``, the slice with no budget), a topic's
+facts as ``am slice --topic`` renders them, the activity feed of ``am log``
+with the ``am undo`` command of each write, the review queue (stale,
+contested, pending review) and the numbers. The topic graph's layout is kept
+per vault commit, world and scope, so a second look costs no layout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from am.packs.pack import SliceRequest
+
+if TYPE_CHECKING:
+    from am.packs.graph import TopicGraph
+    from am.vault import Vault
+
+__all__ = ["Views", "world_request"]
+
+_CACHE_SIZE = 32
+
+
+def world_request(repo: str | None = None, branch: str | None = None, commit: str | None = None,
+                  at: str | None = None, topic: str | None = None, depth: int = 1,
+                  include_pending: bool = False) -> SliceRequest:
+    """Return the slice request of a world and scope, reading ``at`` as ``am slice --at`` does."""
+    moment: datetime | None = None
+    if at:
+        from am.cache.timephrases import parse_time
+        from am.errors import UsageError
+        from am.worlds.ancestry import now
+
+        try:
+            moment = parse_time(at, now=now())
+        except UsageError as err:
+            raise UsageError(f"at: {err.message}", hint=err.hint) from None
+    if depth < 0 or depth > 10:
+        from am.errors import UsageError
+
+        raise UsageError(f"depth {depth} is out of range", hint="give a depth from 0 to 10")
+    return SliceRequest(repo=repo or None, branch=branch or None, commit=commit or None, at=moment,
+                        at_label=at or "now", topic=topic or None, depth=depth, include_pending=include_pending,
+                        max_tokens=0)
+
+
+class Views:
+    """The read-only views of one open vault (the server keeps one for its lifetime)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self._graphs: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    # ------------------------------------------------------------ the graph
+
+    def _key(self, request: SliceRequest) -> tuple[Any, ...] | None:
+        from am.packs.slice import world_of
+
+        setup = world_of(self.vault, request, at=request.at)
+        cache = self.vault.cache()
+        # Uncommitted edits (a person typing in Obsidian) change the graph without a commit: nothing is kept then.
+        if cache is None or cache.dirty_paths():
+            return None
+        return (self.vault.store.head(), setup.world.repo, setup.world.branch, setup.world.commit, request.at_label,
+                request.topic, request.depth if request.topic else None, request.include_pending)
+
+    def topic_graph(self, request: SliceRequest) -> TopicGraph:
+        """Return the graph of a world and scope (``am.packs.graph.world_graph``)."""
+        from am.packs.graph import world_graph
+
+        return world_graph(self.vault, request)
+
+    def graph(self, request: SliceRequest) -> dict[str, Any]:
+        """Return the graph's JSON, laid out once per vault commit, world and scope ('at' a phrase: each time)."""
+        from am.packs.graph import graph_json
+
+        key = self._key(request) if request.at is None else None
+        if key is not None and key in self._graphs:
+            return self._graphs[key]
+        data = graph_json(self.topic_graph(request))
+        if key is not None:
+            if len(self._graphs) >= _CACHE_SIZE:
+                self._graphs.pop(next(iter(self._graphs)))
+            self._graphs[key] = data
+        return data
+
+    def topic(self, request: SliceRequest, topic_id: str) -> dict[str, Any]:
+        """Return the slice of one topic (depth 0) in a world, as ``am slice --topic ID --format json`` prints it."""
+        from am.packs.slice import render_json, slice_vault
+
+        self.vault.get_topic(topic_id)  # NotFoundError for an unknown topic, as the CLI says it
+        pack = slice_vault(self.vault, replace(request, topic=topic_id, depth=0, max_tokens=0), count_use=False)
+        data: dict[str, Any] = json.loads(render_json(pack))
+        data["command"] = replace(request, topic=topic_id, depth=0).argv() + " --max-tokens 0"
+        return data
+
+    # ------------------------------------------------------------ activity
+
+    def log(self, *, actor: str | None = None, op: str | None = None, limit: int = 200) -> dict[str, Any]:
+        """Return ``am log`` entries, newest first, each with the command that undoes it."""
+        from am.upkeep.audit import log_entries
+
+        entries = log_entries(self.vault, actor=actor or None, op=op or None, limit=limit)
+        out = []
+        for entry in entries:
+            item = entry.to_json()
+            item["undo"] = None if entry.op in ("vault.init", "merge") or entry.manual and not entry.records \
+                else f"am undo {entry.commit[:10]}"
+            out.append(item)
+        actors = Counter(e.actor for e in entries)
+        ops = Counter(e.op for e in entries)
+        return {"entries": out, "actors": dict(sorted(actors.items())), "ops": dict(sorted(ops.items())),
+                "limit": limit, "vault": self.vault.name}
+
+    # ------------------------------------------------------------ review
+
+    def review(self, request: SliceRequest) -> dict[str, Any]:
+        """Return what waits for a person: stale facts in the world, contested facts and pairs, pending review."""
+        from am.packs.pack import clean_text
+        from am.packs.slice import slice_vault
+        from am.records.model import Fact
+
+        pack = slice_vault(self.vault, replace(request, topic=None, query=None, max_tokens=0, include_pending=True),
+                           count_use=False)
+        shown = {f.id: f for f in pack.all_shown()}
+
+        def fact(f: Fact) -> dict[str, Any]:
+            return {"id": f.id, "text": clean_text(f.body), "status": f.status, "confidence": f.confidence,
+                    "topics": list(f.topics), "repo": f.repo, "branch": f.version, "commit": f.commit,
+                    "provenance": clean_text(f.provenance), "created": f.created, "reason": f.reason}
+
+        stale = [{**fact(shown[fid]), "changed": mark.to_json(), "evidence": mark.describe(),
+                  "commands": [f"am why {fid}", f"am fact confirm {fid} --commit COMMIT"]}
+                 for fid, mark in sorted(pack.stale.items()) if fid in shown]
+        contested = [{**fact(f), "commands": [f"am fact status {f.id} active --reason '...'",
+                                              f"am fact expire {f.id} --reason '...'"]}
+                     for f in self.vault.list_facts(status="contested")]
+        pending = [{**fact(f), "commands": [f"am fact status {f.id} active --reason 'reviewed'"]}
+                   for f in self.vault.list_facts(status="pending-review")]
+        pairs = []
+        for rel in self.vault.list_relations(status="active"):
+            if rel.rel == "conflicts-with":
+                pairs.append({"id": rel.id, "from": rel.from_, "to": rel.to, "note": clean_text(rel.body),
+                              "texts": {end: self._text_of(end) for end in (rel.from_, rel.to)}})
+        world = pack.setup.world
+        return {"world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
+                "stale": stale, "contested": contested, "pending": pending, "pairs": pairs,
+                "proposals": self._proposals()}
+
+    def _text_of(self, record_id: str) -> str | None:
+        from am.errors import AmError
+        from am.packs.pack import clean_text
+        from am.records.model import Topic
+
+        try:
+            _, record = self.vault.get(record_id)
+        except AmError:
+            return None
+        return clean_text(record.title if isinstance(record, Topic) else record.body)
+
+    def _proposals(self) -> list[dict[str, Any]]:
+        """Return pending proposals where the library has them (``am review``); an empty list where it has not."""
+        try:
+            from am.upkeep import review as review_module  # type: ignore[attr-defined]
+        except ImportError:
+            return []
+        lister = getattr(review_module, "proposals", None)
+        if lister is None:
+            return []
+        found = lister(self.vault)
+        return [p.to_json() if hasattr(p, "to_json") else dict(p) for p in found]
+
+    # ------------------------------------------------------------ numbers
+
+    def numbers(self, request: SliceRequest) -> dict[str, Any]:
+        """Return facts by status, actor and week; the pack size of every known world; the cache's health."""
+        from am.packs.slice import render_markdown, slice_vault
+        from am.upkeep.audit import log_entries
+        from am.worlds.ancestry import open_clone
+
+        facts = self.vault.list_facts()
+        by_status = Counter(f.status for f in facts)
+        by_week: Counter[str] = Counter()
+        for f in facts:
+            if f.created:
+                try:
+                    year, week, _ = datetime.fromisoformat(f.created).isocalendar()
+                except ValueError:
+                    continue
+                by_week[f"{year}-W{week:02d}"] += 1
+        by_actor: Counter[str] = Counter()
+        for entry in log_entries(self.vault):
+            if entry.op in ("fact.add", "fact.supersede"):
+                by_actor[entry.actor] += 1
+            elif entry.op == "import.batch" or entry.manual:
+                by_actor[entry.actor] += sum(1 for r in entry.records if r.startswith("f-"))
+        worlds = []
+        for repo in sorted(self.vault.known_repos()):
+            store, _why = open_clone(repo)
+            branches: list[str | None] = [*_branches(store)[:20]] or [None]
+            for branch in branches:
+                pack = slice_vault(self.vault, SliceRequest(repo=repo, branch=branch, max_tokens=0), count_use=False)
+                text = render_markdown(pack)
+                worlds.append({"repo": repo, "branch": branch, "facts": pack.shown_facts, "tokens": pack.tokens,
+                               "bytes": len(text.encode("utf-8"))})
+        return {"facts": len(facts), "by_status": dict(sorted(by_status.items())),
+                "by_actor": dict(sorted(by_actor.items())), "by_week": dict(sorted(by_week.items())),
+                "worlds": worlds, "cache": self.cache_health()}
+
+    def cache_health(self) -> dict[str, Any]:
+        """Return what ``am index status`` says, or why the cache cannot be used."""
+        try:
+            cache = self.vault.cache()
+        except Exception as err:  # noqa: BLE001 -- the cache is disposable: its failure is a finding, not an error of the view
+            return {"ok": False, "error": str(err)}
+        if cache is None:
+            return {"ok": False, "error": "the cache cannot be opened (am index rebuild)"}
+        st = cache.status()
+        return {"ok": not st.invalid and not st.duplicates, "head": st.head, "records": st.counts,
+                "files": st.files, "bytes": st.bytes, "schema": st.schema, "uncommitted": list(st.dirty),
+                "invalid": [{"path": p, "error": e} for p, e in st.invalid], "duplicate_ids": list(st.duplicates),
+                "fresh": st.head == self.vault.store.head()}
+
+    # ------------------------------------------------------------ worlds
+
+    def worlds(self) -> dict[str, Any]:
+        """Return the code repos this vault knows and the branches of each registered clone."""
+        from am.worlds.ancestry import open_clone
+
+        repos = []
+        for name in sorted(self.vault.known_repos()):
+            store, why = open_clone(name)
+            branches = _branches(store)
+            repos.append({"name": name, "branches": branches, "note": why})
+        return {"vault": self.vault.name, "commit": self.vault.store.head(), "repos": repos}
+
+
+def _branches(store: Any) -> list[str]:
+    """Return the local branch names of a code clone (none when it is not registered here)."""
+    if store is None:
+        return []
+    prefix = "refs/heads/"
+    return sorted(name[len(prefix):] for name in store.ref_names() if name.startswith(prefix))
