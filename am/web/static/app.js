@@ -74,7 +74,7 @@
       while (list.firstChild) { list.removeChild(list.firstChild); }
       g.nodes.forEach(function (n) { list.appendChild(new Option(n.title, n.id)); });
       var drawn = window.amGraph.draw($("graph"), g, function (n) { loadTopic(n.id); });
-      if (g.scope.topic) { drawn.select(g.scope.topic); loadTopic(g.scope.topic); }
+      if (g.scope.topic) { drawn.select(g.scope.topic); return loadTopic(g.scope.topic); }
     }).catch(function (e) { showError(e.message); });
   }
 

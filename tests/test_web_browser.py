@@ -1,0 +1,95 @@
+"""`am serve` in a real browser: headless Chromium (Debian's package) loads the page of the demo vault.
+
+Skipped, with the reason printed, where no Chromium is installed (apt-get install chromium); nothing
+else in the suite depends on it. The page's DOM after its scripts ran is compared with what `am slice`
+and `git log` say; a screenshot of each page is kept in $AM_TEST_ARTEFACTS (else the test's tmp folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import run_git
+from test_graph import am, demo  # noqa: F401 -- the module's demo fixture
+from test_web import Server
+
+BROWSER = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
+FACT_ID = re.compile(r"\b(f-\d{8}-\d{4}-[0-9a-f]{6}|fact-[a-z0-9-]+)\b")
+
+
+@pytest.fixture(scope="module")
+def server(demo: tuple[Path, Path]) -> Iterator[Server]:  # noqa: F811
+    started = Server(*demo)
+    yield started
+    started.stop()
+
+
+def browse(url: str, *extra: str) -> str:
+    assert BROWSER is not None
+    proc = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--window-size=1300,900", "--virtual-time-budget=15000", *extra, url],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def dom(server: Server, query: str) -> str:
+    text = browse(f"http://{server.host}/?{query}", "--dump-dom")
+    assert 'data-loaded="1"' in text, text[-3000:]
+    assert 'class="error"' not in text, text
+    return text
+
+
+def screenshot(server: Server, query: str, name: str, tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("AM_TEST_ARTEFACTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    browse(f"http://{server.host}/?{query}", f"--screenshot={path}")
+    assert path.stat().st_size > 10_000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    print(f"screenshot: {path}")
+    return path
+
+
+def aside_facts(page: str) -> list[str]:
+    aside = re.search(r'<aside id="facts"[^>]*>(.*?)</aside>', page, re.S)
+    assert aside is not None
+    return FACT_ID.findall(aside.group(1))
+
+
+def test_the_graph_shows_the_demo_and_a_branch_switch_changes_facts_as_slice_does(
+        server: Server, demo: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
+    graph = json.loads(am(demo, "graph", "--repo", "project-alpha", "--branch", "main", "--format", "json"))
+    page = dom(server, "repo=project-alpha&branch=main")
+    assert set(re.findall(r'<g class="am-node[^"]*"[^>]*data-id="([^"]+)"', page)) == {n["id"] for n in graph["nodes"]}
+    drawn = set(re.findall(r'data-from="([^"]+)" data-to="([^"]+)"', page))
+    assert drawn == {(e["from"], e["to"]) for e in graph["edges"]}
+    seen = {}
+    for branch in ("main", "feat-rate-limit"):
+        page = dom(server, f"repo=project-alpha&branch={branch}&topic=project-alpha&depth=1")
+        pack = json.loads(am(demo, "slice", "--repo", "project-alpha", "--branch", branch, "--topic", "project-alpha",
+                             "--depth", "0", "--max-tokens", "0", "--format", "json"))
+        expected = [f["id"] for group in (pack["pinned"], *(t["facts"] for t in pack["topics"]), pack["stale"],
+                                          pack["contested"], pack["pending"]) for f in group]
+        assert sorted(set(aside_facts(page))) == sorted(expected)
+        seen[branch] = set(expected)
+    assert seen["main"] != seen["feat-rate-limit"]
+    screenshot(server, "repo=project-alpha&branch=feat-rate-limit&topic=project-alpha", "am-serve-graph.png", tmp_path)
+
+
+def test_the_timeline_lists_the_demo_commits_by_actor(server: Server, demo: tuple[Path, Path],  # noqa: F811
+                                                      tmp_path: Path) -> None:
+    page = dom(server, "tab=activity")
+    rows = re.findall(r'<tr data-commit="([0-9a-f]{40})"><td[^>]*>[^<]*</td><td>([^<]*)</td>', page)
+    log = json.loads(am(demo, "log", "--format", "json"))
+    assert rows == [(e["commit"], e["actor"]) for e in log]
+    assert [c for c, _ in rows] == run_git(demo[0], "log", "--format=%H").split()
+    assert page.count("am undo ") >= len(rows) - 1
+    screenshot(server, "tab=activity", "am-serve-activity.png", tmp_path)
