@@ -160,9 +160,13 @@ def test_graphviz_reads_the_dot_where_installed(demo: tuple[Path, Path]) -> None
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed here (apt-get install graphviz)")
     text = am(demo, "graph", *WORLD, "--branch", "main", "--format", "dot")
-    proc = subprocess.run(["dot", "-Tsvg"], input=text, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "tool-redis" in proc.stdout
+    graph = json.loads(am(demo, "graph", *WORLD, "--branch", "main", "--format", "json"))
+    proc = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert {r[1].strip('"') for r in rows if r[0] == "node"} == {n["id"] for n in graph["nodes"]}
+    assert {(r[1].strip('"'), r[2].strip('"')) for r in rows if r[0] == "edge"} == {
+        (e["from"], e["to"]) for e in graph["edges"]}
 
 
 def test_html_is_one_self_contained_file(demo: tuple[Path, Path], tmp_path: Path) -> None:

@@ -30,3 +30,13 @@ def test_schemas_and_demo_are_shipped() -> None:
         if path.is_file():
             rel = path.relative_to(demo)
             assert any(rel.match(p) or (p.startswith("**/") and rel.match(p[3:])) for p in demo_patterns), rel
+
+
+def test_the_web_view_s_files_are_shipped() -> None:
+    patterns = _config()["package-data"]["am.web"]  # type: ignore[index]
+    static = ROOT / "am" / "web" / "static"
+    files = [p.relative_to(static.parent) for p in static.iterdir() if p.is_file()]
+    assert files and all(any(rel.match(p) for p in patterns) for rel in files), files
+    from am.web.server import STATIC_FILES
+
+    assert sorted(STATIC_FILES) == sorted(p.name for p in static.iterdir() if p.is_file())

@@ -102,11 +102,14 @@ def world_graph(vault: VaultReader, request: SliceRequest) -> TopicGraph:
     for rel in pack.relations:
         if rel.from_ in topics and rel.to in topics and rel.status == "active":
             edges[(rel.from_, rel.to, rel.rel)] = Edge(rel.from_, rel.to, rel.rel, rel.id)
+    # A link between two topics a relation already joins (either way) adds nothing to the picture.
+    joined = {frozenset((a, b)) for a, b, _ in edges}
     for source, target in _links(vault, topics):
         froms = (source,) if source in topics else facts[source].topics if source in facts else ()
         for start in froms:
-            if start in topics and start != target and not any(
-                    (a, b) in ((start, target), (target, start)) for a, b, _ in edges):
+            pair = frozenset((start, target))
+            if start in topics and start != target and pair not in joined:
+                joined.add(pair)
                 edges[(start, target, "links-to")] = Edge(start, target, "links-to")
     ordered_edges = sorted(edges.values(), key=lambda e: (e.source, e.target, e.rel))
     places = layout(list(topics), [(e.source, e.target) for e in ordered_edges], focus=request.topic)

@@ -199,6 +199,18 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
     ]
     app = Starlette(routes=routes)
 
+    def warm() -> None:
+        # The page's first question is the graph of the starting world: lay it out before the browser asks.
+        from am.web.views import world_request
+
+        try:
+            views().graph(world_request(repo=start.get("repo"), branch=start.get("branch"),
+                                        commit=start.get("commit")))
+        except AmError:
+            pass  # the page asks again and shows the error
+
+    worker.submit(warm)
+
     def close() -> None:
         def release() -> None:
             if "views" in held:
