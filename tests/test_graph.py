@@ -27,7 +27,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]
     """The demo vault and its code repository, built once for the module, with a registry of their own."""
     home = tmp_path_factory.mktemp("demo-home")
     root = tmp_path_factory.mktemp("demo") / "demo"
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "demo", str(root)], capture_output=True, text=True,
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "demo", str(root)], capture_output=True, text=True, check=False,
                           env=subprocess_env(AM_HOME=str(home)))
     assert proc.returncode == 0, proc.stderr
     yield root, home
@@ -42,7 +42,7 @@ def am(demo: tuple[Path, Path], *args: str, code: int = 0, again: bool = False) 
     key = (str(root), *args)
     if code == 0 and not again and key in _SEEN:
         return _SEEN[key]
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), *args], capture_output=True,
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), *args], capture_output=True, check=False,
                           text=True, env=subprocess_env(AM_HOME=str(home)), cwd=root)
     assert proc.returncode == code, proc.stderr
     if code == 0:
@@ -161,7 +161,7 @@ def test_graphviz_reads_the_dot_where_installed(demo: tuple[Path, Path]) -> None
         pytest.skip("Graphviz's dot is not installed here (apt-get install graphviz)")
     text = am(demo, "graph", *WORLD, "--branch", "main", "--format", "dot")
     graph = json.loads(am(demo, "graph", *WORLD, "--branch", "main", "--format", "json"))
-    proc = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True)
+    proc = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and not proc.stderr, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines()]
     assert {r[1].strip('"') for r in rows if r[0] == "node"} == {n["id"] for n in graph["nodes"]}
@@ -179,7 +179,7 @@ def test_html_is_one_self_contained_file(demo: tuple[Path, Path], tmp_path: Path
     assert not re.search(r"\b(src|href)\s*=", text) and "url(" not in text.replace('url(#am-arrow)', "")
     assert "@import" not in text and "fetch(" not in text
     assert text.count("<script") == 3 and text.count("</script>") == 3
-    data = json.loads(re.search(r'<script type="application/json" id="am-data">(.*?)</script>', text, re.S).group(1))
+    data = json.loads(re.search(r'<script type="application/json" id="am-data">(.*?)</script>', text, re.DOTALL).group(1))
     graph = json.loads(am(demo, "graph", *WORLD, "--branch", "feat-batch", "--format", "json"))
     assert data["graph"] == graph
     pack = json.loads(am(demo, "slice", *WORLD, "--branch", "feat-batch", "--topic", "tool-redis", "--depth", "0",

@@ -218,3 +218,15 @@ def test_a_taken_port_is_one_line(server: Server, demo: tuple[Path, Path]) -> No
     err = am(demo, "serve", "--port", str(server.port), code=2)
     assert err.startswith("Error: cannot listen on 127.0.0.1:") and "--port" in err and len(err.splitlines()) == 1
 
+
+
+def test_the_page_s_scripts_parse() -> None:
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the scripts' syntax is checked by the browser test alone")
+    static = Path(__file__).resolve().parent.parent / "am" / "web" / "static"
+    for script in sorted(static.glob("*.js")):
+        proc = subprocess.run([node, "--check", str(script)], capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr

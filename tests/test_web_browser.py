@@ -36,7 +36,7 @@ def browse(url: str, *extra: str) -> str:
     assert BROWSER is not None
     proc = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            "--window-size=1300,900", "--virtual-time-budget=15000", *extra, url],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -59,7 +59,7 @@ def screenshot(server: Server, query: str, name: str, tmp_path: Path) -> Path:
 
 
 def aside_facts(page: str) -> list[str]:
-    aside = re.search(r'<aside id="facts"[^>]*>(.*?)</aside>', page, re.S)
+    aside = re.search(r'<aside id="facts"[^>]*>(.*?)</aside>', page, re.DOTALL)
     assert aside is not None
     return FACT_ID.findall(aside.group(1))
 

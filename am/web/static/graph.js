@@ -14,10 +14,15 @@
     return node;
   }
 
-  function radius(node) { return 7 + 3 * Math.sqrt(node.facts || 0); }
+  var scale = 1;
+  // Smaller nodes when there are many: a thousand topics must still fit side by side.
+  function radius(node) { return (6 + Math.min(3 * Math.sqrt(node.facts || 0), 14)) * scale; }
 
   function draw(svg, graph, onSelect) {
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
+    scale = Math.min(1, 12 / Math.sqrt(Math.max(graph.nodes.length, 1)));
+    var many = graph.nodes.length > 300, dense = graph.edges.length > 2000;
+    svg.classList.toggle("am-many", many);
     var view = { x: -40, y: -40, w: 1080, h: 1080 };
     function applyView() { svg.setAttribute("viewBox", [view.x, view.y, view.w, view.h].join(" ")); }
     applyView();
@@ -39,11 +44,12 @@
         "class": "am-edge" + (e.rel === "links-to" ? " am-link" : ""), "marker-end": "url(#am-arrow)",
         "data-from": e.from, "data-to": e.to
       }, layer);
-      el("title", {}, line).textContent = e.from + " " + e.rel + " " + e.to;
-      var label = el("text", { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 3, "class": "am-edge-label" }, layer);
-      label.textContent = e.rel;
-      edgeEls.push({ line: line, label: label, e: e });
+      if (!dense) { el("title", {}, line).textContent = e.from + " " + e.rel + " " + e.to; }
+      edgeEls.push({ line: line, e: e, a: a, b: b });
     });
+    // Edge labels are drawn for the selected topic's edges only: a vault of a thousand topics has tens of
+    // thousands of links, and a label each would double the page's elements.
+    var labels = el("g", { "class": "am-labels" }, layer);
     var nodeEls = {};
     graph.nodes.forEach(function (n) {
       var g = el("g", { "class": "am-node", transform: "translate(" + n.x + "," + n.y + ")", tabindex: "0",
@@ -63,11 +69,16 @@
     function select(id) {
       var near = {};
       near[id] = true;
+      while (labels.firstChild) { labels.removeChild(labels.firstChild); }
       edgeEls.forEach(function (x) {
         var on = x.e.from === id || x.e.to === id;
-        if (on) { near[x.e.from] = true; near[x.e.to] = true; }
+        if (on) {
+          near[x.e.from] = true;
+          near[x.e.to] = true;
+          el("text", { x: (x.a.x + x.b.x) / 2, y: (x.a.y + x.b.y) / 2 - 3, "class": "am-edge-label am-on" },
+            labels).textContent = x.e.rel;
+        }
         x.line.classList.toggle("am-on", on);
-        x.label.classList.toggle("am-on", on);
       });
       Object.keys(nodeEls).forEach(function (key) {
         nodeEls[key].classList.toggle("am-selected", key === id);
