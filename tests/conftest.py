@@ -6,6 +6,7 @@ with am's own code.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -65,6 +66,19 @@ def am_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
     for name, value in GIT_IDENTITY.items():
         monkeypatch.setenv(name, value)
     return home
+
+
+@pytest.fixture(autouse=True)
+def am_logger() -> Iterator[None]:
+    """Put the "am" logger back after each test: a command run in-process through
+    ``am.cli.main.main`` installs its stderr handler, which would otherwise write
+    warnings into a later test's CliRunner output (and break its JSON)."""
+    logger = logging.getLogger("am")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    yield
+    logger.handlers[:] = saved[0]
+    logger.setLevel(saved[1])
+    logger.propagate = saved[2]
 
 
 @pytest.fixture
