@@ -10,7 +10,7 @@ Scenarios (medians of whole processes; ratios against a baseline of the same run
    facts split and contested) against `git merge` with the merge driver
    disabled (which leaves conflict markers in those 20 files). Target: <= 2x.
 
-Usage: python bench/bench_sync.py [--facts 2000] [--runs 7] [--work /tmp/am-bench-sync]
+Usage: python bench/bench_sync.py [--facts 2000] [--runs 7] [--work /tmp/am-bench-sync] [--only noop|merge]
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # Measured as installed: bytecode compiled once (these machines set PYTHONDONTWRITEBYTECODE=1).
 ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com", "PYTHONPATH": str(ROOT)}
-AM = [sys.executable, "-m", "am.cli.main"]
+# The console script's entry (pyproject.toml): a no-op sync is answered there, before click is imported.
+AM = [sys.executable, "-m", "am.cli.entry"]
 
 
 def run(*args: str, cwd: Path | None = None) -> str:
@@ -81,7 +82,7 @@ def noop_sync(work: Path, facts: int, runs: int) -> None:
     with git_daemon(base) as url:
         run(*AM, "--vault", str(vault), "sync", "--set-upstream", f"{url}/vault.git")
         run(*AM, "--vault", str(vault), "sync")  # compiles the bytecode of what a sync imports
-        am_times, git_times, lib_times, floor = [], [], [], []
+        am_times, git_times, lib_times, floor, python = [], [], [], [], []
         from am.sync import sync
         from am.vault import Vault
 
@@ -90,17 +91,19 @@ def noop_sync(work: Path, facts: int, runs: int) -> None:
                              + timed("git", "-C", str(vault), "push", "-q", "origin", "main"))
             am_times.append(timed(*AM, "--vault", str(vault), "sync"))
             floor.append(timed(*AM, "--version"))
+            python.append(timed(sys.executable, "-c", "pass"))
             with Vault.open(vault) as v:
                 began = time.perf_counter()
                 report = sync(v)
                 lib_times.append(time.perf_counter() - began)
                 assert report.action == "up-to-date" and not report.pushed
-    git_m, am_m, lib_m, floor_m = (statistics.median(t) for t in (git_times, am_times, lib_times, floor))
+    git_m, am_m, lib_m, floor_m, py_m = (statistics.median(t) for t in (git_times, am_times, lib_times, floor, python))
     print(f"no-op sync, {facts} facts over git daemon on loopback ({runs} runs):")
     print(f"  git fetch + git push     {_ms(git_m)}")
     print(f"  am sync (process)        {_ms(am_m)}   {am_m / git_m:.2f}x   (target <= 1.5x)")
     print(f"  sync() in-process        {_ms(lib_m)}   {lib_m / git_m:.2f}x   (a warm server's call)")
-    print(f"  am --version (process)   {_ms(floor_m)}   {floor_m / git_m:.2f}x   (the start-up floor of any am process)")
+    print(f"  am --version (process)   {_ms(floor_m)}   {floor_m / git_m:.2f}x   (click's command line: what a sync paid before)")
+    print(f"  python -c pass           {_ms(py_m)}   {py_m / git_m:.2f}x   (the interpreter's start-up alone)")
 
 
 def diverged(work: Path, shared: int, each: int, conflicts: int) -> Path:
@@ -155,14 +158,17 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--only", choices=("noop", "merge"), default=None, help="run one scenario")
     args = parser.parse_args()
     os.environ.update({k: v for k, v in ENV.items() if k.startswith("GIT_")})
     os.environ["AM_HOME"] = tempfile.mkdtemp(prefix="am-home-")
     work = args.work or Path(tempfile.mkdtemp(prefix="am-bench-sync-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        noop_sync(work, args.facts, args.runs)
-        merge_bench(work, args.runs)
+        if args.only in (None, "noop"):
+            noop_sync(work, args.facts, args.runs)
+        if args.only in (None, "merge"):
+            merge_bench(work, args.runs)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -10,35 +10,15 @@ from typing import Any
 import click
 
 from am.cli.context import FORMAT_OPTION, emit_json, open_vault
+from am.cli.sync_text import report_lines
 
 
 def _report(report: Any, fmt: str) -> None:
     if fmt == "json":
         emit_json(report.to_json())
         return
-    short = (report.after or "")[:10] or "nothing"
-    prefix = "would " if report.dry_run else ""
-    where = f"{report.remote}/{report.branch}" if report.remote != "." else f"branch {report.branch}"
-    if report.action == "up-to-date" and report.pushed:
-        pass  # said below
-    elif report.action == "up-to-date":
-        click.echo(f"{prefix}nothing to merge: up to date with {where} ({short})")
-    elif report.action == "fast-forward":
-        click.echo(f"{prefix}fast-forward to {where}" + ("" if report.dry_run else f" ({short}, {report.changed} files)"))
-    else:
-        click.echo(f"{prefix}merge {where}" + ("" if report.dry_run else f" in commit {(report.merge_commit or '')[:10]}"))
-    for d in report.decisions:
-        if d.how not in ("union", "deleted") and not d.detail.startswith("contested copy of"):
-            click.echo(f"  {d.how:<6} {d.id}" + (f"  ({d.detail})" if d.detail else ""))
-    added = sum(1 for d in report.decisions if d.how == "union")
-    if added:
-        click.echo(f"  {added} records from the other side {'would be ' if report.dry_run else ''}added")
-    if report.contested:
-        click.echo(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
-    if report.pushed:
-        click.echo(f"pushed {short} to {where}")
-    if report.rounds > 1:
-        click.echo(f"  ({report.rounds} rounds: the remote moved while syncing)")
+    for line in report_lines(report):
+        click.echo(line)
 
 
 @click.command("sync")

@@ -26,19 +26,31 @@ Must not import: ``am.cache`` and every floor above it, sqlite3, click.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-# The light names import no pygit2; GitStore (which does) is imported on first use,
-# so a read on a fresh cache never pays for pygit2 (see am/git/light.py).
-from am.git.light import FAILPOINTS, Change, CommitInfo, LazyStore, failpoint, hash_blob
-
+# Nothing is imported here at run time: a process that needs only am.git.refs or am.git.transport
+# (a no-op am sync) does not pay for dataclasses and typing (PERF.md, start-up). TYPE_CHECKING is
+# spelled out for the same reason; type checkers treat the name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from am.git.light import (
+        FAILPOINTS,
+        Change,
+        CommitInfo,
+        LazyStore,
+        failpoint,
+        hash_blob,
+    )
     from am.git.store import GitStore
 
 __all__ = ["FAILPOINTS", "Change", "CommitInfo", "GitStore", "LazyStore", "failpoint", "hash_blob"]
 
+_LIGHT = frozenset({"FAILPOINTS", "Change", "CommitInfo", "LazyStore", "failpoint", "hash_blob"})
 
-def __getattr__(name: str) -> Any:
+
+def __getattr__(name: str) -> object:
+    if name in _LIGHT:
+        from am.git import light
+
+        return getattr(light, name)
     if name == "GitStore":
         from am.git.store import GitStore
 

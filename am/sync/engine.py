@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from am.errors import ConflictError, GitError, UsageError
 from am.git import transport
-from am.git.light import UNKNOWN, failpoint, read_ref
-from am.records.writes import one_line
+from am.git.refs import UNKNOWN, failpoint
 
 if TYPE_CHECKING:
     from am.git.store import GitStore
@@ -108,6 +107,8 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
 
 
 def _message(vault: Vault, plan: MergePlan, what: str, op: str) -> str:
+    from am.records.writes import one_line
+
     decided = [d for d in plan.decisions if d.how not in ("union", "deleted")]
     added = sum(1 for d in plan.decisions if d.how == "union")
     subject = f"sync: merge {what}" + (f" ({len(decided)} records decided" if decided else "")
@@ -181,22 +182,11 @@ def _quick(vault: Vault, remote_arg: str | None, dry_run: bool) -> SyncReport | 
 
     None: this vault needs the full path (no upstream, a move under way, unusual refs).
     """
-    gitdir = vault.root / ".git"
-    try:
-        head = (gitdir / "HEAD").read_text(encoding="ascii").strip()
-    except (OSError, UnicodeError):
+    fetched = transport.fetch_tracked(vault.root, remote_arg)
+    if fetched is None:
         return None
-    if not head.startswith("ref: refs/heads/") or (gitdir / "am" / transport.JOURNAL).exists():
-        return None
-    branch = head.removeprefix("ref: refs/heads/")
-    found = transport.tracked(vault.root, branch)
-    if found is None or (remote_arg is not None and found[0] != remote_arg):
-        return None
-    name, remote_branch = found
-    theirs = transport.fetch(vault.root, gitdir, name, remote_branch, named=True)
-    failpoint("sync-fetched")
-    ours = read_ref(gitdir, f"refs/heads/{branch}")
-    if theirs is not None and theirs != UNKNOWN and ours == theirs:
+    name, remote_branch, theirs, ours = fetched
+    if transport.up_to_date(fetched):
         return SyncReport(remote=name, branch=remote_branch, dry_run=dry_run, before=ours, after=ours,
                           remote_before=theirs, rounds=1)
     return name, remote_branch, theirs

@@ -1,0 +1,88 @@
+"""The `am` program's entry: a no-op `am sync` answered without click, everything else by am.cli.main.
+
+A process's start-up is most of a no-op sync (PERF.md): click and the facade
+cost more than the one ``git fetch`` such a sync needs. So the plainest form,
+``am [--vault V] sync [REMOTE]``, first fetches with ``am.git.transport``
+alone (no click, no facade, no pygit2, no dataclasses or typing) in the
+vault found the way ``Vault.open`` finds it; when the remote has nothing new
+and nothing waits to be pushed, it prints the line ``am sync`` prints and
+ends. Anything else (other options, a vault found through the registry or a
+code repository, a vault branch, work to do) goes to the click command line.
+Errors read as the command line's.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run `am`: the fast path when it applies, else the click command line."""
+    args = sys.argv[1:] if argv is None else argv
+    code = _quick_sync(args)
+    if code is None:
+        from am.cli.main import main as full
+
+        full(argv)
+        return
+    gc.freeze()  # as am.cli.main does: no collections at exit
+    sys.exit(code)
+
+
+def _quick_sync(args: list[str]) -> int | None:
+    """Answer a no-op `am [--vault V] sync [REMOTE]`; its exit code, or None to hand the command to click."""
+    vault_arg, rest = None, args
+    if rest and rest[0].startswith("--vault="):
+        vault_arg, rest = rest[0].removeprefix("--vault="), rest[1:]
+    elif len(rest) >= 2 and rest[0] == "--vault":
+        vault_arg, rest = rest[1], rest[2:]
+    if not rest or rest[0] != "sync" or len(rest) > 2 or os.environ.get("AM_VAULT_BRANCH"):
+        return None
+    remote = rest[1] if len(rest) == 2 else None
+    if remote is not None and (remote.startswith("-") or any("\udc80" <= ch <= "\udcff" for ch in remote)):
+        return None
+    root = _vault_root(vault_arg or os.environ.get("AM_VAULT") or None)
+    if root is None:
+        return None
+    from am.errors import AmError, storage_error
+    from am.git import transport
+
+    try:
+        fetched = transport.fetch_tracked(root, remote)
+    except AmError as err:
+        sys.stderr.write(f"Error: {err}\n")
+        return err.exit_code
+    except OSError as err:
+        failed = storage_error(err, "finish the command")
+        sys.stderr.write(f"Error: {failed}\n")
+        return failed.exit_code
+    if fetched is None or not transport.up_to_date(fetched):
+        return None  # work to do: the full sync fetches again (a no-op fetch beside a merge or a push)
+    from am.cli.sync_text import up_to_date_line
+
+    try:
+        sys.stdout.write(up_to_date_line(f"{fetched[0]}/{fetched[1]}", fetched[3][:10]) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+def _vault_root(where: str | None) -> Path | None:
+    """The vault's folder as Vault.open finds it from a path or the working folder; None: ask Vault.open."""
+    if where is None:
+        start = Path.cwd().resolve()
+        return next((f for f in (start, *start.parents) if (f / ".am" / "vault.yml").is_file()), None)
+    if any("\udc80" <= ch <= "\udcff" for ch in where):
+        return None
+    candidate = Path(where).expanduser()
+    return candidate.resolve() if (candidate / ".am" / "vault.yml").is_file() else None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

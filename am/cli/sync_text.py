@@ -1,0 +1,45 @@
+"""The text of a sync's report, without click: `am sync` prints it, and so does the click-free fast path (entry.py)."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: the click-free fast path does not import typing
+if TYPE_CHECKING:
+    from am.sync import SyncReport
+
+__all__ = ["report_lines", "up_to_date_line"]
+
+
+def up_to_date_line(where: str, short: str, *, dry_run: bool = False) -> str:
+    """The line of a sync that found nothing to merge: ``where`` is remote/branch, ``short`` the tip's first 10 hex."""
+    return f"{'would ' if dry_run else ''}nothing to merge: up to date with {where} ({short})"
+
+
+def report_lines(report: SyncReport) -> list[str]:
+    """Return the lines that say what a sync or a merge of a branch did (or would do, for a dry run)."""
+    lines = []
+    short = (report.after or "")[:10] or "nothing"
+    prefix = "would " if report.dry_run else ""
+    where = f"{report.remote}/{report.branch}" if report.remote != "." else f"branch {report.branch}"
+    if report.action == "up-to-date" and report.pushed:
+        pass  # said below
+    elif report.action == "up-to-date":
+        lines.append(up_to_date_line(where, short, dry_run=report.dry_run))
+    elif report.action == "fast-forward":
+        lines.append(f"{prefix}fast-forward to {where}"
+                     + ("" if report.dry_run else f" ({short}, {report.changed} files)"))
+    else:
+        lines.append(f"{prefix}merge {where}"
+                     + ("" if report.dry_run else f" in commit {(report.merge_commit or '')[:10]}"))
+    for d in report.decisions:
+        if d.how not in ("union", "deleted") and not d.detail.startswith("contested copy of"):
+            lines.append(f"  {d.how:<6} {d.id}" + (f"  ({d.detail})" if d.detail else ""))
+    added = sum(1 for d in report.decisions if d.how == "union")
+    if added:
+        lines.append(f"  {added} records from the other side {'would be ' if report.dry_run else ''}added")
+    if report.contested:
+        lines.append(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
+    if report.pushed:
+        lines.append(f"pushed {short} to {where}")
+    if report.rounds > 1:
+        lines.append(f"  ({report.rounds} rounds: the remote moved while syncing)")
+    return lines

@@ -1,0 +1,74 @@
+"""Ref files and failpoints for the leanest processes: no pygit2, no typing, no dataclasses.
+
+A no-op ``am sync`` is a Python start-up and one ``git fetch``; every module it
+imports is paid on each run (PERF.md: start-up). This module holds what such a
+process needs from a Git directory, reading HEAD and branch tips from the files,
+and the crash tests' failpoints; ``am.git.light`` re-exports them for the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from pathlib import Path
+
+__all__ = ["UNKNOWN", "failpoint", "read_ref"]
+
+_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+# read_ref's answer when the files do not settle it (ask pygit2).
+UNKNOWN = "unknown"
+
+
+def failpoint(name: str) -> None:
+    """Kill this process at the named step when AM_FAILPOINT asks for it (crash tests)."""
+    wanted = os.environ.get("AM_FAILPOINT")
+    if wanted and wanted == name:
+        # AM_FAILPOINT_SKIP=n lets the first n passes through (kill a process mid-run).
+        global _failpoint_passes
+        with _FAILPOINT_LOCK:
+            _failpoint_passes += 1
+            if _failpoint_passes <= int(os.environ.get("AM_FAILPOINT_SKIP", "0")):
+                return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+_failpoint_passes = 0
+_FAILPOINT_LOCK = threading.Lock()
+
+
+def read_ref(gitdir: Path, name: str = "HEAD") -> str:
+    """Return the commit id a ref (HEAD, or refs/heads/B) names, read from the files, or UNKNOWN.
+
+    HEAD may be detached (a raw id) or name a branch whose loose ref file or
+    packed-refs line holds the id; anything else (reftable, a symbolic chain,
+    a missing or odd file) is UNKNOWN, and the caller asks pygit2.
+    """
+    if os.path.exists(gitdir / "reftable") or ".." in name or name.startswith("/"):
+        return UNKNOWN
+    try:
+        text = (gitdir / name).read_text("ascii").strip()
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeError):
+        return UNKNOWN
+    if text.startswith("ref: ") and name == "HEAD":
+        target = text[5:].strip()
+        if not target.startswith("refs/heads/") or ".." in target:
+            return UNKNOWN
+        return read_ref(gitdir, target)
+    if _OID.fullmatch(text):
+        return text
+    if text or not name.startswith("refs/heads/"):
+        return UNKNOWN
+    # No loose file: the ref may be packed.
+    try:
+        with open(gitdir / "packed-refs", encoding="ascii") as packed:
+            for line in packed:
+                oid, _, ref = line.rstrip("\n").partition(" ")
+                if ref == name and _OID.fullmatch(oid):
+                    return oid
+    except (OSError, UnicodeError):
+        pass
+    return UNKNOWN  # an unborn branch, most likely: pygit2 says so for certain
