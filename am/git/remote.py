@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -194,7 +195,10 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str) 
     changes = store.tree_changes(expected, target)
     _check_clean(store, expected, changes)
     journal = store._am_dir / JOURNAL
-    _write_journal(journal, {"ref": ref, "from": expected, "to": target, "reflog": reflog})
+    # Needed only once the branch may move, which is after _apply's flush of the file system: without syncfs
+    # (not Linux) it is flushed here. A kill before then leaves it in the page cache, which is enough.
+    _write_journal(journal, {"ref": ref, "from": expected, "to": target, "reflog": reflog},
+                   sync=common._syncfs is None)
     _apply(store, ref, expected, target, changes, reflog)
     journal.unlink(missing_ok=True)
     return [p for p, _ in changes]
@@ -228,23 +232,30 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
            changes: list[tuple[str, str | None]], reflog: str) -> None:
     sync_each = common._syncfs is None
     root = str(store.root)
-    safe: set[str] = set()  # folders already checked for symbolic links on the way
+    by_folder: dict[str, list[tuple[str, str | None]]] = {}
     for path, new in changes:
         folder, _, name = path.rpartition("/")
-        if folder not in safe:
-            store._safe_target(PurePosixPath(path))  # raises on a symbolic link on the way
-            os.makedirs(os.path.join(root, folder), exist_ok=True)
-            safe.add(folder)
-        full = os.path.join(root, path)
-        if os.path.islink(full):
-            raise DirtyFileError(f"{path} is a symbolic link; am will not write through it")
-        if new is None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(full)
-        else:
-            _write_atomic(os.path.join(root, folder), name, store.read_object(new), sync=sync_each)
+        by_folder.setdefault(folder, []).append((name, new))
+    tag = f".am-{os.getpid()}.tmp"
+    for folder, files in by_folder.items():
+        # The folder's path is checked once for symbolic links, then every file is written through a
+        # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
+        store._safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
+        os.makedirs(os.path.join(root, folder), exist_ok=True)
+        dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for name, new in files:
+                if _is_link(dir_fd, name):
+                    raise DirtyFileError(f"{folder}/{name} is a symbolic link; am will not write through it")
+                if new is None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=dir_fd)
+                else:
+                    _write_atomic(dir_fd, name, store.read_object(new), tag=tag, sync=sync_each)
+        finally:
+            os.close(dir_fd)
     if not sync_each:
-        store._sync_filesystems()  # one flush for every file written, before the branch points at them
+        store._sync_filesystems()  # one flush for every file written (and the journal), before the branch points at them
     failpoint("sync-files")
     if store.branch_tip(ref) != target:
         store._move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
@@ -253,10 +264,17 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
     store._update_index(entries, removed=[PurePosixPath(p) for p, n in changes if n is None])
 
 
-def _write_atomic(folder: str, name: str, data: bytes, *, sync: bool) -> None:
-    """Write a file by a temporary name and rename it into place (a reader never sees half a file)."""
-    tmp = os.path.join(folder, f".{name}.am-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _write_atomic(dir_fd: int, name: str, data: bytes, *, tag: str, sync: bool) -> None:
+    """Write a file of the folder ``dir_fd`` by a temporary name and rename it into place (no half file is seen)."""
+    tmp = f".{name}{tag}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
     try:
         view = memoryview(data)
         while view:
@@ -265,20 +283,23 @@ def _write_atomic(folder: str, name: str, data: bytes, *, sync: bool) -> None:
             os.fsync(fd)
     except BaseException:
         os.close(fd)
-        os.unlink(tmp)
+        os.unlink(tmp, dir_fd=dir_fd)
         raise
     os.close(fd)
-    os.replace(tmp, os.path.join(folder, name))
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
-def _write_journal(path: Path, data: dict[str, object]) -> None:
+def _write_journal(path: Path, data: dict[str, object], *, sync: bool) -> None:
+    """Write the journal of a branch move; ``sync`` flushes it now (else the work tree's flush, before the move, does)."""
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as out:
         json.dump(data, out)
-        out.flush()
-        os.fsync(out.fileno())
+        if sync:
+            out.flush()
+            os.fsync(out.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if sync:
+        _fsync_dir(path.parent)
 
 
 def resume_advance(store: GitStore) -> str | None:
