@@ -344,3 +344,28 @@ def test_files_that_are_not_records_merge_by_lines_or_stop_the_sync(pair: tuple[
     with pytest.raises(ConflictError, match=".gitignore"):
         sync(b)
     assert run_git(b.root, "rev-parse", "HEAD").strip() == head
+
+
+def test_hooks_uninstall_unregisters_the_merge_driver(alpha: Any) -> None:
+    vault: Vault = alpha
+    root = vault.root
+    runner = CliRunner()
+    installed = runner.invoke(cli, ["--vault", str(root), "hooks", "install"], catch_exceptions=False)
+    assert installed.exit_code == 0, installed.output
+    assert "merge-driver" in run_git(root, "config", "merge.am.driver")
+    # A setting of the user's own in another section survives.
+    run_git(root, "config", "merge.mine.driver", "true")
+    removed = runner.invoke(cli, ["--vault", str(root), "hooks", "uninstall", "--format", "json"],
+                            catch_exceptions=False)
+    assert removed.exit_code == 0, removed.output
+    assert {"name": "merge-driver", "path": "merge.am.driver", "action": "removed"} in json.loads(removed.stdout)
+    for key in ("merge.am.driver", "merge.am.name"):
+        assert subprocess.run(["git", "-C", str(root), "config", "--get", key], capture_output=True).returncode == 1
+    assert run_git(root, "config", "merge.mine.driver").strip() == "true"
+    assert "merge=am" in (root / ".gitattributes").read_text()  # committed, shared by every clone: kept
+    again = runner.invoke(cli, ["--vault", str(root), "hooks", "uninstall"], catch_exceptions=False)
+    assert again.exit_code == 0 and "merge-driver" not in again.output
+    # Someone else's merge.am driver is not am's to remove.
+    run_git(root, "config", "merge.am.driver", "my-own-tool %A")
+    runner.invoke(cli, ["--vault", str(root), "hooks", "uninstall"], catch_exceptions=False)
+    assert run_git(root, "config", "merge.am.driver").strip() == "my-own-tool %A"

@@ -84,12 +84,22 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
 def uninstall(ctx: click.Context, code_repo: Path | None, fmt: str) -> None:
     """Remove am's hooks and restore the hooks they replaced.
 
+    In a vault, the clone's merge driver setting (merge.am.driver) is removed
+    too; the committed .gitattributes lines stay, and without the setting Git
+    merges those files as text.
+
     Example: am hooks uninstall
     """
     from am.upkeep.hooks import CODE_HOOKS, VAULT_HOOKS, uninstall_hooks
 
     if code_repo is None:
-        actions = uninstall_hooks(open_vault(ctx).root, names=VAULT_HOOKS)
+        from am.upkeep.hooks import HookAction
+        from am.upkeep.merges import unregister_merge_driver
+
+        root = open_vault(ctx).root
+        actions = uninstall_hooks(root, names=VAULT_HOOKS)
+        # The clone's merge.am settings go too; the committed .gitattributes lines stay (every clone shares them).
+        actions += [HookAction("merge-driver", what, "removed") for what in unregister_merge_driver(root)]
     else:
         actions = uninstall_hooks(code_repo.expanduser().resolve(), names=CODE_HOOKS)
     _report(actions, fmt)

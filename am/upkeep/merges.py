@@ -25,7 +25,7 @@ from am.errors import AmError
 from am.git import Change
 from am.records.merge import is_record_path, merge_record, rival_files
 
-__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "register_merge_driver"]
+__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "register_merge_driver", "unregister_merge_driver"]
 
 DRIVER = "am"
 ATTRIBUTES = (
@@ -60,6 +60,24 @@ def register_merge_driver(vault: Any, *, command: list[str]) -> list[str]:
                          author=vault._author(), committer=vault._committer())
         done.append(".gitattributes")
     return done
+
+
+def unregister_merge_driver(root: Path) -> list[str]:
+    """Remove am's ``merge.am`` settings from the clone's config; return what changed.
+
+    The ``.gitattributes`` lines stay: they are committed and shared by every
+    clone, and where no ``merge.am.driver`` is set, Git merges those files as
+    text. Without this, a clone whose am was removed would have every merge of
+    a record run a program that is not there. A ``merge.am.driver`` that is
+    not am's (no ``merge-driver %O %A %B %P``) is left alone.
+    """
+    found = subprocess.run(["git", "-C", str(root), "config", "--get", f"merge.{DRIVER}.driver"], check=False,
+                           capture_output=True, text=True)
+    if found.returncode != 0 or not found.stdout.strip().endswith(" merge-driver %O %A %B %P"):
+        return []
+    subprocess.run(["git", "-C", str(root), "config", "--remove-section", f"merge.{DRIVER}"], check=True,
+                   capture_output=True)
+    return [f"merge.{DRIVER}.driver"]
 
 
 def complete_merge(vault: Any, commit: str | None = None) -> str | None:
