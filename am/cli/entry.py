@@ -8,7 +8,8 @@ vault found the way ``Vault.open`` finds it; when the remote has nothing new
 and nothing waits to be pushed, it prints the line ``am sync`` prints and
 ends. Anything else (other options, a vault found through the registry or a
 code repository, a vault branch, work to do) goes to the click command line.
-Errors read as the command line's.
+Errors read as the command line's. Such a sync reads no settings
+(``.am/vault.yml``): it changes nothing and only needs the Git directory.
 """
 
 from __future__ import annotations

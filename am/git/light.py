@@ -82,8 +82,6 @@ class CommitInfo:
         return pairs
 
 
-
-
 class LazyStore(_Store):
     """A vault's GitStore that opens the repository only when a question needs more than the ref files."""
 

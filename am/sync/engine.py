@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from am.errors import ConflictError, GitError, UsageError
 from am.git import transport
 from am.git.refs import UNKNOWN, failpoint
+from am.records.writes import one_line
 
 if TYPE_CHECKING:
     from am.git.store import GitStore
@@ -107,8 +108,6 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
 
 
 def _message(vault: Vault, plan: MergePlan, what: str, op: str) -> str:
-    from am.records.writes import one_line
-
     decided = [d for d in plan.decisions if d.how not in ("union", "deleted")]
     added = sum(1 for d in plan.decisions if d.how == "union")
     subject = f"sync: merge {what}" + (f" ({len(decided)} records decided" if decided else "")
