@@ -1,7 +1,8 @@
 """Acceptance: a real Obsidian-side Git client (isomorphic-git, the engine of obsidian-git on mobile) and am.
 
-isomorphic-git (npm, run by the machine's Node.js; installed from tests/js/package.json
-into the git-ignored tests/js/node_modules) clones a vault am wrote over smart HTTP
+isomorphic-git (npm, run by the machine's Node.js; installed by `npm ci` from tests/js/package.json
+and its committed package-lock.json, which pins every version, into the git-ignored
+tests/js/node_modules) clones a vault am wrote over smart HTTP
 (git http-backend on 127.0.0.1, served by this test), reads every record, commits a
 hand edit and pushes it to the bare remote. am then pulls it in with the git CLI
 (through its hooks), reads the edit, its cache follows, and `git fsck --strict` is clean.
@@ -35,12 +36,14 @@ def am(*args: str) -> str:
 
 
 def _node_modules() -> None:
-    """Install isomorphic-git from tests/js/package.json (and its lock file) unless it is there."""
-    if (JS / "node_modules" / "isomorphic-git" / "package.json").is_file():
+    """Install isomorphic-git exactly as tests/js/package-lock.json pins it (npm ci), unless that version is there."""
+    lock = json.loads((JS / "package-lock.json").read_text(encoding="utf-8"))
+    pinned = lock["packages"]["node_modules/isomorphic-git"]["version"]
+    installed = JS / "node_modules" / "isomorphic-git" / "package.json"
+    if installed.is_file() and json.loads(installed.read_text(encoding="utf-8")).get("version") == pinned:
         return
-    lock = (JS / "package-lock.json").is_file()
-    proc = subprocess.run(["npm", "ci" if lock else "install", "--no-audit", "--no-fund"], cwd=JS,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
