@@ -65,8 +65,9 @@ def test_shims_run_the_installed_am_in_isolated_mode(hooked: object, vault_path:
         lines = text.splitlines()
         assert lines[0] == "#!/bin/sh" and lines[1] == MARKER
         runs = [ln.strip() for ln in lines if ln.strip().startswith("exec ")]
-        # The installed am first, in isolated mode; then the am on PATH (a moved virtualenv).
-        assert runs[0].startswith("exec /") and " -I " in runs[0] and f"hook {name} \"$@\"" in runs[0]
+        # The installed am first, in isolated mode, through the entry without click; then the am on PATH.
+        assert runs[0].startswith("exec /") and " -I " in runs[0] and "am.cli.hookrun" in runs[0]
+        assert runs[0].endswith(f" {name} \"$@\"")
         assert runs[1] == f'exec am hook {name} "$@"' and lines[-1] == "exit 0"
         assert os.access(vault_path / ".git" / "hooks" / name, os.X_OK)
     for name in (*VAULT_HOOKS, *(f"code-{n}" for n in CODE_HOOKS)):

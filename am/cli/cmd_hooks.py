@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 from pathlib import Path
 
 import click
@@ -115,6 +114,7 @@ def hook(ctx: click.Context, name: str, repo: str | None, args: tuple[str, ...])
 
     Example: am hook pre-commit
     """
+    from am.cli.hookrun import open_vault_for_hooks
     from am.upkeep.hooks import run_code_hook, run_vault_hook
 
     # Only post-rewrite gets data on stdin; reading it elsewhere could block on a terminal.
@@ -123,17 +123,10 @@ def hook(ctx: click.Context, name: str, repo: str | None, args: tuple[str, ...])
         if not repo:
             raise click.UsageError("code hooks need --repo NAME")
         code = run_code_hook(name[len("code-"):], args, cwd=Path.cwd(), vault_where=ctx.obj.vault_arg,
-                             repo=repo, stdin=stdin, out=sys.stderr, open_vault=_open_vault)
+                             repo=repo, stdin=stdin, out=sys.stderr, open_vault=open_vault_for_hooks)
     else:
-        code = run_vault_hook(name, args, cwd=Path.cwd(), stdin=stdin, out=sys.stderr, open_vault=_open_vault)
+        code = run_vault_hook(name, args, cwd=Path.cwd(), stdin=stdin, out=sys.stderr, open_vault=open_vault_for_hooks)
     ctx.exit(code)
-
-
-def _open_vault(where: str | Path | None = None, *, actor: str | None = None) -> Any:
-    """Open a vault with the facade, imported only when a hook needs it (a clean pre-commit does not: ~50 ms)."""
-    from am.vault import Vault
-
-    return Vault.open(where, actor=actor)
 
 
 COMMANDS = [hooks, hook]

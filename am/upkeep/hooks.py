@@ -64,13 +64,17 @@ class HookAction:
     action: str  # installed, updated, chained, restored, removed, kept
 
 
-def am_command() -> list[str]:
-    """Return the argv prefix that runs this installation of am, independent of the current folder."""
+def am_command(module: str = "am.cli.main") -> list[str]:
+    """Return the argv prefix that runs this installation of am, independent of the current folder.
+
+    ``module`` is the entry: ``am.cli.main`` (the command line) or
+    ``am.cli.hookrun`` (a vault hook, without the command line's start-up).
+    """
     python, package_parent, installed = _installation()
     if installed:
-        return [python, "-I", "-m", "am.cli.main"]
+        return [python, "-I", "-m", module]
     # A source checkout: put exactly that folder on the path, nothing else.
-    code = f"import sys; sys.path.insert(0, {str(package_parent)!r}); from am.cli.main import main; main()"
+    code = f"import sys; sys.path.insert(0, {str(package_parent)!r}); from {module} import main; main()"
     return [python, "-I", "-c", code]
 
 
@@ -83,7 +87,7 @@ def _installation() -> tuple[str, Path, bool]:
     return str(Path(sys.executable).absolute()), package_parent, package_parent in site
 
 
-SHIM_VERSION = 2
+SHIM_VERSION = 3
 HEALTH_NOTE = "am-health.md"
 
 
@@ -96,11 +100,14 @@ def render_shim(args: Sequence[str]) -> str:
     a hook that cannot run must not hold every commit hostage.
     """
     python, package_parent, _ = _installation()
-    command = " ".join(shlex.quote(w) for w in [*am_command(), *args])
+    # A vault hook runs the entry without click (am/cli/hookrun.py): its start-up is most of a hook's cost.
+    light = len(args) == 2 and args[0] == "hook" and args[1] in VAULT_HOOKS
+    entry = "hookrun" if light else "main"
+    command = " ".join(shlex.quote(w) for w in [*am_command(f"am.cli.{entry}"), *(args[1:] if light else args)])
     fallback = " ".join(shlex.quote(w) for w in ["am", *args])
     name = args[args.index("hook") + 1] if "hook" in args[:-1] else "hook"
     health = "hook" == (args[0] if args else "")  # a vault's hook; a code repository gets no note
-    check = shlex.quote(str(package_parent / "am" / "cli" / "main.py"))
+    check = shlex.quote(str(package_parent / "am" / "cli" / f"{entry}.py"))
     problem = (f"am: the {name} hook cannot find am (it was installed with {python}, which is gone, and there is "
                "no am on PATH); git goes on unchecked. Fix: install am again (pip install am) and run: "
                "am hooks install")
@@ -358,51 +365,75 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
     ``open_vault`` is the facade's opener (``am.vault.Vault.open``), handed down by the door.
     """
     from am.errors import AmError, NotAVaultError
-    from am.git import GitStore
 
     if name not in VAULT_HOOKS:
         raise UsageError(f"unknown hook {name!r}; am handles: {', '.join(VAULT_HOOKS)}")
+    if name in ("pre-commit", "post-commit"):
+        # Git read through the git CLI: a hook on every obsidian-git commit does not import pygit2.
+        from am.git.cligit import CliStore
+
+        try:
+            light = CliStore.open(cwd)
+        except NotAVaultError as err:
+            out.write(f"am: {err}\n")
+            return 0
+        code = 0
+        try:
+            with light:
+                if name == "pre-commit":
+                    code = _pre_commit(light, cwd, out, open_vault)
+                else:
+                    from am.upkeep.postcommit import post_commit_short
+
+                    code = 0 if post_commit_short(light, tops=_RECORD_TOPS, is_record_path=_is_record_path,
+                                                  out=out) else -1
+        except AmError as err:
+            out.write(f"am: {name}: {err}\n")
+            code = 1 if name == "pre-commit" else -1
+        if code >= 0:
+            return code or run_chained(light.gitdir, name, args, stdin)
+    from am.git import GitStore
+
     try:
         store = GitStore.open(cwd)
     except NotAVaultError as err:
         out.write(f"am: {err}\n")
         return 0
-    code = 0
     try:
-        if name == "pre-commit":
-            index_file = os.environ.get("GIT_INDEX_FILE")
-            if index_file and not os.path.isabs(index_file):
-                index_file = str(cwd / index_file)
-            allow = os.environ.get("AM_ALLOW_SECRET", "") not in ("", "0")
-            import io
-
-            said = io.StringIO()
-            from am.upkeep.precommit import pre_commit
-
-            code = pre_commit(store, index_file=index_file, allow_secrets=allow, out=said, vault_root=cwd,
-                              open_vault=open_vault)
-            out.write(said.getvalue())
-            if code and (cwd / ".am" / "vault.yml").is_file():
-                from am.upkeep.health import note_warnings
-
-                note_warnings(store.root, store.gitdir, "pre-commit refused a commit",
-                              [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()])
-        else:
-            try:
-                vault = open_vault(cwd)
-            except NotAVaultError:
-                vault = None
-            if vault is not None:
-                with vault:
-                    if name in ("post-merge", "post-commit"):
-                        _complete_merge(vault, out)
-                    post_change(vault, name, args, stdin, out)
+        try:
+            vault = open_vault(cwd)
+        except NotAVaultError:
+            vault = None
+        if vault is not None:
+            with vault:
+                if name in ("post-merge", "post-commit"):
+                    _complete_merge(vault, out)
+                post_change(vault, name, args, stdin, out)
     except AmError as err:
         out.write(f"am: {name}: {err}\n")
-        code = 1 if name == "pre-commit" else 0
-    if code:
-        return code
     return run_chained(store.gitdir, name, args, stdin)
+
+
+def _pre_commit(store: Any, cwd: Path, out: TextIO, open_vault: VaultOpener) -> int:
+    """Run the pre-commit check on the index Git hands the hook; a refusal also goes to am-health.md."""
+    import io
+
+    from am.upkeep.precommit import pre_commit
+
+    index_file = os.environ.get("GIT_INDEX_FILE")
+    if index_file and not os.path.isabs(index_file):
+        index_file = str(cwd / index_file)
+    allow = os.environ.get("AM_ALLOW_SECRET", "") not in ("", "0")
+    said = io.StringIO()
+    code = pre_commit(store, index_file=index_file, allow_secrets=allow, out=said, vault_root=cwd,
+                      open_vault=open_vault)
+    out.write(said.getvalue())
+    if code and (cwd / ".am" / "vault.yml").is_file():
+        from am.upkeep.health import note_warnings
+
+        note_warnings(store.root, store.gitdir, "pre-commit refused a commit",
+                      [ln.strip() for ln in said.getvalue().splitlines() if ln.strip()])
+    return code
 
 
 def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str | None, repo: str,

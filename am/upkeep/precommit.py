@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
 from am.upkeep.hooks import _is_record_path, _secret_findings
+from am.upkeep.postcommit import forget_checked, remember_checked
 
 if TYPE_CHECKING:
     from am.packs.reader import VaultOpener
@@ -78,18 +79,26 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
                vault_root: Path | None = None, open_vault: VaultOpener | None = None) -> int:
     """Check the staged record files; return 1 (refuse the commit) on errors or suspected secrets.
 
+    ``store`` reads Git through the git CLI (``am.git.cligit.CliStore``: no
+    pygit2 in a hook). On success, what the post-commit lint would print for
+    these files is remembered for it (``am.upkeep.postcommit``).
+
     Notes (Markdown without am frontmatter) pass anywhere. A commit that
     removes or renames a record other records still point at is refused, with
     the command that does it properly.
     """
-    from am.git.edits import staged_changes
+    from am.upkeep.hooks import _RECORD_TOPS
+
+    forget_checked(store.gitdir)
+    head_now = store.head()
+    delta = [(p, old, new) for p, old, new in store.staged_changes(index_file, _RECORD_TOPS) if _is_record_path(p)]
+    if not delta:
+        remember_checked(store.gitdir, head_now, [], [])
+        return 0
     from am.records.ids import ID_PATTERN
     from am.records.names import Names, name_key
     from am.upkeep.check import check_texts, name_other
 
-    delta = [(p, old, new) for p, old, new in staged_changes(store, index_file) if _is_record_path(p)]
-    if not delta:
-        return 0
     head = {p: old for p, old, _ in delta if old is not None}
     changed = sorted(p for p, _, new in delta if new is not None)
     deleted = sorted(p for p, _, new in delta if new is None)
@@ -100,20 +109,28 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     id_shape = re.compile(rf"{ID_PATTERN}\Z")
     tops = ("topics/", "facts/", "relations/")
     unread: list[str] = []
+    titled: list[str] = []
     for p in index.paths:
         if not (p.endswith(".md") and p.startswith(tops)) or p in changed_set or "/." in p:
             continue
         stem = p[p.rfind("/") + 1:-3]
         if id_shape.match(stem) and len(stem) <= 120:
             others.setdefault(stem, p)  # a record named after its id: no read (the file says so)
+            if p.startswith("topics/"):
+                titled.append(p)  # its title and aliases: read only if a link names something else
         else:
             unread.append(p)  # a readable name: read only if a link needs names (file name, title, alias)
 
-    def read_names(key: str | None = None) -> str | None:
-        names.fallback = None
-        for p in unread:
+    def read(paths: list[str]) -> None:
+        for p in paths:
             name_other(p, functools.partial(_read_staged, store, index, p), others, names)
-        unread.clear()
+        paths.clear()
+
+    def read_names(key: str | None = None) -> str | None:
+        # A name no file name or id answers to: every topic's title and aliases (as the cache knows them).
+        names.fallback = None
+        read(unread)
+        read(titled)
         return None if key is None else names.resolve(key)
 
     names.fallback = read_names
@@ -130,7 +147,7 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     staged = _StagedMap(index)
     blobs = {p: store.read_object(index.blob(p)) for p in changed}
     if deleted or any(p in head for p in changed):
-        read_names()  # an id may leave one file for another: know every file's id first
+        read(unread)  # an id may leave one file for another: know every file's id first
     notes = [p for p in index.paths if p.endswith(".md") and not p.startswith(tops) and "/." not in "/" + p]
     report = check_texts(((p, blobs[p]) for p in changed), other_ids=others, load_other=load_other,
                          names=names, notes=notes, schema=False)  # the plain-Python rules: no jsonschema import
@@ -164,6 +181,9 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
         out.write("fix those files and `git add` them again. A secret that is not one: "
                   "AM_ALLOW_SECRET=1 git commit ...\n")
         return 1
+    # What post-commit would find linting the same files: it prints these when the commit is exactly this one.
+    remember_checked(store.gitdir, head_now, [(p, new) for p, _, new in delta],
+                     [issue.describe() for issue in report.issues if issue.severity != "note"])
     return 0
 
 

@@ -1,0 +1,192 @@
+"""The vault hooks' short way: the git CLI instead of pygit2, no click, and post-commit printing what pre-commit found.
+
+Real repositories, real `git commit` processes through the installed shims;
+Git's own plumbing (and pygit2's diff, the former reader) is the oracle for
+what the index changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import GIT_IDENTITY, REPO_ROOT, run_git
+
+from am.cli.main import cli
+from am.git.cligit import CliStore
+from am.upkeep.postcommit import NOTE_FILE
+
+FACT = ("---\ntype: fact\nid: {fid}\ntopics: [project-alpha]\nstatus: active\nconfidence: high\n"
+        "provenance: human\ncreated: 2026-11-01T10:00:00+00:00\n---\n{body}\n")
+
+
+def am(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def commit(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), "commit", "-q", *args], capture_output=True, text=True,
+                          env={**os.environ, **GIT_IDENTITY}, check=False)
+
+
+def write_fact(root: Path, fid: str, body: str) -> str:
+    rel = f"facts/2026/11/01/{fid}.md"
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(FACT.format(fid=fid, body=body), encoding="utf-8")
+    return rel
+
+
+@pytest.fixture
+def hooked(alpha: object, vault_path: Path) -> Path:
+    am("--vault", str(vault_path), "hooks", "install")
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    return vault_path
+
+
+_PROBE = """
+import io, json, sys
+from am.cli.hookrun import main
+err, sys.stderr = sys.stderr, io.StringIO()
+try:
+    main(sys.argv[1:])
+except SystemExit as done:
+    code = done.code
+said, sys.stderr = sys.stderr.getvalue(), err
+print(json.dumps({'code': code, 'err': said, 'modules': sorted(sys.modules)}))
+"""
+HEAVY = ("pygit2", "click", "yaml", "jsonschema", "markdown_it", "sqlite3", "am.vault", "am.cache", "am.packs")
+
+
+def probe(root: Path, *args: str) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, **GIT_IDENTITY, "PYTHONPATH": str(REPO_ROOT)}, check=False)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_pre_and_post_commit_import_neither_pygit2_nor_click_nor_the_facade(hooked: Path) -> None:
+    rel = write_fact(hooked, "fact-light", "Alpha links [[nowhere-at-all]].")
+    run_git(hooked, "add", "-A")
+    pre = probe(hooked, "pre-commit")
+    assert pre["code"] == 0, pre["err"]
+    loaded = set(pre["modules"])  # type: ignore[arg-type]
+    assert not [m for m in HEAVY if m in loaded or any(x.startswith(m + ".") for x in loaded)]
+    # What pre-commit found is kept for post-commit, with the blob it checked.
+    note = json.loads((hooked / ".git" / "am" / NOTE_FILE).read_text())
+    blob = run_git(hooked, "rev-parse", f":{rel}").strip()
+    assert note["changes"] == [[rel, blob]] and "dangling-link" in note["lines"][0]
+    run_git(hooked, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "by hand")
+    post = probe(hooked, "post-commit")
+    assert post["code"] == 0 and "nowhere-at-all" in str(post["err"]) and "dangling-link" in str(post["err"])
+    loaded = set(post["modules"])  # type: ignore[arg-type]
+    assert not [m for m in HEAVY if m in loaded or any(x.startswith(m + ".") for x in loaded)]
+    assert not (hooked / ".git" / "am" / NOTE_FILE).exists()  # used once
+    assert "nowhere-at-all" in (hooked / "am-health.md").read_text()
+
+
+def test_post_commit_lints_the_long_way_when_the_commit_is_not_what_pre_commit_checked(hooked: Path) -> None:
+    # pre-commit checks one change; then a different one is committed without it (--no-verify).
+    write_fact(hooked, "fact-first", "Checked [[ghost-one]].")
+    run_git(hooked, "add", "-A")
+    assert probe(hooked, "pre-commit")["code"] == 0
+    write_fact(hooked, "fact-second", "Committed [[ghost-two]].")
+    run_git(hooked, "add", "-A")
+    done = commit(hooked, "--no-verify", "-m", "both")
+    assert done.returncode == 0, done.stderr
+    # post-commit lints what the commit holds (both files), not what pre-commit remembered.
+    assert "ghost-one" in done.stderr and "ghost-two" in done.stderr
+
+
+def test_a_chained_pre_commit_that_stages_more_gets_the_long_lint(hooked: Path) -> None:
+    chained = hooked / ".git" / "am" / "hooks-chained"
+    chained.mkdir(parents=True, exist_ok=True)
+    extra = write_fact(hooked, "fact-extra", "Added by another hook [[ghost-extra]].")
+    (chained / "pre-commit").write_text(f"#!/bin/sh\ngit add {extra}\n")
+    (chained / "pre-commit").chmod(0o755)
+    write_fact(hooked, "fact-mine", "Mine [[ghost-mine]].")
+    run_git(hooked, "add", "facts/2026/11/01/fact-mine.md")
+    done = commit(hooked, "-m", "two hooks")
+    assert done.returncode == 0, done.stderr
+    assert "ghost-extra" in done.stderr and "ghost-mine" in done.stderr
+    assert "fact-extra.md" in run_git(hooked, "show", "--name-only", "--format=", "HEAD")
+
+
+def test_commit_a_checks_the_index_git_hands_the_hook(hooked: Path) -> None:
+    rel = write_fact(hooked, "fact-tracked", "Fine.")
+    run_git(hooked, "add", "-A")
+    assert commit(hooked, "-m", "fine").returncode == 0
+    (hooked / rel).write_text(FACT.format(fid="fact-tracked", body="x").replace("confidence: high",
+                                                                                 "confidence: very"))
+    before = run_git(hooked, "rev-parse", "HEAD")
+    done = commit(hooked, "-a", "-m", "commit -a")  # the index is a temporary one (GIT_INDEX_FILE)
+    assert done.returncode != 0 and rel in done.stderr and "confidence" in done.stderr
+    assert run_git(hooked, "rev-parse", "HEAD") == before
+
+
+def test_cli_store_agrees_with_libgit2_on_what_the_index_changes(hooked: Path) -> None:
+    from am.git import GitStore
+    from am.git.edits import staged_changes
+
+    kept = write_fact(hooked, "fact-kept", "Kept.")
+    gone = write_fact(hooked, "fact-gone", "Gone.")
+    run_git(hooked, "add", "-A")
+    run_git(hooked, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "two")
+    (hooked / kept).write_text(FACT.format(fid="fact-kept", body="Changed."))
+    run_git(hooked, "mv", gone, "facts/2026/11/01/fact-moved.md")
+    write_fact(hooked, "事实-中文", "名字 [[project-alpha]].")
+    (hooked / "notes").mkdir()
+    (hooked / "notes" / "Untitled.md").write_text("")
+    run_git(hooked, "add", "-A")
+    with CliStore.open(hooked) as light:
+        ours = sorted(light.staged_changes(None))
+        assert light.staged_entries() == GitStore.open(hooked).staged_entries()
+        blob = {p: new for p, _, new in ours}[kept]
+        assert light.read_object(blob) == (hooked / kept).read_bytes()
+        assert light.parents(light.head() or "") == [run_git(hooked, "rev-parse", "HEAD~1").strip()]
+    assert ours == sorted(staged_changes(GitStore.open(hooked), None))
+    assert any(p == "facts/2026/11/01/事实-中文.md" for p, _, _ in ours)
+
+
+def test_cli_store_on_an_unborn_branch(tmp_path: Path) -> None:
+    run_git(tmp_path, "init", "-q", "-b", "main", "repo")
+    root = tmp_path / "repo"
+    (root / "facts").mkdir()
+    (root / "facts" / "a.md").write_text("x\n")
+    run_git(root, "add", "-A")
+    with CliStore.open(root) as light:
+        assert light.head() is None
+        [(path, old, new)] = light.staged_changes(None)
+        assert path == "facts/a.md" and old is None and light.read_object(new or "") == b"x\n"
+
+
+def test_old_shims_still_work(hooked: Path) -> None:
+    # A shim written by an earlier am runs `am.cli.main hook NAME`: the same checks.
+    shim = hooked / ".git" / "hooks" / "pre-commit"
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO_ROOT} exec {sys.executable} -m am.cli.main hook pre-commit \"$@\"\n")
+    shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    (hooked / "facts").mkdir(exist_ok=True)
+    (hooked / "facts" / "bad.md").write_text("---\ntype: fact\nid: bad\ntopics: [project-alpha]\n"
+                                             "confidence: very\ncreated: 2026-11-02\n---\nx\n")
+    run_git(hooked, "add", "-A")
+    done = commit(hooked, "-m", "old shim")
+    assert done.returncode != 0 and "bad.md" in done.stderr and "confidence" in done.stderr
+
+
+def test_links_by_title_give_no_warning_after_the_commit(hooked: Path) -> None:
+    # project-alpha is named after its id; its title reaches it too, as post-commit's cache lookup did.
+    rel = write_fact(hooked, "fact-by-title", "Alpha by title: [[Alpha service]].")
+    (hooked / rel).write_text((hooked / rel).read_text().replace("topics: [project-alpha]",
+                                                                 'topics: ["[[Alpha service]]"]'))
+    run_git(hooked, "add", "-A")
+    done = commit(hooked, "-m", "by title")
+    assert done.returncode == 0, done.stderr
+    assert "unknown-topic" not in done.stderr and "dangling-link" not in done.stderr, done.stderr
