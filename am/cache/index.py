@@ -59,23 +59,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from am.cache.file import DB_NAME, CacheDamaged, CacheFile
 from am.cache.query import IndexQueries
 from am.cache.recent import RecentQueries
-from am.cache.rows import (
-    _SCHEMA,
-    SCHEMA_VERSION,
-    TOPS,
-    Hit,
-    IndexedLink,
-    IndexStatus,
-    Refresh,
-    body_links,
-    file_slot,
-    is_record_path,
-    name_refs,
-    record_names,
-    record_rows,
-    resolve_refs,
-    segment,
-)
+from am.cache.rows import (_SCHEMA, NOTE_ERROR, SCHEMA_VERSION, TOPS, Hit, IndexedLink, IndexStatus, Refresh,
+                           body_links, file_slot, is_record_path, name_refs, note_row, record_names, record_rows,
+                           resolve_refs, segment)
 from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
 from am.errors import AmError
 from am.git import hash_blob
@@ -188,7 +174,10 @@ class Index(IndexQueries, RecentQueries, FolderScans):
 
     def _connect_checked(self) -> sqlite3.Connection:
         is_known = self._handle.check()
-        conn = self._connect()
+        try:
+            conn = self._connect()
+        except sqlite3.DatabaseError as err:  # a damaged schema page fails the first statement
+            raise CacheDamaged(f"damaged ({err})") from None
         try:
             row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is None or row[0] != str(SCHEMA_VERSION):
@@ -205,6 +194,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                     if problems != ["ok"]:
                         raise CacheDamaged(f"damaged ({problems[0]})")
                 conn.execute("INSERT INTO search(search, rank) VALUES ('integrity-check', 1)")
+                conn.execute("INSERT INTO notes(notes, rank) VALUES ('integrity-check', 1)")
                 self._handle.write_stamp()
         except sqlite3.DatabaseError as err:
             conn.close()
@@ -343,6 +333,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         texts: list[tuple[Any, ...]] = []
         removed = dropped = 0
         names: list[tuple[str, int, str, str, int]] = []
+        notes: list[tuple[str, ...]] = []
         pending: list[tuple[int, str, Any]] = []  # records naming others by a name: resolved once names are in
         topics_changed = False
         rowid = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
@@ -353,6 +344,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                 f"SELECT rowid FROM records WHERE path IN ({','.join('?' * len(gone))})", [p for (p,) in gone])]
             for table in ("members", "links", "search", "names"):
                 self.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
+            self.conn.executemany("DELETE FROM notes WHERE path = ?", gone)
             self.conn.executemany("DELETE FROM namerefs WHERE path = ?", gone)
             self.conn.executemany("DELETE FROM records WHERE path = ?", gone)
             dropped = self.conn.executemany("DELETE FROM files WHERE path = ?", gone).rowcount
@@ -371,7 +363,9 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             try:
                 record = parse_record(decode_record_bytes(data, path=path), path)
             except AmError as err:
-                error, record = str(err), None
+                note = note_row(path, data)  # a note is searchable, never a record, never invalid
+                error, record = str(err) if note is None else NOTE_ERROR, None
+                notes += [note] if note is not None else []
             files.append((path, blob, st.st_mtime_ns, st.st_size, st.st_ino, error, file_slot(path)))
             if record is None:
                 continue
@@ -400,6 +394,8 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         self.conn.executemany("INSERT OR IGNORE INTO members(rowid, topic) VALUES (?, ?)", members)
         self.conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
         self.conn.executemany("INSERT INTO search(rowid, title, body, aliases, tags) VALUES (?, ?, ?, ?, ?)", texts)
+        self.conn.executemany("INSERT INTO notes(title, body, aliases, tags, path, raw) VALUES (?, ?, ?, ?, ?, ?)",
+                              notes)
         return removed, len(files) - dropped
 
     def _resolve_name(self, ref: str) -> str | None:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from am.cache.rows import Hit, IndexedLink, IndexStatus, record_from_json
+from am.cache.rows import NOTE_ERROR, Hit, IndexedLink, IndexStatus, record_from_json
 from am.records.model import Record
 from am.cache.textseg import build_match
 
@@ -451,6 +451,29 @@ class IndexQueries:
                 return found
             cut = None  # the best few were not enough (filtered out, or tied at the cut): rank all
 
+    def search_notes(self, match: str, *, limit: int = 20) -> list[tuple[str, str, float, int]]:
+        """Return notes matching a user's text as (path, text, BM25 rank, tier), best first.
+
+        The tiers of ``search``: 0 the terms as a phrase, 1 every term, 2 some of them.
+        Notes are never records: they have no id, status, topic or time to filter by.
+        """
+        from am.cache.terms import analyse
+
+        terms = analyse(match) if match.strip() else None
+        if terms is None or terms.every is None:
+            return []
+        levels = [e for e in dict.fromkeys((terms.phrase, terms.every, terms.any)) if e is not None]
+        found: dict[str, tuple[str, str, float, int]] = {}
+        for expression in levels:
+            tier = 0 if expression == terms.phrase else 1 if expression == terms.every else 2
+            for path, raw, rank in self.conn.execute(
+                    f"SELECT path, raw, {_BM25.replace('search', 'notes')} AS rank FROM notes WHERE notes MATCH ? "
+                    "ORDER BY rank, path LIMIT ?", (expression, limit)):
+                found.setdefault(path, (path, raw, float(rank), tier))
+            if len(found) >= limit:
+                break
+        return list(found.values())[:limit]
+
     def _matched(self, terms: Any, rowids: Sequence[int]) -> dict[int, int]:
         """Return how many of the query's terms each of these records holds."""
         counts: dict[int, int] = {}
@@ -525,7 +548,8 @@ class IndexQueries:
         """Return counts and problems of the cache."""
         meta = self._meta()
         counts = dict(self.conn.execute("SELECT type, count(*) FROM records GROUP BY type").fetchall())
-        invalid = self.conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path").fetchall()
+        invalid = self.conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL AND error != ? "
+                                    "ORDER BY path", (NOTE_ERROR,)).fetchall()
         dup = [i for (i,) in self.conn.execute(
             "SELECT id FROM records GROUP BY id HAVING count(*) > 1 ORDER BY id")]
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
@@ -534,6 +558,7 @@ class IndexQueries:
             files=self.conn.execute("SELECT count(*) FROM files").fetchone()[0],
             invalid=[(p, e) for p, e in invalid], dirty=json.loads(meta.get("dirty") or "[]"),
             duplicates=dup, bytes=size, swept_at=float(meta.get("swept_at") or 0),
+            notes=self.conn.execute("SELECT count(*) FROM files WHERE error = ?", (NOTE_ERROR,)).fetchone()[0],
         )
 
     def dump(self) -> dict[str, list[tuple[Any, ...]]]:

@@ -24,10 +24,10 @@ from am.cache.textseg import _CJK_RANGES
 __all__ = [
     "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
-    "record_names", "name_refs", "resolve_refs",
+    "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "note_row",
 ]
 
-SCHEMA_VERSION = 12  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 13  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -105,6 +105,10 @@ CREATE TABLE names(key TEXT NOT NULL, rank INTEGER NOT NULL, path TEXT NOT NULL,
 CREATE INDEX names_rowid ON names(rowid);
 CREATE TABLE namerefs(path TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE search USING fts5(title, body, aliases, tags, tokenize = "unicode61 remove_diacritics 2");
+-- Notes (Markdown without am frontmatter, am/records/notes.py): searchable, never records. The same four
+-- columns as `search` (a query's expression fits both), the path, and the text for a snippet.
+CREATE VIRTUAL TABLE notes USING fts5(title, body, aliases, tags, path UNINDEXED, raw UNINDEXED,
+  tokenize = "unicode61 remove_diacritics 2");
 """
 
 
@@ -165,6 +169,7 @@ class IndexStatus:
     duplicates: list[str]
     bytes: int
     swept_at: float
+    notes: int = 0  # files that are notes (no am frontmatter): searchable, not records, not invalid
 
 
 
@@ -264,6 +269,22 @@ def is_record_path(path: str) -> bool:
     return (len(parts) > 1 and parts[0] in TOPS and path.endswith(".md")
             and not any(p.startswith(".") for p in parts))
 
+
+
+NOTE_ERROR = "a note (no am frontmatter): searched as a note, never a record"
+"""The ``files.error`` of a note: not a record, and not invalid either."""
+_NOTE_RAW = 4000  # characters of a note's text kept for snippets
+
+
+def note_row(path: str, data: bytes) -> tuple[str, str, str, str, str, str] | None:
+    """Return a note's full-text row (title, body, aliases, tags, path, raw text), or None if the file is no note."""
+    from am.records.notes import note_text
+
+    found = note_text(path, data)
+    if found is None:
+        return None
+    title, text = found
+    return segment(title), segment(text), "", "", path, text[:_NOTE_RAW]
 
 
 def file_slot(path: str) -> int:

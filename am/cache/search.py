@@ -99,8 +99,12 @@ def _narrow(found: TimeRange | None, since: datetime | None, until: datetime | N
 def search(index: Index, query: str, *, topic: str | None = None, status: str | None = None,
            repo: str | None = None, since: str | datetime | None = None, until: str | datetime | None = None,
            include_superseded: bool = False, types: tuple[str, ...] | None = None, limit: int = 20,
-           at: datetime | None = None, sort: str = "rank", mode: str = "ranked") -> SearchResult:
-    """Find records for a query; time phrases in it narrow the date range before ranking.
+           at: datetime | None = None, sort: str = "rank", mode: str = "ranked", notes: bool = True) -> SearchResult:
+    """Find records (and notes) for a query; time phrases in it narrow the date range before ranking.
+
+    Notes (Markdown without am frontmatter) come as hits of type ``note`` (id
+    ``note:<path>``) when nothing narrows the search to records: no time range,
+    status, topic or repo, ``types`` unset or naming "note", ranked by relevance.
 
     ``sort``: "rank" (phrase, then all terms, then some, by BM25) or "time" (newest first);
     ``mode="and"``: every word must occur (the search before ranking).
@@ -156,9 +160,31 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
             created=hit.created, path=hit.path, snippet=snippet(_text(record), terms), rank=hit.rank,
             matched=hit.matched, terms=hit.terms, tier=hit.tier,
         ))
+    if (notes and sort == "rank" and mode == "ranked" and window is None and status is None and topic is None
+            and repo is None and (types is None or "note" in types)):
+        # Notes (no am frontmatter) are searched too, labelled as notes; never records, never in a pack.
+        out = _with_notes(out, index.search_notes(parsed.text, limit=limit), terms, limit)
     return SearchResult(query=query, text=parsed.text, range=window, ignored=parsed.ignored,
                         statuses=statuses, hits=tuple(out), terms=tuple(terms), dropped=analysed.dropped,
                         without_range=without)
+
+
+def _with_notes(hits: list[SearchHit], notes: list[tuple[str, str, float, int]], terms: list[str],
+                limit: int) -> list[SearchHit]:
+    """Return the record hits with the note hits merged in by tier, then BM25 (the records' order kept)."""
+    from am.records.names import NOTE_PREFIX
+
+    pending = [SearchHit(id=NOTE_PREFIX + path, type="note", status="note", title=PurePosixPath(path).stem,
+                         topics=(), created=None, path=PurePosixPath(path), snippet=snippet(raw, terms), rank=rank,
+                         matched=len(terms) if tier < 2 else max(1, sum(t.lower() in raw.lower() for t in terms)),
+                         terms=len(terms), tier=tier)
+               for path, raw, rank, tier in notes]
+    merged: list[SearchHit] = []
+    for hit in hits:
+        while pending and (pending[0].tier, pending[0].rank) < (hit.tier, hit.rank):
+            merged.append(pending.pop(0))
+        merged.append(hit)
+    return (merged + pending)[:limit]
 
 
 def _title(record: Record) -> str:

@@ -103,7 +103,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         return
     for h in result.hits:
         day = (h.created or "")[:10]
-        about = h.title if h.type == "topic" else "topics: " + ", ".join(h.topics)
+        about = h.title if h.type in ("topic", "note") else "topics: " + ", ".join(h.topics)
         click.echo(f"{click.style(h.id, bold=True)}  {h.type}  {h.status}  {day}  {about}")
         click.echo(f"  {h.snippet}" + (f"  ({h.explain()})" if h.terms > 1 and h.tier == 2 else ""))
         click.echo(f"  {h.path}")
@@ -172,7 +172,7 @@ def status(ctx: click.Context, fmt: str) -> None:
     data = {
         "path": str(st.path), "schema": st.schema, "head": st.head, "records": st.counts, "files": st.files,
         "invalid": [{"path": p, "error": e} for p, e in st.invalid], "uncommitted": st.dirty,
-        "duplicate_ids": st.duplicates, "bytes": st.bytes, "rebuilt": cache.rebuilt,
+        "duplicate_ids": st.duplicates, "bytes": st.bytes, "rebuilt": cache.rebuilt, "notes": st.notes,
     }
     if fmt == "json":
         emit_json(data)
@@ -186,6 +186,8 @@ def status(ctx: click.Context, fmt: str) -> None:
         click.echo(f"  uncommitted: {path}")
     for path, error in st.invalid:
         click.echo(f"  not a record: {error}")
+    if st.notes:
+        click.echo(f"  notes (no am frontmatter; searched as notes, never records): {st.notes}")
     for rid in st.duplicates:
         click.echo(f"  duplicate id: {rid}")
 

@@ -21,8 +21,9 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.records.ids import RECORD_DIRS, folder_problem, record_path
-from am.records.model import RECORD_TYPES, RELATION_TYPES, Fact, Record, Relation, Topic
+from am.records.model import RELATION_TYPES, Fact, Record, Relation, Topic
 from am.records.names import NOTE_PREFIX, Names
+from am.records.notes import is_record_meta, is_record_text
 
 __all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_bytes", "is_record_text",
            "is_record_meta", "name_other"]
@@ -30,27 +31,6 @@ __all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_b
 _FOLDER_OF = {v: k for k, v in RECORD_DIRS.items()}
 _NOTE_MESSAGE = ("a note, not a record (no am frontmatter): am indexes it for links and search; "
                  "to make it a record, give it type: and id: (or create it with am topic add)")
-
-
-def is_record_text(text: str) -> bool:
-    """Return whether a file's text can be a record: it starts with a frontmatter block."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text.startswith(("---\n", "---\r\n"))
-
-
-def is_record_meta(meta: dict[str, Any]) -> bool:
-    """Return whether loaded frontmatter is am's: a record type, or an id beside a type that is not one.
-
-    A person's own ``type: book`` on a note does not make it a record; a file
-    with an am id and a misspelt type is a broken record, reported as such.
-    """
-    rtype = meta.get("type")
-    if rtype in RECORD_TYPES:
-        return True
-    from am.records.ids import is_valid_id
-
-    return rtype is not None and is_valid_id(meta.get("id"))
 
 
 @dataclass(frozen=True)
