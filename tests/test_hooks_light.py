@@ -190,3 +190,14 @@ def test_links_by_title_give_no_warning_after_the_commit(hooked: Path) -> None:
     done = commit(hooked, "-m", "by title")
     assert done.returncode == 0, done.stderr
     assert "unknown-topic" not in done.stderr and "dangling-link" not in done.stderr, done.stderr
+
+
+def test_doctor_names_older_shims_and_fix_rewrites_them(hooked: Path) -> None:
+    shim = hooked / ".git" / "hooks" / "post-commit"
+    shim.write_text(shim.read_text().replace("# am-shim: 3", "# am-shim: 2"))
+    result = CliRunner().invoke(cli, ["--vault", str(hooked), "doctor", "--format", "json"])
+    found = [(Path(f["path"]).name, f["kind"]) for f in json.loads(result.stdout)["findings"]]
+    assert ("post-commit", "hook-old") in found and result.exit_code == 1
+    CliRunner().invoke(cli, ["--vault", str(hooked), "doctor", "--fix"])
+    assert "# am-shim: 3" in shim.read_text()
+    assert "hook-" not in CliRunner().invoke(cli, ["--vault", str(hooked), "doctor"]).stdout

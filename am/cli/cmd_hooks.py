@@ -37,8 +37,9 @@ def _report(actions: list, fmt: str) -> None:  # type: ignore[type-arg]
 def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: str) -> None:
     """Install am's hooks in the vault (or a code repository), chaining hooks already there.
 
-    Vault: pre-commit refuses invalid records and secrets; post-commit, post-merge,
-    post-checkout and post-rewrite update the cache and print lint warnings.
+    Vault: pre-commit refuses invalid records and secrets; post-commit prints the
+    lint warnings of what it committed; post-merge, post-checkout and post-rewrite
+    update the cache and print lint warnings.
     Code repository: post-commit and post-merge warm the staleness cache and say
     which facts the commit made stale on its branch (the vault is not written).
 

@@ -37,6 +37,7 @@ _HOMES = {
     "index": "cmd_search", "slice": "cmd_slice", "repo": "cmd_slice", "now": "cmd_now",
     "mcp": "cmd_mcp", "setup": "cmd_mcp", "sync": "cmd_sync", "merge": "cmd_sync", "merge-driver": "cmd_sync",
     "import": "cmd_io", "export": "cmd_io", "graph": "cmd_web", "serve": "cmd_web",
+    "obsidian": "cmd_obsidian",
 }
 
 

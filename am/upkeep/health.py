@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from am.upkeep.hooks import HEALTH_NOTE, MARKER, VAULT_HOOKS
+from am.upkeep.hooks import HEALTH_NOTE, MARKER, SHIM_VERSION, VAULT_HOOKS
 
 __all__ = ["HEALTH_NOTE", "HookFinding", "hook_findings", "ignore_health_note", "note_warnings", "reinstall_hooks"]
 
@@ -70,6 +70,11 @@ def hook_findings(root: Path, *, names: Sequence[str] = VAULT_HOOKS) -> list[Hoo
         problem = _shim_problem(text)
         if problem:
             out.append(HookFinding("hook-broken", str(path), f"{problem}; {fix}"))
+            continue
+        version = _SHIM_LINE.search(text)
+        if version is not None and int(version.group(1)) < SHIM_VERSION:
+            out.append(HookFinding("hook-old", str(path), f"{name} is an older am hook: it works, but starts the "
+                                   f"whole command line on every commit; {fix}"))
     return out
 
 
