@@ -116,6 +116,10 @@ class CliStore:
         out = self._git("diff-tree", "-r", "--raw", "-z", "--no-renames", old or EMPTY_TREE, new, "--", *tops)
         return [(p, after) for p, _, after in self._raw_diff(out)]
 
+    def staged_paths(self, index_file: str | None, pathspecs: tuple[str, ...] = ()) -> bytes:
+        """Return the index's paths (matching ``pathspecs``), each followed by a NUL, as git lists them."""
+        return self._git("ls-files", "-z", "--cached", "--", *pathspecs, index_file=index_file)
+
     def staged_entries(self, index_file: str | None = None) -> dict[str, str]:
         """Return {path: blob id} of the index (stage 0), for index formats am's own reader leaves alone."""
         out = self._git("ls-files", "-s", "-z", index_file=index_file)
