@@ -204,6 +204,30 @@ def test_ranking_equals_one_plain_join_query(tmp_path: Path) -> None:
                     assert got == expected, (query, filters, limit)
 
 
+def test_ties_past_the_first_cut_are_all_read(alpha: Vault, vault_path: Path, git: Callable[..., str]) -> None:
+    """More records tied on BM25 than the first sorted cut holds (limit * 10 + 300): every tie is read, so the
+    first ids win (though the cache took them in last), with the status filter and with a topic only the
+    last of them are about."""
+    index = alpha.cache()
+    for batch in (range(40, 340), range(40)):  # the first ids last: the cache gives them the highest rowids
+        for n in batch:
+            status = "superseded" if n < 30 else "active"
+            topics = "[tool-late]" if n >= 337 else "[project-alpha]"
+            rel, text = fact(f"tie-{n:04d}", "The warm cache answers.", "2026-11-01T08:00:00+08:00",
+                             status=status, topics=topics)
+            path = vault_path / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        git("add", "-A")
+        git("commit", "-qm", "tied facts by hand")
+        index.refresh()
+    names = [f"tie-{n:04d}" for n in range(340)]
+    assert [h.id for h in index.search("warm cache", limit=3)] == names[:3]
+    assert [h.id for h in index.search("warm cache", limit=1, statuses=("active",))] == names[30:31]
+    assert [h.id for h in index.search("warm cache", limit=5, topic="tool-late")] == names[337:]
+    assert [h.id for h in search(index, "warm cache", limit=2, at=NOW).hits] == names[30:32]
+
+
 @pytest.mark.parametrize("query", ['"', 'a AND', 'NEAR(a b)', '*', 'col:x', '(((', "'; DROP TABLE records; --",
                                    "限流 OR", "-x", "^a", "\u200b", "x" * 500, "🙂 emoji"])
 def test_hostile_queries_never_crash(corpus: Vault, query: str) -> None:

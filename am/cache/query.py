@@ -416,7 +416,6 @@ class IndexQueries:
             sql += " ORDER BY r.created_ts DESC, r.id LIMIT ?"
             rows = self.conn.execute(sql, [*args, limit]).fetchall()
             return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in rows]
-        narrowing = any(x is not None for x in (since, until, topic, repo, types))
         if sort == "time":
             return self._newest(levels, cols, where, args, limit, terms)
         hits: list[Hit] = []
@@ -428,8 +427,7 @@ class IndexQueries:
                 break
             last = tier == len(levels) - 1 and tier > 0
             # The last level (some terms) is re-ranked by how many terms each match has: rank a wider cut.
-            found = self._ranked(expression, cols, where, args, (want + len(seen)) * (4 if last else 1) + 50 * last,
-                                 narrowing)
+            found = self._top(expression, cols, where, args, (want + len(seen)) * (4 if last else 1) + 50 * last)
             found = [row for row in found if str(row[1]) not in seen]
             counts = self._matched(terms, [row[-1] for row in found]) if last and terms is not None else {}
             if last:
@@ -441,15 +439,46 @@ class IndexQueries:
                 hits.append(Hit(i, PurePosixPath(p), t, s, c, float(rank), matched, size, level))
         return hits
 
-    def _ranked(self, expression: str, cols: str, where: list[str], args: list[Any], limit: int,
-                narrowing: bool) -> list[tuple[Any, ...]]:
-        """Return the best ``limit`` matches of one expression as (cols..., rank, rowid), best BM25 first."""
-        cut = None if narrowing else limit * 4 + 50
-        while True:
-            found, complete = self._best(expression, cols, where, args, limit, cut, narrowing)
-            if complete or cut is None:
-                return found
-            cut = None  # the best few were not enough (filtered out, or tied at the cut): rank all
+    def _top(self, expression: str, cols: str, where: list[str], args: list[Any], limit: int) -> list[tuple[Any, ...]]:
+        """Return the best ``limit`` matches of one expression that pass the filters, as (cols..., rank, rowid).
+
+        Best is BM25, then id (then path, for two files with one id), so the answer depends
+        only on the files. FTS5 scores and sorts every match in one pass; Python reads that
+        order only as far as it decides the answer: chunk by chunk, each chunk's records
+        filtered in SQL, until ``limit`` hits are kept and the next match ranks strictly worse
+        than the last kept (so every match tied with it was seen). In a large vault a common
+        phrase matches thousands of records with a handful of distinct scores; they are
+        sorted once, in C, and neither ranked in Python nor scored a second time.
+        """
+        sql = (f"SELECT {cols}, r.rowid FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?))"
+               + "".join(f" AND {w}" for w in where))
+        # A sorter that keeps the best ``cut`` is cheaper than one that sorts every match; rarely (ties
+        # or filters past the cut) the cut does not decide, and every match is sorted.
+        for cut in (limit * 10 + 300, -1):
+            cursor = self.conn.execute(f"SELECT rowid, {_BM25} AS rank FROM search WHERE search MATCH ? "
+                                       "ORDER BY rank LIMIT ?", (expression, cut))
+            ranks: dict[int, float] = {}
+            found: list[tuple[Any, ...]] = []
+            step, read, decided = limit + 10, 0, False
+            try:
+                while not decided:
+                    chunk = cursor.fetchmany(step)
+                    ranks.update(chunk)
+                    read += len(chunk)
+                    if chunk:
+                        found += self.conn.execute(sql, [json.dumps([rowid for rowid, _ in chunk]), *args]).fetchall()
+                        found.sort(key=lambda row: (ranks[row[-1]], row[0], row[1]))
+                    if len(found) >= limit and chunk and chunk[-1][1] > ranks[found[limit - 1][-1]]:
+                        decided = True  # what follows ranks worse than the last hit kept: no tie left unseen
+                    elif len(chunk) < step:
+                        decided = read < cut or cut < 0  # every match was read
+                        break
+                    step *= 2
+            finally:
+                cursor.close()
+            if decided:
+                break
+        return [(*row[:-1], ranks[row[-1]], row[-1]) for row in found[:limit]]
 
     def search_notes(self, match: str, *, limit: int = 20) -> list[tuple[str, str, float, int]]:
         """Return notes matching a user's text as (path, text, BM25 rank, tier), best first.
@@ -500,38 +529,6 @@ class IndexQueries:
                 return [Hit(i, PurePosixPath(p), t, s, c, 0.0, counts.get(rowid, 0) if some else size, size,
                             2 if some else 1) for i, p, t, s, c, rowid in rows]
         return []
-
-    def _best(self, expression: str, cols: str, where: list[str], args: list[Any], limit: int,
-              cut: int | None, narrowing: bool) -> tuple[list[tuple[Any, ...]], bool]:
-        """Return the best ``limit`` hits among the ``cut`` best-ranked matches, and whether that is exact."""
-        if cut is None:
-            pairs = self.conn.execute(f"SELECT rowid, {_BM25} FROM search WHERE search MATCH ?",
-                                      (expression,)).fetchall()
-            if narrowing:
-                # Apply the filters to the set first; a narrow one (a week, a topic) leaves little to rank.
-                allowed = {r for (r,) in self.conn.execute(
-                    "SELECT r.rowid FROM records r WHERE " + " AND ".join(where), args)}
-                pairs = [p for p in pairs if p[0] in allowed]
-                where, args = [], []
-            pairs.sort(key=lambda p: p[1])
-        else:
-            pairs = self.conn.execute(f"SELECT rowid, {_BM25} AS rank FROM search WHERE search MATCH ? "
-                                      f"ORDER BY rank LIMIT {cut}", (expression,)).fetchall()
-        sql = (f"SELECT {cols}, r.rowid FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?))"
-               + "".join(f" AND {w}" for w in where))
-        ranks = dict(pairs)
-        found: list[tuple[Any, ...]] = []
-        at, step = 0, limit * 2 + 10
-        while at < len(pairs):
-            if len(found) >= limit and pairs[at][1] > ranks[found[limit - 1][-1]]:
-                break  # nothing further can come before or tie with the last kept hit
-            chunk = [rowid for rowid, _ in pairs[at:at + step]]
-            at, step = at + step, step * 2
-            found += self.conn.execute(sql, [json.dumps(chunk), *args]).fetchall()
-            found.sort(key=lambda row: (ranks[row[-1]], row[0]))
-        complete = (cut is None or len(pairs) < cut
-                    or (len(found) >= limit and pairs[-1][1] > ranks[found[limit - 1][-1]]))
-        return [(*row[:-1], ranks[row[-1]], row[-1]) for row in found[:limit]], complete
 
     def ids_with_prefix(self, prefix: str, *, limit: int = 20, since: datetime | None = None,
                         until: datetime | None = None, statuses: Sequence[str] | None = None,
