@@ -101,7 +101,9 @@ class UsageLog:
             return None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=5)
+            # Not bound to the opening thread: an MCP server's worker opens it, and the server closes it
+            # from its own thread once the workers have stopped (as am/cache/index.py's connection).
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
