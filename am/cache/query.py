@@ -459,7 +459,7 @@ class IndexQueries:
                                        "ORDER BY rank LIMIT ?", (expression, cut))
             ranks: dict[int, float] = {}
             found: list[tuple[Any, ...]] = []
-            step, read, decided = limit + 10, 0, False
+            step, read, decided = limit * 2 + 10, 0, False
             try:
                 while not decided:
                     chunk = cursor.fetchmany(step)
