@@ -27,8 +27,12 @@ log = logging.getLogger("am")
 pygit2.settings.enable_fsync_gitdir(True)
 # libgit2 keeps parsed trees of at most 4 KiB in its object cache; a day's folder of
 # facts passes that at ~75 facts, and was then read and parsed again on every
-# lookup of a path in it (~0.1 ms at 50k facts). 256 KiB: a folder of ~4,600 facts.
-pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, 256 * 1024)
+# lookup of a path in it (~0.1 ms at 50k facts). A source without times (an MCP
+# memory file) puts a whole import in one day's folder: 1.1 MB at 20k facts, whose
+# read and parse (~20-35 ms) came back on each of the write path's per-file checks,
+# 80% of a 20k import. 32 MiB: a folder of ~600,000 facts (the cache's total stays
+# libgit2's 256 MiB).
+pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, 32 << 20)
 
 _GIT_LOCK_WAIT = float(os.environ.get("AM_GIT_LOCK_WAIT", "10"))
 _GIT_LOCK_STALE = float(os.environ.get("AM_GIT_LOCK_STALE", "60"))
