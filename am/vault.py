@@ -54,7 +54,7 @@ from am.records.model import (
 from am.records.codec import decode_record_bytes, parse_record, render_record
 from am.registry import Registry
 from am.records.schemas import check_record
-from am.records.writes import FactDraft, WriteResult, one_line, with_fresh_ids
+from am.records.writes import FactDraft, WriteResult, batch_bounds, one_line, with_fresh_ids
 
 if TYPE_CHECKING:
     from am.cache.index import Index
@@ -584,11 +584,11 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
 
     def import_records(self, records: Sequence[Record], *, source: str, batch_size: int = 500,
                        allow_secrets: bool = False) -> list[WriteResult]:
-        """Write many new records in batches, one commit per batch (the bulk path)."""
+        """Write many new records in batches (at most ``batch_size``, and a message that fits), one commit a batch."""
         results = []
-        for start in range(0, len(records), batch_size):
+        for start, end in batch_bounds([r.id for r in records], batch_size):
             items: list[tuple[PurePosixPath, Record, str | None]] = []
-            for record in records[start:start + batch_size]:
+            for record in records[start:end]:
                 record = replace(record, created=record.created or format_timestamp(_now()))
                 items.append((record_path(record.type, record.id, record.created), record, None))
             results.append(self.import_batch(items, source=source, allow_secrets=allow_secrets))

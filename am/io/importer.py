@@ -11,7 +11,7 @@ cache are updated once a batch, not once a record (PERF.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from am.errors import InvalidRecordError, UsageError
 from am.io.source import SYSTEMS, Aside, Item, SourceRead
 from am.records.ids import check_record_path, record_path
 from am.records.model import Fact, Record, Relation, Topic, replace
+from am.records.writes import batch_bounds
 
 if TYPE_CHECKING:
     from am.vault import Vault
@@ -281,7 +282,8 @@ def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptio
         return plan.summary
     total = len(plan.writes)
     done = 0
-    for number, chunk in enumerate(_chunks(plan.writes, options.batch_size), start=1):
+    bounds = batch_bounds([r.id for _, r, _ in plan.writes], options.batch_size)
+    for number, chunk in enumerate((plan.writes[a:b] for a, b in bounds), start=1):
         label = f"{system} {path.name} (batch {number})"
         # Screened above with the same detectors (or allowed by the caller): not scanned twice.
         result = vault.import_batch(chunk, source=label, allow_secrets=True)
@@ -290,8 +292,3 @@ def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptio
         if progress is not None:
             progress(done, total)
     return plan.summary
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]

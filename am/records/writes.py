@@ -1,9 +1,9 @@
-"""What a write takes (``FactDraft``) and returns, the one-line form of text in commit messages, and drawing a fact id again."""
+"""What a write takes (``FactDraft``) and returns, one-line text for commit messages, fresh fact ids, bulk batches."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -11,7 +11,7 @@ from typing import Any
 from am.errors import PathTakenError
 from am.records.model import Fact, Record
 
-__all__ = ["FactDraft", "WriteResult", "one_line", "with_fresh_ids"]
+__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "one_line", "with_fresh_ids"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
 
@@ -33,6 +33,29 @@ def one_line(text: str, *, limit: int = 200) -> str:
     """Collapse text to one safe line for a commit message (no control or bidi characters)."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# A commit message is at most 64 KiB (am/git/checks.py). A batch's subject, Am-Op and Am-Actor take a few
+# hundred characters; the rest is one "Am-Record: <id>" line a record (ids: at most 120 characters).
+RECORD_TRAILERS_BUDGET = 60_000
+
+
+def batch_bounds(ids: Sequence[str], size: int, *, budget: int = RECORD_TRAILERS_BUDGET) -> Iterator[tuple[int, int]]:
+    """Yield (start, end) of consecutive batches of at most ``size`` records whose Am-Record trailers fit ``budget``.
+
+    One commit a batch names every record it writes, so a batch of long ids is
+    cut short rather than refused for its message (2,000 ids of 25 characters
+    already pass 64 KiB).
+    """
+    start = used = 0
+    for i, rid in enumerate(ids):
+        cost = len(rid) + len("Am-Record: \n")
+        if i > start and (i - start >= size or used + cost > budget):
+            yield start, i
+            start, used = i, 0
+        used += cost
+    if start < len(ids):
+        yield start, len(ids)
 
 
 def with_fresh_ids(attempt: Callable[[], WriteResult], *, generated: bool) -> WriteResult:
