@@ -571,9 +571,9 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                      if tree.get(p) != blob]
         else:
             dirty = []
-            # Many paths (a bulk import's batch): their folders' HEAD blobs in one walk each, not a
-            # blob_id() a path (each looks the commit up again, ~1 ms on a large vault).
-            committed = (dict(self.store.tree_files(sorted({p.rpartition("/")[0] for p in recheck}), commit=head))
+            # Many paths (a bulk import's batch): HEAD looked up once, not a blob_id() a path (~1 ms each on
+            # a large vault); not a walk of their folders either (a day's folder of an import grows to 100k).
+            committed = (self.store.blob_ids(recheck, commit=head)
                          if head is not None and len(recheck) > 64 else None)
             for path in sorted(recheck):
                 row = self.conn.execute("SELECT blob FROM files WHERE path = ?", (path,)).fetchone()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -202,6 +202,24 @@ class Reader:
         if entry.type_str != "blob":
             return None
         return str(entry.id)
+
+    def blob_ids(self, paths: Iterable[str], *, commit: str) -> dict[str, str | None]:
+        """Return each path's blob id in a commit (None: no file there), looking the commit up once.
+
+        A lookup in a folder's tree is a binary search once libgit2 has the tree
+        cached (am/git/common.py), so a batch's paths cost what they are, not what
+        their folders hold (as ``tree_files`` does).
+        """
+        tree = self.repo[commit].peel(pygit2.Tree)
+        found: dict[str, str | None] = {}
+        for path in paths:
+            try:
+                entry = tree[path]
+            except KeyError:
+                found[path] = None
+                continue
+            found[path] = str(entry.id) if entry.type_str == "blob" else None
+        return found
 
     def blob_as_git_stores(self, path: PurePosixPath | str, data: bytes) -> str | None:
         """Return the blob id git would store for these work-tree bytes at ``path``, after its filters (autocrlf)."""
