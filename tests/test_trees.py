@@ -104,3 +104,32 @@ def test_trees_equal_libgit2_s_for_any_names_and_nesting(tmp_path_factory: pytes
         assert ours == theirs
     if ours is not None:
         run_git(Path(repo.path), "fsck", "--strict", "--no-dangling")
+
+
+# Many files into one folder at once (an import's batch) take the one-merge path of put_files.
+_many = st.lists(st.sampled_from([f"f{i:02d}.md" for i in range(40)] + ["a", "a.md", "é.md", "z"]),
+                 min_size=16, max_size=44, unique=True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commits=st.lists(st.tuples(_many, st.lists(_names, min_size=1, max_size=2)), min_size=1, max_size=4))
+def test_many_files_in_one_folder_equal_libgit2_s(tmp_path_factory: pytest.TempPathFactory,
+                                                  commits: list[tuple[list[str], list[str]]]) -> None:
+    repo = pygit2.init_repository(str(tmp_path_factory.mktemp("t") / "r"))
+    trees = ChainTrees(repo)
+    ours = theirs = None
+    for n, (files, nested) in enumerate(commits):
+        # Files that replace files of an earlier commit, and a folder "a/..." a later file "a" may replace.
+        changes = {("facts", name): _blob(repo, f"{n} {name}\n") for name in files}
+        changes[("facts", *nested, "x.md")] = _blob(repo, f"{n} nested\n")
+        try:
+            expected = _libgit2_tree(repo, theirs, changes)
+        except ConflictError:
+            with pytest.raises(ConflictError):
+                trees.build(ours, changes)
+            continue
+        ours = trees.build(ours, changes)
+        theirs = expected
+        assert ours == theirs
+    if ours is not None:
+        run_git(Path(repo.path), "fsck", "--strict", "--no-dangling")

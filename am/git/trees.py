@@ -40,6 +40,7 @@ __all__ = ["ChainTrees", "Kept"]
 
 Changes = dict[tuple[str, ...], pygit2.Oid]
 _TREE_MODES = (b"40000", b"040000")  # git writes the first; some old tools wrote the second
+_MANY = 16  # files put into one folder at once from which one merge beats an insert each
 
 
 class _Folder:
@@ -91,6 +92,26 @@ class _Folder:
         i = bisect_left(self.keys, key)
         self.keys.insert(i, key)
         self.entries.insert(i, (b"40000 " if folder else b"100644 ") + name + b"\0" + oid.raw)
+
+    def put_files(self, files: list[tuple[bytes, pygit2.Oid]]) -> None:
+        """Set many file entries (distinct names) at once, as ``put`` each would.
+
+        An import's batch puts ~1,600 files into a folder of up to 100k: an
+        insert each moved the lists ~1,600 times (~0.5 s a batch at 100k).
+        Here the replaced entries go in one pass and the new ones are sorted in
+        with one merge (Timsort on two sorted runs).
+        """
+        if len(files) < _MANY:
+            for name, oid in files:
+                self.put(name, oid, folder=False)
+            return
+        gone = {found[0] for name, _ in files if (found := self.find(name)) is not None}
+        pairs = [(k, e) for i, (k, e) in enumerate(zip(self.keys, self.entries)) if i not in gone] if gone else \
+            list(zip(self.keys, self.entries))
+        pairs += [(name, b"100644 " + name + b"\0" + oid.raw) for name, oid in files]
+        pairs.sort(key=operator.itemgetter(0))  # keys are unique once the replaced ones are gone
+        self.keys = [k for k, _ in pairs]
+        self.entries = [e for _, e in pairs]
 
     def body(self) -> bytes:
         return b"".join(self.entries)
@@ -147,11 +168,13 @@ class ChainTrees:
     def _folder(self, path: tuple[str, ...], base: pygit2.Oid | None, changes: Changes) -> pygit2.Oid:
         folder = self._load(path, base)
         groups: dict[str, Changes] = defaultdict(dict)
+        files: list[tuple[bytes, pygit2.Oid]] = []
         for parts, oid in changes.items():
             if len(parts) == 1:
-                folder.put(parts[0].encode(), oid, folder=False)
+                files.append((parts[0].encode(), oid))
             else:
                 groups[parts[0]][parts[1:]] = oid
+        folder.put_files(files)
         for name, sub in groups.items():
             raw = name.encode()
             found = folder.find(raw)
