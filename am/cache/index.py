@@ -518,12 +518,14 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         if len(candidates) > 500 and sweep:
             rows = {r[0]: r[1:] for r in self.conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files")}
         elif len(candidates) > 50:
-            # Usually one folder someone (or am) wrote into: read its rows by key range, not the whole table.
+            # Their own rows by key, not their folders' (an import's day folder holds all it wrote so far).
             rows = {}
-            for folder in {p.rpartition("/")[0] for p in candidates}:
+            wanted = sorted(candidates)
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
                 rows.update((r[0], r[1:]) for r in self.conn.execute(
-                    "SELECT path, blob, mtime_ns, size, ino FROM files WHERE path > ? AND path < ?",
-                    (folder + "/", folder + "0")))
+                    f"SELECT path, blob, mtime_ns, size, ino FROM files WHERE path IN ({','.join('?' * len(chunk))})",
+                    chunk))
         root, stat = f"{self.root}/", os.lstat  # a link is looked at as itself, never followed
         reader = WorkTreeReader(str(self.root), cap=MAX_RECORD_BYTES)
         try:
