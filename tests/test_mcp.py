@@ -25,8 +25,8 @@ from mcp_types import Implementation
 
 from am.vault import Vault
 
-WRITES = {"fact_add", "fact_supersede", "fact_expire", "fact_confirm", "topic_add", "relation_add"}
-READS = {"slice", "search", "why", "fact_show", "topic_show", "topic_list", "log", "check"}
+WRITES = {"fact_add", "fact_supersede", "fact_expire", "fact_confirm", "topic_add", "relation_add", "review_decide"}
+READS = {"slice", "search", "why", "fact_show", "topic_show", "topic_list", "log", "check", "review_list"}
 
 
 def _am(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -38,6 +38,7 @@ _HOMES = {
     "mcp": "cmd_mcp", "setup": "cmd_mcp", "sync": "cmd_sync", "merge": "cmd_sync", "merge-driver": "cmd_sync",
     "import": "cmd_io", "export": "cmd_io", "graph": "cmd_web", "serve": "cmd_web",
     "obsidian": "cmd_obsidian",
+    "ingest": "cmd_sessions", "propose": "cmd_sessions", "review": "cmd_review",
 }
 
 

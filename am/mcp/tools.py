@@ -349,6 +349,25 @@ def _relation_add(call: Call, args: dict[str, Any]) -> ToolOutput:
     return _written(call, result, "added")
 
 
+def _review_list(call: Call, args: dict[str, Any]) -> ToolOutput:
+    from am.upkeep.review import CHOICES, review_queue
+
+    repo, branch, commit = call.world(args)
+    queue = review_queue(call.vault, repo=repo, branch=branch, commit=commit, diff=args.get("diff", True),
+                         kinds=tuple(args.get("kinds") or CHOICES))
+    return _as_data(queue.to_json())
+
+
+def _review_decide(call: Call, args: dict[str, Any]) -> ToolOutput:
+    from am.upkeep.review import decide
+
+    repo, branch, commit = call.world(args)
+    result = decide(call.vault, args["decision"], args["id"], reason=args.get("reason"), text=args.get("text"),
+                    repo=repo, branch=branch, commit=commit)
+    return _written(call, result, {"accept": "accepted", "confirm": "confirmed", "supersede": "superseded",
+                                   "expire": "expired", "reject": "rejected"}[args["decision"]])
+
+
 # ---------------------------------------------------------------- the table
 
 _SLICE_IN = _obj({
@@ -442,6 +461,20 @@ TOOLS: tuple[Tool, ...] = (
          _obj({"from": _s("A topic or fact id."), "rel": _s("One of the seven relation types."),
                "to": _s("A topic or fact id."), "note": _s("Why the edge holds.")}, ("from", "rel", "to")),
          _WRITE_OUT, _relation_add, writes=True),
+    Tool("review_list", "List what waits on judgement, with its evidence: facts proposed from sessions (with the "
+         "session lines), pending facts, facts stale in the world (with the code diff), contested pairs.",
+         _obj({**_WORLD, "kinds": {"type": "array", "items": _s("A kind.", enum=["proposal", "pending", "stale",
+                                                                                 "contested"])},
+               "diff": {"type": "boolean", "description": "Show the code diff of stale facts (default true)."}}),
+         _obj({"note": _NOTE, "world": {"type": ["object", "null"]}, "counts": {"type": "object"},
+               "items": {"type": "array", "items": {"type": "object"}}}, ("note", "items")), _review_list),
+    Tool("review_decide", "Decide one review item (one commit, you as the reviewer): accept (a proposal, pending "
+         "or contested fact), confirm (re-observed at the world's commit), supersede (with text), expire or "
+         "reject (with a reason).",
+         _obj({"decision": _s("What to do.", enum=["accept", "confirm", "supersede", "expire", "reject"]),
+               "id": _s("The fact's id."), "reason": _s("Why (needed to expire)."),
+               "text": _s("The corrected text (to supersede)."), **_WORLD}, ("decision", "id")),
+         _WRITE_OUT, _review_decide, writes=True),
 )
 
 WRITE_TOOLS = frozenset(t.name for t in TOOLS if t.writes)

@@ -1,0 +1,187 @@
+"""`am review`: the one queue of proposals, pending, stale and contested facts, and the decisions on them."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from am.cli.context import (
+    FORMAT_OPTION,
+    emit_json,
+    here_world,
+    open_vault,
+    report_write,
+)
+
+_KINDS = ("proposal", "pending", "stale", "contested")
+
+
+def _world(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed([
+        click.option("--repo", default=None, metavar="NAME",
+                     help="The world's code repository (default: the registered repo of the current folder)."),
+        click.option("--branch", default=None, help="The world's branch (default: the clone's current branch)."),
+        click.option("--commit", "commit_", default=None, help="The world's commit (default: the branch tip)."),
+    ]):
+        func = option(func)
+    return func
+
+
+@click.group("review", invoke_without_command=True)
+@_world
+@click.pass_context
+def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None) -> None:
+    """Work the queue of what waits on judgement: proposals, pending, stale and contested facts.
+
+    Without a subcommand, in a terminal: one item at a time with its evidence
+    (the session lines, the code diff since the fact's commit, both texts) and
+    single-key choices; on a pipe: the list. Each decision is one commit whose
+    author is the reviewer (--actor / AM_ACTOR).
+
+    Example: am review --branch feat-batch
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        _interactive(ctx, *here_world(repo, branch, commit_))
+    else:
+        ctx.invoke(list_, repo=repo, branch=branch, commit_=commit_, kinds=(), no_diff=False, fmt="text")
+
+
+@review.command("list")
+@_world
+@click.option("--kind", "kinds", type=click.Choice(_KINDS), multiple=True, help="Only items of this kind (repeatable).")
+@click.option("--no-diff", is_flag=True, help="Do not compute the code diff of stale facts.")
+@FORMAT_OPTION
+@click.pass_context
+def list_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, kinds: tuple[str, ...],
+          no_diff: bool, fmt: str) -> None:
+    """List everything waiting on judgement, with its evidence and the decisions it takes.
+
+    Stale facts are those of the world (the current clone's branch, or --repo
+    and --branch); proposals, pending and contested facts are the vault's.
+
+    Example: am review list --format json
+    """
+    from am.upkeep.review import review_queue
+
+    repo, branch, commit_ = here_world(repo, branch, commit_)
+    queue = review_queue(open_vault(ctx), repo=repo, branch=branch, commit=commit_, diff=not no_diff,
+                         kinds=kinds or _KINDS)
+    if fmt == "json":
+        emit_json(queue.to_json())
+        return
+    if not queue.items:
+        click.echo("nothing waits for review" + ("" if queue.world else " (no world given: stale facts not checked)"))
+        return
+    for item in queue.items:
+        click.echo("\n".join(item.render()))
+        click.echo("")
+    click.echo(f"{len(queue.items)} item{'s' * (len(queue.items) != 1)}; decide with: am review accept|confirm|"
+               "supersede|expire|reject ID")
+
+
+def _decision(name: str, doc: str, *, reason: bool = False, text: bool = False,
+              world: bool = False) -> click.Command:
+    def run(ctx: click.Context, /, fact_id: str, fmt: str, **kw: Any) -> None:
+        from am.upkeep.review import decide
+
+        repo, branch, commit = kw.get("repo"), kw.get("branch"), kw.get("commit_")
+        if world:
+            repo, branch, commit = here_world(repo, branch, commit)
+        result = decide(open_vault(ctx), name, fact_id, reason=kw.get("reason"), text=kw.get("text"),
+                        repo=repo, branch=branch, commit=commit)
+        report_write(result, fmt, {"accept": "accepted", "confirm": "confirmed", "supersede": "superseded",
+                                   "expire": "expired", "reject": "rejected"}[name])
+
+    run.__doc__ = doc
+    command = click.pass_context(run)
+    command = FORMAT_OPTION(command)
+    if world:
+        command = _world(command)
+    if text:
+        command = click.option("--text", required=name == "supersede", help="The corrected text.")(command)
+    if reason:
+        command = click.option("--reason", required=name == "expire", help="Why (kept in the fact and the commit).")(
+            command)
+    command = click.argument("fact_id", metavar="ID")(command)
+    return review.command(name)(command)
+
+
+_decision("accept", """Accept a proposal or pending fact (it becomes active), or one fact of a contested pair.
+
+    Of a contested pair, the accepted fact stays and supersedes the other.
+
+    Example: am review accept f-20261130-1000-3f0e99
+    """, reason=True)
+_decision("confirm", """Re-observe a fact at the world's commit: no longer stale there (a pending fact becomes active).
+
+    The world is the current clone's branch, or --repo/--branch/--commit; the
+    new commit must descend from the fact's.
+
+    Example: am review confirm fact-alpha-getuser-main --branch feat-batch
+    """, world=True)
+_decision("supersede", """Replace a fact with a corrected text (it inherits topics and world).
+
+    Example: am review supersede f-20261130-1000-3f0e99 --text "getUser allows 200 requests a minute"
+    """, reason=True, text=True)
+_decision("expire", """Expire a fact: it no longer holds anywhere (it stays in the vault).
+
+    Example: am review expire fact-alpha-getuser-main --reason "the endpoint was removed"
+    """, reason=True)
+_decision("reject", """Reject a proposal or pending fact: it is expired, with the reason.
+
+    Example: am review reject f-20261130-1000-3f0e99 --reason "a guess, not a decision"
+    """, reason=True)
+
+
+def _interactive(ctx: click.Context, repo: str | None, branch: str | None, commit: str | None) -> None:
+    """One item at a time, single-key choices; each decision is one commit."""
+    from am.errors import AmError
+    from am.upkeep.review import decide, review_queue
+
+    vault = open_vault(ctx)
+    queue = review_queue(vault, repo=repo, branch=branch, commit=commit)
+    if not queue.items:
+        click.echo("nothing waits for review")
+        return
+    keys = {"a": "accept", "c": "confirm", "s": "supersede", "e": "expire", "r": "reject"}
+    done = 0
+    for n, item in enumerate(queue.items, start=1):
+        click.echo(f"\n({n}/{len(queue.items)}) " + "\n".join(item.render()))
+        offered = {k: v for k, v in keys.items() if v in item.choices}
+        prompt = " ".join(f"[{k}]{v[1:]}" for k, v in offered.items()) + " [n]ext [q]uit "
+        while True:
+            click.echo(prompt, nl=False)
+            key = click.getchar().lower()
+            click.echo(key)
+            if key == "q":
+                click.echo(f"{done} decision(s) made")
+                return
+            if key == "n":
+                break
+            if key not in offered:
+                continue
+            decision = offered[key]
+            target = item.id
+            if item.kind == "contested" and len(item.facts) > 1 and decision == "accept":
+                target = click.prompt("keep which fact", type=click.Choice([f.id for f in item.facts]))
+            text = click.prompt("corrected text") if decision == "supersede" else None
+            reason = (click.prompt("reason", default="" if decision != "expire" else None) or None
+                      if decision in ("expire", "reject", "supersede") else None)
+            try:
+                result = decide(vault, decision, target, reason=reason, text=text, repo=repo, branch=branch,
+                                commit=commit)
+            except AmError as err:
+                click.echo(f"error: {err.message}" + (f" ({err.hint})" if err.hint else ""))
+                continue
+            click.echo(f"{decision}: commit {result.commit[:10]}")
+            done += 1
+            break
+    click.echo(f"{done} decision(s) made")
+
+
+COMMANDS = [review]

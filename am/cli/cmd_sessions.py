@@ -1,0 +1,98 @@
+"""`am ingest` (agents' session logs, kept byte for byte) and `am propose` (the clerk's proposed facts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from am.cli.context import FORMAT_OPTION, emit_json, open_vault
+
+
+@click.command("ingest")
+@click.argument("target", metavar="FILE|DIR", type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "formats", type=click.Choice(["claude-code", "codex", "jsonl", "text", "json"]),
+              multiple=True, help="The log's format (default: recognised from its first lines), and/or the "
+                                  "output's: text (default) or json; give --format twice for both.")
+@click.pass_context
+def ingest(ctx: click.Context, target: Path, formats: tuple[str, ...]) -> None:
+    """Keep an agent's session log in the vault, byte for byte, with a session topic: one commit a session.
+
+    FILE is a Claude Code transcript (~/.claude/projects/<project>/<id>.jsonl),
+    a Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) or plain
+    {ts, role, text} JSON lines; DIR ingests every *.jsonl under it. The log
+    is stored under sessions/YYYY/MM/DD/<session-id>.jsonl with credentials
+    masked ([redacted:<family>]; the topic counts them). The same log again
+    writes nothing; a log that grew is appended in a new commit.
+
+    Example: am ingest ~/.claude/projects/-home-me-alpha/5f0c3e2a-1b7d-4c1e-9a31-2d6f0e8b7c11.jsonl
+    """
+    from am.sessions.ingest import ingest as run
+
+    log_format, fmt = _split_formats(formats)
+    results, skipped = run(open_vault(ctx), target, fmt=log_format)
+    if fmt == "json":
+        emit_json({"sessions": [r.to_json() for r in results], "skipped": skipped})
+        return
+    for r in results:
+        note = f", {sum(r.redacted.values())} secret(s) masked" if r.redacted else ""
+        where = f" ({r.commit[:10]})" if r.commit else ""
+        click.echo(f"{r.action}: {r.session} -> {r.path}, {r.lines} lines, {r.bytes} bytes{note}{where}")
+    for line in skipped:
+        click.echo(f"skipped: {line}")
+
+
+def _split_formats(formats: tuple[str, ...]) -> tuple[str | None, str]:
+    """Return (log format or None, output format) from --format given once or twice."""
+    from am.errors import UsageError
+
+    logs = [f for f in formats if f not in ("text", "json")]
+    outs = [f for f in formats if f in ("text", "json")]
+    if len(logs) > 1 or len(outs) > 1:
+        raise UsageError(f"--format given twice for the same thing: {', '.join(formats)}",
+                         hint="give one log format (claude-code, codex, jsonl) and/or one output (text, json)")
+    return (logs[0] if logs else None), (outs[0] if outs else "text")
+
+
+@click.command("propose")
+@click.argument("session", metavar="SESSION")
+@click.option("--extractor", default=None, metavar="CMD",
+              help="A program that reads the session as JSON on stdin and prints proposals as JSON "
+                   "(docs/sessions.md); default: the deterministic clerk.")
+@click.option("--topic", "topics", multiple=True, metavar="ID", help="Also file every proposal under this topic.")
+@click.option("--repo", default=None, metavar="NAME", help="The world the proposals are about: a code repository.")
+@click.option("--branch", default=None, help="The world's branch (its tip is recorded as the commit).")
+@click.option("--commit", "commit_", default=None, help="The world's commit.")
+@click.option("--unverified", is_flag=True, help="Record the world as given, unchecked.")
+@click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(1), help="Seconds the extractor may take.")
+@click.option("--dry-run", is_flag=True, help="Report what would be proposed; write nothing.")
+@FORMAT_OPTION
+@click.pass_context
+def propose(ctx: click.Context, session: str, extractor: str | None, topics: tuple[str, ...], repo: str | None,
+            branch: str | None, commit_: str | None, unverified: bool, timeout: float, dry_run: bool,
+            fmt: str) -> None:
+    """Turn an ingested session into proposed facts (pending-review), with a report of what was read and why.
+
+    SESSION is a session id or its topic id. The default clerk proposes the
+    lines said as "remember: ..." or "fact: ..." and the decisions ("Decision:
+    ...") in the agent's final message; --extractor CMD asks any program. A
+    proposal cites its session lines and reaches no pack until accepted in
+    `am review`. One commit holds the proposals and the report; running the
+    clerk again proposes nothing twice.
+
+    Example: am propose 5f0c3e2a-1b7d-4c1e-9a31-2d6f0e8b7c11 --topic project-alpha
+    """
+    from am.sessions.clerk import propose as run
+
+    report = run(open_vault(ctx), session, extractor=extractor, topics=topics, repo=repo, branch=branch,
+                 commit=commit_, unverified=unverified, dry_run=dry_run, timeout=timeout)
+    if fmt == "json":
+        emit_json(report.to_json())
+        return
+    for line in report.lines():
+        click.echo(line)
+    if report.commit:
+        click.echo(f"commit {report.commit[:10]}; review with: am review")
+
+
+COMMANDS = [ingest, propose]

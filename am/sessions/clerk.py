@@ -1,0 +1,284 @@
+"""The clerk: `am propose` turns a stored session into proposed facts, and says what it did (DESIGN §11).
+
+A clerk proposes; a person (or a trusted agent) decides in `am review`. A
+proposal is a fact with ``status: pending-review`` (so it reaches no pack
+unasked), ``provenance: session:<id>``, the session's topic among its topics,
+and ``source_lines`` citing the log lines it came from.
+
+Two extractors:
+
+* the **default**, deterministic: explicit markers said by the user or the
+  agent (a line ``remember: ...`` or ``fact: ...``), and decisions stated in
+  the agent's final message (``Decision: ...``, ``Decided: ...``);
+* ``--extractor CMD``: any program speaking the JSON protocol of
+  docs/sessions.md on stdin/stdout (an LLM of the user's choice).
+
+Every run leaves a report: what it read, what it proposed, what it skipped and
+why. It is printed, written into the commit message of the run's one commit
+(the proposals and the session topic's ``clerk`` entry), and returned as JSON.
+Proposal ids are drawn from the session and the text, so running the clerk
+again proposes nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from am.clock import now as _now
+from am.errors import AmError, NotFoundError, UsageError
+from am.records.ids import format_timestamp, record_path
+from am.records.model import CONFIDENCES, Fact, Topic
+from am.records.sessionlog import Message, messages
+
+if TYPE_CHECKING:
+    from am.vault import Vault
+
+__all__ = ["PROTOCOL", "ClerkReport", "Proposal", "deterministic", "find_session", "proposal_id", "propose", "run_extractor"]
+
+PROTOCOL = "am.propose/1"
+MAX_TEXT = 600
+_MARKER = re.compile(r"^\s*(?:[-*>]\s*)?(?:\*\*)?(remember|fact)(?:\*\*)?\s*:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)
+_DECISION = re.compile(r"^\s*(?:[-*>]\s*)?(?:\*\*)?(decision|decided)(?:\*\*)?\s*:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A fact an extractor proposes: its text, the log lines it cites, and optional topics and confidence."""
+
+    text: str
+    lines: tuple[int, ...]
+    why: str = ""
+    topics: tuple[str, ...] = ()
+    confidence: str | None = None
+    paths: tuple[str, ...] = ()
+
+
+@dataclass
+class ClerkReport:
+    """What one clerk run read, proposed and skipped (with why), and the commit it made."""
+
+    session: str
+    topic: str
+    extractor: str
+    read_lines: int = 0
+    read_messages: int = 0
+    proposed: list[tuple[str, str, tuple[int, ...]]] = field(default_factory=list)
+    skipped: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
+    commit: str | None = None
+    dry_run: bool = False
+
+    def lines(self) -> list[str]:
+        """Return the report as lines for people."""
+        out = [(f"clerk ({self.extractor}) read session {self.session}: {self.read_lines} lines, "
+               f"{self.read_messages} messages"),
+               f"proposed {len(self.proposed)}, skipped {len(self.skipped)}"
+               + (" (dry run: nothing written)" if self.dry_run else "")]
+        out += [f"  proposed {fid} (line {_cite(lines)}): {text}" for fid, text, lines in self.proposed]
+        out += [f"  skipped (line {_cite(lines)}): {text[:80]} - {why}" for text, lines, why in self.skipped]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "topic": self.topic, "extractor": self.extractor,
+                "read": {"lines": self.read_lines, "messages": self.read_messages},
+                "proposed": [{"id": i, "text": t, "lines": list(ls)} for i, t, ls in self.proposed],
+                "skipped": [{"text": t, "lines": list(ls), "reason": r} for t, ls, r in self.skipped],
+                "commit": self.commit, "dry_run": self.dry_run}
+
+
+def _cite(lines: Sequence[int]) -> str:
+    return ", ".join(str(n) for n in lines) or "?"
+
+
+def find_session(vault: Vault, name: str) -> Topic:
+    """Return the session topic named by a session id or a topic id."""
+    from am.records.sessionlog import session_topic_id
+
+    for tid in dict.fromkeys((name, session_topic_id(name))):
+        try:
+            path = vault.locate(tid)
+        except AmError:
+            path = None
+        if path is not None:
+            topic = vault.read_path(path)
+            if isinstance(topic, Topic) and topic.kind == "session" and topic.extra.get("file"):
+                return topic
+    raise NotFoundError(f"no ingested session {name!r}", hint="ingest its log first: am ingest FILE")
+
+
+def deterministic(said: Sequence[Message]) -> tuple[list[Proposal], list[tuple[str, tuple[int, ...], str]]]:
+    """The default extractor: ``remember:``/``fact:`` lines said by a person or the agent, decisions in its last message."""
+    found: list[Proposal] = []
+    skipped: list[tuple[str, tuple[int, ...], str]] = []
+    for m in said:
+        for raw in m.text.splitlines():
+            hit = _MARKER.match(raw)
+            if hit and m.role in ("user", "assistant"):
+                found.append(Proposal(hit.group("text"), (m.line,), why=f"{hit.group(1).lower()}: said by {m.role}",
+                                      confidence="high" if m.role == "user" else "medium"))
+            elif hit:
+                skipped.append((hit.group("text"), (m.line,), f"a marker in {m.role} output, not said by a person or the agent"))
+    final = next((m for m in reversed(said) if m.role == "assistant"), None)
+    if final is not None:
+        for raw in final.text.splitlines():
+            hit = _DECISION.match(raw)
+            if hit:
+                found.append(Proposal(hit.group("text"), (final.line,), why="a decision in the agent's final message"))
+    return found, skipped
+
+
+def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
+                  timeout: float = 300.0) -> tuple[list[Proposal], list[tuple[str, tuple[int, ...], str]]]:
+    """Run an external extractor: the session as JSON on its stdin, proposals as JSON on its stdout."""
+    argv = shlex.split(command)
+    if not argv:
+        raise UsageError("--extractor is empty", hint="name a program, e.g. --extractor 'python my_clerk.py'")
+    request = {
+        "protocol": PROTOCOL,
+        "session": {"id": session.extra.get("session_id"), "topic": session.id,
+                    **{k: session.extra.get(k) for k in ("client", "project_dir", "branch", "commit", "started",
+                                                         "ended")}},
+        "messages": [{"line": m.line, "ts": m.ts, "role": m.role, "text": m.text} for m in said],
+    }
+    try:
+        proc = subprocess.run(argv, input=json.dumps(request, ensure_ascii=False).encode("utf-8"),
+                              capture_output=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise UsageError(f"extractor {argv[0]!r} not found", hint="give a program on PATH or a path to one") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"extractor {argv[0]!r} gave no answer in {timeout:.0f} s",
+                         hint="make it faster, or pass a longer --timeout") from None
+    if proc.returncode != 0:
+        first = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise UsageError(f"extractor {argv[0]!r} failed (exit {proc.returncode}): {first[:200]}",
+                         hint="nothing was written; run it by hand on the session's JSON to see why")
+    try:
+        answer = json.loads(proc.stdout)
+    except ValueError:
+        raise UsageError(f"extractor {argv[0]!r} did not print JSON",
+                         hint='print {"proposals": [{"text": ..., "lines": [...]}]} (docs/sessions.md)') from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("proposals"), list):
+        raise UsageError(f"extractor {argv[0]!r} printed JSON without a 'proposals' list",
+                         hint='print {"proposals": [{"text": ..., "lines": [...]}]} (docs/sessions.md)')
+    found: list[Proposal] = []
+    skipped: list[tuple[str, tuple[int, ...], str]] = []
+    for item in answer.get("proposals", []):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            skipped.append((json.dumps(item)[:80], (), "a proposal without a 'text' string"))
+            continue
+        lines = item.get("lines", [])
+        lines = tuple(n for n in lines if isinstance(n, int)) if isinstance(lines, list) else ()
+        found.append(Proposal(item["text"], lines, why=str(item.get("why", "")),
+                              topics=tuple(t for t in item.get("topics", []) if isinstance(t, str)),
+                              confidence=item.get("confidence") if isinstance(item.get("confidence"), str) else None,
+                              paths=tuple(p for p in item.get("paths", []) if isinstance(p, str))))
+    for item in answer.get("skipped", []) if isinstance(answer.get("skipped"), list) else []:
+        if isinstance(item, dict):
+            lines = tuple(n for n in item.get("lines", []) if isinstance(n, int))
+            skipped.append((str(item.get("text", "")), lines, f"extractor: {item.get('reason', 'no reason given')}"))
+    return found, skipped
+
+
+def proposal_id(session_id: str, text: str, started: str | None) -> str:
+    """Return a proposal's fact id: shaped like a generated one, drawn from the session and the text (stable)."""
+    try:
+        day = datetime.fromisoformat(started or "").astimezone(UTC)
+    except ValueError:
+        day = datetime(1970, 1, 1, tzinfo=UTC)
+    digest = hashlib.sha256(f"{session_id}\n{' '.join(text.split()).casefold()}".encode()).hexdigest()[:6]
+    return f"f-{day:%Y%m%d-%H%M}-{digest}"
+
+
+def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: Iterable[str] = (),
+            repo: str | None = None, branch: str | None = None, commit: str | None = None,
+            unverified: bool = False, dry_run: bool = False, timeout: float = 300.0) -> ClerkReport:
+    """Run the clerk over a stored session: proposals as pending-review facts, one commit with the report."""
+    from am.records.secrets import scan_fields
+    from am.records.writes import FactDraft
+
+    session = find_session(vault, name)
+    sid = str(session.extra.get("session_id") or session.id)
+    data = (vault.root / str(session.extra["file"])).read_bytes()
+    said = list(messages(data, str(session.extra.get("client", "jsonl"))))
+    report = ClerkReport(session=sid, topic=session.id, extractor=extractor or "default", dry_run=dry_run,
+                         read_lines=data.count(b"\n"), read_messages=len(said))
+    extra_topics = tuple(dict.fromkeys(topics))
+    for t in extra_topics:
+        vault.get_topic(t)  # an unknown --topic is an error before anything runs
+    world = vault._checked_draft(FactDraft(text="-", repo=repo, branch=branch, commit=commit), None,
+                                 unverified=unverified)
+    found, skipped = (run_extractor(extractor, session, said, timeout=timeout) if extractor
+                      else deterministic(said))
+    report.skipped.extend(skipped)
+    known_lines = {m.line for m in said} | set(range(1, report.read_lines + 2))
+    facts: list[Fact] = []
+    seen: set[str] = set()
+    for p in found:
+        text = " ".join(p.text.split())
+        why = _refusal(vault, p, text, known_lines)
+        fid = proposal_id(sid, text, str(session.extra.get("started") or ""))
+        if why is None and (fid in seen or vault.locate(fid) is not None):
+            why = f"already proposed as {fid}"
+        if why is None and scan_fields({"body": text}):
+            why = "it looks like it holds a credential"
+        if why is not None:
+            report.skipped.append((text, p.lines, why))
+            continue
+        seen.add(fid)
+        fact_topics = tuple(dict.fromkeys((session.id, *extra_topics,
+                                           *(t for t in p.topics if vault.locate(t) is not None))))
+        confidence = p.confidence if p.confidence in CONFIDENCES else "medium"
+        facts.append(Fact(id=fid, topics=fact_topics, body=text + "\n", status="pending-review",
+                          confidence=confidence, provenance=f"session:{sid}", repo=world.repo, version=world.branch,
+                          commit=world.commit, axis="subject" if (world.repo or world.commit) else None,
+                          created=format_timestamp(_now()), paths=p.paths,
+                          extra={"source_lines": list(p.lines)}))
+        report.proposed.append((fid, text, p.lines))
+    if not dry_run:
+        report.commit = _write(vault, session, facts, report)
+    return report
+
+
+def _refusal(vault: Vault, p: Proposal, text: str, known_lines: set[int]) -> str | None:
+    if not text:
+        return "empty text"
+    if len(text) > MAX_TEXT:
+        return f"longer than {MAX_TEXT} characters: a fact is one to three sentences"
+    if "[redacted:" in text:
+        return "it quotes a masked secret"
+    bad = [n for n in p.lines if n not in known_lines]
+    if bad:
+        return f"cites line {bad[0]}, which the session does not have"
+    return None
+
+
+def _write(vault: Vault, session: Topic, facts: list[Fact], report: ClerkReport) -> str:
+    from am.records.model import replace
+    from am.records.schemas import check_record
+    from am.sessions.ingest import _message, _topic_change
+
+    runs = session.extra.get("clerk_runs")
+    entry = {"at": format_timestamp(_now()), "extractor": report.extractor, "read": report.read_messages,
+             "proposed": len(report.proposed), "skipped": len(report.skipped)}
+    extra = {**session.extra, "clerk_runs": (int(runs) if isinstance(runs, int) else 0) + 1, "clerk_last": entry}
+    topic = replace(session, extra=extra)
+    topic_path, _, base = vault._existing_for_update(session.id, Topic, "topic")
+    changes = [_topic_change(vault, topic_path, topic, base)]
+    for fact in facts:
+        path = record_path("fact", fact.id, fact.created)
+        check_record(fact, path=str(path))
+        changes.append(_topic_change(vault, path, fact, None))  # type: ignore[arg-type]
+    vault._check_writable(changes)
+    message = _message(vault, f"session: propose {len(facts)} fact{'s' * (len(facts) != 1)} from {report.session}",
+                       report.lines(), op="session.propose", ids=[f.id for f in facts] + [session.id])
+    commit: str = vault.store.commit_grouped(changes, message=message, author=vault._author(),
+                                             committer=vault._committer(), op="session.propose",
+                                             after=vault._after_write)
+    return commit

@@ -1,0 +1,233 @@
+"""`am ingest`: keep an agent's session log byte for byte in the vault, one commit a session (DESIGN §11).
+
+The log goes to ``sessions/YYYY/MM/DD/<session-id>.jsonl`` (the day the
+session started) with its credentials masked (am/sessions/redaction.py); a
+``session`` topic says what it is: client, project folder, branch, first and
+last time, size, and how many secrets were masked. Both are written in one
+commit.
+
+Ingesting is idempotent and follows a growing log: the topic keeps a digest of
+the source it was made from, so the same file again is recognised without
+reading the vault's copy (no commit); a log that grew (the stored bytes are a
+prefix of the new ones) is written again as an ``append`` commit, and one that
+changed otherwise as a ``replace`` commit (the old bytes stay in history).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from am.clock import now as _now
+from am.errors import AmError, UsageError
+from am.records.ids import format_timestamp, record_path
+from am.records.model import Topic
+from am.records.sessionlog import (
+    FORMATS,
+    SessionMeta,
+    detect,
+    read_meta,
+    safe_session_id,
+    session_topic_id,
+)
+
+if TYPE_CHECKING:
+    from am.vault import Vault
+
+__all__ = ["CLIENT_NAMES", "IngestResult", "ingest", "ingest_file", "session_files", "session_topic_id"]
+
+CLIENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "jsonl": "Agent"}
+SESSIONS_DIR = "sessions"
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What ingesting one log did: ``added``, ``appended``, ``replaced`` or ``unchanged``."""
+
+    source: str
+    session: str
+    topic: str
+    path: PurePosixPath
+    action: str
+    commit: str | None
+    bytes: int
+    lines: int
+    client: str
+    redacted: Counter[str] = field(default_factory=Counter)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "session": self.session, "topic": self.topic, "path": str(self.path),
+                "action": self.action, "commit": self.commit, "bytes": self.bytes, "lines": self.lines,
+                "client": self.client, "redacted": dict(sorted(self.redacted.items()))}
+
+
+def session_files(target: Path) -> list[Path]:
+    """Return the logs to ingest: the file itself, or every ``*.jsonl`` under a folder, in path order."""
+    if target.is_file():
+        return [target]
+    if target.is_dir():
+        return sorted(p for p in target.rglob("*.jsonl") if p.is_file() and not p.is_symlink())
+    raise UsageError(f"{target} does not exist", hint="pass a session log (.jsonl) or a folder of them")
+
+
+def ingest(vault: Vault, target: Path, *, fmt: str | None = None) -> tuple[list[IngestResult], list[str]]:
+    """Ingest a log, or every log in a folder; return the results and, for a folder, the files skipped and why."""
+    files = session_files(target)
+    if target.is_file():
+        return [ingest_file(vault, target, fmt=fmt)], []
+    results, skipped = [], []
+    for path in files:
+        try:
+            results.append(ingest_file(vault, path, fmt=fmt))
+        except AmError as err:
+            skipped.append(f"{path}: {err.message}")
+    return results, skipped
+
+
+def _session_id(meta: SessionMeta, source: Path) -> str:
+    # A Claude Code subagent's log carries its parent's sessionId: keep it apart, named by its file.
+    stem = source.stem
+    if meta.client == "claude-code" and stem.startswith("agent-") and safe_session_id(stem) and stem != meta.id:
+        return f"{meta.id}-{stem}"
+    return meta.id
+
+
+def _day(started: str | None) -> datetime:
+    if started:
+        try:
+            moment = datetime.fromisoformat(started)
+            return moment.astimezone(UTC) if moment.tzinfo else moment
+        except ValueError:
+            pass
+    return _now()
+
+
+def _line_count(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> IngestResult:
+    """Store one session log (masked) and its topic in one commit; nothing when it is already there."""
+    from am.records.schemas import check_record
+    from am.sessions.redaction import redact_log
+
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"unknown session format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
+    try:
+        data = source.read_bytes()
+    except OSError as err:
+        raise UsageError(f"cannot read {source}: {err.strerror}", hint="pass a readable session log") from None
+    if not data.strip():
+        raise UsageError(f"{source} is empty", hint="ingest it once the session has written something")
+    fmt = fmt or detect(data)
+    meta = read_meta(data, fmt, fallback_id=source.stem)
+    sid = _session_id(meta, source)
+    tid = session_topic_id(sid)
+    digest = hashlib.sha256(data).hexdigest()
+
+    existing = vault.locate(tid)
+    old_topic: Topic | None = None
+    topic_base = None
+    if existing is not None:
+        topic_path, old_topic, topic_base = vault._existing_for_update(tid, Topic, "topic")
+        if old_topic.extra.get("source_digest") == digest:
+            return IngestResult(str(source), sid, tid, PurePosixPath(str(old_topic.extra.get("file", ""))),
+                                "unchanged", None, int(old_topic.extra.get("bytes", 0)),
+                                int(old_topic.extra.get("lines", 0)), fmt,
+                                Counter(old_topic.extra.get("redacted_kinds") or {}))
+    day = _day(meta.started)
+    log_path = PurePosixPath(str(old_topic.extra["file"])) if old_topic is not None and old_topic.extra.get("file") \
+        else PurePosixPath(SESSIONS_DIR, f"{day:%Y}", f"{day:%m}", f"{day:%d}", f"{sid}.jsonl")
+    redacted = redact_log(data)
+    stored = redacted.data
+    old_blob = vault.store.blob_id(log_path)
+    action = "added"
+    if old_blob is not None:
+        old = vault.store.read_object(old_blob)
+        action = "unchanged" if old == stored else ("appended" if stored.startswith(old) else "replaced")
+        grew = len(stored) - len(old)
+        del old
+    else:
+        grew = len(stored)
+    lines = _line_count(stored)
+    created = old_topic.created if old_topic is not None else format_timestamp(day)
+    topic = _topic(tid, sid, meta, fmt, log_path, stored, lines, redacted.counts, digest, created, old_topic)
+    if existing is None:
+        topic_path = record_path("topic", tid, created)
+    check_record(topic, path=str(topic_path))
+    vault._check_secrets([topic], False)
+    result = IngestResult(str(source), sid, tid, log_path, action, None, len(stored), lines, fmt, redacted.counts)
+    changes = [_topic_change(vault, topic_path, topic, topic_base)]
+    if action != "unchanged":
+        changes.insert(0, _change(log_path, stored, old_blob))
+    verb = {"added": "ingest", "appended": "append", "replaced": "replace", "unchanged": "ingest"}[action]
+    body = [f"Client: {CLIENT_NAMES[fmt]}", f"Lines: {lines}", f"Bytes: {len(stored)}"
+            + (f" (+{grew})" if action == "appended" else "")]
+    if redacted.total:
+        body.append(f"Redacted: {redacted.total} ("
+                    + ", ".join(f"{k}: {n}" for k, n in sorted(redacted.counts.items())) + ")")
+    message = _message(vault, f"session: {verb} {sid}", body, op=f"session.{verb}", ids=[tid])
+    vault._check_writable(changes[-1:])
+    with vault.store.write_lock(op=f"session.{verb}"):
+        commit = vault.store.commit(changes, message=message, author=vault._author(), committer=vault._committer())
+    vault._after_write(commit, [c.path for c in changes])
+    return IngestResult(result.source, sid, tid, log_path, action if action != "unchanged" else "updated", commit,
+                        len(stored), lines, fmt, redacted.counts)
+
+
+def _change(path: PurePosixPath, data: bytes, base: str | None) -> Any:
+    from am.git import Change
+
+    return Change(path, data, base=base)
+
+
+def _topic_change(vault: Vault, path: PurePosixPath, topic: Topic, base: str | None) -> Any:
+    from am.upkeep.forms import render_for_write
+
+    return _change(path, render_for_write(vault, path, topic, base).encode("utf-8"), base)
+
+
+def _message(vault: Vault, subject: str, body: list[str], *, op: str, ids: list[str]) -> str:
+    """A structured commit message with a paragraph of its own between the subject and the trailers."""
+    from am.records.writes import one_line
+
+    trailers = [f"Am-Op: {op}", *(f"Am-Record: {i}" for i in ids), f"Am-Actor: {vault.actor}"]
+    return "\n".join([one_line(subject, limit=120), "", *(one_line(b, limit=400) for b in body), "", *trailers]) + "\n"
+
+
+def _topic(tid: str, sid: str, meta: SessionMeta, fmt: str, log_path: PurePosixPath, stored: bytes, lines: int,
+           redacted: Counter[str], digest: str, created: str | None, old: Topic | None) -> Topic:
+    where = f" in {Path(meta.project_dir).name}" if meta.project_dir else ""
+    title = f"{CLIENT_NAMES[fmt]} session {sid[:8]}{where}"
+    extra: dict[str, Any] = dict(old.extra) if old is not None else {}
+    extra.update({"client": fmt, "session_id": sid, "file": str(log_path)})
+    for key, value in (("project_dir", meta.project_dir), ("branch", meta.branch), ("commit", meta.commit),
+                       ("started", meta.started), ("ended", meta.ended)):
+        if value:
+            extra[key] = value
+    extra.update({"bytes": len(stored), "lines": lines, "redacted": sum(redacted.values())})
+    if redacted:
+        extra["redacted_kinds"] = dict(sorted(redacted.items()))
+    else:
+        extra.pop("redacted_kinds", None)
+    extra["source_digest"] = digest
+    span = " to ".join(t for t in dict.fromkeys((meta.started, meta.ended)) if t)
+    body = (f"{CLIENT_NAMES[fmt]} session `{sid}`" + (f" in `{meta.project_dir}`" if meta.project_dir else "")
+            + (f" on branch `{meta.branch}`" if meta.branch else "") + (f", {span}" if span else "") + ".\n\n"
+            f"The raw log, byte for byte (secrets masked), is `{log_path}`.\n")
+    if old is not None:
+        return Topic(id=tid, kind=old.kind, title=old.title, body=body, aliases=old.aliases, tags=old.tags,
+                     status=old.status, created=old.created, extra=extra, eol=old.eol)
+    return Topic(id=tid, kind="session", title=title, body=body, created=created, extra=extra)
+
+
+def iter_sessions(vault: Vault) -> Iterator[Topic]:
+    """Yield the vault's session topics, by id."""
+    for topic in vault.list_topics(kind="session"):
+        if topic.extra.get("file"):
+            yield topic

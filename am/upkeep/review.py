@@ -1,0 +1,274 @@
+"""`am review`: one queue of everything waiting on judgement, and the decisions that clear it (DESIGN §11).
+
+The queue holds four kinds of item, each with its evidence:
+
+* ``proposal`` - a fact the clerk proposed from a session (``pending-review``,
+  ``provenance: session:<id>``): the session lines it cites;
+* ``pending`` - a fact set to ``pending-review`` by hand or by an import;
+* ``stale`` - a fact that holds in the world asked about while code it watches
+  changed since its commit (am/worlds/stale.py): the code diff since then;
+* ``contested`` - two facts a merge could not choose between: both texts.
+
+A decision is one commit, its author the reviewer (``--actor``/``AM_ACTOR``,
+named again in the ``Am-Actor`` trailer):
+
+* ``accept`` - a proposal or pending fact becomes active; of a contested pair,
+  this one stays and the other is superseded by it;
+* ``confirm`` - re-observe the fact at the world's commit (no longer stale
+  there; a pending fact becomes active);
+* ``supersede`` - replace it with a corrected text;
+* ``expire`` - it no longer holds (with a reason);
+* ``reject`` - a proposal or pending fact was wrong: expired, with the reason.
+
+Shared by the CLI (``am review``) and the MCP server (``review_list``,
+``review_decide``). Floor: upkeep (takes the vault as an argument).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from am.errors import UsageError
+from am.records.model import Fact, Relation
+
+if TYPE_CHECKING:
+    from am.records.writes import WriteResult
+
+__all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_lines", "decide", "review_queue"]
+
+DECISIONS = ("accept", "confirm", "supersede", "expire", "reject")
+CHOICES = {
+    "proposal": ("accept", "supersede", "reject"),
+    "pending": ("accept", "confirm", "supersede", "expire", "reject"),
+    "stale": ("confirm", "supersede", "expire"),
+    "contested": ("accept", "supersede", "expire"),
+}
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """One thing waiting on judgement: its kind, the fact(s), the evidence, and the decisions it takes."""
+
+    kind: str
+    id: str
+    facts: tuple[Fact, ...]
+    evidence: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return CHOICES[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "note": self.note, "choices": list(self.choices),
+                "facts": [{"id": f.id, "text": f.body.strip(), "status": f.status, "provenance": f.provenance,
+                           "topics": list(f.topics), "repo": f.repo, "branch": f.version, "commit": f.commit,
+                           "paths": list(f.paths), "source_lines": f.extra.get("source_lines")} for f in self.facts],
+                "evidence": list(self.evidence)}
+
+    def render(self) -> list[str]:
+        """Return the item as lines for a person: what it is, the text(s), the evidence."""
+        head = {"proposal": "proposed", "pending": "pending review", "stale": "stale here",
+                "contested": "contested"}[self.kind]
+        out = [f"[{head}] {self.id}" + (f" - {self.note}" if self.note else "")]
+        for f in self.facts:
+            prefix = f"  {f.id}: " if len(self.facts) > 1 else "  "
+            out.append(prefix + " ".join(f.body.split()))
+            out.append(f"    provenance {f.provenance}" + (f", {f.repo}" if f.repo else "")
+                       + (f"@{f.version}" if f.version else "") + (f" ({f.commit[:10]})" if f.commit else ""))
+        if self.evidence:
+            out.append("  evidence:")
+            out.extend(f"    {line}" for line in self.evidence)
+        out.append(f"  choices: {', '.join(self.choices)}")
+        return out
+
+
+@dataclass
+class ReviewQueue:
+    """The items of one review, and the world staleness was judged in (None: no world, no stale items)."""
+
+    items: list[ReviewItem] = field(default_factory=list)
+    world: dict[str, str | None] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for item in self.items:
+            counts[item.kind] = counts.get(item.kind, 0) + 1
+        return {"world": self.world, "counts": counts, "items": [i.to_json() for i in self.items]}
+
+
+def cited_lines(vault: Any, fact: Fact) -> list[str]:
+    """Return the session lines a proposal cites, as 'line N, role: text' (the stored, masked log)."""
+    from am.records.sessionlog import messages, session_topic_id
+
+    sid = fact.provenance.split(":", 1)[1] if fact.provenance.startswith("session:") else None
+    cited = fact.extra.get("source_lines")
+    if sid is None or not isinstance(cited, list):
+        return []
+    path = vault.locate(session_topic_id(sid))
+    topic = vault.read_path(path) if path is not None else None
+    log = topic.extra.get("file") if topic is not None else None
+    if topic is None or not isinstance(log, str):
+        return [f"(session {sid} is not in the vault)"]
+    try:
+        data = (vault.root / PurePosixPath(log)).read_bytes()
+    except OSError:
+        return [f"(the log {log} cannot be read)"]
+    wanted = {n for n in cited if isinstance(n, int)}
+    out = []
+    for m in messages(data, str(topic.extra.get("client", "jsonl"))):
+        if m.line in wanted:
+            text = m.text if len(m.text) <= 400 else m.text[:399] + "…"
+            out.append(f"line {m.line}, {m.role}: " + text.replace("\n", "\n      "))
+    return out
+
+
+def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
+                 diff: bool) -> tuple[list[ReviewItem], dict[str, str | None]]:
+    from am.packs.pack import SliceRequest
+    from am.packs.why import stale_in_world
+
+    report = stale_in_world(vault, SliceRequest(repo=repo, branch=branch, commit=commit, max_tokens=0))
+    world = report.setup.world
+    where = {"repo": world.repo, "branch": world.branch, "commit": world.commit, "rule": report.setup.rule}
+    items = []
+    for s in report.facts:
+        evidence = [s.mark.describe()]
+        if diff and s.fact.commit and world.commit:
+            evidence += _diff(repo, s.fact.commit, world.commit, s.fact.paths)
+        items.append(ReviewItem("stale", s.fact.id, (s.fact,), tuple(evidence),
+                                note=f"code it watches changed since {s.fact.commit[:10] if s.fact.commit else '?'}"))
+    return items, where
+
+
+def _diff(repo: str, old: str, new: str, paths: tuple[str, ...]) -> list[str]:
+    from am.git.patch import code_diff
+    from am.worlds.ancestry import open_clone
+    from am.worlds.stale import path_matches
+
+    store, why = open_clone(repo)
+    if store is None:
+        return [f"({why})"]
+    return code_diff(store, old, new, paths, matches=path_matches)
+
+
+def review_queue(vault: Any, *, repo: str | None = None, branch: str | None = None, commit: str | None = None,
+                 diff: bool = True, kinds: tuple[str, ...] = tuple(CHOICES)) -> ReviewQueue:
+    """Return everything waiting on judgement; stale facts only when a world (``repo``) is given."""
+    queue = ReviewQueue()
+    if "proposal" in kinds or "pending" in kinds:
+        for fact in vault.list_facts(status="pending-review"):
+            # The clerk's: from a session, citing its lines (a hand-written fact may say session:<actor> too).
+            proposal = fact.provenance.startswith("session:") and "source_lines" in fact.extra
+            kind = "proposal" if proposal else "pending"
+            if kind in kinds:
+                evidence = tuple(cited_lines(vault, fact)) if proposal else ()
+                queue.items.append(ReviewItem(kind, fact.id, (fact,), evidence,
+                                              note=f"from {fact.provenance}" if proposal else ""))
+    if "contested" in kinds:
+        queue.items.extend(_contested(vault))
+    if "stale" in kinds and repo is not None:
+        stale, queue.world = _stale_items(vault, repo, branch, commit, diff)
+        queue.items.extend(stale)
+    return queue
+
+
+def _contested(vault: Any) -> list[ReviewItem]:
+    contested = {f.id: f for f in vault.list_facts(status="contested")}
+    pairs: dict[str, str] = {}
+    for rel in vault.list_relations(status="active"):
+        if rel.rel == "conflicts-with" and rel.from_ in contested and rel.to in contested:
+            pairs.setdefault(rel.from_, rel.to)
+            pairs.setdefault(rel.to, rel.from_)
+    items: list[ReviewItem] = []
+    done: set[str] = set()
+    for fid in sorted(contested):
+        if fid in done:
+            continue
+        other = pairs.get(fid)
+        facts = (contested[fid], contested[other]) if other else (contested[fid],)
+        done.update(f.id for f in facts)
+        items.append(ReviewItem("contested", fid, facts, note=f"conflicts with {other}" if other else
+                                "no conflicts-with partner"))
+    return items
+
+
+def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None, text: str | None = None,
+           repo: str | None = None, branch: str | None = None, commit: str | None = None) -> WriteResult:
+    """Carry out one review decision on a fact, in one commit authored by the reviewer (the vault's actor)."""
+    if decision not in DECISIONS:
+        raise UsageError(f"unknown decision {decision!r}", hint=f"use one of: {', '.join(DECISIONS)}")
+    fact = vault.get_fact(fact_id)
+    if decision == "confirm":
+        return _confirm(vault, fact, repo, branch, commit)
+    if decision == "supersede":
+        if not text or not text.strip():
+            raise UsageError("a supersede needs the corrected text", hint="pass --text 'what holds now'")
+        return vault.supersede_fact(fact_id, text, reason=reason or "corrected in review")  # type: ignore[no-any-return]
+    if decision == "expire":
+        if not reason or not reason.strip():
+            raise UsageError("expiring a fact needs a reason", hint="pass --reason 'why it no longer holds'")
+        return vault.expire_fact(fact_id, reason=reason)  # type: ignore[no-any-return]
+    if decision == "reject":
+        if fact.status != "pending-review":
+            raise UsageError(f"{fact_id} is {fact.status}, not waiting for review",
+                             hint="reject is for proposals and pending facts; expire it instead (--reason)")
+        return _set(vault, fact, "expired", "reject", reason=f"rejected in review: {reason or 'no reason given'}")
+    if fact.status == "contested":
+        return _accept_contested(vault, fact, reason)
+    if fact.status != "pending-review":
+        raise UsageError(f"{fact_id} is {fact.status}, not waiting for review",
+                         hint="accept takes proposals, pending and contested facts")
+    return _set(vault, fact, "active", "accept", reason=reason)
+
+
+def _set(vault: Any, fact: Fact, status: str, verb: str, *, reason: str | None) -> WriteResult:
+    from am.records.writes import one_line
+
+    path, current, base = vault._existing_for_update(fact.id, Fact, "fact")
+    if current.status != fact.status:
+        raise UsageError(f"{fact.id} changed while being reviewed (now {current.status})", hint="list the queue again")
+    updated = replace(current, status=status, reason=one_line(reason) if reason else current.reason)
+    return vault._write([(path, updated, base)], noun="review", verb=verb, ids=[fact.id],  # type: ignore[no-any-return]
+                        reason=reason, subject=f"review: {verb} {fact.id} (by {vault.actor})")
+
+
+def _confirm(vault: Any, fact: Fact, repo: str | None, branch: str | None, commit: str | None) -> WriteResult:
+    """Re-observe at the world's commit: the tip of ``branch`` (or ``commit``) in the fact's repo."""
+    if commit is None and branch is not None and (repo is None or repo == fact.repo) and fact.repo:
+        from am.worlds.checks import verify_world
+
+        commit = verify_world(fact.repo, branch, None).commit
+    if fact.repo is None and fact.status == "pending-review":
+        return _set(vault, fact, "active", "accept", reason="confirmed in review")
+    return vault.confirm_fact(fact.id, commit=commit)  # type: ignore[no-any-return]
+
+
+def _accept_contested(vault: Any, fact: Fact, reason: str | None) -> WriteResult:
+    """Keep ``fact`` of a contested pair: it becomes active and supersedes the other, the edge expires."""
+    from am.records.writes import one_line
+
+    partner = None
+    for rel in vault.list_relations(status="active"):
+        if rel.rel == "conflicts-with" and fact.id in (rel.from_, rel.to):
+            partner = rel
+            break
+    why = one_line(reason or "chosen in review")
+    path, current, base = vault._existing_for_update(fact.id, Fact, "fact")
+    items: list[tuple[PurePosixPath, Any, str | None]] = []
+    ids = [fact.id]
+    other_id = None
+    if partner is not None:
+        other_id = partner.to if partner.from_ == fact.id else partner.from_
+        o_path, other, o_base = vault._existing_for_update(other_id, Fact, "fact")
+        items.append((o_path, replace(other, status="superseded", superseded_by=fact.id, reason=why), o_base))
+        r_path, rel, r_base = vault._existing_for_update(partner.id, Relation, "relation")
+        items.append((r_path, replace(rel, status="expired", reason=why), r_base))
+        ids += [other_id, partner.id]
+    supersedes = tuple(dict.fromkeys((*current.supersedes, *([other_id] if other_id else []))))
+    items.insert(0, (path, replace(current, status="active", supersedes=supersedes), base))
+    return vault._write(items, noun="review", verb="accept", ids=ids, reason=why,  # type: ignore[no-any-return]
+                        subject=f"review: accept {fact.id}" + (f" over {other_id}" if other_id else "")
+                        + f" (by {vault.actor})")

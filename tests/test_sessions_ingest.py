@@ -1,0 +1,148 @@
+"""`am ingest`: session logs kept byte for byte, one commit a session, idempotent, growth appended, secrets masked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from conftest import fsck_clean, run_git
+from session_samples import (
+    AWS_KEY,
+    CLAUDE_SESSION,
+    CODEX_SESSION,
+    claude_lines,
+    codex_lines,
+    write_log,
+)
+from test_cli import am
+
+
+def _count(git: Callable[..., str]) -> int:
+    return int(git("rev-list", "--count", "HEAD").strip())
+
+
+def test_claude_code_log_is_stored_byte_for_byte_with_a_session_topic(vault, vault_path, git, tmp_path) -> None:
+    from am.sessions.ingest import ingest_file
+
+    src = write_log(tmp_path / "proj" / f"{CLAUDE_SESSION}.jsonl", claude_lines())
+    before = _count(git)
+    result = ingest_file(vault, src)
+    assert result.action == "added" and result.client == "claude-code"
+    stored = f"sessions/2026/11/30/{CLAUDE_SESSION}.jsonl"
+    assert str(result.path) == stored
+    # The committed blob is the source, byte for byte (the git CLI is the oracle).
+    assert git("show", f"HEAD:{stored}").encode() == src.read_bytes()
+    assert _count(git) == before + 1
+    assert set(git("show", "--name-only", "--format=", "HEAD").split()) == {stored, f"topics/session-{CLAUDE_SESSION}.md"}
+    message = git("log", "-1", "--format=%B")
+    assert message.startswith(f"session: ingest {CLAUDE_SESSION}") and "Am-Op: session.ingest" in message
+    topic = vault.get_topic(f"session-{CLAUDE_SESSION}")
+    assert topic.kind == "session"
+    assert topic.extra["client"] == "claude-code" and topic.extra["project_dir"] == "/home/dev/alpha"
+    assert topic.extra["branch"] == "main" and topic.extra["started"] == "2026-11-30T10:00:00.000Z"
+    assert topic.extra["ended"] == "2026-11-30T10:05:00.000Z"
+    assert topic.extra["bytes"] == src.stat().st_size and topic.extra["lines"] == 6 and topic.extra["redacted"] == 0
+    assert git("status", "--porcelain") == ""
+    fsck_clean(vault_path)
+
+
+def test_the_same_log_again_adds_nothing_and_a_grown_log_is_one_appended_commit(vault, git, tmp_path) -> None:
+    from am.sessions.ingest import ingest_file
+
+    src = write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", claude_lines())
+    ingest_file(vault, src)
+    head = git("rev-parse", "HEAD").strip()
+    again = ingest_file(vault, src)
+    assert again.action == "unchanged" and again.commit is None
+    assert git("rev-parse", "HEAD").strip() == head
+    write_log(src, claude_lines(extra_user="thanks, ship it"))
+    grown = ingest_file(vault, src)
+    assert grown.action == "appended"
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    assert git("log", "-1", "--format=%s").startswith(f"session: append {CLAUDE_SESSION}")
+    stored = str(grown.path)
+    assert git("show", f"HEAD:{stored}").encode() == src.read_bytes()
+    old = git("show", f"{head}:{stored}").encode()
+    assert src.read_bytes().startswith(old) and len(src.read_bytes()) > len(old)
+    assert vault.get_topic(f"session-{CLAUDE_SESSION}").extra["lines"] == 7
+    assert ingest_file(vault, src).action == "unchanged"
+
+
+def test_codex_rollout_gives_its_session_id_branch_and_commit(vault, git, tmp_path) -> None:
+    from am.sessions.ingest import ingest_file
+
+    src = write_log(tmp_path / "2026" / "11" / "29" / f"rollout-2026-11-29T08-22-53-{CODEX_SESSION}.jsonl",
+                    codex_lines())
+    result = ingest_file(vault, src)
+    assert result.client == "codex" and result.session == CODEX_SESSION
+    assert str(result.path) == f"sessions/2026/11/29/{CODEX_SESSION}.jsonl"
+    topic = vault.get_topic(f"session-{CODEX_SESSION}")
+    assert topic.extra["branch"] == "feat-batch"
+    assert topic.extra["commit"] == "9fceb02d0ae598e95dc970b74767f19372d61af8"
+    assert git("show", f"HEAD:{result.path}").encode() == src.read_bytes()
+
+
+def test_an_aws_key_in_a_log_is_masked_by_family_and_counted(vault, git, tmp_path) -> None:
+    from am.sessions.ingest import ingest_file
+
+    lines = claude_lines(extra_user=f"deploy with key {AWS_KEY} please\nand password = \"Zq8#rT5!mW2x\"")
+    src = write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", lines)
+    result = ingest_file(vault, src)
+    blob = git("show", f"HEAD:{result.path}")
+    assert AWS_KEY not in blob and "Zq8#rT5!mW2x" not in blob
+    assert AWS_KEY not in git("log", "-p", "--all")  # not in any commit, message or file
+    assert "[redacted:AWS access key id]" in blob and "[redacted:password assignment]" in blob
+    # Every line is still JSON, and every line without a secret is the source's, byte for byte.
+    for got, want in zip(blob.splitlines(), lines, strict=True):
+        json.loads(got)
+        if AWS_KEY not in want:
+            assert got == want
+    topic = vault.get_topic(f"session-{CLAUDE_SESSION}")
+    assert topic.extra["redacted"] == 2
+    assert topic.extra["redacted_kinds"] == {"AWS access key id": 1, "password assignment": 1}
+    assert "Redacted: 2" in git("log", "-1", "--format=%B")
+    # Ingesting the same source again is recognised (no commit), though the stored copy differs from it.
+    head = git("rev-parse", "HEAD").strip()
+    assert ingest_file(vault, src).action == "unchanged"
+    assert git("rev-parse", "HEAD").strip() == head
+
+
+def test_a_plain_jsonl_log_and_a_folder_of_logs_through_the_cli(vault_path, tmp_path) -> None:
+    code, _, err = am("--actor", "tester", "init", str(vault_path), "--name", "v")
+    assert code == 0, err
+    folder = tmp_path / "logs"
+    write_log(folder / "plain-1.jsonl", [json.dumps({"ts": "2026-11-28T09:00:00Z", "role": "user", "text": "hi"}),
+                                         json.dumps({"ts": "2026-11-28T09:00:05Z", "role": "assistant",
+                                                     "text": "remember: staging is eu-west-1"})])
+    write_log(folder / f"{CLAUDE_SESSION}.jsonl", claude_lines())
+    (folder / "notes.jsonl").write_text("this is not a session\n")
+    code, out, err = am("--vault", str(vault_path), "ingest", str(folder), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert sorted(s["session"] for s in data["sessions"]) == sorted([CLAUDE_SESSION, "plain-1"])
+    assert len(data["skipped"]) == 1 and "notes.jsonl" in data["skipped"][0]
+    assert run_git(vault_path, "show", "HEAD:sessions/2026/11/28/plain-1.jsonl").count("\n") == 2
+    code, out, _ = am("--vault", str(vault_path), "ingest", str(folder))
+    assert code == 0 and out.count("unchanged:") == 2
+
+
+@pytest.mark.parametrize("text", ["", "   \n"])
+def test_an_empty_log_is_refused_and_nothing_changes(vault, git, tmp_path, text) -> None:
+    from am.errors import UsageError
+    from am.sessions.ingest import ingest_file
+
+    src = tmp_path / "empty.jsonl"
+    src.write_text(text)
+    head = git("rev-parse", "HEAD").strip()
+    with pytest.raises(UsageError):
+        ingest_file(vault, src)
+    assert git("rev-parse", "HEAD").strip() == head
+
+
+def test_vault_stays_checkable_after_ingest(vault, tmp_path) -> None:
+    from am.sessions.ingest import ingest_file
+
+    ingest_file(vault, write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", claude_lines()))
+    code, out, err = am("--vault", str(vault.root), "check")
+    assert code == 0, out + err

@@ -1,0 +1,228 @@
+"""The clerk (`am propose`) and the review queue (`am review`): proposals reach no pack, decisions are one commit each."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import commit_file, run_git
+from session_samples import CLAUDE_SESSION, claude_lines, write_log
+from test_cli import am
+
+from am.registry import Registry
+from am.vault import Vault
+
+EXTRACTOR = r'''
+import json, sys
+request = json.load(sys.stdin)
+assert request["protocol"] == "am.propose/1"
+lines = {m["line"]: m for m in request["messages"]}
+user = [m for m in request["messages"] if m["role"] == "user"]
+print(json.dumps({"proposals": [
+    {"text": "Alpha rate limits live in src/api/limits.py.", "lines": [5], "confidence": "high",
+     "topics": ["project-alpha"]},
+    {"text": "getUser is limited to 100 requests a minute per client.", "lines": [6]},
+    {"text": "The users handler reads straight from db.users.", "lines": [4], "confidence": "low"},
+    {"text": "A line that is not there.", "lines": [999]},
+], "skipped": [{"text": "tests pass", "lines": [6], "reason": "not lasting knowledge"}]}))
+'''
+
+
+def _ingested(vault: Vault, tmp_path: Path) -> None:
+    from am.sessions.ingest import ingest_file
+
+    ingest_file(vault, write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", claude_lines()))
+
+
+def _script(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "extractor.py"
+    path.write_text(body)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
+
+
+def _slice(root: Path) -> str:
+    code, out, err = am("--vault", str(root), "slice", "--max-tokens", "0")
+    assert code == 0, err
+    return out
+
+
+def test_a_scripted_extractor_proposes_three_facts_that_wait_for_review_and_reach_no_pack(alpha, git, tmp_path) -> None:
+    _ingested(alpha, tmp_path)
+    before = git("rev-parse", "HEAD").strip()
+    code, out, err = am("--vault", str(alpha.root), "--actor", "clerk-bot", "propose", CLAUDE_SESSION,
+                        "--extractor", _script(tmp_path, EXTRACTOR), "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [p["lines"] for p in report["proposed"]] == [[5], [6], [4]]
+    assert {s["reason"] for s in report["skipped"]} == {
+        "cites line 999, which the session does not have", "extractor: not lasting knowledge"}
+    assert report["read"] == {"lines": 6, "messages": 6}
+    # One commit: the three proposals and the session topic's clerk entry, the report in its message.
+    assert git("rev-list", "--count", f"{before}..HEAD").strip() == "1"
+    message = git("log", "-1", "--format=%B")
+    assert message.startswith(f"session: propose 3 facts from {CLAUDE_SESSION}")
+    assert "skipped (line 999)" in message and "Am-Op: session.propose" in message and "Am-Actor: clerk-bot" in message
+    ids = [p["id"] for p in report["proposed"]]
+    for fid in ids:
+        fact = alpha.get_fact(fid)
+        assert fact.status == "pending-review" and fact.provenance == f"session:{CLAUDE_SESSION}"
+        assert f"session-{CLAUDE_SESSION}" in fact.topics
+    assert alpha.get_fact(ids[0]).topics == (f"session-{CLAUDE_SESSION}", "project-alpha")
+    assert alpha.get_fact(ids[0]).extra["source_lines"] == [5]
+    # In the review queue, with the session lines they cite; in no pack.
+    code, out, err = am("--vault", str(alpha.root), "review", "list", "--format", "json")
+    assert code == 0, err
+    queue = json.loads(out)
+    proposals = {i["id"]: i for i in queue["items"] if i["kind"] == "proposal"}
+    assert set(proposals) == set(ids)
+    assert proposals[ids[0]]["evidence"] == [
+        "line 5, user: remember: the Alpha rate limits live in src/api/limits.py, not in the handlers."]
+    pack = _slice(alpha.root)
+    assert "limits.py" not in pack and "100 requests" not in pack
+    # Running the clerk again proposes nothing twice.
+    code, out, _ = am("--vault", str(alpha.root), "propose", CLAUDE_SESSION, "--extractor",
+                      _script(tmp_path, EXTRACTOR), "--format", "json")
+    again = json.loads(out)
+    assert again["proposed"] == [] and sum("already proposed" in s["reason"] for s in again["skipped"]) == 3
+
+    # Accepting one makes it active in one commit named by the reviewer; rejecting one expires it with the reason.
+    head = git("rev-parse", "HEAD").strip()
+    code, out, err = am("--vault", str(alpha.root), "--actor", "alice", "review", "accept", ids[1])
+    assert code == 0, err
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    message = git("log", "-1", "--format=%B")
+    assert message.startswith(f"review: accept {ids[1]} (by alice)") and "Am-Actor: alice" in message
+    assert git("log", "-1", "--format=%an").strip() == "alice"
+    assert alpha.get_fact(ids[1]).status == "active"
+    assert "100 requests a minute" in _slice(alpha.root)
+    head = git("rev-parse", "HEAD").strip()
+    code, _, err = am("--vault", str(alpha.root), "--actor", "alice", "review", "reject", ids[2],
+                      "--reason", "an implementation detail")
+    assert code == 0, err
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    rejected = alpha.get_fact(ids[2])
+    assert rejected.status == "expired" and rejected.reason == "rejected in review: an implementation detail"
+    code, out, _ = am("--vault", str(alpha.root), "review", "list", "--format", "json")
+    assert [i["id"] for i in json.loads(out)["items"]] == [ids[0]]
+
+
+def test_the_default_clerk_proposes_remember_lines_and_final_decisions_and_reports_them(alpha, git, tmp_path) -> None:
+    from am.sessions.clerk import propose
+
+    _ingested(alpha, tmp_path)
+    report = propose(alpha, CLAUDE_SESSION, topics=["project-alpha"])
+    texts = {text: lines for _, text, lines in report.proposed}
+    assert texts == {"the Alpha rate limits live in src/api/limits.py, not in the handlers.": (5,),
+                     "getUser is limited to 100 requests a minute per client.": (6,)}
+    assert report.commit is not None and report.extractor == "default"
+    topic = alpha.get_topic(f"session-{CLAUDE_SESSION}")
+    assert topic.extra["clerk_runs"] == 1 and topic.extra["clerk_last"]["proposed"] == 2
+    # A dry run writes nothing and still reports.
+    head = git("rev-parse", "HEAD").strip()
+    dry = propose(alpha, CLAUDE_SESSION, dry_run=True)
+    assert dry.commit is None and dry.proposed == [] and len(dry.skipped) == 2
+    assert git("rev-parse", "HEAD").strip() == head
+
+
+@pytest.mark.parametrize("body, message", [
+    ("import sys; sys.stderr.write('model unreachable\\n'); sys.exit(3)", "failed (exit 3): model unreachable"),
+    ("print('not json')", "did not print JSON"),
+    ("print('{\"nothing\": 1}')", "without a 'proposals' list"),
+])
+def test_a_failing_extractor_writes_nothing(alpha, git, tmp_path, body, message) -> None:
+    _ingested(alpha, tmp_path)
+    head = git("rev-parse", "HEAD").strip()
+    code, _, err = am("--vault", str(alpha.root), "propose", CLAUDE_SESSION, "--extractor", _script(tmp_path, body))
+    assert code != 0 and message in err and "Traceback" not in err
+    assert git("rev-parse", "HEAD").strip() == head
+
+
+def test_a_fact_stale_on_a_branch_shows_the_diff_and_confirm_makes_it_fresh_there(alpha, git, tmp_path) -> None:
+    code_repo = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code_repo))
+    (code_repo / "src").mkdir()
+    first = commit_file(code_repo, "src/users.py", "def get_user(id): pass")
+    Registry.load().add_repo("project-alpha", code_repo)
+    alpha.add_fact("getUser takes one id.", topics=["project-alpha"], id="fact-users", repo="project-alpha",
+                   branch="main", commit=first, paths=("src/users.py",))
+    run_git(code_repo, "checkout", "-q", "-b", "feat-batch")
+    second = commit_file(code_repo, "src/users.py", "def get_users(ids): pass")
+    world = ("--repo", "project-alpha", "--branch", "feat-batch")
+    code, out, err = am("--vault", str(alpha.root), "review", "list", *world, "--format", "json")
+    assert code == 0, err
+    queue = json.loads(out)
+    assert queue["world"]["commit"] == second
+    (item,) = [i for i in queue["items"] if i["kind"] == "stale"]
+    assert item["id"] == "fact-users" and item["choices"] == ["confirm", "supersede", "expire"]
+    diff = "\n".join(item["evidence"])
+    assert "-def get_user(id): pass" in diff and "+def get_users(ids): pass" in diff
+    # Main's world never saw that commit: nothing stale there.
+    code, out, _ = am("--vault", str(alpha.root), "review", "list", "--repo", "project-alpha", "--branch", "main",
+                      "--format", "json")
+    assert [i for i in json.loads(out)["items"] if i["kind"] == "stale"] == []
+    head = git("rev-parse", "HEAD").strip()
+    code, _, err = am("--vault", str(alpha.root), "--actor", "bob", "review", "confirm", "fact-users", *world)
+    assert code == 0, err
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    assert alpha.get_fact("fact-users").commit == second
+    code, out, _ = am("--vault", str(alpha.root), "review", "list", *world, "--format", "json")
+    assert json.loads(out)["items"] == []
+    code, out, _ = am("--vault", str(alpha.root), "stale", *world, "--format", "json")
+    assert json.loads(out)["stale"] == []
+
+
+def test_hand_set_pending_and_a_contested_pair_are_in_the_queue_and_accept_resolves_the_pair(alpha, git) -> None:
+    from am.upkeep.review import decide, review_queue
+
+    alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
+    alpha.set_fact_status("fact-deploy", "pending-review")
+    alpha.add_fact("Staging runs in eu-west-1.", topics=["project-alpha"], id="fact-region-a")
+    alpha.add_fact("Staging runs in us-east-1.", topics=["project-alpha"], id="fact-region-b")
+    alpha.set_fact_status("fact-region-a", "contested")
+    alpha.set_fact_status("fact-region-b", "contested")
+    alpha.add_relation("fact-region-a", "conflicts-with", "fact-region-b")
+    queue = review_queue(alpha)
+    kinds = {(i.kind, i.id) for i in queue.items}
+    assert kinds == {("pending", "fact-deploy"), ("contested", "fact-region-a")}
+    pair = next(i for i in queue.items if i.kind == "contested")
+    assert [f.id for f in pair.facts] == ["fact-region-a", "fact-region-b"]
+    assert "Staging runs in us-east-1." in "\n".join(pair.render())
+    head = git("rev-parse", "HEAD").strip()
+    decide(alpha, "accept", "fact-region-b", reason="checked the console")
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    assert alpha.get_fact("fact-region-b").status == "active"
+    loser = alpha.get_fact("fact-region-a")
+    assert loser.status == "superseded" and loser.superseded_by == "fact-region-b"
+    assert alpha.get_relation("fact-region-a--conflicts-with--fact-region-b").status == "expired"
+    with pytest.raises(Exception, match="not waiting for review"):
+        decide(alpha, "reject", "fact-region-b")
+    assert [i.id for i in review_queue(alpha).items] == ["fact-deploy"]
+
+
+def test_mcp_review_tools_list_and_decide_and_read_only_servers_cannot_decide(alpha, git, tmp_path) -> None:
+    from am.mcp.server import Dispatcher, ServerOptions
+    from am.mcp.tools import ToolOutput
+
+    alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
+    alpha.set_fact_status("fact-deploy", "pending-review")
+    reader = Dispatcher(ServerOptions(vault_root=alpha.root, folder=tmp_path, read_only=True))
+    try:
+        listed = reader.call_sync("review_list", {}, "agent")
+        assert isinstance(listed, ToolOutput) and [i["id"] for i in listed.data["items"]] == ["fact-deploy"]
+        refused = reader.call_sync("review_decide", {"decision": "accept", "id": "fact-deploy"}, "agent")
+        assert isinstance(refused, str) and refused.startswith("Error")
+        assert "review_decide" not in {t.name for t in reader.tools()}
+    finally:
+        reader.close()
+    writer = Dispatcher(ServerOptions(vault_root=alpha.root, folder=tmp_path))
+    try:
+        head = git("rev-parse", "HEAD").strip()
+        done = writer.call_sync("review_decide", {"decision": "accept", "id": "fact-deploy"}, "agent")
+        assert isinstance(done, ToolOutput), done
+        assert git("rev-list", f"{head}..HEAD").split() == [done.data["commit"]]
+        assert "Am-Op: review.accept" in git("log", "-1", "--format=%B")
+    finally:
+        writer.close()
