@@ -146,3 +146,36 @@ def test_vault_stays_checkable_after_ingest(vault, tmp_path) -> None:
     ingest_file(vault, write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", claude_lines()))
     code, out, err = am("--vault", str(vault.root), "check")
     assert code == 0, out + err
+
+
+def test_search_reaches_session_lines_by_words_role_session_and_time(vault, tmp_path, monkeypatch) -> None:
+    from am.sessions.ingest import ingest_file
+
+    ingest_file(vault, write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", claude_lines()))
+    ingest_file(vault, write_log(tmp_path / "codex.jsonl", codex_lines()))
+    monkeypatch.setenv("AM_NOW", "2026-12-01T09:00:00+00:00")
+    root = str(vault.root)
+    code, out, err = am("--vault", root, "search", "limit", "--session", "--format", "json")
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert [(h["session"], h["line"], h["role"]) for h in hits] == [
+        (CLAUDE_SESSION, 6, "assistant"), (CLAUDE_SESSION, 5, "user"), (CLAUDE_SESSION, 2, "user")]
+    assert hits[0]["path"] == f"sessions/2026/11/30/{CLAUDE_SESSION}.jsonl"
+    code, out, _ = am("--vault", root, "search", "rate", "limit", "--role", "user", "--format", "json")
+    assert [h["line"] for h in json.loads(out)["hits"]] == [5, 2]
+    code, out, _ = am("--vault", root, "search", "RATE", "--role", "assistant", "--format", "json")
+    assert json.loads(out)["hits"] == []
+    code, out, _ = am("--vault", root, "search", "get_user", "--role", "tool", "--format", "json")
+    assert {(h["session"], h["line"]) for h in json.loads(out)["hits"]} == {(CLAUDE_SESSION, 4), (CODEX_SESSION, 8)}
+    # A time phrase narrows by the message's own time: the Codex session was the day before yesterday.
+    code, out, _ = am("--vault", root, "search", "getUsers", "yesterday", "--session", "--format", "json")
+    assert json.loads(out)["hits"] == []
+    code, out, _ = am("--vault", root, "search", "getUsers", "2 days ago", "--session", "--format", "json")
+    assert {h["session"] for h in json.loads(out)["hits"]} == {CODEX_SESSION}
+    code, out, _ = am("--vault", root, "search", "limit", "--in-session", CODEX_SESSION)
+    assert code == 0 and "no session lines found" in out
+    code, out, _ = am("--vault", root, "search", "remember", "--session")
+    assert f"{CLAUDE_SESSION}  line 5  user" in out and f"sessions/2026/11/30/{CLAUDE_SESSION}.jsonl:5" in out
+    # A pack carries no raw session text.
+    code, out, _ = am("--vault", root, "slice", "--max-tokens", "0")
+    assert "token bucket" not in out and "getUsers(ids) accepts" not in out

@@ -35,11 +35,15 @@ def _cache(ctx: click.Context) -> Any:
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
 @click.option("--sort", type=click.Choice(["rank", "time"]), default="rank", show_default=True,
               help="rank: best match first; time: newest first.")
+@click.option("--session", "sessions", is_flag=True, help="Search what was said in the ingested session logs instead.")
+@click.option("--in-session", metavar="ID", default=None, help="Only this session's log (implies --session).")
+@click.option("--role", type=click.Choice(["user", "assistant", "tool", "system"]), default=None,
+              help="Only session lines said by this role (implies --session).")
 @FORMAT_OPTION
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status: str | None, repo: str | None,
            branch: str | None, since: str | None, until: str | None, include_superseded: bool, limit: int,
-           sort: str, fmt: str) -> None:
+           sort: str, sessions: bool, in_session: str | None, role: str | None, fmt: str) -> None:
     """Search facts, topics and relations (English, Chinese, Japanese; ranked).
 
     Words are matched in any form (hook finds hooks) and stop words (how, the,
@@ -49,10 +53,18 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     last night, Nov 17, 2 hours ago, since Monday, between Monday and Wednesday;
     昨天, 上周五, 昨晚, 11月17日, 3小时前; 昨日, 先週の金曜日, 今朝, 3時間前. A word
     that looks like an id (f-2026, project-alpha) also matches ids starting with it.
+    With --session, --in-session or --role: the lines of the ingested session
+    logs (am ingest), each hit naming its session and line.
 
     Example: am search how do I run tests last week --topic project-alpha
     """
     from am.cache.search import search as run_search
+
+    if sessions or in_session or role:
+        from am.cli.cmd_sessions import print_session_search
+
+        print_session_search(open_vault(ctx), " ".join(query), role=role, session=in_session, limit=limit, fmt=fmt)
+        return
 
     cache = _cache(ctx)
     vault = open_vault(ctx)

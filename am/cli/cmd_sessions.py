@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -93,6 +94,30 @@ def propose(ctx: click.Context, session: str, extractor: str | None, topics: tup
         click.echo(line)
     if report.commit:
         click.echo(f"commit {report.commit[:10]}; review with: am review")
+
+
+def print_session_search(vault: Any, query: str, *, role: str | None, session: str | None, limit: int,
+                         fmt: str) -> None:
+    """Run `am search --session` and print its hits: session, line, role, time, excerpt."""
+    from am.sessions.search import search_sessions
+
+    result = search_sessions(vault, query, role=role, session=session, limit=limit)
+    if fmt == "json":
+        emit_json({"terms": list(result.terms), "total": result.total, "sessions_read": result.sessions_read,
+                   "range": None if result.range is None else result.range.describe(),
+                   "hits": [h.to_json() for h in result.hits]})
+        return
+    if result.range is not None:
+        click.echo(f"range: {result.range.describe()}")
+    if not result.hits:
+        click.echo(f"no session lines found ({result.sessions_read} session log(s) read)")
+        return
+    for h in result.hits:
+        click.echo(f"{click.style(h.session, bold=True)}  line {h.line}  {h.role}  {h.ts or ''}".rstrip())
+        click.echo(f"  {h.snippet}")
+        click.echo(f"  {h.path}:{h.line}")
+    if result.total > len(result.hits):
+        click.echo(f"{result.total - len(result.hits)} more (raise --limit)")
 
 
 COMMANDS = [ingest, propose]
