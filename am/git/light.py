@@ -42,8 +42,11 @@ def hash_blob(data: bytes) -> str:
     """Return the Git blob id of some bytes."""
     import hashlib  # OpenSSL's start-up (~5 ms) is paid only by commands that hash files
 
-    # Git's object id: SHA-1 of "blob <size>\0" and the bytes (what pygit2.hash computes).
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+    # Git's object id: SHA-1 of "blob <size>\0" and the bytes (what pygit2.hash computes), fed in two
+    # parts so that a large file (a session log) is not copied to be hashed.
+    digest = hashlib.sha1(b"blob %d\x00" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,9 @@ class PackSink(pygit2.OdbBackend):
         super().__init__()
         self.store = store
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
+        # Large files already written to the real database (am/git/bigblob.py): ``exists`` says so, and
+        # libgit2 then skips writing them again (it asks before every write), so they are not held here.
+        self.ahead: set[pygit2.Oid] = set()
         # raw id -> raw id of the object it replaces (the same folder's tree before a
         # change): a hint for ``stage_pack``, which stores the new one as a delta.
         self.bases: dict[bytes, bytes] = {}
@@ -100,7 +103,7 @@ class PackSink(pygit2.OdbBackend):
         raise KeyError(short)  # am looks objects up by their full id
 
     def exists_cb(self, oid: pygit2.Oid) -> bool:
-        return oid in self.objects
+        return oid in self.objects or oid in self.ahead
 
     def exists_prefix_cb(self, short: str) -> pygit2.Oid:
         raise KeyError(short)

@@ -113,6 +113,7 @@ def _line_count(data: bytes) -> int:
 
 def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> IngestResult:
     """Store one session log (masked) and its topic in one commit; nothing when it is already there."""
+    from am.git.bigblob import LARGE, store_blob
     from am.records.schemas import check_record
     from am.sessions.redaction import redact_log
 
@@ -122,7 +123,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         data = source.read_bytes()
     except OSError as err:
         raise UsageError(f"cannot read {source}: {err.strerror}", hint="pass a readable session log") from None
-    if not data.strip():
+    if not data or data.isspace():
         raise UsageError(f"{source} is empty", hint="ingest it once the session has written something")
     fmt = fmt or detect(data)
     meta = read_meta(data, fmt, fallback_id=source.stem)
@@ -145,6 +146,8 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         else PurePosixPath(SESSIONS_DIR, f"{day:%Y}", f"{day:%m}", f"{day:%d}", f"{sid}.jsonl")
     redacted = redact_log(data)
     stored = redacted.data
+    counts = redacted.counts
+    del data, redacted  # the source and the masked copy are not both kept (peak memory: bench/bench_sessions.py)
     old_blob = vault.store.blob_id(log_path)
     action = "added"
     if old_blob is not None:
@@ -156,28 +159,30 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         grew = len(stored)
     lines = _line_count(stored)
     created = old_topic.created if old_topic is not None else format_timestamp(day)
-    topic = _topic(tid, sid, meta, fmt, log_path, stored, lines, redacted.counts, digest, created, old_topic)
+    topic = _topic(tid, sid, meta, fmt, log_path, stored, lines, counts, digest, created, old_topic)
     if existing is None:
         topic_path = record_path("topic", tid, created)
     check_record(topic, path=str(topic_path))
     vault._check_secrets([topic], False)
-    result = IngestResult(str(source), sid, tid, log_path, action, None, len(stored), lines, fmt, redacted.counts)
+    result = IngestResult(str(source), sid, tid, log_path, action, None, len(stored), lines, fmt, counts)
     changes = [_topic_change(vault, topic_path, topic, topic_base)]
     if action != "unchanged":
         changes.insert(0, _change(log_path, stored, old_blob))
     verb = {"added": "ingest", "appended": "append", "replaced": "replace", "unchanged": "ingest"}[action]
     body = [f"Client: {CLIENT_NAMES[fmt]}", f"Lines: {lines}", f"Bytes: {len(stored)}"
             + (f" (+{grew})" if action == "appended" else "")]
-    if redacted.total:
-        body.append(f"Redacted: {redacted.total} ("
-                    + ", ".join(f"{k}: {n}" for k, n in sorted(redacted.counts.items())) + ")")
+    if counts:
+        body.append(f"Redacted: {sum(counts.values())} ("
+                    + ", ".join(f"{k}: {n}" for k, n in sorted(counts.items())) + ")")
     message = _message(vault, f"session: {verb} {sid}", body, op=f"session.{verb}", ids=[tid])
     vault._check_writable(changes[-1:])
+    if action != "unchanged" and len(stored) >= LARGE:
+        store_blob(vault.store, stored)  # into the object store ahead of the commit (am/git/bigblob.py)
     with vault.store.write_lock(op=f"session.{verb}"):
         commit = vault.store.commit(changes, message=message, author=vault._author(), committer=vault._committer())
     vault._after_write(commit, [c.path for c in changes])
     return IngestResult(result.source, sid, tid, log_path, action if action != "unchanged" else "updated", commit,
-                        len(stored), lines, fmt, redacted.counts)
+                        len(stored), lines, fmt, counts)
 
 
 def _change(path: PurePosixPath, data: bytes, base: str | None) -> Any:

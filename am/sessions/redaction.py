@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from am.records.secrets import _ASSIGNMENT, _family_hits, _judge
+from am.records.secrets import _ASSIGNMENT, _FAMILIES, _judge
 
 __all__ = ["Redacted", "mark", "redact_log", "redact_string"]
 
@@ -41,24 +41,41 @@ _AFTER = 1024
 _AFTER_KEY = 16384  # a private key block runs for a few kilobytes
 _TOKEN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=.%")
 
-# (literal as found in lower-cased text, exact case to require or None, window after it)
-_LITERALS: tuple[tuple[bytes, bytes | None], ...] = (
-    (b"akia", b"AKIA"), (b"asia", b"ASIA"), (b"abia", b"ABIA"), (b"acca", b"ACCA"),
-    (b"aiza", b"AIza"), (b"accountkey", None), (b"sig=", None), (b"ghp_", None), (b"gho_", None),
-    (b"ghu_", None), (b"ghs_", None), (b"ghr_", None), (b"github_pat_", None), (b"glpat-", None),
-    (b"glptt-", None), (b"gldt-", None), (b"glrt-", None), (b"glsoat-", None), (b"glft-", None),
-    (b"glcbt-", None), (b"sk-", None), (b"sk_live_", None), (b"rk_live_", None), (b"xoxa-", None),
-    (b"xoxb-", None), (b"xoxp-", None), (b"xoxo-", None), (b"xoxs-", None), (b"xoxr-", None),
-    (b"xapp-", None), (b"hooks.slack.com", None), (b"discord", None), (b"whsec_", None),
-    (b"npm_", None), (b"pypi-", None), (b"hf_", None), (b"sg.", b"SG."), (b"gocspx-", b"GOCSPX-"),
-    (b"doo_v1_", None), (b"dop_v1_", None), (b"dor_v1_", None), (b":aa", b":AA"), (b"eyj", b"eyJ"),
-    (b"://", None), (b"bearer", None), (b"basic", None), (b"-----begin", None),
+# (literal as found in lower-cased text, exact case to require or None, the families it can start)
+_LITERALS: tuple[tuple[bytes, bytes | None, str], ...] = (
+    (b"akia", b"AKIA", "AWS access key id"), (b"asia", b"ASIA", "AWS access key id"),
+    (b"abia", b"ABIA", "AWS access key id"), (b"acca", b"ACCA", "AWS access key id"),
+    (b"aws_secret", None, "AWS secret access key"), (b"awssecret", None, "AWS secret access key"),
+    (b"secret_access", None, "AWS secret access key"), (b"secretaccess", None, "AWS secret access key"),
+    (b"aiza", b"AIza", "GCP API key"), (b"accountkey", None, "Azure storage account key"),
+    (b"sig=", None, "Azure SAS token"), (b"ghp_", None, "GitHub token"), (b"gho_", None, "GitHub token"),
+    (b"ghu_", None, "GitHub token"), (b"ghs_", None, "GitHub token"), (b"ghr_", None, "GitHub token"),
+    (b"github_pat_", None, "GitHub token"), (b"glpat-", None, "GitLab token"), (b"glptt-", None, "GitLab token"),
+    (b"gldt-", None, "GitLab token"), (b"glrt-", None, "GitLab token"), (b"glsoat-", None, "GitLab token"),
+    (b"glft-", None, "GitLab token"), (b"glcbt-", None, "GitLab token"),
+    (b"sk-ant-", None, "Anthropic API key"), (b"sk-", None, "OpenAI API key"),
+    (b"sk_live_", None, "Stripe live key"), (b"rk_live_", None, "Stripe live key"),
+    (b"xoxa-", None, "Slack token"), (b"xoxb-", None, "Slack token"), (b"xoxp-", None, "Slack token"),
+    (b"xoxo-", None, "Slack token"), (b"xoxs-", None, "Slack token"), (b"xoxr-", None, "Slack token"),
+    (b"xapp-", None, "Slack token"), (b"hooks.slack.com", None, "Slack webhook URL"),
+    (b"discord", None, "Discord webhook URL"), (b"whsec_", None, "Stripe webhook secret"),
+    (b"npm_", None, "npm token"), (b"pypi-", None, "PyPI token"), (b"hf_", None, "Hugging Face token"),
+    (b"sg.", b"SG.", "SendGrid API key"), (b"gocspx-", b"GOCSPX-", "Google OAuth client secret"),
+    (b"doo_v1_", None, "DigitalOcean token"), (b"dop_v1_", None, "DigitalOcean token"),
+    (b"dor_v1_", None, "DigitalOcean token"), (b":aa", b":AA", "Telegram bot token"),
+    (b"eyj", b"eyJ", "JSON Web Token"), (b"://", None, "password in URL"), (b"bearer", None, "HTTP bearer token"),
+    (b"basic", None, "HTTP basic auth credentials"), (b"-----begin", None, "private key block"),
 )
+_ASSIGN = "assignment"
 # Names an assignment detector judges: the last word of the name is one of these.
 _NAMES: tuple[bytes, ...] = (b"pass", b"pwd", b"secret", b"token", b"key", b"credential",
                              "密码".encode(), "口令".encode(), "密钥".encode(), "秘钥".encode(), "令牌".encode())
-_NAME_TAIL = re.compile(rb"[a-z]{0,6}[\"'*\\]{0,4}[ \t]{0,3}(?::|=|\xef\xbc\x9a|\xe6\x98\xaf|\xe4\xb8\xba)")
-_ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|.)|"', re.DOTALL)
+# After the name: its last word's rest, a closing quote, the separator, an opening quote, then at least the 8
+# characters any value secrets.py judges a credential has (no quote, backslash or space among them; a value
+# shorter than that, "= burst\\n", is never one).
+_NAME_TAIL = re.compile(rb"[a-z]{0,6}[\"'*\\]{0,4}[ \t]{0,3}(?::|=|\xef\xbc\x9a|\xe6\x98\xaf|\xe4\xb8\xba)"
+                        rb"[ \t]{0,3}(?:\\?[\"'`])?[^\s\"'`\\]{8}")
+_ESCAPES = ("\\n", "\\t", "\\r", "\\/", "\\b", "\\f", "\\u")
 _KEY_END = re.compile(r"-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----")
 
 
@@ -83,8 +100,9 @@ class _Finder:
     """Every place one of the literals occurs, in one pass (Aho-Corasick when available)."""
 
     def __init__(self) -> None:
-        self.patterns = [lit for lit, _ in _LITERALS] + list(_NAMES)
-        self.exact = [case for _, case in _LITERALS] + [None] * len(_NAMES)
+        self.patterns = [lit for lit, _, _ in _LITERALS] + list(_NAMES)
+        self.exact = [case for _, case, _ in _LITERALS] + [None] * len(_NAMES)
+        self.detector = [kind for _, _, kind in _LITERALS] + [_ASSIGN] * len(_NAMES)
         self.names_from = len(_LITERALS)
         try:
             import ahocorasick_rs
@@ -107,11 +125,11 @@ class _Finder:
 _FINDER: _Finder | None = None
 
 
-def _places(data: bytes) -> list[tuple[int, int]]:
-    """Return (position, window after) of every place worth running the detectors at, in order."""
+def _places(data: bytes) -> list[tuple[int, int, str]]:
+    """Return (position, window after, detector) of every place worth running a detector at, in order."""
     global _FINDER
     finder = _FINDER = _FINDER or _Finder()
-    found: list[tuple[int, int]] = []
+    found: list[tuple[int, int, str]] = []
     for base in range(0, len(data), _PIECE):
         piece = data[base:base + _PIECE + _OVERLAP].lower()
         for index, start, end in finder.find(piece):
@@ -123,19 +141,21 @@ def _places(data: bytes) -> list[tuple[int, int]]:
                 continue
             if index >= finder.names_from and not _NAME_TAIL.match(piece, end):
                 continue  # "token bucket", "keyboard": a name, but nothing assigned to it
-            found.append((at, _AFTER_KEY if finder.patterns[index] == b"-----begin" else _AFTER))
+            found.append((at, _AFTER_KEY if finder.patterns[index] == b"-----begin" else _AFTER,
+                          finder.detector[index]))
     found.sort()
     return found
 
 
-def _windows(data: bytes, places: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Merge the places into windows of their lines, widened so no token is cut at an edge."""
-    out: list[tuple[int, int]] = []
-    for at, after in places:
+def _windows(data: bytes, places: list[tuple[int, int, str]]) -> list[tuple[int, int, set[str]]]:
+    """Merge the places into windows of their lines (with the detectors to run), widened so no token is cut."""
+    out: list[tuple[int, int, set[str]]] = []
+    for at, after, detector in places:
         if out and at < out[-1][1]:
             line_end = data.find(b"\n", at)
             line_end = len(data) if line_end == -1 else line_end
-            out[-1] = (out[-1][0], max(out[-1][1], _widen_end(data, min(line_end, at + after), line_end)))
+            out[-1][2].add(detector)
+            out[-1] = (out[-1][0], max(out[-1][1], _widen_end(data, min(line_end, at + after), line_end)), out[-1][2])
             continue
         line_start = data.rfind(b"\n", 0, at) + 1
         line_end = data.find(b"\n", at)
@@ -144,7 +164,7 @@ def _windows(data: bytes, places: list[tuple[int, int]]) -> list[tuple[int, int]
         while start > line_start and data[start - 1] in _TOKEN_BYTES:
             start -= 1
         end = _widen_end(data, min(line_end, at + after), line_end)
-        out.append((start, end))
+        out.append((start, end, {detector}))
     return out
 
 
@@ -155,35 +175,93 @@ def _widen_end(data: bytes, end: int, line_end: int) -> int:
 
 
 def _blank_escapes(text: str) -> str:
-    """Return text with JSON's own quotes and each escape blanked to spaces (offsets kept); ``\\"`` reads ``"``."""
-    return _ESCAPE.sub(lambda m: ' "' if m.group(0) == '\\"' else " " * len(m.group(0)), text)
+    """Return text with JSON's own quotes and each escape blanked to spaces (offsets kept); ``\\"`` reads ``"``.
+
+    A chain of ``str.replace`` (fast in C) in an order that keeps escapes
+    apart: an escaped backslash first, then every quote (an escaped one is
+    left as a backslash and a space, and becomes `` "``), then the letters.
+    """
+    text = text.replace("\\\\", "  ").replace('"', " ").replace("\\ ", ' "')
+    for escape in _ESCAPES:
+        if escape in text:
+            text = text.replace(escape, "  ")
+    return text
 
 
-def _assignments(view: str) -> Iterator[tuple[str, int, int]]:
-    """Yield secrets.py's assignment hits, also where one value is the next name (``"k": "password = ..."``)."""
+def _assignment_at(view: str, pos: int) -> tuple[str, int, int] | None:
+    """Judge secrets.py's assignment pattern matched at ``pos`` (a name's first character) in ``view``."""
+    match = _ASSIGNMENT.match(view, pos)
+    if match is None:
+        return None
+    name = match.group("name").lstrip("-$")
+    group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
+    raw, start = match.group(group), match.start(group)
+    if group == "bare":
+        if raw.startswith(":"):
+            return None  # reStructuredText roles (":type key: :class:`x`"), not values
+        value = raw.rstrip(".:)]}>*")
+    else:
+        value = raw.strip()
+        start += len(raw) - len(raw.lstrip())
+    kind = _judge(name, value, quoted=group != "bare")
+    return None if kind is None else (kind, start, start + len(value))
+
+
+def _name_start(view: str, at: int) -> int:
+    """Return where the name holding the keyword at ``at`` begins (secrets.py's name characters)."""
+    start = at
+    while start > 0 and at - start < 64 and (view[start - 1].isalnum() or view[start - 1] in "_.-$"):
+        start -= 1
+    return start
+
+
+def _assignments(data: bytes, places: list[int]) -> Iterator[tuple[int, int, str]]:
+    """Yield (byte start, byte end, kind) of credentials assigned to the names found at ``places``."""
+    for at in places:
+        line_start = data.rfind(b"\n", 0, at) + 1
+        line_end = data.find(b"\n", at)
+        line_end = len(data) if line_end == -1 else line_end
+        start = max(line_start, at - 72)
+        while start > line_start and data[start - 1] == 0x5C:  # never begin inside a JSON escape
+            start -= 1
+        end = _widen_end(data, min(line_end, at + 320), line_end)
+        text = data[start:end].decode("utf-8", "surrogateescape")
+        view = _blank_escapes(text)
+        offset = len(data[start:at].decode("utf-8", "surrogateescape"))
+        hit = _assignment_at(view, _name_start(view, offset))
+        if hit is not None:
+            kind, s, e = hit
+            b0 = start + len(text[:s].encode("utf-8", "surrogateescape"))
+            yield b0, b0 + len(text[s:e].encode("utf-8", "surrogateescape")), kind
+
+
+def _text_assignments(view: str) -> Iterator[tuple[str, int, int]]:
+    """Yield the assignment hits of a whole text (a line parsed again), one name at a time."""
     pos = 0
     while (match := _ASSIGNMENT.search(view, pos)) is not None:
-        name = match.group("name").lstrip("-$")
-        group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
-        raw, start = match.group(group), match.start(group)
-        pos = start if start > match.start() else match.end()
-        if group == "bare":
-            if raw.startswith(":"):
-                continue
-            value = raw.rstrip(".:)]}>*")
-        else:
-            value = raw.strip()
-            start += len(raw) - len(raw.lstrip())
-        kind = _judge(name, value, quoted=group != "bare")
-        if kind is not None:
-            yield kind, start, start + len(value)
-            pos = max(pos, start + len(value))
+        hit = _assignment_at(view, match.start())
+        pos = match.start() + 1
+        if hit is not None:
+            yield hit
+            pos = max(pos, hit[2])
 
 
-def _hits(view: str) -> list[tuple[str, int, int]]:
+def _family_hits(view: str, detectors: set[str] | None) -> Iterator[tuple[str, int, int]]:
+    """Yield the hits of secrets.py's token families (only those named in ``detectors``, when given)."""
+    for family in _FAMILIES:
+        if detectors is not None and family.kind not in detectors and not (
+                "private key" in family.kind and "private key block" in detectors):
+            continue
+        for match in family.pattern.finditer(view):
+            if family.check is None or family.check(match, view):
+                yield family.kind, match.start("secret"), match.end("secret")
+
+
+def _hits(view: str, detectors: set[str] | None = None) -> list[tuple[str, int, int]]:
     """Return non-overlapping (family, start, end) in ``view``, the more specific family first."""
     taken: list[tuple[str, int, int]] = []
-    for kind, start, end in (*_family_hits(view), *_assignments(view)):
+    assignments = _text_assignments(view) if detectors is None else iter(())
+    for kind, start, end in (*_family_hits(view, detectors), *assignments):
         if "private key" in kind:
             found = _KEY_END.search(view, end)
             end = found.end() if found else end
@@ -194,14 +272,21 @@ def _hits(view: str) -> list[tuple[str, int, int]]:
 
 def _spans(data: bytes) -> list[tuple[int, int, str]]:
     """Return (byte start, byte end, family) of every secret in the log, in order."""
-    spans: list[tuple[int, int, str]] = []
-    for start, end in _windows(data, _places(data)):
+    places = _places(data)
+    found: list[tuple[int, int, str]] = []
+    for start, end, detectors in _windows(data, [p for p in places if p[2] != _ASSIGN]):
         text = data[start:end].decode("utf-8", "surrogateescape")
-        for kind, s, e in _hits(_blank_escapes(text)):
+        for kind, s, e in _hits(_blank_escapes(text), detectors):
             b0 = start + len(text[:s].encode("utf-8", "surrogateescape"))
-            b1 = b0 + len(text[s:e].encode("utf-8", "surrogateescape"))
-            if not spans or b0 >= spans[-1][1]:
-                spans.append((b0, b1, kind))
+            found.append((b0, b0 + len(text[s:e].encode("utf-8", "surrogateescape")), kind))
+    families = len(found)
+    found.extend(_assignments(data, [at for at, _, d in places if d == _ASSIGN]))
+    # Sorted, without overlaps; where two claim the same bytes, a token family wins over an assignment.
+    spans: list[tuple[int, int, str]] = []
+    for i in sorted(range(len(found)), key=lambda i: (found[i][0], i >= families)):
+        b0, b1, kind = found[i]
+        if not spans or b0 >= spans[-1][1]:
+            spans.append((b0, b1, kind))
     return spans
 
 
@@ -248,7 +333,8 @@ def redact_log(data: bytes) -> Redacted:
     if not spans:
         return Redacted(data)
     counts: Counter[str] = Counter()
-    pieces: list[bytes] = []
+    view = memoryview(data)  # pieces are views of the log, not copies: the result is the one new copy
+    pieces: list[bytes | memoryview] = []
     done = 0
     i = 0
     while i < len(spans):
@@ -266,8 +352,11 @@ def redact_log(data: bytes) -> Redacted:
             masked.append(mark(kind).encode())
             at = e
         masked.append(data[at:line_end])
-        pieces.append(data[done:line_start])
+        pieces.append(view[done:line_start])
         pieces.append(_fix_line(data[line_start:line_end], b"".join(masked), in_line, counts))
         done = line_end
-    pieces.append(data[done:])
-    return Redacted(b"".join(pieces), counts)
+    pieces.append(view[done:])
+    out = b"".join(pieces)
+    del pieces
+    view.release()
+    return Redacted(out, counts)

@@ -1,0 +1,29 @@
+"""Large files (session logs) written to Git's object store before the commit that names them.
+
+A write puts its objects in memory first and then in one pack (am/git/packs.py):
+right for records of a few kilobytes, but a 50 MB session log would be held
+twice more while it is packed. Written here first, as a loose object through
+libgit2's own store (compressed as it is written), the log is already in the
+object store when the commit's write reaches it; the batch's object sink (am/git/packs.py) is
+told, so libgit2, which asks whether an object exists before writing it, does
+not hand it to the sink again: the batch's pack holds only the small files. The loose object is
+flushed with the rest of the write (one ``syncfs`` before the branch moves).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from am.git.store import GitStore
+
+__all__ = ["LARGE", "store_blob"]
+
+LARGE = 1 << 20  # files from this size on are written ahead, as loose objects
+
+
+def store_blob(store: GitStore, data: bytes) -> str:
+    """Write ``data`` as a blob into the repository's object store (not the batch's); return its id."""
+    oid = store.repo.create_blob(data)
+    store._batch_objects().sink.ahead.add(oid)
+    return str(oid)

@@ -1,0 +1,147 @@
+"""`am ingest` of a large session log against copying it into a repository with the git CLI.
+
+Figures, all from one run on one generated Claude Code transcript of --mb MB
+(user prompts, assistant text, tool calls and tool results with code and
+command output, some Chinese, and a few credentials to mask):
+
+* baseline: ``cp`` the log into a fresh repository, ``git add``, ``git
+  commit`` (the git CLI, end to end), in seconds;
+* ``am ingest FILE`` into a fresh vault, end to end as a process (read, mask
+  secrets, write the file, blob, tree, commit, Git's index, the session
+  topic), in seconds and as the ratio am / git (target <= 3.0);
+* the peak resident memory of that ``am ingest`` process, above the same
+  process that only starts and opens the vault, as a ratio to the log's size
+  (target <= 2.0);
+* ``am ingest`` of the same log again (no commit), and of the log grown by
+  1%, in seconds.
+
+Usage: python bench/bench_sessions.py [--mb 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com", "AM_ACTOR": "bench"}
+SESSION = "6a1f2c3d-4b5e-4f60-8a7b-9c0d1e2f3a4b"
+CODE = [
+    "def get_user(user_id: int) -> User:", "    return db.users.get(user_id)", "class RateLimiter:",
+    "    def __init__(self, rate: float, burst: int) -> None:", "        self.tokens = burst",
+    "for key, value in sorted(settings.items()):", "    if value is None:", "        raise KeyError(key)",
+    "import asyncio", "from pathlib import Path", "# 缓存会话三十分钟，超时后重新登录", "    await queue.put(item)",
+    "test_users.py::test_get_user PASSED", "  File \"src/api/users.py\", line 42, in get_user",
+]
+
+
+def _line(obj: dict[str, object]) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def write_log(path: Path, megabytes: float, *, seed: int = 7) -> int:
+    """Write a Claude Code transcript of about ``megabytes`` MB; return the secrets planted in it."""
+    rng = random.Random(seed)
+    target = int(megabytes * 1_000_000)
+    base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/alpha", "sessionId": SESSION,
+            "version": "2.0.74", "gitBranch": "main"}
+    planted = 0
+    size = 0
+    n = 0
+    with open(path, "w", encoding="utf-8") as out:
+        while size < target:
+            n += 1
+            ts = f"2026-11-30T{10 + n // 3600 % 12:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+            kind = n % 4
+            if kind == 0:
+                text = " ".join(rng.choice(["please", "fix", "the", "rate", "limit", "in", "getUser", "and", "add",
+                                            "tests", "for", "the", "token", "bucket", "请", "修复"]) for _ in range(30))
+                if n % 5000 == 0:
+                    text += f" the deploy key is AKIA{''.join(rng.choice('ABCDEFGHIJKLMNOPQRSTUVW234567') for _ in range(16))}"
+                    planted += 1  # (no X in the key: "XXX" reads as a placeholder to am/records/secrets.py)
+                obj = {**base, "type": "user", "uuid": f"u{n}", "timestamp": ts,
+                       "message": {"role": "user", "content": text}}
+            elif kind == 1:
+                obj = {**base, "type": "assistant", "uuid": f"u{n}", "timestamp": ts, "message": {
+                    "role": "assistant", "content": [
+                        {"type": "text", "text": "I'll read the file and run the tests."},
+                        {"type": "tool_use", "id": f"toolu_{n}", "name": "Read",
+                         "input": {"file_path": "/home/dev/alpha/src/api/users.py"}}]}}
+            else:
+                body = "\n".join(rng.choice(CODE) for _ in range(rng.randint(20, 120)))
+                obj = {**base, "type": "user", "uuid": f"u{n}", "timestamp": ts, "message": {
+                    "role": "user", "content": [{"tool_use_id": f"toolu_{n}", "type": "tool_result", "content": body}]}}
+            line = _line(obj) + "\n"
+            out.write(line)
+            size += len(line.encode("utf-8"))
+    return planted
+
+
+def _timed(argv: list[str], cwd: Path) -> tuple[float, int]:
+    """Run a process; return (wall seconds, peak resident KiB)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return took, usage.ru_maxrss
+
+
+def git_copy(log: Path, work: Path) -> float:
+    repo = work / "plain"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True, env=ENV)
+    start = time.perf_counter()
+    shutil.copyfile(log, repo / "session.jsonl")
+    subprocess.run(["git", "-C", str(repo), "add", "session.jsonl"], check=True, env=ENV)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "session"], check=True, env=ENV)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=50.0, help="Size of the generated log in MB.")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="am-bench-sessions-"))
+    ENV["AM_HOME"] = str(work / "am-home")  # the registry of this run, not the machine's
+    try:
+        log = work / f"{SESSION}.jsonl"
+        planted = write_log(log, args.mb)
+        size = log.stat().st_size
+        print(f"log: {size / 1e6:.1f} MB, {planted} planted credentials")
+        git_s = min(git_copy(log, work / f"g{i}") for i in range(2))
+        vault = work / "vault"
+        am = [sys.executable, "-m", "am.cli.main"]
+        subprocess.run([*am, "init", str(vault), "--name", "bench"], check=True, env=ENV, stdout=subprocess.DEVNULL)
+        _, idle_kib = _timed([*am, "--vault", str(vault), "topic", "list"], work)
+        am_s, peak_kib = _timed([*am, "--vault", str(vault), "ingest", str(log)], work)
+        again_s, _ = _timed([*am, "--vault", str(vault), "ingest", str(log)], work)
+        with open(log, "ab") as grow:
+            grow.write(log.read_bytes()[: size // 100].rsplit(b"\n", 1)[0] + b"\n")
+        grown_s, _ = _timed([*am, "--vault", str(vault), "ingest", str(log)], work)
+        topic = subprocess.run([*am, "--vault", str(vault), "topic", "show", f"session-{SESSION}", "--format",
+                                "json"], check=True, env=ENV, capture_output=True, text=True).stdout
+        redacted = json.loads(topic).get("redacted")
+        above = max(0, peak_kib - idle_kib) * 1024
+        print(f"git cp + add + commit:  {git_s:.2f} s (baseline)")
+        print(f"am ingest:              {am_s:.2f} s   ratio {am_s / git_s:.2f} (target <= 3.0)")
+        print(f"am ingest peak memory:  {peak_kib / 1024:.0f} MiB, {above / 1e6:.0f} MB above an idle am "
+              f"({idle_kib / 1024:.0f} MiB)   ratio {above / size:.2f} of the log (target <= 2.0)")
+        print(f"am ingest again:        {again_s:.2f} s (no commit)")
+        print(f"am ingest grown by 1%:  {grown_s:.2f} s (one append commit)")
+        print(f"secrets masked:         {redacted} (planted {planted}, counted again in the 1% growth)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Masking credentials in session logs: what secrets.py finds is masked, everything else is kept byte for byte."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from am.records.secrets import _FAMILIES, scan_text
+from am.sessions import redaction
+from am.sessions.redaction import redact_log
+
+GITHUB = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+SLACK = "xoxb-2048-1234567890-Zq8rT5mW2xHq7zz9Lm"
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ."
+       "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+
+
+def test_every_token_family_of_secrets_py_has_a_literal_that_starts_it() -> None:
+    kinds = {f.kind for f in _FAMILIES} - {"GCP service-account private key"}  # found by the private key block's
+    assert kinds <= {kind for _, _, kind in redaction._LITERALS}
+
+
+@pytest.mark.parametrize("secret, kind", [
+    ("AKIAQ7R3XW5TZB2KJ4NP", "AWS access key id"),
+    (GITHUB, "GitHub token"),
+    (SLACK, "Slack token"),
+    (JWT, "JSON Web Token"),
+    ("postgres://admin:Wq9xZ7pL2mQ@db.internal:5432/app", "password in URL"),
+])
+def test_a_secret_anywhere_in_a_json_string_is_masked_and_the_line_stays_json(secret: str, kind: str) -> None:
+    for text in (f"use {secret} now", f"line one\n{secret}", f"tab\t{secret}\tend", f"quoted \"{secret}\""):
+        line = json.dumps({"type": "user", "message": {"role": "user", "content": text}})
+        out = redact_log(line.encode() + b"\n")
+        masked = json.loads(out.data)["message"]["content"]
+        assert f"[redacted:{kind}]" in masked and not scan_text(masked)
+        assert out.counts == {kind: 1}
+
+
+def test_assignments_in_code_and_json_keys_are_masked_names_without_values_are_not() -> None:
+    lines = [
+        json.dumps({"content": "config:\n  password = \"Zq8#rT5!mW2x\"\n  api_token: aB3dE5fG7hJ9kL1mN3pQ5rS7tU9v"}),
+        json.dumps({"password": "Hq7!zz9#Lm2p", "note": "self.tokens = burst; key ideas; token bucket"}),
+        json.dumps({"content": "reset the password = see the docs"}),
+    ]
+    out = redact_log(("\n".join(lines) + "\n").encode())
+    got = out.data.decode().splitlines()
+    first = json.loads(got[0])["content"]
+    assert "Zq8#rT5!mW2x" not in first and "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9v" not in first
+    assert json.loads(got[1])["password"] == "[redacted:password assignment]"
+    assert json.loads(got[1])["note"] == "self.tokens = burst; key ideas; token bucket"
+    assert got[2] == lines[2]
+    assert sum(out.counts.values()) == 3
+
+
+def test_a_log_without_secrets_comes_back_as_the_same_object_and_bytes_outside_json_survive() -> None:
+    data = "\n".join(json.dumps({"i": i, "text": "token bucket 令牌桶 ✓"}, ensure_ascii=False)
+                     for i in range(500)).encode() + b"\n\xff\xfe not utf-8\n"
+    assert redact_log(data).data is data
+    broken = b"not json " + GITHUB.encode() + b" \xff\n"
+    out = redact_log(broken)
+    assert out.data == b"not json [redacted:GitHub token] \xff\n"
+
+
+def test_a_private_key_block_is_masked_to_its_end_marker() -> None:
+    body = "\\n".join(["MIIEowIBAAKCAQEA1b2c3d4e5f6g7h8i9j0kLmNoPqRsTuVwXyZ"] * 20)
+    pem = f"-----BEGIN RSA PRIVATE KEY-----\\n{body}\\n-----END RSA PRIVATE KEY-----"
+    line = '{"content":"here: ' + pem + ' done"}'
+    out = redact_log(line.encode())
+    assert json.loads(out.data) == {"content": "here: [redacted:private key block] done"}
+
+
+def test_the_pure_python_finder_gives_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = (json.dumps({"c": f"key {GITHUB} and password=Zq8#rT5!mW2x"}) + "\n").encode() * 3
+    fast = redact_log(data)
+    finder = redaction._Finder()
+    finder._ac = None
+    monkeypatch.setattr(redaction, "_FINDER", finder)
+    slow = redact_log(data)
+    assert slow.data == fast.data and slow.counts == fast.counts == {"GitHub token": 3, "password assignment": 3}
