@@ -31,9 +31,10 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
         repo: str | None, branch: str | None) -> None:
     """Serve this vault to agents over the Model Context Protocol (stdio, or --http).
 
-    Tools: slice, search, why, fact_show, topic_show, topic_list, log, check, and
-    the writes fact_add, fact_supersede, fact_expire, fact_confirm, topic_add,
-    relation_add (one commit each, with the client's name as actor). Started in a registered code
+    Tools: slice, search, why, fact_show, topic_show, topic_list, log, check,
+    review_list, and the writes fact_add, fact_supersede, fact_expire, fact_confirm,
+    topic_add, relation_add, review_decide (one commit each, with the client's name
+    as actor; none of them in --read-only). Started in a registered code
     clone, a tool's world defaults to that clone's branch and HEAD. Write the
     client's configuration with `am setup CLIENT`.
 

@@ -67,14 +67,17 @@ _LITERALS: tuple[tuple[bytes, bytes | None, str], ...] = (
     (b"basic", None, "HTTP basic auth credentials"), (b"-----begin", None, "private key block"),
 )
 _ASSIGN = "assignment"
-# Names an assignment detector judges: the last word of the name is one of these.
-_NAMES: tuple[bytes, ...] = (b"pass", b"pwd", b"secret", b"token", b"key", b"credential",
-                             "密码".encode(), "口令".encode(), "密钥".encode(), "秘钥".encode(), "令牌".encode())
-# After the name: its last word's rest, a closing quote, the separator, an opening quote, then at least the 8
-# characters any value secrets.py judges a credential has (no quote, backslash or space among them; a value
-# shorter than that, "= burst\\n", is never one).
-_NAME_TAIL = re.compile(rb"[a-z]{0,6}[\"'*\\]{0,4}[ \t]{0,3}(?::|=|\xef\xbc\x9a|\xe6\x98\xaf|\xe4\xb8\xba)"
-                        rb"[ \t]{0,3}(?:\\?[\"'`])?[^\s\"'`\\]{8}")
+# An assignment secrets.py judges: a name whose last word is one of these, a closing quote, spaces and a
+# separator (each spelling is a literal of its own, so "tokens" or "keyboard" never stop the scan), ...
+_NAME_WORDS = ("pass", "password", "passwd", "passphrase", "passcode", "pwd", "secret", "secrets", "token",
+               "key", "credential", "credentials", "密码", "口令", "密钥", "秘钥", "令牌")
+_CLOSERS = ("", *(a + b for a in ("", '"', "'", "*", "\\") for b in ('"', "'", "*", "\\")), '\\\\"')
+_NAMES: tuple[bytes, ...] = tuple(dict.fromkeys(
+    f"{word}{closer}{space}{sep}".encode() for word in _NAME_WORDS for closer in _CLOSERS
+    for space in ("", " ", "  ", "\t") for sep in (":", "=", "：", "是", "为")))
+# ... then at least the 8 characters any value secrets.py judges a credential has (no quote, backslash or
+# space among them: a value shorter than that, "= burst\\n", is never one).
+_VALUE = re.compile(rb"[ \t]{0,3}(?:\\?[\"'`])?[^\s\"'`\\]{8}")
 _ESCAPES = ("\\n", "\\t", "\\r", "\\/", "\\b", "\\f", "\\u")
 _KEY_END = re.compile(r"-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----")
 
@@ -139,8 +142,8 @@ def _places(data: bytes) -> list[tuple[int, int, str]]:
             exact = finder.exact[index]
             if exact is not None and data[at:at + len(exact)] != exact:
                 continue
-            if index >= finder.names_from and not _NAME_TAIL.match(piece, end):
-                continue  # "token bucket", "keyboard": a name, but nothing assigned to it
+            if index >= finder.names_from and not _VALUE.match(piece, end):
+                continue  # "key: value": a name, but nothing a credential could be assigned to it
             found.append((at, _AFTER_KEY if finder.patterns[index] == b"-----begin" else _AFTER,
                           finder.detector[index]))
     found.sort()
