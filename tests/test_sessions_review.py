@@ -226,3 +226,22 @@ def test_mcp_review_tools_list_and_decide_and_read_only_servers_cannot_decide(al
         assert "Am-Op: review.accept" in git("log", "-1", "--format=%B")
     finally:
         writer.close()
+
+
+def test_the_interactive_queue_takes_single_keys_and_makes_one_commit_a_decision(alpha, git) -> None:
+    for fid, text in (("fact-a", "Deploys go out on Tuesdays."), ("fact-b", "Staging is in eu-west-1."),
+                      ("fact-c", "The CI runs on every push.")):
+        alpha.add_fact(text, topics=["project-alpha"], id=fid)
+        alpha.set_fact_status(fid, "pending-review")
+    head = git("rev-parse", "HEAD").strip()
+    # fact-a: accept; fact-b: 'x' is not a choice, then reject with a reason; fact-c: next; then the end.
+    code, out, err = am("--vault", str(alpha.root), "--actor", "carol", "review", "--interactive",
+                        input="axrwrong region\nn")
+    assert code == 0, err
+    assert "(1/3) [pending review] fact-a" in out and "[a]ccept" in out and "2 decision(s) made" in out
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "2"
+    assert alpha.get_fact("fact-a").status == "active"
+    assert alpha.get_fact("fact-b").status == "expired"
+    assert alpha.get_fact("fact-b").reason == "rejected in review: wrong region"
+    assert alpha.get_fact("fact-c").status == "pending-review"
+    assert set(git("log", "-2", "--format=%an").split()) == {"carol"}

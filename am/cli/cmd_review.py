@@ -32,8 +32,9 @@ def _world(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group("review", invoke_without_command=True)
 @_world
+@click.option("--interactive", "-i", is_flag=True, help="One item at a time with single-key choices, even on a pipe.")
 @click.pass_context
-def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None) -> None:
+def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, interactive: bool) -> None:
     """Work the queue of what waits on judgement: proposals, pending, stale and contested facts.
 
     Without a subcommand, in a terminal: one item at a time with its evidence
@@ -45,7 +46,7 @@ def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     """
     if ctx.invoked_subcommand is not None:
         return
-    if sys.stdin.isatty() and sys.stdout.isatty():
+    if interactive or (sys.stdin.isatty() and sys.stdout.isatty()):
         _interactive(ctx, *here_world(repo, branch, commit_))
     else:
         ctx.invoke(list_, repo=repo, branch=branch, commit_=commit_, kinds=(), no_diff=False, fmt="text")
