@@ -179,3 +179,15 @@ def test_search_reaches_session_lines_by_words_role_session_and_time(vault, tmp_
     # A pack carries no raw session text.
     code, out, _ = am("--vault", root, "slice", "--max-tokens", "0")
     assert "token bucket" not in out and "getUsers(ids) accepts" not in out
+
+
+def test_a_session_end_hook_sends_its_json_on_stdin(vault, git, tmp_path) -> None:
+    src = write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", claude_lines())
+    hook = {"session_id": CLAUDE_SESSION, "transcript_path": str(src), "cwd": "/home/dev/alpha",
+            "hook_event_name": "SessionEnd", "reason": "exit"}
+    code, out, err = am("--vault", str(vault.root), "ingest", "-", input=json.dumps(hook))
+    assert code == 0, err
+    assert out.startswith(f"added: {CLAUDE_SESSION}")
+    assert git("show", f"HEAD:sessions/2026/11/30/{CLAUDE_SESSION}.jsonl").encode() == src.read_bytes()
+    code, _, err = am("--vault", str(vault.root), "ingest", "-", input="{}")
+    assert code != 0 and "transcript_path" in err

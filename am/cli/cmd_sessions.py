@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault
 
 
 @click.command("ingest")
-@click.argument("target", metavar="FILE|DIR", type=click.Path(exists=True, path_type=Path))
+@click.argument("target", metavar="FILE|DIR|-", type=click.Path(exists=True, allow_dash=True, path_type=Path))
 @click.option("--format", "formats", type=click.Choice(["claude-code", "codex", "jsonl", "text", "json"]),
               multiple=True, help="The log's format (default: recognised from its first lines), and/or the "
                                   "output's: text (default) or json; give --format twice for both.")
@@ -21,7 +22,9 @@ def ingest(ctx: click.Context, target: Path, formats: tuple[str, ...]) -> None:
 
     FILE is a Claude Code transcript (~/.claude/projects/<project>/<id>.jsonl),
     a Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) or plain
-    {ts, role, text} JSON lines; DIR ingests every *.jsonl under it. The log
+    {ts, role, text} JSON lines; DIR ingests every *.jsonl under it; - reads a
+    client hook's JSON from stdin and ingests its transcript_path (Claude
+    Code's SessionEnd hook: command "am ingest -"). The log
     is stored under sessions/YYYY/MM/DD/<session-id>.jsonl with credentials
     masked ([redacted:<family>]; the topic counts them). The same log again
     writes nothing; a log that grew is appended in a new commit.
@@ -31,6 +34,8 @@ def ingest(ctx: click.Context, target: Path, formats: tuple[str, ...]) -> None:
     from am.sessions.ingest import ingest as run
 
     log_format, fmt = _split_formats(formats)
+    if str(target) == "-":
+        target = _hook_transcript(sys.stdin.read())
     results, skipped = run(open_vault(ctx), target, fmt=log_format)
     if fmt == "json":
         emit_json({"sessions": [r.to_json() for r in results], "skipped": skipped})
@@ -41,6 +46,23 @@ def ingest(ctx: click.Context, target: Path, formats: tuple[str, ...]) -> None:
         click.echo(f"{r.action}: {r.session} -> {r.path}, {r.lines} lines, {r.bytes} bytes{note}{where}")
     for line in skipped:
         click.echo(f"skipped: {line}")
+
+
+def _hook_transcript(text: str) -> Path:
+    """Return the transcript a client hook's JSON names (``transcript_path``, as Claude Code's hooks send it)."""
+    import json
+
+    from am.errors import UsageError
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    path = data.get("transcript_path") if isinstance(data, dict) else None
+    if not isinstance(path, str) or not path:
+        raise UsageError("standard input holds no hook JSON with a transcript_path",
+                         hint='send {"transcript_path": "..."} (Claude Code hooks do), or pass the file')
+    return Path(path).expanduser()
 
 
 def _split_formats(formats: tuple[str, ...]) -> tuple[str | None, str]:
