@@ -82,6 +82,9 @@ def test_a_scripted_extractor_proposes_three_facts_that_wait_for_review_and_reac
         "line 5, user: remember: the Alpha rate limits live in src/api/limits.py, not in the handlers."]
     pack = _slice(alpha.root)
     assert "limits.py" not in pack and "100 requests" not in pack
+    from am.upkeep.review import proposals  # what the web view's review page lists
+
+    assert [p.id for p in proposals(alpha)] == [i["id"] for i in queue["items"] if i["kind"] == "proposal"]
     # Running the clerk again proposes nothing twice.
     code, out, _ = am("--vault", str(alpha.root), "propose", CLAUDE_SESSION, "--extractor",
                       _script(tmp_path, EXTRACTOR), "--format", "json")

@@ -36,7 +36,7 @@ from am.records.model import Fact, Relation
 if TYPE_CHECKING:
     from am.records.writes import WriteResult
 
-__all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_lines", "decide", "review_queue"]
+__all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_lines", "decide", "proposals", "review_queue"]
 
 DECISIONS = ("accept", "confirm", "supersede", "expire", "reject")
 CHOICES = {
@@ -173,6 +173,11 @@ def review_queue(vault: Any, *, repo: str | None = None, branch: str | None = No
         stale, queue.world = _stale_items(vault, repo, branch, commit, diff)
         queue.items.extend(stale)
     return queue
+
+
+def proposals(vault: Any) -> list[ReviewItem]:
+    """Return the clerk's proposals waiting for review, with the session lines they cite (the web view's list)."""
+    return review_queue(vault, kinds=("proposal",)).items
 
 
 def _contested(vault: Any) -> list[ReviewItem]:

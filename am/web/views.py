@@ -167,7 +167,7 @@ class Views:
     def _proposals(self) -> list[dict[str, Any]]:
         """Return pending proposals where the library has them (``am review``); an empty list where it has not."""
         try:
-            from am.upkeep import review as review_module  # type: ignore[attr-defined]
+            from am.upkeep import review as review_module
         except ImportError:
             return []
         lister = getattr(review_module, "proposals", None)
