@@ -63,6 +63,9 @@ def am_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
     monkeypatch.setenv("AM_HOME", str(home))
     for name in _AM_VARS:
         monkeypatch.delenv(name, raising=False)
+    # The vector level is off unless a test turns it on (tests/test_semantic*.py): the suite
+    # gives the same answers whether or not the am[semantic] extra is installed.
+    monkeypatch.setenv("AM_EMBEDDINGS", "off")
     for name, value in GIT_IDENTITY.items():
         monkeypatch.setenv(name, value)
     return home

@@ -270,9 +270,9 @@ def test_topic_neighbourhood_follows_relations_and_links(demo: Any) -> None:
 
 
 def test_query_degrades_and_names_the_level(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("am.packs.slice._search_fn", lambda vault: None)
+    monkeypatch.setattr("am.packs.slice._search_fn", lambda index, embedder=None: None)
     out = am(demo, "slice", "--query", "Redis", "--repo", "project-alpha", "--branch", "main")
-    assert "served by: graph" in out and "vector: not configured" in out
+    assert "served by: graph" in out and "vector: off ($AM_EMBEDDINGS)" in out
     assert "f-20260923-1210-8d2e41" in shown_ids(out)
     zh = am(demo, "slice", "--query", "切片查询 怎么读", "--repo", "project-alpha", "--branch", "main")
     assert "served by: graph" in zh and "f-20260924-1400-b31f07" in shown_ids(zh)
@@ -328,7 +328,7 @@ def test_fact_add_here_fills_the_world(alpha: Any, code: Path, monkeypatch: pyte
 
 def test_query_served_by_the_full_text_cache(demo: Any) -> None:
     out = am(demo, "slice", "--query", "TTL", "--repo", "project-alpha", "--branch", "main")
-    assert "served by: full-text" in out and "vector: not configured" in out
+    assert "served by: full-text" in out and "vector: off ($AM_EMBEDDINGS)" in out
     assert shown_ids(out) == {"f-20260923-1210-8d2e41"}
     zh = am(demo, "slice", "--query", "令牌桶", "--repo", "project-alpha", "--branch", "feat-rate-limit")
     assert "served by: full-text" in zh and shown_ids(zh) == {"f-20261005-1630-e5d2aa"}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -26,6 +27,7 @@ from am.cache.timephrases import TimeRange, parse_query, parse_time
 
 if TYPE_CHECKING:
     from am.cache.index import Hit, Index
+    from am.cache.vectors import Embedder
 
 __all__ = ["HIDDEN_STATUSES", "SearchHit", "SearchResult", "search", "snippet", "now"]
 
@@ -49,10 +51,13 @@ class SearchHit:
     rank: float
     matched: int = -1   # how many of the query's terms it holds (-1: found by its id)
     terms: int = 0      # how many terms the query has
-    tier: int = 0       # 0: the terms as a phrase, 1: every term, 2: some
+    tier: int = 0       # 0: the terms as a phrase, 1: every term, 2: some, 3: by meaning alone (vector)
+    found: str = "full-text"  # which levels found it: full-text, vector, full-text+vector (id: by its id)
 
     def explain(self) -> str:
         """Return how the hit matched, for people: "matched 2 of 3 terms"."""
+        if self.tier == 3:
+            return f"by meaning (similarity {-self.rank:.2f})"
         if self.matched < 0 or not self.terms:
             return "matched by id" if self.matched < 0 else ""
         how = " as a phrase" if self.tier == 0 and self.terms > 1 else ""
@@ -72,6 +77,14 @@ class SearchResult:
     terms: tuple[str, ...] = ()       # the query's terms as searched (stop words left out)
     dropped: tuple[str, ...] = ()     # stop words left out
     without_range: int | None = None  # the range left nothing: the hits (this many) are from any time
+    levels: tuple[str, ...] = ()      # what each retrieval level said ("vector: not installed", ...)
+
+    @property
+    def served(self) -> str:
+        """Return the levels that found the hits: full-text, vector or vector+full-text."""
+        from am.cache.vectors import levels_of
+
+        return levels_of((h.id, h.found.replace("id", "full-text")) for h in self.hits) if self.hits else "none"
 
     def notes(self) -> list[str]:
         """Return what people should be told besides the hits (ignored phrases, an empty range)."""
@@ -99,7 +112,9 @@ def _narrow(found: TimeRange | None, since: datetime | None, until: datetime | N
 def search(index: Index, query: str, *, topic: str | None = None, status: str | None = None,
            repo: str | None = None, since: str | datetime | None = None, until: str | datetime | None = None,
            include_superseded: bool = False, types: tuple[str, ...] | None = None, limit: int = 20,
-           at: datetime | None = None, sort: str = "rank", mode: str = "ranked", notes: bool = True) -> SearchResult:
+           at: datetime | None = None, sort: str = "rank", mode: str = "ranked", notes: bool = True,
+           embedder: Embedder | None = None, vector_note: str = "", vector_budget_s: float | None = None,
+           ) -> SearchResult:
     """Find records (and notes) for a query; time phrases in it narrow the date range before ranking.
 
     Notes (Markdown without am frontmatter) come as hits of type ``note`` (id
@@ -107,7 +122,9 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     status, topic or repo, ``types`` unset or naming "note", ranked by relevance.
 
     ``sort``: "rank" (phrase, then all terms, then some, by BM25) or "time" (newest first);
-    ``mode="and"``: every word must occur (the search before ranking).
+    ``mode="and"``: every word must occur (the search before ranking). With an ``embedder``
+    (am/packs/embedding.py chooses it), the vector ranking is fused with the full-text one
+    (am/cache/vectors.py); ``vector_note`` says why there is none, or which model served.
     """
     if sort not in ("rank", "time"):
         raise UsageError(f"unknown sort {sort!r}", hint="use --sort rank or --sort time")
@@ -137,6 +154,11 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     seen = {h.id for h in hits}
     hits += [h for h in index.search(parsed.text, limit=limit, sort=sort, mode=mode, **filters)  # type: ignore[arg-type]
              if h.id not in seen]
+    found = {(h.id, str(h.path)): ("id" if h.matched < 0 else "full-text") for h in hits}
+    levels: list[str] = [vector_note] if vector_note else []
+    if embedder is not None and sort == "rank" and mode == "ranked" and parsed.text.strip():
+        hits, more = _hybrid(index, embedder, parsed.text, hits, found, limit, vector_budget_s, filters)
+        levels += more
     hits = hits[:limit]
     without: int | None = None
     if not hits and parsed.range is not None and parsed.text.strip():
@@ -159,6 +181,7 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
             id=hit.id, type=hit.type, status=hit.status, title=_title(record), topics=_topics(record),
             created=hit.created, path=hit.path, snippet=snippet(_text(record), terms), rank=hit.rank,
             matched=hit.matched, terms=hit.terms, tier=hit.tier,
+            found=found.get((hit.id, str(hit.path)), "full-text"),
         ))
     if (notes and sort == "rank" and mode == "ranked" and window is None and status is None and topic is None
             and repo is None and (types is None or "note" in types)):
@@ -166,7 +189,42 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         out = _with_notes(out, index.search_notes(parsed.text, limit=limit), terms, limit)
     return SearchResult(query=query, text=parsed.text, range=window, ignored=parsed.ignored,
                         statuses=statuses, hits=tuple(out), terms=tuple(terms), dropped=analysed.dropped,
-                        without_range=without)
+                        without_range=without, levels=tuple(levels))
+
+
+def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found: dict[tuple[str, str], str],
+            limit: int, budget_s: float | None, filters: Mapping[str, object]) -> tuple[list[Hit], list[str]]:
+    """Return the full-text hits fused with the vector ones (``found`` learns how each was found), and notes.
+
+    Never raises: a model or cache that fails leaves the full-text hits and a note.
+    """
+    from dataclasses import replace
+
+    from am.cache import vectors
+
+    try:
+        status = vectors.ensure(index, embedder, budget_s=budget_s)
+        near = vectors.search(index, embedder, text, limit=limit, **filters)  # type: ignore[arg-type]
+    except Exception as err:  # noqa: BLE001 - an optional level's failure must not cost the user the answer
+        return hits, [f"vector: failed ({type(err).__name__}: {err})"]
+    notes = [n for n in (status.note(),) if n]
+    notes.append(f"vector: {len(near)} hits" if near else "vector: no match")
+    key = {(h.id, str(h.path)): h for h in hits}
+    ids = [h for h in hits if h.matched < 0]  # found by their id: first, as without vectors
+    ranked = [f"{h.id}\0{h.path}" for h in hits if h.matched >= 0]
+    for hit, _ in near:
+        k = (hit.id, str(hit.path))
+        if k not in key:
+            key[k] = replace(hit, matched=0, terms=hits[0].terms if hits else 0, tier=3)
+    by = {f"{i}\0{p}": k for k in key for i, p in (k,)}
+    out = list(ids)
+    for joined, how in vectors.fuse(ranked, [f"{h.id}\0{h.path}" for h, _ in near]):
+        k = by[joined]
+        if found.get(k) == "id":
+            continue
+        found[k] = how
+        out.append(key[k])
+    return out[:limit], notes
 
 
 def _with_notes(hits: list[SearchHit], notes: list[tuple[str, str, float, int]], terms: list[str],

@@ -71,9 +71,10 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     marks = _world_marks(vault, repo, branch)
     if marks is not None:
         repo = marks.setup.world.repo
+    embedder, vector_note = _embedder(vault, sort)
     result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,
                         include_superseded=include_superseded, limit=limit if marks is None else max(limit * 5, 100),
-                        sort=sort)
+                        sort=sort, embedder=embedder, vector_note=vector_note)
     if marks is not None:
         result = replace(result, hits=tuple(h for h in result.hits if marks.keeps(h.id))[:limit])
     vault.note_uses([h.id for h in result.hits if h.type == "fact"], repo=repo,
@@ -94,13 +95,15 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
             "without_range": result.without_range,
             "notes": result.notes(),
             "statuses": list(result.statuses),
+            "retrieval": {"served": result.served, "levels": list(result.levels)},
             "hits": [{
                 "id": h.id, "type": h.type, "status": h.status, "title": h.title, "topics": list(h.topics),
                 "created": h.created, "path": str(h.path), "file": str(vault.root / h.path),
                 "snippet": h.snippet, "rank": round(h.rank, 4),
                 **({} if marks is None else {"world_mark": marks.mark(h.id)}),
-                "matched": {"terms": h.matched, "of": h.terms, "how": ("id", "phrase", "all", "some")[
+                "matched": {"terms": h.matched, "of": h.terms, "how": ("id", "phrase", "all", "some", "meaning")[
                     0 if h.matched < 0 else h.tier + 1]},
+                "found": h.found,
                 "explain": h.explain(),
             } for h in result.hits],
         })
@@ -117,11 +120,23 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         day = (h.created or "")[:10]
         about = h.title if h.type in ("topic", "note") else "topics: " + ", ".join(h.topics)
         click.echo(f"{click.style(h.id, bold=True)}  {h.type}  {h.status}  {day}  {about}")
-        click.echo(f"  {h.snippet}" + (f"  ({h.explain()})" if h.terms > 1 and h.tier == 2 else ""))
+        click.echo(f"  {h.snippet}" + (f"  ({h.explain()})" if (h.terms > 1 and h.tier == 2) or h.tier == 3 else ""))
         click.echo(f"  {h.path}")
         note = None if marks is None else marks.mark(h.id)
         if note:
             click.echo(f"  {note}")
+
+
+def _embedder(vault: Any, sort: str) -> tuple[Any, str]:
+    """Return the embedder this machine configured (loaded once a process) and the vector level's note."""
+    if sort != "rank":
+        return None, "vector: not used with --sort time"
+    from am.packs.embedding import is_embedder, load_backend
+
+    backend, note = load_backend(vault.settings)
+    if backend is not None and not is_embedder(backend):
+        return None, f"{note} (a search backend: it serves am slice --query, not am search)"
+    return backend, note
 
 
 def _world_marks(vault: Any, repo: str | None, branch: str | None) -> Any:
@@ -164,11 +179,27 @@ def rebuild(ctx: click.Context, fmt: str) -> None:
     files = cache.built_files if cache.rebuilt is not None else None
     if files is None:
         files = cache.rebuild(progress=progress_bar("rebuilding"))
+    vectors, note = _vectors(open_vault(ctx), cache)
     seconds = time.perf_counter() - began
     if fmt == "json":
-        emit_json({"files": files, "seconds": round(seconds, 3)})
+        emit_json({"files": files, "seconds": round(seconds, 3), "vectors": vectors, "vector": note})
     else:
-        click.echo(f"rebuilt the cache from {files} files in {seconds:.1f} s")
+        made = f" and {vectors} vectors" if vectors is not None else ""
+        click.echo(f"rebuilt the cache from {files} files{made} in {seconds:.1f} s ({note})")
+
+
+def _vectors(vault: Any, cache: Any) -> tuple[int | None, str]:
+    """Embed every fact and topic with this machine's embedder, if one is configured; (count, note)."""
+    from am.cache import vectors
+
+    embedder, note = _embedder(vault, "rank")
+    if embedder is None:
+        return None, note
+    try:
+        status = vectors.ensure(cache, embedder, progress=progress_bar("embedding"))
+    except Exception as err:  # noqa: BLE001 - the optional level fails, the cache stands; searches retry
+        return None, f"vector: failed ({type(err).__name__}: {err})"
+    return status.total - status.missing, note
 
 
 @index.command("status")

@@ -205,10 +205,12 @@ def _pack_key(call: Call, request: Any, fmt: str) -> tuple[Any, ...] | None:
     if call.memo is None or request.as_of is not None or request.follow_links:
         return None
     if request.query:
-        from am.packs.retrieval import load_backend
+        from am.packs.embedding import is_embedder, load_backend
 
-        if load_backend(call.vault.settings)[0] is not None:
-            return None  # a vector backend may answer differently from one call to the next
+        backend = load_backend(call.vault.settings)[0]
+        if backend is not None and not is_embedder(backend):
+            return None  # a search backend may answer differently from one call to the next (vectors in the
+            # cache do not: a pack is kept against the cache's content, which their writes change)
     if call.vault.cache() is None:
         return None
     from am.worlds.ancestry import setup_world
@@ -229,9 +231,13 @@ def _search(call: Call, args: dict[str, Any]) -> ToolOutput:
         from am.errors import AmError
 
         raise AmError("the search cache cannot be opened", hint="check that .am/cache/ is writable, then run: am index rebuild")
+    from am.packs.embedding import is_embedder, load_backend
+
+    embedder, note = load_backend(call.vault.settings)
     result = search(cache, args["query"], topic=args.get("topic"), status=args.get("status"), repo=args.get("repo"),
                     since=args.get("since"), until=args.get("until"),
-                    include_superseded=args.get("include_superseded", False), limit=args.get("limit", 20))
+                    include_superseded=args.get("include_superseded", False), limit=args.get("limit", 20),
+                    embedder=embedder if is_embedder(embedder) else None, vector_note=note)
     return _as_data({
         "query": result.query, "text": result.text,
         "range": None if result.range is None else {
@@ -240,8 +246,10 @@ def _search(call: Call, args: dict[str, Any]) -> ToolOutput:
             "phrase": result.range.phrase,
         },
         "hits": [{"id": h.id, "type": h.type, "status": h.status, "title": h.title, "topics": list(h.topics),
-                  "created": h.created, "path": str(h.path), "snippet": h.snippet, "rank": round(h.rank, 4)}
+                  "created": h.created, "path": str(h.path), "snippet": h.snippet, "rank": round(h.rank, 4),
+                  "found": h.found}
                  for h in result.hits],
+        "retrieval": {"served": result.served, "levels": list(result.levels)},
     })
 
 

@@ -116,7 +116,7 @@ def _scope_facts(res: Resolution, request: SliceRequest, retrieved: Retrieved | 
 
 def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setup: WorldSetup, *,
                vault_name: str, vault_commit: str | None, search: Any = None,
-               backend: Any = None, backend_note: str = "vector: not configured",
+               backend: Any = None, backend_note: str = "vector: not installed",
                links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None,
                watched: Callable[[], Iterable[WatchedFact]] | None = None, dirty: int = 0,
                signals: UseSignals | None = None, first: Sequence[str] = ()) -> Pack:

@@ -94,7 +94,7 @@ def _key(values: tuple[Any, ...] | list[Any]) -> _Key:
 
 def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault_name: str,
                 vault_commit: str | None, search: SearchFn | None = None,
-                backend_note: str = "vector: not configured", signals: UseSignals | None = None) -> Pack | None:
+                backend_note: str = "vector: not installed", signals: UseSignals | None = None) -> Pack | None:
     """Build a pack from the cache in pieces; None when the general path must do it.
 
     ``signals`` (use and age, am/cache/usage.py) rank after pinned (and a query's order):
@@ -231,6 +231,11 @@ def _query_scope(index: Index, query: str, search: SearchFn, note: str, verdict:
     last = len(order)
     chosen.sort(key=lambda r: (not r[8], order.get(r[0], last), _tier(signals, r), _CONFIDENCE_RANK.get("medium" if r[9] is None else r[9], 3),
                                _NEVER if r[10] is None else -r[10], r[0]))
+    served = getattr(search, "served", None)  # a HybridSearch: vectors fused in
+    if served is not None:
+        level, more = served(hits)
+        found = tuple((i, search.found.get(i, "full-text")) for i in hits)  # type: ignore[attr-defined]
+        return Retrieved(level, hits, (note, *more), found), [r[0] for r in chosen], scope
     notes = (note, f"full-text: {len(hits)} hits")
     return Retrieved("full-text", hits, notes), [r[0] for r in chosen], scope
 

@@ -494,6 +494,13 @@ def _fact_json(fact: Fact, pack: Pack | None = None) -> dict[str, Any]:
     }
 
 
+def _found(pack: Pack) -> dict[str, str]:
+    """Return how each shown fact and topic a query retrieved was found (full-text, vector, full-text+vector)."""
+    assert pack.retrieval is not None
+    shown = {f.id for f in pack.all_shown()} | {t.id for t, _ in pack.sections}
+    return {rid: how for rid, how in pack.retrieval.found if rid in shown}
+
+
 def render_json(pack: Pack) -> str:
     """Render a pack as JSON with a stable shape (keys sorted); the same records as the Markdown pack."""
     if not pack.tokens:
@@ -512,7 +519,8 @@ def render_json(pack: Pack) -> str:
         "scope": {"description": pack.scope, "topic": req.topic, "depth": req.depth if req.topic else None,
                   "query": req.query,
                   "retrieval": None if pack.retrieval is None else
-                  {"level": pack.retrieval.level, "notes": list(pack.retrieval.notes)}},
+                  {"level": pack.retrieval.level, "notes": list(pack.retrieval.notes),
+                   **({"found": _found(pack)} if pack.retrieval.found else {})}},
         "holds": {"facts": res.fact_counts()[0], "contested": res.fact_counts()[1],
                   "topics": len(res.topics), "relations": len(res.relations), "rules": dict(sorted(res.rules.items())),
                   "not_in_world": dict(sorted(res.excluded.items()))},

@@ -2,15 +2,16 @@
 
 Levels, tried in order, each within what is left of a time budget:
 
-1. ``vector``: an embedding backend, when this machine's configuration names
-   one (``$AM_EMBEDDINGS``, else ``embeddings:`` in ``$AM_HOME/config.yml``):
-   the name of an entry point in the ``am.embeddings`` group of an installed
-   package, or ``module:factory``. Never from the vault: ``.am/vault.yml`` is
-   someone else's file after a clone, so its ``embeddings`` key is only
-   mentioned in the note. None ships with am, so by default this level
-   reports ``vector: not configured``.
+1. ``vector``: the backend this machine's configuration chooses
+   (am/packs/embedding.py: ``$AM_EMBEDDINGS``, ``$AM_HOME/config.yml``, else
+   WordLlama when the ``am[semantic]`` extra is installed; never a vault). An
+   *embedder* takes part in the next level: its vectors live in the cache and
+   ``HybridSearch`` fuses their ranking with full text's (level
+   ``vector+full-text``, or ``vector`` when only vectors found what holds); a
+   *search backend* answers alone, first. Without one the note says why
+   (``vector: not installed``, ``vector: off (...)``).
 2. ``full-text``: the cache's full-text index (any ``search(query, limit)``
-   callable returning ids, best first).
+   callable returning ids, best first; a ``HybridSearch`` fuses vectors in).
 3. ``graph``: topics whose id, title or aliases match a word of the query,
    and their neighbours one hop away in the relation-and-link graph.
 4. ``none``: nothing matched; the caller shows the world's top-ranked records
@@ -23,8 +24,6 @@ named in ``Retrieved.notes``.
 
 from __future__ import annotations
 
-import importlib
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EmbeddingBackend",
+    "HybridSearch",
     "Retrieved",
     "load_backend",
     "retrieve",
@@ -70,81 +70,66 @@ class Retrieved:
     level: str
     ids: tuple[str, ...]
     notes: tuple[str, ...]
+    found: tuple[tuple[str, str], ...] = ()  # (id, how it was found) when vectors took part
 
 
-ENTRY_POINT_GROUP = "am.embeddings"
-MACHINE_CONFIG = "config.yml"  # in $AM_HOME: this machine's settings, never inside a vault
+def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[Any | None, str]:
+    """Return the backend this machine's configuration names (or None) and the vector level's note.
 
-
-def configured_backend() -> tuple[str | None, str]:
-    """Return the embedding backend this machine's configuration names, and where it was found.
-
-    Only the user's own configuration counts: ``$AM_EMBEDDINGS``, else
-    ``embeddings:`` in ``$AM_HOME/config.yml``. A vault is someone else's files
-    (a clone, a pull request), so nothing in it may choose code to run.
+    See am/packs/embedding.py: an embedder (am keeps and fuses its vectors) or a search backend.
     """
-    spec = os.environ.get("AM_EMBEDDINGS", "").strip()
-    if spec:
-        return spec, "AM_EMBEDDINGS"
-    from am.registry import am_home
+    from am.packs.embedding import load_backend as load
 
-    path = am_home() / MACHINE_CONFIG
-    where = f"$AM_HOME/{MACHINE_CONFIG}"
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(65536 + 1)
-    except FileNotFoundError:
-        return None, where
-    except OSError as err:
-        raise BackendError(f"cannot read {path} ({err.strerror})") from None
-    from am.errors import InvalidRecordError
-    from am.records.frontmatter import strict_load
-
-    try:
-        if len(data) > 65536:
-            raise InvalidRecordError("larger than 64 KiB", path=str(path))
-        settings = strict_load(data.decode("utf-8"), path=str(path)) if data.strip() else {}
-    except (InvalidRecordError, UnicodeDecodeError) as err:
-        raise BackendError(f"cannot read {path} ({err})") from None
-    value = settings.get("embeddings") if isinstance(settings, dict) else None
-    return (str(value).strip() or None) if value else None, where
+    return load(settings)
 
 
-class BackendError(Exception):
-    """The machine's configuration of a backend cannot be read."""
+class HybridSearch:
+    """The cache's full-text search fused with its vectors: ``search(query, limit) -> ids``, best first.
 
-
-def _factory(spec: str) -> Callable[[], EmbeddingBackend]:
-    """Return the factory a spec names: an entry point of an installed package, or ``module[:factory]``."""
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        if point.name == spec:
-            return point.load()  # type: ignore[no-any-return]
-    module_name, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module_name), attr or "backend")  # type: ignore[no-any-return]
-
-
-def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[EmbeddingBackend | None, str]:
-    """Return the embedding backend this machine's configuration names (or None) and a note saying what happened.
-
-    ``settings`` are the vault's (``.am/vault.yml``): an ``embeddings`` key there
-    is never loaded, only mentioned in the note.
+    After a call, ``found`` maps each id to how it was found (full-text, vector,
+    full-text+vector), ``notes`` says what the vector level did and ``served``
+    names the levels whose hits hold in the world. The vector part never raises:
+    a model or cache that fails leaves the full-text ids and a note.
     """
-    planted = (settings or {}).get("embeddings")
-    ignored = (f"; .am/vault.yml names {str(planted)[:80]!r}, which am never loads (a vault cannot choose code: "
-               "set AM_EMBEDDINGS or embeddings: in $AM_HOME/config.yml)") if planted else ""
-    try:
-        spec, where = configured_backend()
-    except BackendError as err:
-        return None, f"vector: {err}{ignored}"
-    if not spec:
-        return None, f"vector: not configured{ignored}"
-    try:
-        backend: EmbeddingBackend = _factory(spec)()
-    except Exception as err:  # noqa: BLE001 - a broken optional backend must never break a slice
-        return None, f"vector: backend {spec} ({where}) failed to load ({type(err).__name__}: {err}){ignored}"
-    return backend, f"vector: {getattr(backend, 'name', spec)}{ignored}"
+
+    STATUSES = ("active", "contested", "pending-review")
+
+    def __init__(self, index: Any, embedder: Any, *, budget_s: float = 1.0) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.budget_s = budget_s
+        self.found: dict[str, str] = {}
+        self.notes: list[str] = []
+
+    def __call__(self, query: str, limit: int) -> list[str]:
+        from am.cache import vectors
+
+        full = [h.id for h in self.index.search(query, limit=limit, statuses=self.STATUSES)]
+        self.notes = []
+        try:
+            status = vectors.ensure(self.index, self.embedder, budget_s=self.budget_s)
+            near = [h.id for h, _ in vectors.search(self.index, self.embedder, query, limit=limit,
+                                                     statuses=self.STATUSES)]
+        except Exception as err:  # noqa: BLE001 - an optional level's failure must not cost the user the answer
+            self.notes.append(f"vector: failed ({type(err).__name__}: {err})")
+            near = []
+        else:
+            if status.note():
+                self.notes.append(status.note())
+        fused = vectors.fuse(full, near)
+        self.found = dict(fused)
+        return [rid for rid, _ in fused][:limit]
+
+    def served(self, held: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+        """Return the level that served the ids that hold, and notes counting how they were found."""
+        from am.cache.vectors import levels_of
+
+        found = [(rid, self.found.get(rid, "full-text")) for rid in held]
+        counts = {how: sum(1 for _, h in found if h == how) for how in ("full-text+vector", "vector", "full-text")}
+        notes = [*self.notes, f"vector: {counts['vector'] + counts['full-text+vector']} hits",
+                 f"full-text: {counts['full-text'] + counts['full-text+vector']} hits",
+                 f"found by both: {counts['full-text+vector']}"]
+        return levels_of(found), tuple(notes)
 
 
 def _words(query: str) -> list[str]:
@@ -227,7 +212,7 @@ def _in_time(budget_s: float, began: float) -> float:
 
 def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fact | FactView],
              relations: Mapping[str, Relation], search: SearchFn | None = None,
-             backend: EmbeddingBackend | None = None, backend_note: str = "vector: not configured",
+             backend: EmbeddingBackend | None = None, backend_note: str = "vector: not installed",
              links: Iterable[tuple[str, str]] | None = None, limit: int = 200,
              budget_s: float = 2.0) -> Retrieved:
     """Return the ids (facts and topics that hold) a query is about, and the level that served."""
@@ -269,10 +254,15 @@ def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fac
             hits = ()
             notes.append(f"full-text: failed ({type(err).__name__}: {err})")
         else:
+            if hits and isinstance(search, HybridSearch):
+                level, more = search.served(hits)
+                return Retrieved(level, hits, (*notes, *more), tuple((i, search.found.get(i, "full-text"))
+                                                                     for i in hits))
             if hits:
                 notes.append(f"full-text: {len(hits)} hits")
                 return Retrieved("full-text", hits, tuple(notes))
-            notes.append("full-text: no match in this world")
+            notes.append("full-text: no match in this world" if not isinstance(search, HybridSearch)
+                         else "vector and full-text: no match in this world")
     hits = keep(_graph_level(query, topics=topics, facts=facts, relations=relations, links=links))
     if hits:
         notes.append(f"graph: {len(hits)} topics from matching names")

@@ -139,10 +139,17 @@ class _CachedLinks:
         return iter(self.pairs)
 
 
-def _search_fn(index: Index | None) -> Any:
-    """Return the cache's full-text search as ``search(query, limit) -> ids``, or None without a cache."""
+def _search_fn(index: Index | None, embedder: Any = None) -> Any:
+    """Return the cache's full-text search as ``search(query, limit) -> ids``, or None without a cache.
+
+    With an embedder, its vectors are fused in (``HybridSearch``).
+    """
     if index is None:
         return None
+    if embedder is not None:
+        from am.packs.retrieval import HybridSearch
+
+        return HybridSearch(index, embedder)
 
     def search(query: str, limit: int) -> list[str]:
         hits = index.search(query, limit=limit, statuses=("active", "contested", "pending-review"))
@@ -201,11 +208,14 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
     dirty = 0
     load: Loader | None = None
     dropped: dict[str, int] | None = None
-    backend, note = (None, "vector: not configured")
+    backend, note = (None, "vector: not installed")
+    embedder = None
     if request.query:
-        from am.packs.retrieval import load_backend
+        from am.packs.embedding import is_embedder, load_backend
 
         backend, note = load_backend(vault.settings)
+        if is_embedder(backend):
+            embedder, backend = backend, None
     if request.as_of is not None:
         past = vault.store.last_commit_at(request.as_of.timestamp())
         if past is None:
@@ -223,7 +233,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
                 # Every topic, a topic's neighbourhood, or a query the full-text index serves: judged
                 # and ranked in pieces, only the shown facts decoded.
                 pack = cached_pack(index, request, setup, vault_name=vault.name, vault_commit=commit,
-                                   search=_search_fn(index), backend_note=note, signals=signals)
+                                   search=_search_fn(index, embedder), backend_note=note, signals=signals)
                 if pack is not None:
                     return _with_links(pack, vault, request, setup, count_use)
             records, load, dropped = _from_cache(index, setup.world)
@@ -232,7 +242,9 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
             dirty = len(index.dirty_paths())
         else:
             records = (r for _, r in vault.iter_records())
-    search = _search_fn(index) if request.query else None
+    search = _search_fn(index, embedder) if request.query else None
+    if embedder is not None and index is None:
+        note += " (not used: it needs the cache)"
     links = None
     if index is not None and (request.topic or request.query):
         # The cache already parsed every body's links; parsing 10k bodies again costs seconds.

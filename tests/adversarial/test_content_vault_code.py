@@ -75,13 +75,17 @@ def slice_query(vault: Path, site: Path, mark: Path, **env: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def test_a_vault_setting_never_imports_code(cloned: Path, planted: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("machine", ["", "off"])
+def test_a_vault_setting_never_imports_code(cloned: Path, planted: tuple[Path, Path], machine: str) -> None:
+    """Nothing configured on the machine (the default backend, or none), or the level off: never the vault's."""
     site, mark = planted
-    pack = slice_query(cloned, site, mark)
+    pack = slice_query(cloned, site, mark, AM_EMBEDDINGS=machine)
     assert not mark.exists(), mark.read_text()
     text = json.dumps(pack)
     assert "never loads" in text and "planted_backend:factory" in text
-    assert "vector: not configured" in text
+    assert pack["scope"]["retrieval"]["level"] in ("full-text", "vector+full-text")
+    note = pack["scope"]["retrieval"]["notes"][0]
+    assert note.startswith("vector: off ($AM_EMBEDDINGS)" if machine else ("vector: not installed", "vector: wordllama"))
 
 
 def test_the_users_environment_chooses_a_backend(cloned: Path, planted: tuple[Path, Path]) -> None:
@@ -94,7 +98,7 @@ def test_the_users_environment_chooses_a_backend(cloned: Path, planted: tuple[Pa
 def test_an_entry_point_named_in_am_home(cloned: Path, planted: tuple[Path, Path], am_home: Path) -> None:
     site, mark = planted
     (am_home / "config.yml").write_text("embeddings: planted\n")
-    text = json.dumps(slice_query(cloned, site, mark, AM_HOME=str(am_home)))
+    text = json.dumps(slice_query(cloned, site, mark, AM_HOME=str(am_home), AM_EMBEDDINGS=""))
     assert mark.read_text() == "imported\ncalled\n"
     assert '"level": "vector"' in text and "vector: 1 hits" in text
 
@@ -107,7 +111,7 @@ def test_load_backend_ignores_the_vault_in_process(planted: tuple[Path, Path], m
     monkeypatch.setenv("PLANTED_MARK", str(mark))
     backend, note = load_backend({"embeddings": "planted_backend:factory"})
     assert backend is None and not mark.exists()
-    assert note.startswith("vector: not configured; .am/vault.yml names 'planted_backend:factory'")
+    assert note.startswith("vector: off ($AM_EMBEDDINGS); .am/vault.yml names 'planted_backend:factory'")
     monkeypatch.setenv("AM_EMBEDDINGS", "planted")  # the entry point of the installed package
     backend, note = load_backend({})
     assert backend is not None and note == "vector: planted"

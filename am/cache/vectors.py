@@ -1,0 +1,272 @@
+"""Vectors in the cache: each fact's and topic's embedding beside its full-text row, and hybrid ranking.
+
+The vector level of retrieval (DESIGN §6). An *embedder* (``name``,
+``embed(texts) -> array (n, dim)``, rows L2-normalised; am/packs/embedding.py
+chooses it) turns record texts into vectors; this module keeps them in the
+cache's SQLite file and ranks them against a query:
+
+- ``vectors(blob, vec)``: keyed by the record file's blob id, so an unchanged
+  record is never embedded twice (a rename, a revert, a second clone's cache
+  all find it); ``vec`` is float16 (512 bytes at 256 dimensions). The table is
+  made on first use and lives and dies with the rest of the cache (a rebuild
+  starts it empty). ``meta.vector_model`` names the model: another model
+  empties the table.
+- ``ensure`` embeds the records that have no vector yet (after a rebuild, a
+  write, an edit in Obsidian), within an optional time budget, writing as it
+  goes so an interrupted pass keeps its work; ``search`` ranks by cosine
+  similarity (one matrix product over vectors held in memory while the cache's
+  content is unchanged; vectors and query centred on the vault's mean
+  vector) and keeps the hits that pass the same filters as full
+  text; ``fuse`` merges the full-text and vector rankings by reciprocal rank.
+
+No sqlite3 import: statements run on ``Index.conn`` under the cache's own lock.
+numpy is imported only when vectors are used.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from am.cache.rows import record_from_json
+from am.records.model import Topic
+
+if TYPE_CHECKING:
+    from am.cache.index import Index
+    from am.cache.rows import Hit
+
+__all__ = ["Embedder", "VectorStatus", "ensure", "search", "fuse", "levels_of", "text_of", "MIN_SCORE", "RRF_K"]
+
+MIN_SCORE = 0.1   # cosine (after centring) below this is not a hit: measured on the recall set, docs/decisions.md
+RRF_K = 60        # reciprocal rank fusion: 1 / (k + rank)
+_CHUNK = 2000     # records embedded, then written, at a time
+_TABLE = "CREATE TABLE IF NOT EXISTS vectors(blob TEXT PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID"
+_KINDS = ("fact", "topic")
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors; ``name`` says the model and its version."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Return an array (len(texts), dim) of float32, each row of length 1 (or 0 for an empty text)."""
+        ...
+
+
+@dataclass(frozen=True)
+class VectorStatus:
+    """What ``ensure`` did: records embedded now, still without a vector (out of time), and with one."""
+
+    embedded: int
+    missing: int
+    total: int
+    seconds: float
+
+    def note(self) -> str:
+        """Return a line for the retrieval notes when the vectors are incomplete, else ''."""
+        if not self.missing:
+            return ""
+        return (f"vector: {self.total - self.missing} of {self.total} records embedded so far "
+                f"(the rest follow on the next searches)")
+
+
+def text_of(record: Any) -> str:
+    """Return the text a record's vector is made of: a fact's body; a topic's title, aliases and body."""
+    if isinstance(record, Topic):
+        return " \n".join(x for x in (record.title, ", ".join(record.aliases), record.body) if x)
+    return str(getattr(record, "body", ""))
+
+
+def _table(index: Index, model: str) -> None:
+    """Make the table if needed; drop every vector when another model made them."""
+    conn = index.conn
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone() is not None
+    if exists and row is not None and row[0] == model:
+        return
+    with index._handle.locked(exclusive=True):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_TABLE)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
+            if row is None or row[0] != model:
+                conn.execute("DELETE FROM vectors")
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_model', ?)", (model,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        index._handle.write_stamp()
+
+
+def ensure(index: Index, embedder: Embedder, *, budget_s: float | None = None,
+           progress: Callable[[int, int], None] | None = None) -> VectorStatus:
+    """Embed every fact and topic that has no vector yet (within ``budget_s`` seconds if given)."""
+    began = time.monotonic()
+    state = index.__dict__.get("_vector_state")
+    token = index.content_token()
+    if state is not None and state.checked == (token, embedder.name):
+        return VectorStatus(0, 0, len(state.rowids), 0.0)
+    _table(index, embedder.name)
+    conn = index.conn
+    rows = conn.execute(
+        "SELECT f.blob, min(r.type), min(r.data) FROM records r JOIN files f ON f.path = r.path "
+        "LEFT JOIN vectors v ON v.blob = f.blob WHERE r.type IN ('fact', 'topic') AND v.blob IS NULL "
+        "GROUP BY f.blob").fetchall()
+    total = conn.execute("SELECT count(*) FROM records WHERE type IN ('fact', 'topic')").fetchone()[0]
+    done = 0
+    for start in range(0, len(rows), _CHUNK):
+        if budget_s is not None and start and time.monotonic() - began > budget_s:
+            break
+        chunk = rows[start:start + _CHUNK]
+        texts = [text_of(record_from_json(rtype, data)) for _, rtype, data in chunk]
+        vectors = embedder.embed(texts).astype("float16")
+        with index._handle.locked(exclusive=True):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT OR REPLACE INTO vectors(blob, vec) VALUES (?, ?)",
+                                 [(blob, vectors[i].tobytes()) for i, (blob, _, _) in enumerate(chunk)])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            index._handle.write_stamp()
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(rows))
+    if done:
+        with index._handle.locked(exclusive=True):  # vectors of files that changed or went
+            conn.execute("DELETE FROM vectors WHERE blob NOT IN (SELECT blob FROM files)")
+            index._handle.write_stamp()
+    missing = len(rows) - done
+    if not missing:
+        _load(index, embedder.name)
+    return VectorStatus(done, missing, total, time.monotonic() - began)
+
+
+@dataclass
+class _State:
+    """The vectors of the cache's records held in memory, while the cache's content is unchanged."""
+
+    checked: tuple[Any, str]
+    rowids: Any  # numpy int64 array
+    matrix: Any  # numpy float32 array (n, dim): centred, rows of length 1
+    mean: Any    # the mean the rows were centred on (a query is centred on it too)
+
+
+def _load(index: Index, model: str) -> _State:
+    import numpy as np
+
+    state: _State | None = index.__dict__.get("_vector_state")
+    token = index.content_token()
+    if state is not None and state.checked == (token, model):
+        return state
+    rows = index.conn.execute(
+        "SELECT r.rowid, v.vec FROM records r JOIN files f ON f.path = r.path JOIN vectors v ON v.blob = f.blob "
+        "WHERE r.type IN ('fact', 'topic') ORDER BY r.rowid").fetchall()
+    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    if rows:
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(len(rows), -1)
+        # Centred on the vault's mean vector: static embeddings share a large common direction
+        # (every Chinese text scores ~0.6 against every other); taking it out doubled the answers found.
+        mean = matrix.astype(np.float32).mean(axis=0)
+        matrix = matrix.astype(np.float32) - mean
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-6)
+    else:
+        matrix, mean = np.zeros((0, 1), dtype=np.float32), np.zeros(1, dtype=np.float32)
+    state = _State((index.content_token(), model), rowids, matrix, mean)
+    index.__dict__["_vector_state"] = state
+    return state
+
+
+def search(index: Index, embedder: Embedder, query: str, *, limit: int = 20,
+           keep: Callable[[Sequence[Hit]], Sequence[Hit]] | None = None, **filters: Any) -> list[tuple[Hit, float]]:
+    """Return up to ``limit`` (hit, cosine) pairs for a query, best first, that pass the filters.
+
+    ``filters`` are those of ``Index.search`` (statuses, topic, repo, types, since,
+    until); ``keep`` may narrow further (a world). Vectors must be there (``ensure``):
+    records without one are not ranked. Scores below ``MIN_SCORE`` are not hits.
+    """
+    import numpy as np
+
+    from am.cache.rows import Hit
+
+    state = _load(index, embedder.name)
+    if not query.strip() or not len(state.rowids):
+        return []
+    q = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
+    if state.matrix.shape[1] != q.shape[0]:
+        return []
+    q = q - state.mean
+    q /= max(float(np.linalg.norm(q)), 1e-6)
+    scores = state.matrix @ q
+    where, args = index._filters(**filters)
+    found: list[tuple[Hit, float]] = []
+    for batch in _best_first(np, scores, max(limit * 4, 100)):
+        by_rowid = {int(state.rowids[i]): float(scores[i]) for i in batch}
+        sql = ("SELECT r.rowid, r.id, r.path, r.type, r.status, r.created FROM records r WHERE r.rowid IN ("
+               + ",".join("?" * len(by_rowid)) + ")" + "".join(f" AND {w}" for w in where))
+        hits = [(Hit(i, _path(p), t, s, c, -by_rowid[rid]), by_rowid[rid])
+                for rid, i, p, t, s, c in index.conn.execute(sql, [*by_rowid, *args])]
+        hits.sort(key=lambda pair: (-pair[1], pair[0].id))
+        if keep is not None:
+            kept = {id(h) for h in keep([h for h, _ in hits])}
+            hits = [pair for pair in hits if id(pair[0]) in kept]
+        found += hits
+        if len(found) >= limit:
+            break
+    return found[:limit]
+
+
+def _best_first(np: Any, scores: Any, first: int) -> Iterable[Any]:
+    """Yield the positions of scores at least ``MIN_SCORE``, best first, in batches (the first ``first`` long)."""
+    cand = np.flatnonzero(scores >= MIN_SCORE)
+    if len(cand) > first:  # the best few without sorting them all (100k scores)
+        head = np.argpartition(-scores[cand], first - 1)[:first]
+        best = cand[head]
+        yield best[np.argsort(-scores[best], kind="stable")]
+        cand = np.delete(cand, head)
+    order = cand[np.argsort(-scores[cand], kind="stable")]
+    for start in range(0, len(order), first * 4):
+        yield order[start:start + first * 4]
+
+
+def _path(text: str) -> Any:
+    from pathlib import PurePosixPath
+
+    return PurePosixPath(text)
+
+
+def fuse(full_text: Sequence[str], vector: Sequence[str], *, k: int = RRF_K,
+         weights: Mapping[str, float] | None = None) -> list[tuple[str, str]]:
+    """Merge two rankings by reciprocal rank fusion; return (id, how it was found), best first.
+
+    A full-text hit counts ``weights[id]`` (default 1) of a vector hit at the same rank.
+    (Weighting a hit with only some of the query's terms by the share it matched lost
+    three questions full text answered and gained none: docs/decisions.md.)
+    ``how`` is ``full-text``, ``vector`` or ``full-text+vector``. Ties go to the full-text
+    order, then id.
+    """
+    score: dict[str, float] = {}
+    how: dict[str, set[str]] = {}
+    for level, ranking in (("full-text", full_text), ("vector", vector)):
+        for rank, rid in enumerate(dict.fromkeys(ranking)):
+            w = (weights or {}).get(rid, 1.0) if level == "full-text" else 1.0
+            score[rid] = score.get(rid, 0.0) + w / (k + rank + 1)
+            how.setdefault(rid, set()).add(level)
+    ft_rank = {rid: n for n, rid in enumerate(dict.fromkeys(full_text))}
+    order = sorted(score, key=lambda rid: (-score[rid], ft_rank.get(rid, len(ft_rank)), rid))
+    return [(rid, "+".join(sorted(how[rid]))) for rid in order]
+
+
+def levels_of(found: Iterable[tuple[str, str]]) -> str:
+    """Return the level that served a fused ranking: ``vector+full-text``, ``vector`` or ``full-text``."""
+    seen = {part for _, how in found for part in how.split("+")}
+    if seen == {"vector"}:
+        return "vector"
+    if "vector" in seen:
+        return "vector+full-text"
+    return "full-text"

@@ -1,0 +1,238 @@
+"""Which embedding backend this machine uses, and the one am ships: WordLlama's packaged model, offline.
+
+A backend is code, so only the user's own configuration chooses it, never a vault
+(someone else's files after a clone). In order:
+
+1. ``$AM_EMBEDDINGS``;
+2. ``embeddings:`` in ``$AM_HOME/config.yml``;
+3. nothing said: ``wordllama`` when the ``am[semantic]`` extra is installed, else
+   the vector level reports ``vector: not installed``.
+
+A value is ``off`` (also ``none``, ``false``: no vector level), the name of an
+entry point in the group ``am.embeddings`` of an installed package (am's own
+``wordllama`` is one), or ``module:factory``. A factory takes no arguments and
+returns either an **embedder** (``name``, ``embed(texts) -> array (n, dim)``: am
+keeps the vectors in its cache and ranks them itself, fused with full text) or a
+**search backend** (``name``, ``search(query, *, limit) -> [(id, score)]``: it
+answers alone). A vault may only turn the level *off* (``embeddings: off`` in
+``.am/vault.yml``); any other value there is ignored and the note says so.
+
+The WordLlama embedder reads the weights (a float16 safetensors table, 32k x 256)
+and the tokenizer file that the ``wordllama`` wheel ships, with numpy and
+``tokenizers`` alone: ``WordLlama.load()`` looks for the tokenizer under the
+wrong folder and then downloads it, and importing ``wordllama`` configures the
+root logger. Nothing here ever opens a network connection. A text's vector is the
+mean of its tokens' vectors, L2-normalised, as ``WordLlamaInference.embed(norm=True)``
+computes it (tests/test_semantic_wordllama.py holds them equal).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ENTRY_POINT_GROUP", "MACHINE_CONFIG", "BackendError", "WordLlamaEmbedder", "configured_backend",
+           "load_backend", "is_embedder", "semantic_installed", "wordllama"]
+
+ENTRY_POINT_GROUP = "am.embeddings"
+MACHINE_CONFIG = "config.yml"  # in $AM_HOME: this machine's settings, never inside a vault
+DEFAULT = "wordllama"
+OFF = frozenset({"off", "none", "false", "no", "0", "disabled"})
+INSTALL_HINT = "pip install 'am[semantic]'"
+
+
+class BackendError(Exception):
+    """The machine's configuration of a backend cannot be read."""
+
+
+def _is_off(value: object) -> bool:
+    return value is False or (isinstance(value, str) and value.strip().casefold() in OFF)
+
+
+def configured_backend() -> tuple[str | None, str]:
+    """Return the backend this machine's configuration names (None: nothing said), and where it was found.
+
+    Only the user's own configuration counts: ``$AM_EMBEDDINGS``, else
+    ``embeddings:`` in ``$AM_HOME/config.yml``. A vault is someone else's files
+    (a clone, a pull request), so nothing in it may choose code to run.
+    """
+    spec = os.environ.get("AM_EMBEDDINGS", "").strip()
+    if spec:
+        return spec, "$AM_EMBEDDINGS"
+    from am.registry import am_home
+
+    path = am_home() / MACHINE_CONFIG
+    where = f"$AM_HOME/{MACHINE_CONFIG}"
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(65536 + 1)
+    except FileNotFoundError:
+        return None, where
+    except OSError as err:
+        raise BackendError(f"cannot read {path} ({err.strerror})") from None
+    from am.errors import InvalidRecordError
+    from am.records.frontmatter import strict_load
+
+    try:
+        if len(data) > 65536:
+            raise InvalidRecordError("larger than 64 KiB", path=str(path))
+        settings = strict_load(data.decode("utf-8"), path=str(path)) if data.strip() else {}
+    except (InvalidRecordError, UnicodeDecodeError) as err:
+        raise BackendError(f"cannot read {path} ({err})") from None
+    value = settings.get("embeddings") if isinstance(settings, dict) else None
+    if value is False:
+        return "off", where
+    return (str(value).strip() or None) if value else None, where
+
+
+def semantic_installed() -> bool:
+    """Return whether the ``am[semantic]`` extra's packages are importable (without importing them)."""
+    from importlib.util import find_spec
+
+    try:
+        return all(find_spec(name) is not None for name in ("wordllama", "numpy", "tokenizers"))
+    except (ImportError, ValueError):  # a finder that refuses the name: not installed, as far as am is concerned
+        return False
+
+
+def _factory(spec: str) -> Callable[[], Any]:
+    """Return the factory a spec names: an entry point of an installed package, or ``module[:factory]``."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name == spec:
+            return point.load()  # type: ignore[no-any-return]
+    if spec == DEFAULT:  # am's own, also when am runs from a checkout that was never installed
+        return wordllama
+    module_name, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module_name), attr or "backend")  # type: ignore[no-any-return]
+
+
+def is_embedder(backend: object) -> bool:
+    """Return whether a backend embeds texts (am keeps and ranks the vectors) rather than searching alone."""
+    return callable(getattr(backend, "embed", None))
+
+
+_LOADED: dict[str, Any] = {}  # spec -> backend: a process loads a model once (an agent server asks many times)
+_LOCK = threading.Lock()
+
+
+def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[Any | None, str]:
+    """Return the backend this machine's configuration names (or None) and a note saying what happened.
+
+    ``settings`` are the vault's (``.am/vault.yml``): ``embeddings: off`` there turns the
+    vector level off; any other value is never loaded, only mentioned in the note.
+    Never raises: a backend that cannot load leaves the note and the full-text level.
+    """
+    planted = (settings or {}).get("embeddings")
+    if planted is not None and _is_off(planted):
+        return None, "vector: off (.am/vault.yml)"
+    ignored = (f"; .am/vault.yml names {str(planted)[:80]!r}, which am never loads (a vault cannot choose code: "
+               "set AM_EMBEDDINGS or embeddings: in $AM_HOME/config.yml)") if planted else ""
+    try:
+        spec, where = configured_backend()
+    except BackendError as err:
+        return None, f"vector: {err}{ignored}"
+    if spec is not None and _is_off(spec):
+        return None, f"vector: off ({where}){ignored}"
+    if spec is None:
+        if not semantic_installed():
+            return None, f"vector: not installed ({INSTALL_HINT}){ignored}"
+        spec, where = DEFAULT, "the am[semantic] extra"
+    with _LOCK:
+        backend = _LOADED.get(spec)
+        if backend is None:
+            try:
+                backend = _factory(spec)()
+            except Exception as err:  # noqa: BLE001 - a broken optional backend must never break a search
+                reason = f"{type(err).__name__}: {err}"
+                if spec == DEFAULT and isinstance(err, ImportError):
+                    return None, f"vector: not installed ({INSTALL_HINT}; {reason}){ignored}"
+                return None, f"vector: backend {spec} ({where}) failed to load ({reason}){ignored}"
+            _LOADED[spec] = backend
+    return backend, f"vector: {getattr(backend, 'name', spec)}{ignored}"
+
+
+# ---------------------------------------------------------------- the WordLlama embedder
+
+_WEIGHTS = "weights/l2_supercat_256.safetensors"
+_TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+_BATCH = 128
+_MAX_TOKENS = 256  # a record's first 256 tokens make its vector (a fact is 1-3 sentences; memory stays ~30 MB)
+
+
+class WordLlamaEmbedder:
+    """WordLlama's static embeddings (``l2_supercat``, 256 dimensions) from the files its wheel ships."""
+
+    def __init__(self, folder: Path, version: str) -> None:
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        weights = folder / _WEIGHTS
+        with open(weights, "rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            header = json.loads(handle.read(size))
+            entry = header["embedding.weight"]
+            kinds = {"F16": np.float16, "F32": np.float32}
+            if entry["dtype"] not in kinds:
+                raise ValueError(f"{weights}: unsupported dtype {entry['dtype']}")
+            start, end = entry["data_offsets"]
+            handle.seek(8 + size + start)
+            table = np.frombuffer(handle.read(end - start), dtype=kinds[entry["dtype"]])
+        self.table = table.reshape(entry["shape"])
+        self.tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))  # a local file: never a download
+        self.tokenizer.enable_padding()
+        self.tokenizer.enable_truncation(_MAX_TOKENS)
+        self.dim = int(self.table.shape[1])
+        self.name = f"wordllama l2_supercat_{self.dim} {version}"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Return one L2-normalised float32 row per text (the mean of its tokens' vectors)."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        top = self.table.shape[0] - 1
+        # Texts of like length batched together: padding to the longest of a batch costs little.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for begin in range(0, len(order), _BATCH):
+            rows = order[begin:begin + _BATCH]
+            encoded = self.tokenizer.encode_batch([texts[i] for i in rows], add_special_tokens=False)
+            if not encoded or not encoded[-1].ids:
+                continue  # every text of the batch is empty (padding makes all rows one length)
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
+            np.clip(ids, 0, top, out=ids)
+            summed = np.einsum("bt,btd->bd", mask, self.table[ids].astype(np.float32))
+            out[rows] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+def wordllama() -> WordLlamaEmbedder:
+    """Return the WordLlama embedder from the installed ``wordllama`` package's files (the ``am[semantic]`` extra).
+
+    Raises ImportError when the package (or numpy, tokenizers) is not installed,
+    FileNotFoundError when its wheel lacks the packaged model.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
+    spec = find_spec("wordllama")  # finds the folder without running the package's __init__
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the wordllama package is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    for part in (_WEIGHTS, _TOKENIZER):
+        if not (folder / part).is_file():
+            raise FileNotFoundError(f"{folder / part} is missing: the wordllama wheel ships it "
+                                    "(reinstall: pip install --force-reinstall wordllama)")
+    try:
+        release = version("wordllama")
+    except PackageNotFoundError:
+        release = "unknown"
+    return WordLlamaEmbedder(folder, release)

@@ -1,0 +1,148 @@
+"""The real model of the am[semantic] extra: WordLlama, loaded from its wheel's files with no network.
+
+Marked ``semantic``: deselected by default (the default suite runs without the
+extra, as CI's first step installs only ``.[test]``); CI installs the extra and
+runs ``pytest -m semantic`` (.ci/run). Without the extra they are skipped with
+the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from am.packs.embedding import semantic_installed
+from tests.conftest import PYTHON, subprocess_env
+
+pytestmark = [
+    pytest.mark.semantic,
+    pytest.mark.skipif(not semantic_installed(),
+                       reason="the am[semantic] extra is not installed: pip install -e '.[semantic]'"),
+]
+
+# Loaded into every child process: any attempt to reach the network is written down and refused.
+NO_NETWORK = textwrap.dedent('''
+    import os
+    import socket
+
+    def _refuse(*args, **kwargs):
+        with open(os.environ["NET_LOG"], "a") as handle:
+            handle.write(repr(args)[:200] + "\\n")
+        raise OSError("network blocked by the test")
+
+    socket.socket.connect = _refuse
+    socket.socket.connect_ex = _refuse
+    socket.create_connection = _refuse
+    socket.getaddrinfo = _refuse
+''')
+
+
+@pytest.fixture(scope="module")
+def recall_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from am.demo import materialise_demo
+    from tests.recall_set import records
+
+    root = tmp_path_factory.mktemp("semantic")
+    old = os.environ.get("AM_HOME")
+    os.environ["AM_HOME"] = str(root / "home")
+    try:
+        vault = materialise_demo(root / "demo", register=False)
+        vault.import_records(records(), source="recall set")
+        vault.close()
+    finally:
+        if old is None:
+            os.environ.pop("AM_HOME", None)
+        else:
+            os.environ["AM_HOME"] = old
+    return root / "demo"
+
+
+def test_the_embedder_matches_wordllamas_own(tmp_path: Path) -> None:
+    """am reads the packaged files itself; the vectors are WordLlama's (``embed(norm=True)``)."""
+    import numpy as np
+    from wordllama.inference import WordLlamaInference
+
+    from am.packs.embedding import wordllama
+
+    ours = wordllama()
+    theirs = WordLlamaInference(ours.table, ours.tokenizer.__class__.from_str(ours.tokenizer.to_str()))
+    texts = ["Alpha keeps user sessions in Redis with a 30-minute TTL.", "限流策略：每个 API key 一个令牌桶",
+             "rate limiting policy", "x"]
+    assert np.allclose(ours.embed(texts), theirs.embed(texts, norm=True), atol=1e-5)
+    assert ours.name.startswith("wordllama l2_supercat_256 ")
+    assert ours.embed([""]).tolist() == [[0.0] * 256]
+
+
+def _offline_env(tmp_path: Path) -> dict[str, str]:
+    guard = tmp_path / "guard"
+    guard.mkdir(exist_ok=True)
+    (guard / "sitecustomize.py").write_text(NO_NETWORK)
+    empty_home = tmp_path / "home"  # no ~/.cache/wordllama to fall back on
+    empty_home.mkdir(exist_ok=True)
+    return subprocess_env(PYTHONPATH=f"{guard}:{subprocess_env()['PYTHONPATH']}", NET_LOG=str(tmp_path / "net.log"),
+                          HOME=str(empty_home), AM_EMBEDDINGS="")
+
+
+def _run(vault: Path, tmp_path: Path, *args: str) -> tuple[dict[str, Any], str]:
+    env = _offline_env(tmp_path)
+    log = Path(env["NET_LOG"])
+    log.unlink(missing_ok=True)
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(vault), *args, "--format", "json"],
+                          capture_output=True, text=True, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), log.read_text() if log.exists() else ""
+
+
+def test_the_network_guard_catches_a_connection(tmp_path: Path) -> None:
+    env = _offline_env(tmp_path)
+    probe = "import socket\ntry:\n    socket.create_connection(('127.0.0.1', 9))\nexcept OSError:\n    pass\n"
+    subprocess.run([PYTHON, "-c", probe], check=True, env=env)
+    assert "127.0.0.1" in Path(env["NET_LOG"]).read_text()
+
+
+def test_loads_and_searches_with_the_network_blocked(recall_vault: Path, tmp_path: Path) -> None:
+    """The default backend (nothing configured, the extra installed) never opens a connection."""
+    rebuilt, attempts = _run(recall_vault, tmp_path, "index", "rebuild")
+    assert attempts == "" and rebuilt["vectors"] >= 360 and rebuilt["vector"].startswith("vector: wordllama")
+    found, attempts = _run(recall_vault, tmp_path, "search", "fetch many accounts at once")
+    assert attempts == ""
+    assert found["retrieval"]["levels"][0].startswith("vector: wordllama l2_supercat_256")
+    assert "f-20261002-0915-c4f1a5" in [h["id"] for h in found["hits"][:5]]
+    pack, attempts = _run(recall_vault, tmp_path, "slice", "--query", "fetch many accounts at once",
+                          "--repo", "project-alpha", "--branch", "feat-batch")
+    assert attempts == "" and "vector" in pack["scope"]["retrieval"]["level"]
+
+
+def test_top5_recall_is_higher_with_vectors_and_loses_nothing(recall_vault: Path) -> None:
+    """The acceptance figures: the recall set plus the questions that share no word with their answers."""
+    from am.cache.search import search
+    from am.packs.embedding import wordllama
+    from am.vault import Vault
+    from tests.recall_set import QUESTIONS
+    from tests.semantic_set import SEMANTIC_QUESTIONS
+
+    model = wordllama()
+    figures: dict[str, dict[str, int]] = {"full text": {}, "with vectors": {}}
+    with Vault.open(recall_vault) as vault:
+        index = vault.cache()
+        assert index is not None
+        for label, embedder in (("full text", None), ("with vectors", model)):
+            for question, answers in [*QUESTIONS, *SEMANTIC_QUESTIONS]:
+                hits = {h.id for h in search(index, question, types=("fact",), limit=5, embedder=embedder).hits}
+                figures[label][question] = len(set(answers) & hits)
+    total = sum(len(a) for _, a in [*QUESTIONS, *SEMANTIC_QUESTIONS])
+    semantic = {q for q, _ in SEMANTIC_QUESTIONS}
+    for label, found in figures.items():
+        words = sum(n for q, n in found.items() if q not in semantic)
+        meaning = sum(n for q, n in found.items() if q in semantic)
+        print(f"\n{label}: top-5 recall {sum(found.values()) / total:.3f} ({sum(found.values())} of {total}); "
+              f"recall set {words}, no-shared-word questions {meaning}")
+    lost = [q for q, n in figures["full text"].items() if figures["with vectors"][q] < n]
+    assert lost == []
+    assert sum(figures["with vectors"].values()) > sum(figures["full text"].values())
