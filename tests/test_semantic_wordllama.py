@@ -66,15 +66,25 @@ def recall_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_embedder_matches_wordllamas_own(tmp_path: Path) -> None:
     """am reads the packaged files itself; the vectors are WordLlama's (``embed(norm=True)``)."""
     import numpy as np
+    from tokenizers import Tokenizer
     from wordllama.inference import WordLlamaInference
 
     from am.packs.embedding import wordllama
+    from tests.recall_set import records
 
     ours = wordllama()
-    theirs = WordLlamaInference(ours.table, ours.tokenizer.__class__.from_str(ours.tokenizer.to_str()))
+    theirs = WordLlamaInference(np.asarray(ours.table), Tokenizer.from_file(
+        str(ours.folder / "tokenizers/l2_supercat_tokenizer_config.json")))
     texts = ["Alpha keeps user sessions in Redis with a 30-minute TTL.", "限流策略：每个 API key 一个令牌桶",
-             "rate limiting policy", "x"]
+             "rate limiting policy", "x", "  two  spaces\tand a tab\nand a line ", "emoji 🙂 and <s> and é",
+             *(r.body for r in records() if getattr(r, "body", ""))]
     assert np.allclose(ours.embed(texts), theirs.embed(texts, norm=True), atol=1e-5)
+    # A text longer than 256 tokens: its first 256, as the tokenizer truncates.
+    long = " ".join(f"word{n}" for n in range(400))
+    first = Tokenizer.from_file(str(ours.folder / "tokenizers/l2_supercat_tokenizer_config.json"))
+    ids = first.encode(long, add_special_tokens=False).ids[:256]
+    expected = np.asarray(ours.table)[ids].astype(np.float32).mean(axis=0)
+    assert np.allclose(ours.embed([long])[0], expected / np.linalg.norm(expected), atol=1e-5)
     assert ours.name.startswith("wordllama l2_supercat_256 ")
     assert ours.embed([""]).tolist() == [[0.0] * 256]
 

@@ -42,7 +42,16 @@ __all__ = ["Embedder", "VectorStatus", "ensure", "search", "fuse", "levels_of", 
 MIN_SCORE = 0.1   # cosine (after centring) below this is not a hit: measured on the recall set, docs/decisions.md
 RRF_K = 60        # reciprocal rank fusion: 1 / (k + rank)
 _CHUNK = 2000     # records embedded, then written, at a time
-_TABLE = "CREATE TABLE IF NOT EXISTS vectors(blob TEXT PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID"
+# Made on first use in the cache's file (a rebuild starts a file without them). vector_todo: records
+# (facts, topics) whose vector has not been looked for since their row was written.
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS vectors(blob TEXT PRIMARY KEY, vec BLOB NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS vector_todo(rowid INTEGER PRIMARY KEY)",
+    "CREATE TRIGGER IF NOT EXISTS vector_todo_in AFTER INSERT ON records WHEN NEW.type IN ('fact', 'topic') "
+    "BEGIN INSERT OR IGNORE INTO vector_todo VALUES (NEW.rowid); END",
+    "CREATE TRIGGER IF NOT EXISTS vector_todo_out AFTER DELETE ON records "
+    "BEGIN DELETE FROM vector_todo WHERE rowid = OLD.rowid; END",
+)
 _KINDS = ("fact", "topic")
 
 
@@ -81,20 +90,32 @@ def text_of(record: Any) -> str:
 
 
 def _table(index: Index, model: str) -> None:
-    """Make the table if needed; drop every vector when another model made them."""
+    """Make the tables and triggers if needed; drop every vector when another model made them."""
     conn = index.conn
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone() is not None
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_todo_out'").fetchone() is not None
     if exists and row is not None and row[0] == model:
         return
+    _write(index, _setup, model)
+
+
+def _setup(conn: Any, model: str) -> None:
+    for sql in _TABLES:
+        conn.execute(sql)
+    row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
+    if row is None or row[0] != model:
+        conn.execute("DELETE FROM vectors")
+        conn.execute("INSERT OR IGNORE INTO vector_todo SELECT rowid FROM records WHERE type IN ('fact', 'topic')")
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_model', ?)", (model,))
+
+
+def _write(index: Index, fn: Callable[..., None], *args: Any) -> None:
+    """Run ``fn(conn, *args)`` in one write transaction under the cache's lock."""
+    conn = index.conn
     with index._handle.locked(exclusive=True):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(_TABLE)
-            row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
-            if row is None or row[0] != model:
-                conn.execute("DELETE FROM vectors")
-                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_model', ?)", (model,))
+            fn(conn, *args)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -102,56 +123,76 @@ def _table(index: Index, model: str) -> None:
         index._handle.write_stamp()
 
 
+def _store(conn: Any, pairs: list[tuple[str, bytes]], done: list[tuple[int]]) -> None:
+    conn.executemany("INSERT OR REPLACE INTO vectors(blob, vec) VALUES (?, ?)", pairs)
+    conn.executemany("DELETE FROM vector_todo WHERE rowid = ?", done)
+
+
+def _prune(conn: Any) -> None:
+    conn.execute("DELETE FROM vectors WHERE blob NOT IN (SELECT blob FROM files)")
+
+
 def ensure(index: Index, embedder: Embedder, *, budget_s: float | None = None,
            progress: Callable[[int, int], None] | None = None) -> VectorStatus:
-    """Embed every fact and topic that has no vector yet (within ``budget_s`` seconds if given)."""
+    """Embed every fact and topic that has no vector yet (within ``budget_s`` seconds if given).
+
+    What to look at comes from ``vector_todo``, which triggers on ``records`` fill as rows
+    come (every write, refresh or edit inserts its records anew): no scan of the vault.
+    """
     began = time.monotonic()
-    state = index.__dict__.get("_vector_state")
-    token = index.content_token()
-    if state is not None and state.checked == (token, embedder.name):
-        return VectorStatus(0, 0, len(state.rowids), 0.0)
+    if _same(index.__dict__.get("_vector_checked"), _key(index, embedder.name)):
+        return VectorStatus(0, 0, -1, 0.0)
     _table(index, embedder.name)
     conn = index.conn
-    rows = conn.execute(
-        "SELECT f.blob, min(r.type), min(r.data) FROM records r JOIN files f ON f.path = r.path "
-        "LEFT JOIN vectors v ON v.blob = f.blob WHERE r.type IN ('fact', 'topic') AND v.blob IS NULL "
-        "GROUP BY f.blob").fetchall()
-    total = conn.execute("SELECT count(*) FROM records WHERE type IN ('fact', 'topic')").fetchone()[0]
+    todo = conn.execute(
+        "SELECT t.rowid, f.blob, r.type, r.data, v.blob IS NOT NULL FROM vector_todo t "
+        "JOIN records r ON r.rowid = t.rowid JOIN files f ON f.path = r.path "
+        "LEFT JOIN vectors v ON v.blob = f.blob").fetchall()
+    known = [(rowid,) for rowid, _, _, _, has in todo if has]
+    wanted: dict[str, tuple[str, str, list[tuple[int]]]] = {}
+    for rowid, blob, rtype, data, has in todo:
+        if not has:
+            wanted.setdefault(blob, (rtype, data, []))[2].append((rowid,))
+    if known:
+        _write(index, _store, [], known)
+    rows = list(wanted.items())
     done = 0
     for start in range(0, len(rows), _CHUNK):
         if budget_s is not None and start and time.monotonic() - began > budget_s:
             break
         chunk = rows[start:start + _CHUNK]
-        texts = [text_of(record_from_json(rtype, data)) for _, rtype, data in chunk]
-        vectors = embedder.embed(texts).astype("float16")
-        with index._handle.locked(exclusive=True):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany("INSERT OR REPLACE INTO vectors(blob, vec) VALUES (?, ?)",
-                                 [(blob, vectors[i].tobytes()) for i, (blob, _, _) in enumerate(chunk)])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            index._handle.write_stamp()
+        texts = [text_of(record_from_json(rtype, data)) for _, (rtype, data, _) in chunk]
+        made = embedder.embed(texts).astype("float16")
+        _write(index, _store, [(blob, made[i].tobytes()) for i, (blob, _) in enumerate(chunk)],
+               [r for _, (_, _, rowids) in chunk for r in rowids])
         done += len(chunk)
         if progress is not None:
             progress(done, len(rows))
+    total = conn.execute("SELECT count(*) FROM records WHERE type IN ('fact', 'topic')").fetchone()[0]
     if done:
-        with index._handle.locked(exclusive=True):  # vectors of files that changed or went
-            conn.execute("DELETE FROM vectors WHERE blob NOT IN (SELECT blob FROM files)")
-            index._handle.write_stamp()
+        vectors_now = conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        if vectors_now > total * 1.1 + 50:  # vectors of files that changed or went: now and then
+            _write(index, _prune)
     missing = len(rows) - done
     if not missing:
-        _load(index, embedder.name)
+        index.__dict__["_vector_checked"] = _key(index, embedder.name)
     return VectorStatus(done, missing, total, time.monotonic() - began)
+
+
+def _key(index: Index, model: str) -> tuple[Any, ...]:
+    """Return what the cache's content is known by: the connection (a rebuild opens another), its token, the model."""
+    return (index.conn, index.content_token(), model)
+
+
+def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> bool:
+    return a is not None and a[0] is b[0] and a[1:] == b[1:]
 
 
 @dataclass
 class _State:
     """The vectors of the cache's records held in memory, while the cache's content is unchanged."""
 
-    checked: tuple[Any, str]
+    checked: tuple[Any, ...]
     rowids: Any  # numpy int64 array
     matrix: Any  # numpy float32 array (n, dim): centred, rows of length 1
     mean: Any    # the mean the rows were centred on (a query is centred on it too)
@@ -161,8 +202,8 @@ def _load(index: Index, model: str) -> _State:
     import numpy as np
 
     state: _State | None = index.__dict__.get("_vector_state")
-    token = index.content_token()
-    if state is not None and state.checked == (token, model):
+    key = _key(index, model)
+    if state is not None and _same(state.checked, key):
         return state
     rows = index.conn.execute(
         "SELECT r.rowid, v.vec FROM records r JOIN files f ON f.path = r.path JOIN vectors v ON v.blob = f.blob "
@@ -177,7 +218,7 @@ def _load(index: Index, model: str) -> _State:
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-6)
     else:
         matrix, mean = np.zeros((0, 1), dtype=np.float32), np.zeros(1, dtype=np.float32)
-    state = _State((index.content_token(), model), rowids, matrix, mean)
+    state = _State(key, rowids, matrix, mean)
     index.__dict__["_vector_state"] = state
     return state
 

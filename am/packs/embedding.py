@@ -31,8 +31,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from itertools import zip_longest
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,16 +164,60 @@ def load_backend(settings: Mapping[str, Any] | None = None) -> tuple[Any | None,
 
 _WEIGHTS = "weights/l2_supercat_256.safetensors"
 _TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
-_BATCH = 128
-_MAX_TOKENS = 256  # a record's first 256 tokens make its vector (a fact is 1-3 sentences; memory stays ~30 MB)
+_CHUNK = 2000      # texts summed at a time (their pieces' rows: ~40k x 256 floats)
+_MAX_TOKENS = 256  # a record's first 256 tokens make its vector (a fact is 1-3 sentences)
+_PIECE = re.compile("\u2581*[^\u2581]+|\u2581+")
+_SPECIAL = re.compile("(<unk>|<s>|</s>)")  # the tokenizer's added tokens: split out before normalising
+
+
+def _padded(groups: Sequence[Sequence[int]]) -> Any:
+    """Return the groups as an int64 array (longest group x groups), -1 where a group has ended."""
+    import numpy as np
+
+    if not groups or not any(groups):
+        return np.zeros((0, len(groups)), dtype=np.int64)
+    return np.array(list(zip_longest(*groups, fillvalue=-1)), dtype=np.int64)
+
+
+def _segment_sums(matrix: Any, padded: Any, dim: int) -> Any:
+    """Return, for each column of ``padded`` (row numbers, -1: none), the sum of those rows of ``matrix``.
+
+    Position by position (every group's first row, then second, ...): vectorised, and with no
+    (members x dim) temporary; ``np.add.reduceat`` on axis 0 was ten times slower.
+    """
+    import numpy as np
+
+    out = np.zeros((padded.shape[1], dim), dtype=np.float32)
+    for row in padded:
+        held = np.flatnonzero(row >= 0)
+        out[held] += np.asarray(matrix[row[held]], dtype=np.float32)
+    return out
+
+
+def _pieces_of(text: str) -> list[str]:
+    """Return a text's pieces as the tokenizer sees them (each stretch between added tokens normalised alone)."""
+    out: list[str] = []
+    for n, part in enumerate(_SPECIAL.split(text) if "<" in text else (text,)):
+        if n % 2:
+            out.append(part)
+        elif part:
+            out += _PIECE.findall("\u2581" + part.replace(" ", "\u2581"))
+    return out
 
 
 class WordLlamaEmbedder:
-    """WordLlama's static embeddings (``l2_supercat``, 256 dimensions) from the files its wheel ships."""
+    """WordLlama's static embeddings (``l2_supercat``, 256 dimensions) from the files its wheel ships.
+
+    The tokenizer (Llama's BPE) normalises a text to ``▁`` + the text with each space
+    a ``▁``, and no token of its vocabulary has a ``▁`` after another character: so
+    a text's tokens are its pieces' tokens (a piece: a run of ``▁`` and what follows
+    up to the next ``▁``), and each distinct piece is tokenised, and its vectors summed,
+    once a process. A rebuild tokenises a few thousand distinct words, not every text.
+    """
 
     def __init__(self, folder: Path, version: str) -> None:
         import numpy as np
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer, normalizers
 
         weights = folder / _WEIGHTS
         with open(weights, "rb") as handle:
@@ -182,33 +228,53 @@ class WordLlamaEmbedder:
             if entry["dtype"] not in kinds:
                 raise ValueError(f"{weights}: unsupported dtype {entry['dtype']}")
             start, end = entry["data_offsets"]
-            handle.seek(8 + size + start)
-            table = np.frombuffer(handle.read(end - start), dtype=kinds[entry["dtype"]])
-        self.table = table.reshape(entry["shape"])
-        self.tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER))  # a local file: never a download
-        self.tokenizer.enable_padding()
-        self.tokenizer.enable_truncation(_MAX_TOKENS)
+        # Mapped, not read: a query needs a few dozen rows of the 16 MB table.
+        self.table = np.memmap(weights, dtype=kinds[entry["dtype"]], mode="r", offset=8 + size + start,
+                               shape=tuple(entry["shape"]))
+        self.folder = folder
+        pieces = Tokenizer.from_file(str(folder / _TOKENIZER))  # a local file: never a download
+        pieces.normalizer = normalizers.Sequence([])  # pieces come normalised
+        pieces.no_padding()
+        pieces.no_truncation()
+        self._pieces = pieces
+        self._row: dict[str, int] = {}    # piece -> its row in _sums and _ids
+        self._ids: list[list[int]] = []
+        self._sums = np.zeros((0, int(self.table.shape[1])), dtype=np.float32)
+        self._counts = np.zeros(0, dtype=np.float32)
         self.dim = int(self.table.shape[1])
         self.name = f"wordllama l2_supercat_{self.dim} {version}"
 
-    def embed(self, texts: Sequence[str]) -> Any:
-        """Return one L2-normalised float32 row per text (the mean of its tokens' vectors)."""
+    def _learn(self, pieces: Iterable[str]) -> None:
+        """Tokenise the pieces not seen before and keep their token ids and summed vectors."""
         import numpy as np
 
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        top = self.table.shape[0] - 1
-        # Texts of like length batched together: padding to the longest of a batch costs little.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for begin in range(0, len(order), _BATCH):
-            rows = order[begin:begin + _BATCH]
-            encoded = self.tokenizer.encode_batch([texts[i] for i in rows], add_special_tokens=False)
-            if not encoded or not encoded[-1].ids:
-                continue  # every text of the batch is empty (padding makes all rows one length)
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
-            np.clip(ids, 0, top, out=ids)
-            summed = np.einsum("bt,btd->bd", mask, self.table[ids].astype(np.float32))
-            out[rows] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        new = [p for p in dict.fromkeys(pieces) if p not in self._row]
+        if not new:
+            return
+        encoded = self._pieces.encode_batch(new, add_special_tokens=False)
+        ids = [e.ids for e in encoded]
+        lengths = np.array([len(i) for i in ids], dtype=np.int64)
+        sums = _segment_sums(self.table, _padded(ids), self.dim)
+        base = len(self._ids)
+        self._row.update((p, base + n) for n, p in enumerate(new))
+        self._ids.extend(ids)
+        self._sums = np.concatenate((self._sums, sums))
+        self._counts = np.concatenate((self._counts, lengths.astype(np.float32)))
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Return one L2-normalised float32 row per text (the mean of its first 256 tokens' vectors)."""
+        import numpy as np
+
+        split = [_pieces_of(t) for t in texts]
+        self._learn(p for pieces in split for p in pieces)
+        row = self._row
+        rows = [[row[p] for p in pieces] for pieces in split]
+        padded = _padded(rows)
+        counts = np.where(padded >= 0, self._counts[padded], 0.0).sum(axis=0) if len(padded) else np.zeros(len(rows))
+        out = _segment_sums(self._sums, padded, self.dim) / np.maximum(counts, 1.0)[:, None]
+        for n in np.flatnonzero(counts > _MAX_TOKENS):  # long texts: their first 256 tokens, exactly
+            ids = [t for u in rows[n] for t in self._ids[u]][:_MAX_TOKENS]
+            out[n] = np.asarray(self.table[ids], dtype=np.float32).mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
