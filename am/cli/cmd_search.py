@@ -55,6 +55,8 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     that looks like an id (f-2026, project-alpha) also matches ids starting with it.
     With --session, --in-session or --role: the lines of the ingested session
     logs (am ingest), each hit naming its session and line.
+    With the am[semantic] extra, records are also found by meaning (vectors,
+    offline), fused with the word matches; AM_EMBEDDINGS=off turns that off.
 
     Example: am search how do I run tests last week --topic project-alpha
     """
@@ -169,7 +171,9 @@ def index() -> None:
 @FORMAT_OPTION
 @click.pass_context
 def rebuild(ctx: click.Context, fmt: str) -> None:
-    """Rebuild the cache from the files (it normally updates itself).
+    """Rebuild the cache from the files (it normally updates itself), and its vectors.
+
+    With a vector level (the am[semantic] extra), every fact and topic is embedded.
 
     Example: am index rebuild
     """
