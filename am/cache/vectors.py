@@ -105,8 +105,9 @@ def _setup(conn: Any, model: str) -> None:
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
     if row is None or row[0] != model:
         conn.execute("DELETE FROM vectors")
-        conn.execute("INSERT OR IGNORE INTO vector_todo SELECT rowid FROM records WHERE type IN ('fact', 'topic')")
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_model', ?)", (model,))
+    # Every record once (the triggers were just made, or the model changed): those with a vector are skipped.
+    conn.execute("INSERT OR IGNORE INTO vector_todo SELECT rowid FROM records WHERE type IN ('fact', 'topic')")
 
 
 def _write(index: Index, fn: Callable[..., None], *args: Any) -> None:

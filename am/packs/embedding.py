@@ -243,6 +243,7 @@ class WordLlamaEmbedder:
         self._counts = np.zeros(0, dtype=np.float32)
         self.dim = int(self.table.shape[1])
         self.name = f"wordllama l2_supercat_{self.dim} {version}"
+        self._lock = threading.Lock()  # an agent server embeds from several threads; the piece table grows
 
     def _learn(self, pieces: Iterable[str]) -> None:
         """Tokenise the pieces not seen before and keep their token ids and summed vectors."""
@@ -256,24 +257,31 @@ class WordLlamaEmbedder:
         lengths = np.array([len(i) for i in ids], dtype=np.int64)
         sums = _segment_sums(self.table, _padded(ids), self.dim)
         base = len(self._ids)
+        if base + len(new) > len(self._counts):  # room doubles: a new word in a query copies nothing
+            room = max(2 * len(self._counts), base + len(new), 1024)
+            grown = np.zeros((room, self.dim), dtype=np.float32)
+            grown[:base] = self._sums[:base]
+            self._sums = grown
+            self._counts = np.concatenate((self._counts[:base], np.zeros(room - base, dtype=np.float32)))
         self._row.update((p, base + n) for n, p in enumerate(new))
         self._ids.extend(ids)
-        self._sums = np.concatenate((self._sums, sums))
-        self._counts = np.concatenate((self._counts, lengths.astype(np.float32)))
+        self._sums[base:base + len(new)] = sums
+        self._counts[base:base + len(new)] = lengths
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Return one L2-normalised float32 row per text (the mean of its first 256 tokens' vectors)."""
         import numpy as np
 
         split = [_pieces_of(t) for t in texts]
-        self._learn(p for pieces in split for p in pieces)
-        row = self._row
+        with self._lock:
+            self._learn(p for pieces in split for p in pieces)
+            row, sums, counts_of, ids_of = self._row, self._sums, self._counts, self._ids
         rows = [[row[p] for p in pieces] for pieces in split]
         padded = _padded(rows)
-        counts = np.where(padded >= 0, self._counts[padded], 0.0).sum(axis=0) if len(padded) else np.zeros(len(rows))
-        out = _segment_sums(self._sums, padded, self.dim) / np.maximum(counts, 1.0)[:, None]
+        counts = np.where(padded >= 0, counts_of[padded], 0.0).sum(axis=0) if len(padded) else np.zeros(len(rows))
+        out = _segment_sums(sums, padded, self.dim) / np.maximum(counts, 1.0)[:, None]
         for n in np.flatnonzero(counts > _MAX_TOKENS):  # long texts: their first 256 tokens, exactly
-            ids = [t for u in rows[n] for t in self._ids[u]][:_MAX_TOKENS]
+            ids = [t for u in rows[n] for t in ids_of[u]][:_MAX_TOKENS]
             out[n] = np.asarray(self.table[ids], dtype=np.float32).mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
