@@ -10,8 +10,8 @@ expressions over all of it costs a minute. So the log is read twice, cheaply:
    ``-----begin``, ``://``, ``bearer``, the names of an assignment such as
    ``password`` or ``api_key`` followed by ``=`` or ``:`` ...);
 2. the full detectors run only on a window of the line around each such
-   place, on a copy where JSON's own quotes and escapes (``\\n``,
-   ``\\uXXXX``) are blanked at the same length and ``\\"`` reads as ``"``,
+   place, on a copy where JSON's own quotes and escapes (``\\n``, a
+   ``\\u`` and its four hex digits) are blanked at the same length and ``\\"`` reads as ``"``,
    so ``\\nAKIA...`` is seen as ``AKIA...``, ``"password": "..."`` as an
    assignment, and every offset still points into the raw line.
 

@@ -4,8 +4,7 @@ Every route is a GET (HEAD too); any other method is refused with 405 before
 it reaches the library, and nothing the routes call writes to the vault. A web
 page in the user's browser can reach a server on localhost (DNS rebinding),
 so, as ``am mcp --http`` does, every request must name this server's own host
-and port (else 421), and a request a page sends must come from this server's
-own origin (else 403). The page and its script are served from the package
+and port, and a request a page sends must come from its own origin (am/loopback.py). The page and its script are served from the package
 (no asset from the network). The library runs on one worker thread, which
 opens the vault and keeps it (its SQLite cache is bound to that thread); the
 event loop only moves bytes.
@@ -23,13 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from am.errors import AmError, NotFoundError, UsageError
+from am.loopback import HOST, Guard, bind
 
 if TYPE_CHECKING:
     from am.web.views import Views
 
 __all__ = ["HOST", "STATIC_FILES", "Guard", "bind", "build_app", "serve"]
 
-HOST = "127.0.0.1"
 STATIC_FILES = {"app.js": "text/javascript", "graph.js": "text/javascript", "style.css": "text/css",
                 "index.html": "text/html"}
 _HEADERS = {
@@ -40,54 +39,6 @@ _HEADERS = {
     "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                                "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
 }
-
-
-class Guard:
-    """ASGI middleware: refuse a foreign Host (421) and a foreign Origin (403), as ``am mcp --http`` does."""
-
-    def __init__(self, app: Any, *, port: int) -> None:
-        self.app = app
-        self.hosts = {f"{HOST}:{port}".encode(), f"localhost:{port}".encode()}
-        self.origins = {b"http://" + h for h in self.hosts}
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers: dict[bytes, bytes] = {}
-        for key, value in scope.get("headers", ()):
-            headers.setdefault(key.lower(), value)
-        if headers.get(b"host") not in self.hosts:
-            await _refuse(send, 421, "am serve: this server answers only to its own address (Host refused)")
-            return
-        origin = headers.get(b"origin")
-        if origin is not None and origin not in self.origins:
-            await _refuse(send, 403, "am serve: requests from other origins are refused (Origin refused)")
-            return
-        await self.app(scope, receive, send)
-
-
-async def _refuse(send: Any, status: int, text: str) -> None:
-    body = (text + "\n").encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def bind(port: int) -> socket.socket:
-    """Listen on 127.0.0.1:PORT (0: a free port); UsageError when the port is taken."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((HOST, port))
-    except OSError as err:
-        sock.close()
-        raise UsageError(f"cannot listen on {HOST}:{port}: {err.strerror}",
-                         hint="choose another port with --port (0 picks a free one)") from None
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 def static_text(name: str) -> str:
@@ -219,7 +170,7 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
         worker.submit(release).result()
         worker.shutdown(wait=True)
 
-    return Guard(app, port=port), close
+    return Guard(app, port=port, name="am serve"), close
 
 
 def serve(vault_root: Path, *, port: int, open_browser: bool = False, defaults: dict[str, Any] | None = None,
