@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
-from am.cli.context import here_world, open_vault
-
-
-def _world_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option("--repo", default=None, metavar="NAME",
-                     help="The code repository of the world (default: the registered repo of the current folder)."),
-        click.option("--branch", default=None, help="The branch of the world (default: the clone's current branch)."),
-        click.option("--commit", "commit_", default=None, help="The commit of the world (default: the branch tip)."),
-        click.option("--at", default=None, metavar="TIME", help="Valid time (ISO date, date-time or a phrase)."),
-        click.option("--include-pending", is_flag=True, help="Let pending-review facts hold, as a slice with it does."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+from am.cli.context import here_world, open_vault, world_options
 
 
 @click.command("graph")
-@_world_options
+@world_options
 @click.option("--topic", default=None, metavar="ID", help="Only the neighbourhood of this topic.")
 @click.option("--depth", default=1, show_default=True, type=click.IntRange(0, 10),
               help="How many hops of relations and [[links]] --topic reaches.")

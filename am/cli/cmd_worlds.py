@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import click
 
-from am.cli.context import FORMAT_OPTION, emit_json, here_world, open_vault
-
-
-def _world_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option("--repo", default=None, metavar="NAME",
-                     help="The code repository of the world (default: the registered repo of the current folder)."),
-        click.option("--branch", default=None, help="The branch of the world (default: the clone's current branch)."),
-        click.option("--commit", "commit_", default=None, help="The commit of the world (default: the branch tip)."),
-        click.option("--at", default=None, metavar="TIME", help="Valid time (ISO date, date-time or a phrase)."),
-        click.option("--include-pending", is_flag=True, help="Let pending-review facts hold, as a slice with it does."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+from am.cli.context import (
+    FORMAT_OPTION,
+    emit_json,
+    here_world,
+    open_vault,
+    world_options,
+)
 
 
 def _request(repo: str | None, branch: str | None, commit: str | None, at: str | None,
@@ -37,7 +28,7 @@ def _request(repo: str | None, branch: str | None, commit: str | None, at: str |
 
 @click.command("why")
 @click.argument("fact_id", metavar="ID")
-@_world_options
+@world_options
 @FORMAT_OPTION
 @click.pass_context
 def why(ctx: click.Context, fact_id: str, repo: str | None, branch: str | None, commit_: str | None,
@@ -61,7 +52,7 @@ def why(ctx: click.Context, fact_id: str, repo: str | None, branch: str | None, 
 
 
 @click.command("stale")
-@_world_options
+@world_options
 @FORMAT_OPTION
 @click.pass_context
 def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, at: str | None,

@@ -20,6 +20,21 @@ FORMAT_OPTION = click.option(
 )
 
 
+def world_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the world flags of a command that reads one world (am stale, am why, am graph)."""
+    options = [
+        click.option("--repo", default=None, metavar="NAME",
+                     help="The code repository of the world (default: the registered repo of the current folder)."),
+        click.option("--branch", default=None, help="The branch of the world (default: the clone's current branch)."),
+        click.option("--commit", "commit_", default=None, help="The commit of the world (default: the branch tip)."),
+        click.option("--at", default=None, metavar="TIME", help="Valid time (ISO date, date-time or a phrase)."),
+        click.option("--include-pending", is_flag=True, help="Let pending-review facts hold, as a slice with it does."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 class Options:
     """Global options given before the command."""
 

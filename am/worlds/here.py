@@ -10,12 +10,12 @@ files (no pygit2) when they are plain; anything unusual is asked of Git.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from am.errors import AmError, NotFoundError, UsageError
+from am.git.refs import UNKNOWN, read_ref
 from am.registry import Registry
 
 __all__ = ["Checkout", "find_checkout", "registered_here", "vault_here", "world_here"]
@@ -60,24 +60,9 @@ class Checkout:
 
 
 def _read_ref(gitdir: Path, ref: str) -> str | None:
-    if ".." in ref or os.path.exists(gitdir / "reftable"):
-        return None
-    try:
-        text = (gitdir / ref).read_text("ascii").strip()
-        return text if _OID.fullmatch(text) else None
-    except FileNotFoundError:
-        pass
-    except (OSError, UnicodeError):
-        return None
-    try:
-        with open(gitdir / "packed-refs", encoding="ascii") as packed:
-            for line in packed:
-                oid, _, name = line.rstrip("\n").partition(" ")
-                if name == ref and _OID.fullmatch(oid):
-                    return oid
-    except (OSError, UnicodeError):
-        pass
-    return None
+    """Return the id a branch ref holds, read from the files (loose or packed); None if they do not settle it."""
+    found = read_ref(gitdir, ref)
+    return None if found == UNKNOWN else found
 
 
 def _gitdir_of(top: Path) -> Path | None:
