@@ -17,10 +17,6 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.cache.usage import CountsUses
-from am.upkeep.authorship import Authorship
-from am.upkeep.forms import relation_body, render_for_write, topic_path
-from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
-from am.upkeep.worldwrites import WorldWrites
 from am.clock import now as _now
 from am.errors import (
     CollisionError,
@@ -30,7 +26,8 @@ from am.errors import (
     SecretError,
     UsageError,
 )
-from am.git import Change, LazyStore, hash_blob
+from am.git import Change, LazyStore
+from am.records.codec import decode_record_bytes, parse_record
 from am.records.ids import (
     RECORD_DIRS,
     check_id,
@@ -51,10 +48,19 @@ from am.records.model import (
     Topic,
     replace,
 )
-from am.records.codec import decode_record_bytes, parse_record, render_record
-from am.registry import Registry
 from am.records.schemas import check_record
-from am.records.writes import FactDraft, WriteResult, batch_bounds, one_line, with_fresh_ids
+from am.records.writes import (
+    FactDraft,
+    WriteResult,
+    batch_bounds,
+    one_line,
+    with_fresh_ids,
+)
+from am.registry import Registry
+from am.upkeep.authorship import Authorship
+from am.upkeep.forms import relation_body, render_for_write, topic_path
+from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
+from am.upkeep.worldwrites import WorldWrites
 
 if TYPE_CHECKING:
     from am.cache.index import Index
@@ -303,17 +309,10 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
     def _check_secrets(self, records: Sequence[Record], allow_secrets: bool) -> None:
         if allow_secrets:
             return
-        from am.records.secrets import scan_fields
+        from am.records.writes import scan_record
 
         for record in records:
-            fields: dict[str, object] = {"body": record.body}
-            if isinstance(record, Topic):
-                fields.update(title=record.title, aliases=list(record.aliases))
-            if isinstance(record, (Fact, Relation)) and record.reason:
-                fields["reason"] = record.reason
-            for key, value in record.extra.items():
-                fields[key] = value
-            findings = scan_fields(fields)
+            findings = scan_record(record)
             if findings:
                 first = findings[0]
                 raise SecretError(

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from am.cache.textseg import _is_cjk
+from am.cache.textseg import _is_cjk, _runs
 
 __all__ = ["STEMMER", "Unit", "QueryTerms", "analyse", "stem", "is_stop_word"]
 
@@ -142,20 +141,6 @@ class QueryTerms:
 
 def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
-
-
-def _runs(text: str) -> Iterator[tuple[bool, str]]:
-    normal = unicodedata.normalize("NFKC", text)
-    kind: bool | None = None
-    start = 0
-    for index, char in enumerate(normal):
-        now = _is_cjk(char) if char.isalnum() else None
-        if now != kind:
-            if kind is not None:
-                yield kind, normal[start:index]
-            start, kind = index, now
-    if kind is not None:
-        yield kind, normal[start:]
 
 
 def _is_hiragana(char: str) -> bool:

@@ -140,23 +140,13 @@ def _existing(vault: Vault, ids: Sequence[str]) -> dict[str, tuple[PurePosixPath
     return found
 
 
-def _secret_fields(record: Record) -> dict[str, object]:
-    fields: dict[str, object] = {"body": record.body}
-    if isinstance(record, Topic):
-        fields.update(title=record.title, aliases=list(record.aliases))
-    if isinstance(record, (Fact, Relation)) and record.reason:
-        fields["reason"] = record.reason
-    fields.update(record.extra)
-    return fields
-
-
 def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, bool]:
     """Apply the secrets policy: (record to write or None, why not, whether it was redacted)."""
     if policy == "allow":
         return record, None, False
-    from am.records.secrets import scan_fields
+    from am.records.writes import scan_record
 
-    findings = scan_fields(_secret_fields(record))
+    findings = scan_record(record)
     if not findings:
         return record, None, False
     if policy == "refuse":
@@ -170,7 +160,7 @@ def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, boo
         changes["reason"] = redact_value("reason", record.reason)
     changes["extra"] = {k: redact_value(k, v) for k, v in record.extra.items()}
     cleaned = replace(record, **changes)
-    left = scan_fields(_secret_fields(cleaned))
+    left = scan_record(cleaned)
     if left:
         return None, f"{record.type} {record.id}: {left[0].describe()} could not be redacted", False
     return cleaned, None, True

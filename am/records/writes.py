@@ -6,12 +6,16 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from am.errors import PathTakenError
-from am.records.model import Fact, Record
+from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "one_line", "with_fresh_ids"]
+if TYPE_CHECKING:
+    from am.records.secrets import SecretFinding
+
+__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "one_line", "scan_record",
+           "with_fresh_ids"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
 
@@ -122,3 +126,17 @@ class FactDraft:
             paths=self.paths or old.paths, tags=self.tags or old.tags, pin=self.pin or old.pinned,
             axis=self.axis or old.axis,
         )
+
+
+def scan_record(record: Record) -> list[SecretFinding]:
+    """Return the secrets in every free-text field of a record about to be written: body, title and aliases,
+    reason, unknown keys (am/records/secrets.py does the finding)."""
+    from am.records.secrets import scan_fields
+
+    fields: dict[str, object] = {"body": record.body}
+    if isinstance(record, Topic):
+        fields.update(title=record.title, aliases=list(record.aliases))
+    if isinstance(record, (Fact, Relation)) and record.reason:
+        fields["reason"] = record.reason
+    fields.update(record.extra)
+    return scan_fields(fields)

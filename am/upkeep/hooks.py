@@ -263,9 +263,9 @@ def _is_record_path(path: str) -> bool:
 def _secret_findings(path: str, data: bytes) -> list[str]:
     """Return descriptions of suspected credentials in a record file, like the am write path sees them."""
     from am.errors import InvalidRecordError
-    from am.records.model import Fact, Relation, Topic
     from am.records.codec import decode_record_bytes, parse_record
-    from am.records.secrets import scan_fields, scan_text
+    from am.records.secrets import scan_text
+    from am.records.writes import scan_record
 
     try:
         text = decode_record_bytes(data, path=path)
@@ -276,13 +276,7 @@ def _secret_findings(path: str, data: bytes) -> list[str]:
     except InvalidRecordError:
         findings = scan_text(text, field="file")
     else:
-        fields: dict[str, object] = {"body": record.body}
-        if isinstance(record, Topic):
-            fields.update(title=record.title, aliases=list(record.aliases))
-        if isinstance(record, (Fact, Relation)) and record.reason:
-            fields["reason"] = record.reason
-        fields.update(record.extra)
-        findings = scan_fields(fields)
+        findings = scan_record(record)
     return [f"{path}: {f.describe()}" for f in findings]
 
 
@@ -329,7 +323,6 @@ def post_change_paths(store: Any, name: str, args: Sequence[str], stdin: bytes) 
 def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: TextIO) -> int:
     """Refresh the cache and print lint warnings for the records a commit, merge or checkout changed."""
     from am.upkeep.check import check_vault
-
     from am.upkeep.health import note_warnings
 
     lines: list[str] = []
