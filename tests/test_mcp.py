@@ -100,6 +100,8 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
             await sliced.wait()
             results["ro_write"] = await client.call_tool("fact_add", {"text": "x.", "topics": ["project-alpha"]})
             results["ro_read"] = await client.call_tool("topic_list", {})
+            # The SDK client checks a result against the tool's output schema (every key it returns).
+            results["ro_search"] = await client.call_tool("search", {"query": "sessions cached"})
 
     async def overridden() -> None:
         async with stdio(root, "--actor", "reviewer-bot", cwd=root, name="Some Client 2") as client:
@@ -150,6 +152,11 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
     assert results["ro_write"].is_error and "read-only" in results["ro_write"].content[0].text
     assert [t["id"] for t in results["ro_read"].structured_content["topics"]][:1] == ["project-alpha"]
     assert _actor_commits(root, "ro-client") == []
+    found = results["ro_search"]
+    assert not found.is_error, found.content[0].text
+    assert [h["snippet"] for h in found.structured_content["hits"]][:1] == [
+        "**Sessions** are cached in Redis for 30 minutes."]
+    assert found.structured_content["retrieval"]["served"] == "full-text"
     # --actor overrides the client's name.
     assert not results["actor"].is_error, results["actor"].content[0].text
     assert len(_actor_commits(root, "reviewer-bot")) == 1 and _actor_commits(root, "Some-Client-2") == []

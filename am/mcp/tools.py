@@ -405,7 +405,9 @@ _SEARCH_IN = _obj({
     "limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "At most this many hits (default 20)."},
 }, ("query",))
 _SEARCH_OUT = _obj({"note": _NOTE, "query": {"type": "string"}, "text": {"type": "string"},
-                    "range": {"type": ["object", "null"]}, "hits": {"type": "array", "items": {"type": "object"}}},
+                    "range": {"type": ["object", "null"]}, "hits": {"type": "array", "items": {"type": "object"}},
+                    "retrieval": {"type": "object", "description": "Which levels served (full-text, vector) and "
+                                  "what each said."}},
                    ("note", "hits"))
 _RECORD_OUT = _obj({"note": _NOTE, "record": _RECORD}, ("note", "record"))
 _ID_IN = _obj({"id": _s("The record's id.")}, ("id",))
