@@ -60,8 +60,8 @@ from am.cache.file import DB_NAME, CacheDamaged, CacheFile
 from am.cache.query import IndexQueries
 from am.cache.recent import RecentQueries
 from am.cache.rows import (_SCHEMA, NOTE_ERROR, SCHEMA_VERSION, TOPS, Hit, IndexedLink, IndexStatus, Refresh,
-                           body_links, file_slot, is_record_path, name_refs, note_row, record_names, record_rows,
-                           resolve_refs, segment)
+                           body_links, file_slot, is_record_path, name_refs, note_row, rank_rowid, record_names,
+                           record_rows, resolve_refs, segment)
 from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
 from am.errors import AmError
 from am.git import hash_blob
@@ -336,7 +336,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         notes: list[tuple[str, ...]] = []
         pending: list[tuple[int, str, Any]] = []  # records naming others by a name: resolved once names are in
         topics_changed = False
-        rowid = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0]
+        used: set[int] = set()  # row ids this batch gives out (its rows are written at the end)
         if not fresh:
             gone = [(p,) for p, _, _ in items]
             topics_changed = any(p.startswith("topics/") for (p,) in gone)
@@ -369,7 +369,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             files.append((path, blob, st.st_mtime_ns, st.st_size, st.st_ino, error, file_slot(path)))
             if record is None:
                 continue
-            rowid += 1
+            rowid = self._free_rowid(rank_rowid(record), used)
             names += record_names(rowid, path, record)
             topics_changed = topics_changed or path.startswith("topics/")
             if name_refs(record):
@@ -397,6 +397,13 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         self.conn.executemany("INSERT INTO notes(title, body, aliases, tags, path, raw) VALUES (?, ?, ?, ?, ?, ?)",
                               notes)
         return removed, len(files) - dropped
+
+    def _free_rowid(self, wanted: int, used: set[int]) -> int:
+        """Return the row id a record asks for (its static rank, am/cache/rows.py ``rank_rowid``), or the next free."""
+        while wanted in used or self.conn.execute("SELECT 1 FROM records WHERE rowid = ?", (wanted,)).fetchone():
+            wanted += 1
+        used.add(wanted)
+        return wanted
 
     def _resolve_name(self, ref: str) -> str | None:
         """Return the id a "[[Name]]" reference names (file name, id, title, alias; first by path), or None."""

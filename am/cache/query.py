@@ -45,6 +45,9 @@ class IndexQueries:
 
     conn: Any
     path: Path
+    # A level of a ranked search with more matches than this scores only this many (the first in row id
+    # order: topics, then newest; docs/decisions.md). Below it, every match is scored: exact BM25.
+    BOUND = 500
 
     def _meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
@@ -443,42 +446,52 @@ class IndexQueries:
         """Return the best ``limit`` matches of one expression that pass the filters, as (cols..., rank, rowid).
 
         Best is BM25, then id (then path, for two files with one id), so the answer depends
-        only on the files. FTS5 scores and sorts every match in one pass; Python reads that
-        order only as far as it decides the answer: chunk by chunk, each chunk's records
-        filtered in SQL, until ``limit`` hits are kept and the next match ranks strictly worse
-        than the last kept (so every match tied with it was seen). In a large vault a common
-        phrase matches thousands of records with a handful of distinct scores; they are
-        sorted once, in C, and neither ranked in Python nor scored a second time.
+        only on the files. The matches scored are those of ``_scored``: every one, or in a
+        level with more than ``BOUND``, the first ``BOUND`` in row id order (topics, then
+        newest). They are sorted once; Python reads that order only as far as it decides the
+        answer: chunk by chunk, each chunk's records filtered in SQL, until ``limit`` hits are
+        kept and the next match ranks strictly worse than the last kept (so every match tied
+        with it was seen). Filters that leave fewer than ``limit`` of a bounded set widen it
+        (eight times, then every match).
         """
         sql = (f"SELECT {cols}, r.rowid FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?))"
                + "".join(f" AND {w}" for w in where))
-        # A sorter that keeps the best ``cut`` is cheaper than one that sorts every match; rarely (ties
-        # or filters past the cut) the cut does not decide, and every match is sorted.
-        for cut in (limit * 10 + 300, -1):
-            cursor = self.conn.execute(f"SELECT rowid, {_BM25} AS rank FROM search WHERE search MATCH ? "
-                                       "ORDER BY rank LIMIT ?", (expression, cut))
-            ranks: dict[int, float] = {}
+        bound = max(self.BOUND, limit)
+        while True:
+            scored, complete = self._scored(expression, bound)
+            ranks = dict(scored)
             found: list[tuple[Any, ...]] = []
-            step, read, decided = limit * 2 + 10, 0, False
-            try:
-                while not decided:
-                    chunk = cursor.fetchmany(step)
-                    ranks.update(chunk)
-                    read += len(chunk)
-                    if chunk:
-                        found += self.conn.execute(sql, [json.dumps([rowid for rowid, _ in chunk]), *args]).fetchall()
-                        found.sort(key=lambda row: (ranks[row[-1]], row[0], row[1]))
-                    if len(found) >= limit and chunk and chunk[-1][1] > ranks[found[limit - 1][-1]]:
-                        decided = True  # what follows ranks worse than the last hit kept: no tie left unseen
-                    elif len(chunk) < step:
-                        decided = read < cut or cut < 0  # every match was read
-                        break
-                    step *= 2
-            finally:
-                cursor.close()
-            if decided:
+            read, step = 0, limit * 2 + 10
+            while read < len(scored):
+                chunk = scored[read:read + step]
+                read += len(chunk)
+                found += self.conn.execute(sql, [json.dumps([rowid for rowid, _ in chunk]), *args]).fetchall()
+                found.sort(key=lambda row: (ranks[row[-1]], row[0], row[1]))
+                if len(found) >= limit and read < len(scored) and scored[read][1] > ranks[found[limit - 1][-1]]:
+                    break  # what follows ranks worse than the last hit kept: no tie left unseen
+                step *= 2
+            if complete or len(found) >= limit:
                 break
+            bound = -1 if bound * 8 >= self.BOUND * 64 else bound * 8
         return [(*row[:-1], ranks[row[-1]], row[-1]) for row in found[:limit]]
+
+    def _scored(self, expression: str, bound: int) -> tuple[list[tuple[int, float]], bool]:
+        """Return (rowid, BM25) of an expression's matches to rank, best first, and whether that is every match.
+
+        Every match when there are at most ``bound`` (or ``bound`` is -1); else the first
+        ``bound`` in row id order, which is a static rank (am/cache/rows.py ``rank_rowid``:
+        topics, then newest). FTS5 stops reading there: bm25() costs ~1-2 µs a match, and
+        scoring each of the ~6,700 matches of a common phrase at 100k facts costs more than
+        the whole search may (issue 16).
+        """
+        rows: list[tuple[int, float]] = self.conn.execute(
+            f"SELECT rowid, {_BM25} FROM search WHERE search MATCH ? LIMIT ?",
+            (expression, -1 if bound < 0 else bound + 1)).fetchall()
+        complete = bound < 0 or len(rows) <= bound
+        if not complete:
+            del rows[bound:]
+        rows.sort(key=lambda row: row[1])
+        return rows, complete
 
     def search_notes(self, match: str, *, limit: int = 20) -> list[tuple[str, str, float, int]]:
         """Return notes matching a user's text as (path, text, BM25 rank, tier), best first.

@@ -22,12 +22,12 @@ from am.cache.terms import _STEMS, stem
 from am.cache.textseg import _CJK_RANGES
 
 __all__ = [
-    "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS",
+    "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS", "rank_rowid",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
     "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "note_row",
 ]
 
-SCHEMA_VERSION = 13  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 14  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -304,6 +304,27 @@ def _world_columns(r: Record) -> tuple[Any, ...]:
 
 def _ids_json(ids: tuple[str, ...]) -> str:
     return json.dumps(list(ids), ensure_ascii=False, separators=(",", ":"))
+
+
+_AGE_BITS, _HASH_BITS = 35, 26  # seconds since 1970 (to the year 3058), then 26 bits of the id's hash
+
+
+def rank_rowid(r: Record) -> int:
+    """Return the row id a record asks for: its static rank, so full text reads the likeliest answers first.
+
+    FTS5 walks an expression's matches in row id order, so a search that scores only a
+    bounded set of a common term's matches (am/cache/query.py, ``_scored``) takes the
+    first ones: topics (their titles and aliases weigh most in BM25), then every other
+    record newest first (undated last), then by a hash of the id. The id depends only on
+    the record, never on the order files were taken in; two records that ask for one id
+    (same class, second and hash) take the next free one.
+    """
+    moment = _timestamp(r.created)
+    seconds = 0 if moment is None else min(max(int(moment), 0) + 1, (1 << _AGE_BITS) - 1)
+    age = (1 << _AGE_BITS) - 1 - seconds
+    klass = 0 if isinstance(r, Topic) else 1
+    digest = zlib.crc32(r.id.encode("utf-8")) & ((1 << _HASH_BITS) - 1)
+    return (((klass << _AGE_BITS) | age) << _HASH_BITS) | digest
 
 
 def record_rows(rowid: int, path: str, r: Record) -> tuple[tuple[Any, ...], list[tuple[int, str]],

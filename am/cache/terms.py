@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from am.cache.textseg import _is_cjk, _runs
 
@@ -202,8 +203,13 @@ def _cjk_unit(word: str) -> Unit:
     return Unit(word, _quote(" ".join(grams)), grams)
 
 
+@lru_cache(maxsize=256)
 def analyse(query: str) -> QueryTerms:
-    """Split a query into units (stems, CJK words) and build the phrase, all-terms and any-term expressions."""
+    """Split a query into units (stems, CJK words) and build the phrase, all-terms and any-term expressions.
+
+    Pure, and its answer is immutable: remembered for the last queries (one search analyses its text
+    three times: the hits, the ranking levels, the notes).
+    """
     units: list[Unit] = []
     stops: list[Unit] = []
     dropped: list[str] = []
