@@ -369,7 +369,10 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             files.append((path, blob, st.st_mtime_ns, st.st_size, st.st_ino, error, file_slot(path)))
             if record is None:
                 continue
-            rowid = self._free_rowid(rank_rowid(record), used)
+            rowid = rank_rowid(record)  # a static rank (am/cache/rows.py); taken: the next free
+            while rowid in used or self.conn.execute("SELECT 1 FROM records WHERE rowid = ?", (rowid,)).fetchone():
+                rowid += 1
+            used.add(rowid)
             names += record_names(rowid, path, record)
             topics_changed = topics_changed or path.startswith("topics/")
             if name_refs(record):
@@ -397,13 +400,6 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         self.conn.executemany("INSERT INTO notes(title, body, aliases, tags, path, raw) VALUES (?, ?, ?, ?, ?, ?)",
                               notes)
         return removed, len(files) - dropped
-
-    def _free_rowid(self, wanted: int, used: set[int]) -> int:
-        """Return the row id a record asks for (its static rank, am/cache/rows.py ``rank_rowid``), or the next free."""
-        while wanted in used or self.conn.execute("SELECT 1 FROM records WHERE rowid = ?", (wanted,)).fetchone():
-            wanted += 1
-        used.add(wanted)
-        return wanted
 
     def _resolve_name(self, ref: str) -> str | None:
         """Return the id a "[[Name]]" reference names (file name, id, title, alias; first by path), or None."""
