@@ -517,14 +517,23 @@ class IndexQueries:
         return list(found.values())[:limit]
 
     def _matched(self, terms: Any, rowids: Sequence[int]) -> dict[int, int]:
-        """Return how many of the query's terms each of these records holds."""
+        """Return how many of the query's terms each of these records holds.
+
+        Each term's matches are read between the lowest and highest of the row ids (a range
+        FTS5 seeks to; ``rowid IN (...)`` made it run the term once per id, ~10 ms a term at
+        100k facts) and counted for the ids asked about.
+        """
         counts: dict[int, int] = {}
-        wanted = json.dumps(list(rowids))
+        wanted = set(rowids)
+        if not wanted:
+            return counts
+        low, high = min(wanted), max(wanted)
         for unit in terms.units:
             for (rowid,) in self.conn.execute(
-                    "SELECT rowid FROM search WHERE search MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
-                    (unit.match, wanted)):
-                counts[rowid] = counts.get(rowid, 0) + 1
+                    "SELECT rowid FROM search WHERE search MATCH ? AND rowid >= ? AND rowid <= ?",
+                    (unit.match, low, high)):
+                if rowid in wanted:
+                    counts[rowid] = counts.get(rowid, 0) + 1
         return counts
 
     def _newest(self, levels: list[str], cols: str, where: list[str], args: list[Any], limit: int,

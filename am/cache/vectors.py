@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from am.cache.rows import record_from_json
+from am.cache.vecmatrix import LOG_KEEP, LOG_TABLES, Matrix, catch_up, load
 from am.records.model import Topic
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ _TABLES = (
     "BEGIN INSERT OR IGNORE INTO vector_todo VALUES (NEW.rowid); END",
     "CREATE TRIGGER IF NOT EXISTS vector_todo_out AFTER DELETE ON records "
     "BEGIN DELETE FROM vector_todo WHERE rowid = OLD.rowid; END",
+    *LOG_TABLES,  # which rows' vectors changed, for readers that hold them in memory (am/cache/vecmatrix.py)
 )
 _KINDS = ("fact", "topic")
 
@@ -93,7 +95,7 @@ def _table(index: Index, model: str) -> None:
     """Make the tables and triggers if needed; drop every vector when another model made them."""
     conn = index.conn
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_todo_out'").fetchone() is not None
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_log_out'").fetchone() is not None
     if exists and row is not None and row[0] == model:
         return
     _write(index, _setup, model)
@@ -127,6 +129,8 @@ def _write(index: Index, fn: Callable[..., None], *args: Any) -> None:
 def _store(conn: Any, pairs: list[tuple[str, bytes]], done: list[tuple[int]]) -> None:
     conn.executemany("INSERT OR REPLACE INTO vectors(blob, vec) VALUES (?, ?)", pairs)
     conn.executemany("DELETE FROM vector_todo WHERE rowid = ?", done)
+    conn.executemany("INSERT INTO vector_log(rowid) VALUES (?)", done)  # these rows have a vector now
+    conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?", (LOG_KEEP,))
 
 
 def _prune(conn: Any) -> None:
@@ -189,39 +193,20 @@ def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> bool:
     return a is not None and a[0] is b[0] and a[1:] == b[1:]
 
 
-@dataclass
-class _State:
-    """The vectors of the cache's records held in memory, while the cache's content is unchanged."""
-
-    checked: tuple[Any, ...]
-    rowids: Any  # numpy int64 array
-    matrix: Any  # numpy float32 array (n, dim): centred, rows of length 1
-    mean: Any    # the mean the rows were centred on (a query is centred on it too)
-
-
-def _load(index: Index, model: str) -> _State:
+def _load(index: Index, model: str) -> Matrix:
+    """Return the records' vectors in memory: as they were while the cache is unchanged, else brought up to date."""
     import numpy as np
 
-    state: _State | None = index.__dict__.get("_vector_state")
+    matrix: Matrix | None = index.__dict__.get("_vector_state")
     key = _key(index, model)
-    if state is not None and _same(state.checked, key):
-        return state
-    rows = index.conn.execute(
-        "SELECT r.rowid, v.vec FROM records r JOIN files f ON f.path = r.path JOIN vectors v ON v.blob = f.blob "
-        "WHERE r.type IN ('fact', 'topic') ORDER BY r.rowid").fetchall()
-    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    if rows:
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(len(rows), -1)
-        # Centred on the vault's mean vector: static embeddings share a large common direction
-        # (every Chinese text scores ~0.6 against every other); taking it out doubled the answers found.
-        mean = matrix.astype(np.float32).mean(axis=0)
-        matrix = matrix.astype(np.float32) - mean
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-6)
-    else:
-        matrix, mean = np.zeros((0, 1), dtype=np.float32), np.zeros(1, dtype=np.float32)
-    state = _State(key, rowids, matrix, mean)
-    index.__dict__["_vector_state"] = state
-    return state
+    if matrix is not None and _same(matrix.checked, key):
+        return matrix
+    if matrix is None or matrix.checked[0] is not key[0] or matrix.checked[2] != key[2] or not catch_up(
+            np, index, matrix):
+        matrix = load(np, index, key)
+    matrix.checked = key
+    index.__dict__["_vector_state"] = matrix
+    return matrix
 
 
 def search(index: Index, embedder: Embedder, query: str, *, limit: int = 20,
@@ -240,11 +225,9 @@ def search(index: Index, embedder: Embedder, query: str, *, limit: int = 20,
     if not query.strip() or not len(state.rowids):
         return []
     q = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
-    if state.matrix.shape[1] != q.shape[0]:
+    if state.raw.shape[1] != q.shape[0]:
         return []
-    q = q - state.mean
-    q /= max(float(np.linalg.norm(q)), 1e-6)
-    scores = state.matrix @ q
+    scores = state.scores(np, q)
     where, args = index._filters(**filters)
     found: list[tuple[Hit, float]] = []
     for batch in _best_first(np, scores, max(limit * 4, 100)):
