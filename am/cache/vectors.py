@@ -14,9 +14,9 @@ cache's SQLite file and ranks them against a query:
 - ``ensure`` embeds the records that have no vector yet (after a rebuild, a
   write, an edit in Obsidian), within an optional time budget, writing as it
   goes so an interrupted pass keeps its work; ``search`` ranks by cosine
-  similarity (one matrix product over vectors held in memory while the cache's
-  content is unchanged; vectors and query centred on the vault's mean
-  vector) and keeps the hits that pass the same filters as full
+  similarity (one matrix product over vectors held in memory, patched from
+  ``vector_log`` when the cache changes: am/cache/vecmatrix.py; vectors and
+  query centred on the vault's mean vector) and keeps the hits that pass the same filters as full
   text; ``fuse`` merges the full-text and vector rankings by reciprocal rank.
 
 No sqlite3 import: statements run on ``Index.conn`` under the cache's own lock.
