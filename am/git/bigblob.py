@@ -5,9 +5,12 @@ right for records of a few kilobytes, but a 50 MB session log would be held
 twice more while it is packed. Written here first, as a loose object through
 libgit2's own store (compressed as it is written), the log is already in the
 object store when the commit's write reaches it; the batch's object sink (am/git/packs.py) is
-told, so libgit2, which asks whether an object exists before writing it, does
-not hand it to the sink again: the batch's pack holds only the small files. The loose object is
-flushed with the rest of the write (one ``syncfs`` before the branch moves).
+told, and the caller names the blob in its change (``Change(..., blob=id)``): the write
+uses that id and never hands the bytes to libgit2 again. (Handed a buffer, libgit2
+copies all of it into a write stream before it asks whether the object exists:
+measured, a second copy of a 50 MB log in the peak memory of ``am ingest``.) The
+batch's pack holds only the small files. The loose object is flushed with the rest
+of the write (one ``syncfs`` before the branch moves).
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ from am.git.light import Change as Change
 from am.git.light import CommitInfo as CommitInfo
 from am.git.light import failpoint as failpoint
 from am.git.light import hash_blob as hash_blob
+from am.git.light import hash_fd as hash_fd
+from am.git.light import hash_file as hash_file
 
 log = logging.getLogger("am")
 

@@ -22,7 +22,7 @@ import pygit2
 
 from am.errors import AmError, DirtyFileError, GitError, UsageError, storage_error
 from am.git import checks, inflight, lease
-from am.git.common import _fsync_dir, hash_blob, log
+from am.git.common import _fsync_dir, hash_blob, hash_fd, log
 from am.git.group import Request
 from am.git.staging import Staging
 
@@ -175,7 +175,7 @@ class Guards(Staging):
             return
         try:
             with lease.hold(fd) as held:
-                raw = hash_blob(_read_all(fd))
+                raw = hash_fd(fd)  # a mebibyte at a time: a session log is not read whole
                 seen = raw if raw in allowed else self._as_git_sees(target, rel, raw)
                 if seen not in allowed:
                     tmp.unlink(missing_ok=True)
@@ -194,10 +194,11 @@ class Guards(Staging):
                     self._restore_old(target, old, mine)
                     raise DirtyFileError(f"{rel} was opened for writing by another program while am was writing it",
                                          hint="their version is kept; commit or discard it, then retry")
-                theirs = _read_all(fd)
+                changed = hash_fd(fd) != raw
+                theirs = _read_all(fd) if changed else b""
                 if old is not None:
                     os.unlink(old)
-            if hash_blob(theirs) != raw:
+            if changed:
                 self._put_back(target, theirs, ours)
                 raise DirtyFileError(f"{rel} was changed by someone else while am was writing it",
                                      hint="their version is kept; commit or discard it, then retry")

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 else:
     _Store = object
 
-__all__ = ["FAILPOINTS", "UNKNOWN", "Change", "CommitInfo", "LazyStore", "failpoint", "hash_blob", "read_ref"]
+__all__ = ["FAILPOINTS", "UNKNOWN", "Change", "CommitInfo", "LazyStore", "failpoint", "hash_blob", "hash_fd", "hash_file",
+           "read_ref"]
 
 FAILPOINTS = (
     "before-write",      # lock held, nothing written
@@ -38,7 +39,7 @@ FAILPOINTS = (
 _OPENING = threading.Lock()
 
 
-def hash_blob(data: bytes) -> str:
+def hash_blob(data: bytes | memoryview) -> str:
     """Return the Git blob id of some bytes."""
     import hashlib  # OpenSSL's start-up (~5 ms) is paid only by commands that hash files
 
@@ -49,6 +50,41 @@ def hash_blob(data: bytes) -> str:
     return digest.hexdigest()
 
 
+def hash_fd(fd: int) -> str:
+    """Return the Git blob id of a file read through an open descriptor from its start, a mebibyte at a time.
+
+    A large file (a session log) is never held whole to be hashed. Should the
+    file change size while it is read, it is read whole and hashed as read.
+    """
+    import hashlib
+    import os
+
+    size = os.fstat(fd).st_size
+    digest = hashlib.sha1(b"blob %d\x00" % size)
+    at = 0
+    while chunk := os.pread(fd, 1 << 20, at):
+        digest.update(chunk)
+        at += len(chunk)
+    if at != size:
+        parts, at = [], 0
+        while chunk := os.pread(fd, 1 << 20, at):
+            parts.append(chunk)
+            at += len(chunk)
+        return hash_blob(b"".join(parts))
+    return digest.hexdigest()
+
+
+def hash_file(path: Path) -> str:
+    """Return the Git blob id of a file's bytes, read a mebibyte at a time (FileNotFoundError if absent)."""
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return hash_fd(fd)
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class Change:
     """One file a write puts in the tree; ``base`` is the blob it was computed from (None: new)."""
@@ -56,6 +92,9 @@ class Change:
     path: PurePosixPath
     data: bytes
     base: str | None = None
+    # The blob id of ``data`` when it was already written to the object store (am/git/bigblob.py): the write
+    # names it instead of handing the bytes to libgit2 again (which copies a buffer it writes to a backend).
+    blob: str | None = None
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,10 @@ class Reader:
         """Return the bytes of a blob by id."""
         return bytes(cast(pygit2.Blob, self.repo[oid]).data)
 
+    def object_size(self, oid: str) -> int:
+        """Return the size in bytes of an object by id, without reading it."""
+        return int(self.repo.odb.read_header(pygit2.Oid(hex=oid))[1])
+
     def blob_id(self, path: PurePosixPath | str, *, commit: str | None = None) -> str | None:
         """Return the blob id of a path in a commit (HEAD by default), or None."""
         commit = commit or self.head()

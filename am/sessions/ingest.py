@@ -16,6 +16,7 @@ changed otherwise as a ``replace`` commit (the old bytes stay in history).
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -115,7 +116,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     """Store one session log (masked) and its topic in one commit; nothing when it is already there."""
     from am.git.bigblob import LARGE, store_blob
     from am.records.schemas import check_record
-    from am.sessions.redaction import redact_log
+    from am.sessions.redaction import redact_log_to
 
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"unknown session format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
@@ -144,19 +145,23 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     day = _day(meta.started)
     log_path = PurePosixPath(str(old_topic.extra["file"])) if old_topic is not None and old_topic.extra.get("file") \
         else PurePosixPath(SESSIONS_DIR, f"{day:%Y}", f"{day:%m}", f"{day:%d}", f"{sid}.jsonl")
-    redacted = redact_log(data)
-    stored = redacted.data
-    counts = redacted.counts
-    del data, redacted  # the source and the masked copy are not both kept (peak memory: bench/bench_sessions.py)
+    # The masked copy goes to an unnamed temporary file beside the repository and is read back once the
+    # source is let go: one copy of the log in memory at a time (peak memory: bench/bench_sessions.py).
+    # A log without secrets is kept as the very same bytes.
+    with tempfile.TemporaryFile(dir=vault.store.gitdir, prefix="am-session-") as spill:
+        found = redact_log_to(data, spill)
+        counts = found if found is not None else Counter()
+        if found is not None:
+            del data
+            spill.seek(0)
+            data = spill.read()
+    stored = data
+    del data
     old_blob = vault.store.blob_id(log_path)
     action = "added"
+    grew = len(stored)
     if old_blob is not None:
-        old = vault.store.read_object(old_blob)
-        action = "unchanged" if old == stored else ("appended" if stored.startswith(old) else "replaced")
-        grew = len(stored) - len(old)
-        del old
-    else:
-        grew = len(stored)
+        action, grew = _compared(vault, old_blob, stored)
     lines = _line_count(stored)
     created = old_topic.created if old_topic is not None else format_timestamp(day)
     topic = _topic(tid, sid, meta, fmt, log_path, stored, lines, counts, digest, created, old_topic)
@@ -177,7 +182,8 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     message = _message(vault, f"session: {verb} {sid}", body, op=f"session.{verb}", ids=[tid])
     vault._check_writable(changes[-1:])
     if action != "unchanged" and len(stored) >= LARGE:
-        store_blob(vault.store, stored)  # into the object store ahead of the commit (am/git/bigblob.py)
+        # Into the object store ahead of the commit, which names it by id (am/git/bigblob.py).
+        changes[0] = _change(log_path, stored, old_blob, blob=store_blob(vault.store, stored))
     with vault.store.write_lock(op=f"session.{verb}"):
         commit = vault.store.commit(changes, message=message, author=vault._author(), committer=vault._committer())
     vault._after_write(commit, [c.path for c in changes])
@@ -185,10 +191,29 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
                         len(stored), lines, fmt, counts)
 
 
-def _change(path: PurePosixPath, data: bytes, base: str | None) -> Any:
+def _compared(vault: Vault, old_blob: str, stored: bytes) -> tuple[str, int]:
+    """Return how the vault's copy relates to the new one (unchanged, appended, replaced) and the bytes it grew.
+
+    Compared by blob id (the stored copy's first bytes hashed as a blob), so the
+    old copy is never read into memory beside the new one.
+    """
+    from am.git.light import hash_blob
+
+    old_size = vault.store.object_size(old_blob)
+    grew = len(stored) - old_size
+    if old_size > len(stored):
+        return "replaced", grew
+    with memoryview(stored) as view:
+        same = hash_blob(view[:old_size]) == old_blob
+    if not same:
+        return "replaced", grew
+    return ("unchanged" if grew == 0 else "appended"), grew
+
+
+def _change(path: PurePosixPath, data: bytes, base: str | None, *, blob: str | None = None) -> Any:
     from am.git import Change
 
-    return Change(path, data, base=base)
+    return Change(path, data, base=base, blob=blob)
 
 
 def _topic_change(vault: Vault, path: PurePosixPath, topic: Topic, base: str | None) -> Any:

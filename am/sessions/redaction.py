@@ -28,11 +28,11 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from am.records.secrets import _ASSIGNMENT, _FAMILIES, _judge
 
-__all__ = ["Redacted", "mark", "redact_log", "redact_string"]
+__all__ = ["Redacted", "mark", "redact_log", "redact_log_to", "redact_string"]
 
 _PIECE = 4 << 20
 _OVERLAP = 32
@@ -336,8 +336,31 @@ def redact_log(data: bytes) -> Redacted:
     if not spans:
         return Redacted(data)
     counts: Counter[str] = Counter()
-    view = memoryview(data)  # pieces are views of the log, not copies: the result is the one new copy
-    pieces: list[bytes | memoryview] = []
+    with memoryview(data) as view:  # pieces are views of the log, not copies: the result is the one new copy
+        out = b"".join(list(_pieces(data, view, spans, counts)))
+    return Redacted(out, counts)
+
+
+def redact_log_to(data: bytes, out: BinaryIO) -> Counter[str] | None:
+    """Write the masked log to ``out`` and return how many of each family were masked.
+
+    None, with nothing written, when the log holds no secret (``data`` is then
+    the log as it is kept). Written piece by piece, the masked copy never sits
+    in memory beside the log: an ingest reads it back once the log is let go
+    (the peak memory of ``am ingest``, bench/bench_sessions.py).
+    """
+    spans = _spans(data)
+    if not spans:
+        return None
+    counts: Counter[str] = Counter()
+    with memoryview(data) as view:
+        out.writelines(_pieces(data, view, spans, counts))
+    return counts
+
+
+def _pieces(data: bytes, view: memoryview, spans: list[tuple[int, int, str]],
+            counts: Counter[str]) -> Iterator[bytes | memoryview]:
+    """Yield the masked log in order: views of the lines without secrets, and each line with secrets masked."""
     done = 0
     i = 0
     while i < len(spans):
@@ -355,11 +378,7 @@ def redact_log(data: bytes) -> Redacted:
             masked.append(mark(kind).encode())
             at = e
         masked.append(data[at:line_end])
-        pieces.append(view[done:line_start])
-        pieces.append(_fix_line(data[line_start:line_end], b"".join(masked), in_line, counts))
+        yield view[done:line_start]
+        yield _fix_line(data[line_start:line_end], b"".join(masked), in_line, counts)
         done = line_end
-    pieces.append(view[done:])
-    out = b"".join(pieces)
-    del pieces
-    view.release()
-    return Redacted(out, counts)
+    yield view[done:]
