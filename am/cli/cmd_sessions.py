@@ -13,11 +13,13 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault
 
 @click.command("ingest")
 @click.argument("target", metavar="FILE|DIR|-", type=click.Path(exists=True, allow_dash=True, path_type=Path))
-@click.option("--format", "formats", type=click.Choice(["claude-code", "codex", "jsonl", "text", "json"]),
-              multiple=True, help="The log's format (default: recognised from its first lines), and/or the "
-                                  "output's: text (default) or json; give --format twice for both.")
+@click.option("--log-format", "log_format", type=click.Choice(["claude-code", "codex", "jsonl"]), default=None,
+              help="The log's format (default: recognised from its first lines).")
+@click.option("--format", "formats", type=click.Choice(["text", "json", "claude-code", "codex", "jsonl"]),
+              multiple=True, help="Output for people (text, the default) or programs (json). A log format here "
+                                  "(claude-code, codex, jsonl) is still read as --log-format, as before.")
 @click.pass_context
-def ingest(ctx: click.Context, target: Path, formats: tuple[str, ...]) -> None:
+def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tuple[str, ...]) -> None:
     """Keep an agent's session log in the vault, byte for byte, with a session topic: one commit a session.
 
     FILE is a Claude Code transcript (~/.claude/projects/<project>/<id>.jsonl),
@@ -29,11 +31,11 @@ def ingest(ctx: click.Context, target: Path, formats: tuple[str, ...]) -> None:
     masked ([redacted:<family>]; the topic counts them). The same log again
     writes nothing; a log that grew is appended in a new commit.
 
-    Example: am ingest ~/.claude/projects/-home-me-alpha/5f0c3e2a-1b7d-4c1e-9a31-2d6f0e8b7c11.jsonl
+    Example: am ingest --log-format codex --format json ~/.codex/sessions/2026/11/29/rollout-2026-11-29T08-22-53-019a2d7a.jsonl
     """
     from am.sessions.ingest import ingest as run
 
-    log_format, fmt = _split_formats(formats)
+    log_format, fmt = _split_formats(formats, log_format)
     if str(target) == "-":
         target = _hook_transcript(sys.stdin.read())
     results, skipped = run(open_vault(ctx), target, fmt=log_format)
@@ -65,15 +67,15 @@ def _hook_transcript(text: str) -> Path:
     return Path(path).expanduser()
 
 
-def _split_formats(formats: tuple[str, ...]) -> tuple[str | None, str]:
-    """Return (log format or None, output format) from --format given once or twice."""
+def _split_formats(formats: tuple[str, ...], log_format: str | None = None) -> tuple[str | None, str]:
+    """Return (log format or None, output format) from --log-format and --format (once or twice, as before)."""
     from am.errors import UsageError
 
-    logs = [f for f in formats if f not in ("text", "json")]
+    logs = list(dict.fromkeys([*([log_format] if log_format else []), *(f for f in formats if f not in ("text", "json"))]))
     outs = [f for f in formats if f in ("text", "json")]
     if len(logs) > 1 or len(outs) > 1:
-        raise UsageError(f"--format given twice for the same thing: {', '.join(formats)}",
-                         hint="give one log format (claude-code, codex, jsonl) and/or one output (text, json)")
+        raise UsageError(f"two log or two output formats given: {', '.join(logs if len(logs) > 1 else outs)}",
+                         hint="give one --log-format (claude-code, codex, jsonl) and one --format (text, json)")
     return (logs[0] if logs else None), (outs[0] if outs else "text")
 
 
