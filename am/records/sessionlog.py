@@ -127,7 +127,7 @@ def detect(data: bytes) -> str:
         if "role" in obj and ("text" in obj or "content" in obj):
             return "jsonl"
     raise UsageError("not a session log am reads (Claude Code, Codex or {ts, role, text} JSON lines)",
-                     hint="name the format with --format claude-code|codex|jsonl")
+                     hint="name the format with --log-format claude-code|codex|jsonl")
 
 
 def _text_of(value: Any) -> str:
