@@ -74,17 +74,20 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
 @click.option("--name", default="am", show_default=True, help="The server's name in the client's configuration.")
 @click.option("--read-only", is_flag=True, help="Start the server read-only (agents read, people write).")
 @click.option("--no-hook", is_flag=True, help="Claude Code: no SessionStart hook that puts the slice into context.")
+@click.option("--no-session-end", is_flag=True,
+              help="Claude Code: no SessionEnd hook that keeps each session's log in the vault (am ingest -).")
 @click.option("--remove", is_flag=True, help="Take out what am setup wrote, leaving the files as they were.")
 @click.option("--print", "print_only", is_flag=True, help="Show what would be written; change nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output for people (text) or programs (json).")
 @click.pass_context
 def setup(ctx: click.Context, client: str, project: Path | None, name: str, read_only: bool, no_hook: bool,
-          remove: bool, print_only: bool, fmt: str) -> None:
+          no_session_end: bool, remove: bool, print_only: bool, fmt: str) -> None:
     """Wire an agent client to this vault: its MCP configuration and a few lines of instructions.
 
     claude-code: .mcp.json (project scope), a SessionStart hook in .claude/settings.json
-    that puts the slice into context, and a block in CLAUDE.md. codex: [mcp_servers]
+    that puts the slice into context, a SessionEnd hook there that keeps the session's
+    log in the vault (am ingest -), and a block in CLAUDE.md. codex: [mcp_servers]
     in ~/.codex/config.toml ($CODEX_HOME) and a block in AGENTS.md. cursor:
     .cursor/mcp.json and .cursor/rules/am.mdc. claude-desktop: claude_desktop_config.json.
     Running it again changes nothing; --remove restores the files byte for byte.
@@ -102,7 +105,7 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
         click.echo(f"warning: vault {vault.name!r} is not registered on this machine; the configuration names its "
                    f"path (register it with: am init {vault.root} --name {vault.name})", err=True)
     request = SetupRequest(client=client, project=folder, vault=ref, name=name, read_only=read_only,
-                           hook=not no_hook, command=am_executable() if client == "claude-desktop" else "am")
+                           hook=not no_hook, session_end=not no_session_end, command=am_executable() if client == "claude-desktop" else "am")
     changes = plan(request, remove=remove)
     if print_only:
         _show(changes, fmt)

@@ -5,9 +5,13 @@ For each client, the MCP server entry goes where that client reads it
 agents when to read a slice and when to record or supersede a fact:
 
 - claude-code: ``.mcp.json`` (``mcpServers``, project scope), a SessionStart
-  hook in ``.claude/settings.json`` that puts the slice into context, and CLAUDE.md;
+  hook in ``.claude/settings.json`` that puts the slice into context, a
+  SessionEnd hook there that keeps the session's log (``am ingest -`` reads the
+  hook's JSON, ``transcript_path``, on stdin), and CLAUDE.md;
 - codex: ``$CODEX_HOME/config.toml`` (default ``~/.codex/config.toml``),
-  table ``[mcp_servers.am]``, and AGENTS.md;
+  table ``[mcp_servers.am]``, and AGENTS.md. No session hook: Codex's one
+  ``notify`` program runs after every turn, not at a session's end, and is
+  handed no log path (docs/sessions.md);
 - cursor: ``.cursor/mcp.json`` (``mcpServers``) and the rule ``.cursor/rules/am.mdc``;
 - claude-desktop: ``claude_desktop_config.json`` in the app's folder for this OS.
 
@@ -43,6 +47,10 @@ __all__ = [
 CLIENTS = ("claude-code", "codex", "cursor", "claude-desktop")
 HOOK_MATCHER = "startup|resume|clear|compact"
 HOOK_STATUS = "am: reading the slice"  # marks the hook as am's, to find it again
+END_HOOK_STATUS = "am: keeping the session log"  # marks the SessionEnd hook as am's
+# Claude Code gives SessionEnd hooks 1.5 s in all unless one declares a longer timeout (seconds, up to 60):
+# a long session's log takes a few seconds to mask and commit.
+END_HOOK_TIMEOUT = 60
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,7 @@ class SetupRequest:
     name: str = "am"  # the server's name in the client's configuration
     read_only: bool = False
     hook: bool = True  # Claude Code: a SessionStart hook that prints the slice
+    session_end: bool = True  # Claude Code: a SessionEnd hook that ingests the session's log
     command: str = "am"  # the am executable the client starts
     home: Path | None = None  # for tests: where ~ is
 
@@ -117,10 +126,23 @@ def _hook_entry(request: SetupRequest) -> dict[str, Any]:
                                                 "statusMessage": HOOK_STATUS}]}
 
 
-def _is_our_hook(element: Any) -> bool:
-    hooks = element.get("hooks") if isinstance(element, dict) else None
-    return isinstance(hooks, list) and any(isinstance(h, dict) and h.get("statusMessage") == HOOK_STATUS
-                                           for h in hooks)
+def _end_hook_entry(request: SetupRequest) -> dict[str, Any]:
+    """Claude Code's SessionEnd hook: its JSON (``transcript_path``, ``session_id``, ``reason``) goes to stdin."""
+    command = f"{request.command} --vault {_shell(request.vault)} ingest -"
+    return {"hooks": [{"type": "command", "command": command, "timeout": END_HOOK_TIMEOUT,
+                       "statusMessage": END_HOOK_STATUS}]}
+
+
+def _marked(status: str) -> Any:
+    def ours(element: Any) -> bool:
+        hooks = element.get("hooks") if isinstance(element, dict) else None
+        return isinstance(hooks, list) and any(isinstance(h, dict) and h.get("statusMessage") == status
+                                               for h in hooks)
+    return ours
+
+
+_is_our_hook = _marked(HOOK_STATUS)
+_is_our_end_hook = _marked(END_HOOK_STATUS)
 
 
 def _shell(word: str) -> str:
@@ -179,9 +201,20 @@ def _current(text: str, tree: tuple[str, ...], key: str | None, ours: Any) -> An
 
 
 def _json_change(path: Path, tree: tuple[str, ...], key: str | None, value: Any, kinds: tuple[str, ...],
-                 remove: bool, what: str, ours: Any = None) -> FileChange:
+                 remove: bool, what: str, ours: Any = None, *, after: FileChange | None = None) -> FileChange:
+    """The change of one entry; ``after``: a change of the same file this one is made on top of (both in one)."""
+    if after is not None:
+        import dataclasses
+
+        change = _json_change_text(path, after.before, _text(after.after, path), tree, key, value, kinds, remove,
+                                   what, ours)
+        return dataclasses.replace(change, what=f"{after.what}; {change.what}")
     before = _read(path)
-    text = _text(before, path)
+    return _json_change_text(path, before, _text(before, path), tree, key, value, kinds, remove, what, ours)
+
+
+def _json_change_text(path: Path, before: bytes | None, text: str, tree: tuple[str, ...], key: str | None,
+                      value: Any, kinds: tuple[str, ...], remove: bool, what: str, ours: Any) -> FileChange:
     if text.strip():
         from am.mcp.jsonedit import check_json
 
@@ -287,10 +320,19 @@ def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
     if request.client == "claude-code":
         changes = [_json_change(project / ".mcp.json", servers, name, _mcp_entry(request, typed=True), ("object",),
                                 remove, "Claude Code MCP server (.mcp.json, project scope)")]
+        hooks = []
         if request.hook or remove:
-            changes.append(_json_change(project / ".claude" / "settings.json", ("hooks", "SessionStart"), None,
-                                        _hook_entry(request), ("object", "array"), remove,
-                                        "Claude Code SessionStart hook (slice into context)", _is_our_hook))
+            hooks.append(("SessionStart", _hook_entry(request), _is_our_hook,
+                          "Claude Code SessionStart hook (slice into context)"))
+        if request.session_end or remove:
+            hooks.append(("SessionEnd", _end_hook_entry(request), _is_our_end_hook,
+                          "Claude Code SessionEnd hook (ingest the session log)"))
+        settings: FileChange | None = None
+        for event, entry, ours, what in reversed(hooks) if remove else hooks:  # taken out in the reverse order
+            settings = _json_change(project / ".claude" / "settings.json", ("hooks", event), None, entry,
+                                    ("object", "array"), remove, what, ours, after=settings)
+        if settings is not None:
+            changes.append(settings)
         changes.append(_block_change(project / "CLAUDE.md", instruction_block(request), MD_MARKERS, remove,
                                      "instructions in CLAUDE.md"))
         return changes
