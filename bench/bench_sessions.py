@@ -12,6 +12,10 @@ command output, some Chinese, and a few credentials to mask):
 * the peak resident memory of that ``am ingest`` process, above the same
   process that only starts and opens the vault, as a ratio to the log's size
   (target <= 2.0);
+* ``am search --session`` over that log: the first search (which builds the
+  cache's session tables, am/cache/sessionlines.py), a later one, and a search
+  that reads and scans the log instead (what ``am search --session`` did before
+  the tables, and still does when the cache cannot be used), in seconds;
 * ``am ingest`` of the same log again (no commit), and of the log grown by
   1%, in seconds (and the grown ingest's peak memory, the same ratio: it
   compares the new log with the vault's copy).
@@ -30,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,6 +113,21 @@ def git_copy(log: Path, work: Path) -> float:
     return time.perf_counter() - start
 
 
+def _scan_search(vault: Path) -> float:
+    """Seconds to answer one session search by reading and scanning the logs (the fallback), in this process."""
+    sys.path.insert(0, str(ROOT))
+    os.environ["AM_HOME"] = ENV["AM_HOME"]
+    from am.cache.timephrases import parse_query
+    from am.sessions.search import _scan
+    from am.vault import Vault
+
+    with Vault.open(vault) as v:
+        topics = v.list_topics(kind="session")
+        start = time.perf_counter()
+        _scan(v, parse_query("rate limit", now=datetime.now(UTC)), topics, None, 20)
+        return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=50.0, help="Size of the generated log in MB.")
@@ -125,6 +145,10 @@ def main() -> None:
         subprocess.run([*am, "init", str(vault), "--name", "bench"], check=True, env=ENV, stdout=subprocess.DEVNULL)
         _, idle_kib = _timed([*am, "--vault", str(vault), "topic", "list"], work)
         am_s, peak_kib = _timed([*am, "--vault", str(vault), "ingest", str(log)], work)
+        first_s, _ = _timed([*am, "--vault", str(vault), "search", "--session", "token bucket"], work)
+        later_s = min(_timed([*am, "--vault", str(vault), "search", "--session", "rate limit"], work)[0]
+                      for _ in range(2))
+        scan_s = _scan_search(vault)
         again_s, _ = _timed([*am, "--vault", str(vault), "ingest", str(log)], work)
         with open(log, "ab") as grow:
             grow.write(log.read_bytes()[: size // 100].rsplit(b"\n", 1)[0] + b"\n")
@@ -137,6 +161,8 @@ def main() -> None:
         print(f"am ingest:              {am_s:.2f} s   ratio {am_s / git_s:.2f} (target <= 3.0)")
         print(f"am ingest peak memory:  {peak_kib / 1024:.0f} MiB, {above / 1e6:.0f} MB above an idle am "
               f"({idle_kib / 1024:.0f} MiB)   ratio {above / size:.2f} of the log (target <= 2.0)")
+        print(f"am search --session:    first {first_s:.2f} s (builds the session tables), then {later_s:.2f} s "
+              f"a search; scanning the log instead: {scan_s:.2f} s a search (in-process)")
         print(f"am ingest again:        {again_s:.2f} s (no commit)")
         print(f"am ingest grown by 1%:  {grown_s:.2f} s (one append commit), peak memory ratio "
               f"{max(0, grown_kib - idle_kib) * 1024 / size:.2f} of the log (target <= 2.0)")

@@ -128,6 +128,7 @@ def print_session_search(vault: Any, query: str, *, role: str | None, session: s
     result = search_sessions(vault, query, role=role, session=session, limit=limit)
     if fmt == "json":
         emit_json({"terms": list(result.terms), "total": result.total, "sessions_read": result.sessions_read,
+                   "ranked": result.ranked,
                    "range": None if result.range is None else result.range.describe(),
                    "hits": [h.to_json() for h in result.hits]})
         return
@@ -137,7 +138,8 @@ def print_session_search(vault: Any, query: str, *, role: str | None, session: s
         click.echo(f"no session lines found ({result.sessions_read} session log(s) read)")
         return
     for h in result.hits:
-        click.echo(f"{click.style(h.session, bold=True)}  line {h.line}  {h.role}  {h.ts or ''}".rstrip())
+        how = f"  (matched {h.matched} of {h.terms} terms)" if 0 <= h.matched < h.terms else ""
+        click.echo(f"{click.style(h.session, bold=True)}  line {h.line}  {h.role}  {h.ts or ''}".rstrip() + how)
         click.echo(f"  {h.snippet}")
         click.echo(f"  {h.path}:{h.line}")
     if result.total > len(result.hits):

@@ -22,6 +22,7 @@ from am.errors import (
     PathTakenError,
 )
 from am.git import common, inflight, packs, spool
+from am.git.bigblob import blob_of
 from am.git.common import (
     _MAX_CAS_RETRIES,
     Change,
@@ -388,7 +389,7 @@ class Writer(Guards, PlainWriter):
         objects.sink.clear()  # left by a batch that failed before its pack was written
         odb = self.repo if libgit2_only else objects.repo
         for r in live:
-            r.blobs = {tuple(c.path.parts): self._blob_of(c, odb, objects.sink.ahead) for c in r.changes}
+            r.blobs = {tuple(c.path.parts): blob_of(c, odb, objects.sink.ahead) for c in r.changes}
         failpoint("before-write")
         written: list[Request] = []
         committed = False
@@ -464,15 +465,6 @@ class Writer(Guards, PlainWriter):
                 for r in written:
                     self._roll_back(r.changes, r.previous)
             raise
-
-    @staticmethod
-    def _blob_of(change: Change, odb: pygit2.Repository, ahead: set[pygit2.Oid]) -> pygit2.Oid:
-        """The blob of a change: written ahead (am/git/bigblob.py), or written now."""
-        if change.blob is not None and (oid := pygit2.Oid(hex=change.blob)) in ahead:
-            # libgit2 would first copy the whole buffer into a write stream only to find it exists (measured:
-            # +1x a 50 MB session log's size in the peak memory of am ingest, bench/bench_sessions.py).
-            return oid
-        return odb.create_blob(change.data)
 
     def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
                      sync_each: bool, heal: Sequence[tuple[PurePosixPath, pygit2.Oid]] = (),

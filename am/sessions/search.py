@@ -1,13 +1,17 @@
-"""`am search --session`: find what was said in the stored session logs, by words, role, session and time.
+"""`am search --session`: find what was said in the stored session logs, ranked, by words, role, session and time.
 
-Session text is searched where it is kept, the logs under ``sessions/`` (the
-masked copies), never through the record cache: a log is not a record, and
-packs never carry raw session text. Every word must occur in a message
-(case-folded, so Chinese and Japanese match as written); time phrases
-("yesterday", "上周", "3 days ago", ISO dates) narrow the range by the
-message's own time and are not searched for. Each hit names its session, its
-line in the log, the role and the time. Order: newest message first, then by
-line, so the same vault and question give the same answer.
+The logs under ``sessions/`` (the masked copies) are indexed in the cache's
+session tables (am/cache/sessionlines.py: derived, rebuilt from the logs,
+brought up to date before each search, a grown log by its new lines only).
+A log is not a record: packs never carry raw session text. Messages are
+ranked as records are: the words as a phrase first, then every word, then
+some (by how many), each by BM25, ties by log and line, so the same vault and
+question give the same answer. Time phrases ("yesterday", "上周", "3 days
+ago", ISO dates) narrow by the message's own time and are not searched for;
+with no words left, the newest messages come first. Each hit names its
+session, its line in the log, the role and the time. When the cache cannot be
+used, the logs are read and scanned instead (every word must occur; newest
+first).
 """
 
 from __future__ import annotations
@@ -40,10 +44,14 @@ class SessionHit:
     role: str
     ts: str | None
     snippet: str
+    rank: float = 0.0  # BM25, lower is better (0.0: not ranked)
+    matched: int = -1  # how many of the query's words the message holds (-1: not counted)
+    terms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"session": self.session, "topic": self.topic, "path": self.path, "line": self.line,
-                "role": self.role, "ts": self.ts, "snippet": self.snippet}
+                "role": self.role, "ts": self.ts, "snippet": self.snippet, "rank": round(self.rank, 4),
+                "matched": self.matched, "terms": self.terms}
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,7 @@ class SessionSearch:
     hits: tuple[SessionHit, ...]
     total: int
     sessions_read: int
+    ranked: bool = False  # ranked through the cache (False: the logs were scanned, newest first)
 
 
 def _moment(value: str | None) -> datetime | None:
@@ -85,10 +94,10 @@ def search_sessions(vault: Vault, query: str, *, role: str | None = None, sessio
     if role is not None and role not in ROLES:
         raise UsageError(f"unknown role {role!r}", hint=f"use one of: {', '.join(ROLES)}")
     parsed = parse_query(query, now=_now())
-    terms = tuple(dict.fromkeys(w.casefold() for w in parsed.text.split()))
-    if not terms and parsed.range is None and role is None:
+    if not parsed.text.split() and parsed.range is None and role is None:
         raise UsageError("nothing to search for", hint="give words, a time phrase or --role")
-    topics = vault.list_topics(kind="session")
+    every = vault.list_topics(kind="session")
+    topics = every
     if session is not None:
         from am.records.sessionlog import session_topic_id
 
@@ -96,6 +105,59 @@ def search_sessions(vault: Vault, query: str, *, role: str | None = None, sessio
         topics = [t for t in topics if t.id in wanted or t.extra.get("session_id") == session]
         if not topics:
             raise UsageError(f"no ingested session {session!r}", hint="list them with: am topic list --kind session")
+    index = vault.cache()
+    if index is None:
+        return _scan(vault, parsed, topics, role, limit)
+    return _ranked(vault, index, parsed, every, topics if session is not None else None, role, limit)
+
+
+def _source(topic: Any) -> Any:
+    from am.cache.sessionlines import LogSource
+
+    log = topic.extra.get("file")
+    if not isinstance(log, str):
+        return None
+    started = topic.extra.get("started")
+    return LogSource(log, str(topic.extra.get("session_id") or topic.id), topic.id,
+                     str(topic.extra.get("client", "jsonl")), started if isinstance(started, str) else None)
+
+
+def _ranked(vault: Vault, index: Any, parsed: Any, every: list[Any], narrowed: list[Any] | None, role: str | None,
+            limit: int) -> SessionSearch:
+    from am.cache import sessionlines
+    from am.cache.terms import analyse
+
+    logs = [s for s in (_source(t) for t in every) if s is not None]
+    sessionlines.refresh(index, vault.root, logs)
+    terms = analyse(parsed.text) if parsed.text.strip() else None
+    paths = None if narrowed is None else [s.path for s in (_source(t) for t in narrowed) if s is not None]
+    rng = parsed.range
+    found, total = sessionlines.search(index, terms, role=role, paths=paths, since=rng.since if rng else None,
+                                       until=rng.until if rng else None, limit=limit)
+    words = tuple(u.text for u in terms.units) if terms is not None else ()
+    hits = tuple(SessionHit(h.session, h.topic, h.path, h.line, h.role, h.ts,
+                            _excerpt(vault, h, words[0].casefold() if words else None), h.rank, h.matched, h.terms)
+                 for h in found)
+    return SessionSearch(words, rng, hits, total, len(logs), ranked=True)
+
+
+def _excerpt(vault: Vault, hit: Any, term: str | None) -> str:
+    """Return an excerpt of the message a hit names, read from its log at the line's offset."""
+    from am.records.sessionlog import messages
+
+    try:
+        with open(vault.root / hit.path, "rb") as log:
+            log.seek(hit.offset)
+            raw = log.readline()
+    except OSError:
+        return ""
+    said = list(messages(raw.rstrip(b"\n"), hit.client))
+    return _snippet(said[hit.part].text, term) if hit.part < len(said) else ""
+
+
+def _scan(vault: Vault, parsed: Any, topics: list[Any], role: str | None, limit: int) -> SessionSearch:
+    """Read every log and keep the messages holding every word, newest first (when the cache cannot be used)."""
+    terms = tuple(dict.fromkeys(w.casefold() for w in parsed.text.split()))
     found: list[tuple[float, str, int, SessionHit]] = []
     read = 0
     ascii_terms = [t.encode() for t in terms if t.isascii()]
