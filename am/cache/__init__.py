@@ -5,7 +5,8 @@ derived from the working tree and Git history and can be deleted: ``file``
 guards the database file, ``rows`` says what a record becomes in it, ``scan``
 finds what changed since the last refresh, ``query`` reads it back,
 ``textseg`` segments text (CJK bigrams), ``timephrases`` turns "last week" or
-"上周" into a range, ``search`` ranks hits.
+"上周" into a range, ``search`` ranks hits, ``sessionlines`` indexes and ranks
+the lines of ingested session logs (tables of their own).
 
 May import: ``am.errors``, ``am.clock``, ``am.records``, ``am.git`` (its light,
 pygit2-free part at module level).

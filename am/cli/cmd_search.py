@@ -54,7 +54,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     昨天, 上周五, 昨晚, 11月17日, 3小时前; 昨日, 先週の金曜日, 今朝, 3時間前. A word
     that looks like an id (f-2026, project-alpha) also matches ids starting with it.
     With --session, --in-session or --role: the lines of the ingested session
-    logs (am ingest), each hit naming its session and line.
+    logs (am ingest), ranked the same way, each hit naming its session and line.
     With the am[semantic] extra, records are also found by meaning (vectors,
     offline), fused with the word matches; AM_EMBEDDINGS=off turns that off.
 
