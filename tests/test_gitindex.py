@@ -345,3 +345,46 @@ def test_blocks_are_taken_up_to_the_first_change_and_never_from_a_newer_index(tm
     assert taken.to_bytes() == data1 == GitIndex.parse(data1, 20).to_bytes()
     older = GitIndex.parse(data1, 5, previous=(previous, 10))  # a file older than the one remembered: parse it all
     assert older._blocks == [] and older.entries == taken.entries
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.lists(st.integers(0, 39), min_size=1, max_size=12), min_size=1, max_size=5))
+def test_a_batch_of_entries_set_at_once_agrees_with_git(tmp_path_factory: pytest.TempPathFactory,
+                                                        batches: list[list[int]]) -> None:
+    """set_many merges new paths in one pass: entries, kept blocks and the cached tree all as git sees them."""
+    from am.git import gitindex
+
+    tmp = tmp_path_factory.mktemp("m")
+    names = [f"d{n % 3}/{'s/' if n % 5 == 0 else ''}f{n:02d}.md" for n in range(40)]
+    repo = make_repo(tmp, {name: "s\n" for name in names[::3]})
+    git(repo, "write-tree")  # a TREE extension to invalidate
+    model = {name: hash_blob(b"s\n") for name in names[::3]}
+    kept = gitindex._BLOCK
+    gitindex._BLOCK = 3  # many blocks from few entries
+    try:
+        index, _ = GitIndex.read(repo / ".git/index")
+        for n, batch in enumerate(batches):
+            items = []
+            for k, which in enumerate(batch):  # a path twice in a batch: the later one wins
+                name = names[which]
+                (repo / name).parent.mkdir(parents=True, exist_ok=True)
+                (repo / name).write_text(f"{n} {k}\n")
+                blob = git(repo, "hash-object", "-w", "--", name).strip()
+                items.append((name, bytes.fromhex(blob), (repo / name).stat()))
+                model[name] = blob
+            index.set_many(items)
+            assert index.paths == sorted(index.paths) and len(index.paths) == len(set(index.paths))
+            data = index.to_bytes()
+            assert GitIndex.parse(data).to_bytes() == data  # kept blocks equal a join from scratch
+            target = repo / ".git/index.new"
+            index.write(target)
+            os.replace(target, repo / ".git/index")
+            listed = git(repo, "ls-files", "-s", "-z").split("\0")
+            assert {line.split("\t", 1)[1]: line.split()[1] for line in listed if line} == model
+            tree = git(repo, "write-tree").strip()  # uses the cached trees still marked valid
+            listed = git(repo, "ls-tree", "-r", "-z", tree).split("\0")
+            assert {line.split("\t", 1)[1]: line.split()[2] for line in listed if line} == model
+            index, _ = GitIndex.read(repo / ".git/index")  # git's write-tree rewrote it
+        git(repo, "diff-files", "--quiet")
+    finally:
+        gitindex._BLOCK = kept

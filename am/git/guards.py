@@ -24,6 +24,7 @@ from am.errors import AmError, DirtyFileError, GitError, UsageError, storage_err
 from am.git import checks, inflight, lease
 from am.git.common import _fsync_dir, hash_blob, hash_fd, log
 from am.git.group import Request
+from am.git.reading import tree_blob_ids
 from am.git.staging import Staging
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -332,11 +333,10 @@ class Guards(Staging):
         tree = self.repo[tip].peel(pygit2.Tree)
         index = self._read_index()
         out = []
+        # Each folder's tree found once: a killed import's note holds a whole batch of one large folder.
+        committed = tree_blob_ids(self.repo, tree, [str(path) for path, _ in note.entries], kinds=None)
         for path, oid in note.entries:
-            try:
-                if str(tree[str(path)].id) != oid:
-                    continue
-            except KeyError:
+            if committed[str(path)] != oid:
                 continue
             if index.staged(str(path)) == oid:
                 continue

@@ -267,8 +267,8 @@ class Staging(Reader):
                 raise GitError(f"could not read Git's index {index_path}: {err}",
                                hint="run: am doctor --fix (it rebuilds the index from HEAD)") from None
         index.smudge_racy(self.root, replaced_mtime)
-        for rel, oid in entries:
-            index.set(str(rel), oid.raw, (self.root / rel).stat())
+        root = f"{self.root}/"
+        index.set_many([(str(rel), oid.raw, os.stat(root + str(rel))) for rel, oid in entries])
         for rel in removed:
             index.remove(str(rel))
         try:

@@ -45,6 +45,7 @@ from am.git.group import (
 )
 from am.git.guards import Guards, os_error
 from am.git.plain import PlainWriter, plain
+from am.git.reading import tree_blob_ids
 from am.git.staging import IndexView, StagedIndex
 from am.git.trees import ChainTrees
 
@@ -167,19 +168,18 @@ class Writer(Guards, PlainWriter):
     # ------------------------------------------------------------ writing
 
     def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None,
-                         index: IndexView) -> list[frozenset[str | None]]:
+                         index: IndexView, *, odb: pygit2.Repository | None = None) -> list[frozenset[str | None]]:
         """Raise if a file to be written carries someone else's change; return each file's allowed blob ids.
 
         What may be on disk is the tip's version or the new one (a retried
         write); ``_write_file`` checks that again under its replace.
         """
         allowed: list[frozenset[str | None]] = []
+        # Each folder's tree found once (a batch of an import all lands in one large day folder).
+        base_ids = tree_blob_ids(odb or self.repo, base_tree, [str(c.path) for c in changes], kinds=None)
         for change in changes:
             p = str(change.path)
-            try:
-                base_id: str | None = str(base_tree[p].id) if base_tree is not None else None
-            except KeyError:
-                base_id = None
+            base_id = base_ids[p]
             if change.base is not None and base_id != change.base:
                 raise ConflictError(
                     f"{p} changed in the vault while am was writing it",
@@ -403,7 +403,7 @@ class Writer(Guards, PlainWriter):
                     try:
                         # Requests of one batch touch disjoint paths (see take_batch), so
                         # each is checked against the tip as if it were alone.
-                        allowed = self._check_not_dirty(r.changes, base_tree, index)
+                        allowed = self._check_not_dirty(r.changes, base_tree, index, odb=odb)
                     except AmError as err:
                         r.error = err
                         live.remove(r)
