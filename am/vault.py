@@ -11,7 +11,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -335,11 +335,12 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                                            committer=self._committer(), op=f"{noun}.{verb}", after=self._after_write)
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
 
-    def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None) -> None:
-        """Bring derived state up to date after a write (``base``: where a group of commits began)."""
+    def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None, *,
+                     blobs: Mapping[str, str] | None = None) -> None:
+        """Bring derived state up to date after a write (``base``: where a group of commits began; ``blobs``: its blobs)."""
         cache = self.__dict__.get("_cache")
         if cache is not None:
-            cache.after_commit(commit, paths, base=base)
+            cache.after_commit(commit, paths, base=base, blobs=blobs)
         else:
             # Not open yet (a write that needed no lookup): opening it takes the commit in.
             try:

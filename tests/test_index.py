@@ -112,6 +112,29 @@ def test_a_file_someone_saved_beside_ams_write_is_still_taken_in(seeded: Vault, 
     assert cache.lookup("fact-by-hand") is not None
 
 
+def test_an_edit_between_ams_commit_and_its_cache_update_is_dirty(seeded: Vault, vault_path: Path, tmp_path: Path,
+                                                                   git: Callable[..., str]) -> None:
+    """The write hands the cache the blobs it committed; the file's own bytes still decide what is dirty."""
+    cache = seeded.cache()
+    hook = seeded._after_write
+    edited: list[str] = []
+
+    def edit_then_update(commit: str, paths: object, base: object = None, **kw: object) -> None:
+        rel = str(list(paths)[0])  # type: ignore[call-overload]
+        target = vault_path / rel
+        target.write_text(target.read_text(encoding="utf-8").replace("landed", "was edited"), encoding="utf-8")
+        edited.append(rel)
+        assert kw.get("blobs") == {rel: git("rev-parse", f"HEAD:{rel}").strip()}
+        hook(commit, paths, base, **kw)  # type: ignore[arg-type]
+
+    seeded._after_write = edit_then_update  # type: ignore[method-assign]
+    seeded.add_fact("Batch lookups landed.", topics=["project-alpha"], id="fact-edited")
+    assert cache.status().dirty == edited
+    got = cache.get("fact-edited")
+    assert got is not None and "was edited" in got[1].body
+    assert_same_as_fresh(cache, vault_path, tmp_path)
+
+
 def test_full_sweep_on_every_command_when_asked(seeded: Vault, vault_path: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AM_CACHE_SWEEP", "0")

@@ -133,3 +133,33 @@ def test_many_files_in_one_folder_equal_libgit2_s(tmp_path_factory: pytest.TempP
         assert ours == theirs
     if ours is not None:
         run_git(Path(repo.path), "fsck", "--strict", "--no-dangling")
+
+
+def test_kept_folders_answer_what_the_tree_holds_and_only_for_that_tree(repo: pygit2.Repository) -> None:
+    """Kept.entry_ids (the write path's check of a batch against the tip) agrees with libgit2 on the tree."""
+    trees = ChainTrees(repo)
+    tip = None
+    for n in range(40):
+        tip = trees.build(tip, {("facts", "2026", f"{n % 2:02d}", f"f{n:02d}.md"): _blob(repo, f"fact {n}\n"),
+                                ("topics", f"t{n % 3}.md"): _blob(repo, f"topic {n}\n")})
+    assert tip is not None
+    tree = repo[tip].peel(pygit2.Tree)
+    paths = ["facts/2026/00/f00.md", "facts/2026/01/f39.md", "facts/2026/01/f00.md", "facts/2026/02/f02.md",
+             "facts/2026/00", "topics/t2.md", "topics/none.md", "nope/x.md", "facts/2026/00/f00.md/x"]
+    found = trees.kept.entry_ids(tip, paths)
+
+    def libgit2(path: str) -> str | None:
+        try:
+            return str(tree[path].id)
+        except KeyError:
+            return None
+
+    # Every path whose folders are kept is answered, and as libgit2 answers; the others are left to libgit2.
+    assert {"facts/2026/00/f00.md", "facts/2026/01/f39.md", "facts/2026/01/f00.md", "topics/t2.md",
+            "topics/none.md", "facts/2026/00"} <= set(found)
+    assert all(found[p] == libgit2(p) for p in found)
+    assert found["facts/2026/01/f00.md"] is None and found["facts/2026/00/f00.md"] is not None
+    assert trees.kept.entry_ids(_blob(repo, "not a kept tree\n"), paths) == {}
+    older = trees.build(None, {("a.md",): _blob(repo, "a\n")})  # the kept root is now another tree's
+    assert trees.kept.entry_ids(tip, paths) == {}
+    assert trees.kept.entry_ids(older, ["a.md"]) == {"a.md": str(_blob(repo, "a\n"))}

@@ -52,7 +52,7 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -338,10 +338,12 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         topics_changed = False
         used: set[int] = set()  # row ids this batch gives out (its rows are written at the end)
         if not fresh:
-            gone = [(p,) for p, _, _ in items]
-            topics_changed = any(p.startswith("topics/") for (p,) in gone)
-            rowids = [(r,) for (r,) in self.conn.execute(
-                f"SELECT rowid FROM records WHERE path IN ({','.join('?' * len(gone))})", [p for (p,) in gone])]
+            every = [p for p, _, _ in items]
+            topics_changed = any(p.startswith("topics/") for p in every)
+            # Only a path with a files row has rows anywhere (a note's search row is found by a scan of
+            # the notes table per path): a batch of new files deletes nothing.
+            gone = [(p,) for (p,) in self._keyed("SELECT path FROM files WHERE path IN", every)]
+            rowids = [(r,) for (r,) in self._keyed("SELECT rowid FROM records WHERE path IN", [p for (p,) in gone])]
             for table in ("members", "links", "search", "names"):
                 self.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
             self.conn.executemany("DELETE FROM notes WHERE path = ?", gone)
@@ -441,10 +443,12 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                 handle.conn = None
         self._repair(reason, progress, force=True)
 
-    def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None) -> None:
-        """Take in am's own write (``base``: where a group of commits began); never raises."""
+    def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None,
+                     blobs: Mapping[str, str] | None = None) -> None:
+        """Take in am's own write (``base``: where a group of commits began; ``blobs``: its blobs); never raises."""
         try:
-            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(), chain=(base, commit))
+            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(), chain=(base, commit),
+                          written=blobs)
         except (sqlite3.Error, OSError, AmError) as err:
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
@@ -452,7 +456,8 @@ class Index(IndexQueries, RecentQueries, FolderScans):
     def _full_sweep_always(self) -> bool:
         return os.environ.get("AM_CACHE_SWEEP") == "0"
 
-    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None) -> Refresh:
+    def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None,
+                 written: Mapping[str, str] | None = None) -> Refresh:
         meta = self._meta()
         head = self.store.head()
         git_index = self._git_index_stamp()
@@ -465,7 +470,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         with self._handle.locked(exclusive=True):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                result = self._update(head, git_index, sweep, trusted_paths, chain)
+                result = self._update(head, git_index, sweep, trusted_paths, chain, written)
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
@@ -486,8 +491,8 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                 return True
         return False
 
-    def _update(self, head: str | None, git_index: str, sweep: bool,
-                trusted_paths: Sequence[str], chain: Any = None) -> tuple[int, int, int]:
+    def _update(self, head: str | None, git_index: str, sweep: bool, trusted_paths: Sequence[str],
+                chain: Any = None, written: Mapping[str, str] | None = None) -> tuple[int, int, int]:
         meta = self._meta()  # again, under the lock: another process may have done the work
         old_head = meta.get("head") or None
         # Paths whose dirtiness (working copy != HEAD) may have changed.
@@ -522,13 +527,8 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             rows = {r[0]: r[1:] for r in self.conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files")}
         elif len(candidates) > 50:
             # Their own rows by key, not their folders' (an import's day folder holds all it wrote so far).
-            rows = {}
-            wanted = sorted(candidates)
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
-                rows.update((r[0], r[1:]) for r in self.conn.execute(
-                    f"SELECT path, blob, mtime_ns, size, ino FROM files WHERE path IN ({','.join('?' * len(chunk))})",
-                    chunk))
+            rows = {r[0]: r[1:] for r in self._keyed("SELECT path, blob, mtime_ns, size, ino FROM files WHERE path IN",
+                                                    sorted(candidates))}
         root, stat = f"{self.root}/", os.lstat  # a link is looked at as itself, never followed
         reader = WorkTreeReader(str(self.root), cap=MAX_RECORD_BYTES)
         try:
@@ -576,17 +576,21 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                      if tree.get(p) != blob]
         else:
             dirty = []
-            # Many paths (a bulk import's batch): HEAD looked up once, not a blob_id() a path (~1 ms each on
-            # a large vault); not a walk of their folders either (a day's folder of an import grows to 100k).
-            committed = (self.store.blob_ids(recheck, commit=head)
-                         if head is not None and len(recheck) > 64 else None)
-            for path in sorted(recheck):
-                row = self.conn.execute("SELECT blob FROM files WHERE path = ?", (path,)).fetchone()
-                if row is None:
+            # HEAD's blobs: known for am's own write when HEAD is that write (no parse of a day folder that
+            # an import grew to megabytes); many others looked up with HEAD found once, not a blob_id() each.
+            ours = written if written and chain is not None and head == chain[1] else {}
+            committed: dict[str, str | None] = {p: ours[p] for p in recheck if p in ours}
+            rest = [p for p in recheck if p not in committed]
+            if head is not None and len(rest) > 64:
+                committed.update(self.store.blob_ids(rest, commit=head))
+            wanted = sorted(recheck)
+            cached = dict(self._keyed("SELECT path, blob FROM files WHERE path IN", wanted))  # by key, 500 a query
+            for path in wanted:
+                if path not in cached:
                     continue
-                blob = None if head is None else (committed.get(path) if committed is not None
+                blob = None if head is None else (committed[path] if path in committed
                                                   else self.store.blob_id(path, commit=head))
-                if blob != row[0]:
+                if blob != cached[path]:
                     dirty.append(path)
         swept = {"swept_at": str(time.time())} if sweep else {}
         if sweep or "files" not in meta:

@@ -136,6 +136,14 @@ class FolderScans:
                 found.add(rel)
         return found
 
+    def _keyed(self, query: str, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Run ``query`` (ending in "IN") over the keys, 500 at a time; return every row."""
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            rows += self.conn.execute(f"{query} ({','.join('?' * len(chunk))})", chunk).fetchall()
+        return rows
+
     def _note_own_folders(self, written: Sequence[str], token: int) -> None:
         """Record the new times of the folders am's own write went into, if their listing shows nothing else new.
 

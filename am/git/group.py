@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 import pygit2
 
@@ -16,8 +16,14 @@ from am.git.trees import Kept
 
 # (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
 Who = tuple[str, str] | tuple[str, str, int, int]
-# Called once a batch is in the branch: its last commit, every path it wrote, and the commit it was built on.
-AfterHook = Callable[[str, Sequence[PurePosixPath], str | None], None]
+
+
+class AfterHook(Protocol):
+    """Called once a batch is in the branch: its last commit, every path it wrote, the commit it was built on,
+    and the blob it committed at each path."""
+
+    def __call__(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None, *,
+                 blobs: Mapping[str, str] | None = None) -> None: ...
 
 
 @dataclass(eq=False)

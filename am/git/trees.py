@@ -24,7 +24,7 @@ import hashlib
 import operator
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -122,6 +122,43 @@ class Kept:
 
     def __init__(self) -> None:
         self.folders: dict[tuple[str, ...], tuple[_Folder, pygit2.Oid]] = {}
+
+    def entry_ids(self, root: pygit2.Oid | None, paths: Sequence[str]) -> dict[str, str | None]:
+        """Return the id of each path's entry under the tree ``root`` for the paths whose folders are kept.
+
+        A folder counts only if every folder from the root down is kept for the
+        very tree the one above names; the paths of other folders are left out
+        (the caller asks libgit2). An import's day folder is megabytes: read
+        here, not parsed again by libgit2 for each batch's checks.
+        """
+        found: dict[str, str | None] = {}
+        if root is None:
+            return found
+        folders: dict[str, _Folder | None] = {}
+        for path in paths:
+            where, _, name = path.rpartition("/")
+            if where not in folders:
+                folders[where] = self._folder_at(root, tuple(where.split("/")) if where else ())
+            folder = folders[where]
+            if folder is not None:
+                at = folder.find(name.encode())
+                found[path] = None if at is None else folder.entries[at[0]][-20:].hex()
+        return found
+
+    def _folder_at(self, root: pygit2.Oid, parts: tuple[str, ...]) -> _Folder | None:
+        kept = self.folders.get(())
+        if kept is None or kept[1] != root:
+            return None
+        folder = kept[0]
+        for i in range(len(parts)):
+            at = folder.find(parts[i].encode())
+            if at is None or not at[1]:
+                return None
+            sub = self.folders.get(parts[:i + 1])
+            if sub is None or sub[1].raw != folder.entries[at[0]][-20:]:
+                return None
+            folder = sub[0]
+        return folder
 
 
 class ChainTrees:

@@ -47,7 +47,7 @@ from am.git.guards import Guards, os_error
 from am.git.plain import PlainWriter, plain
 from am.git.reading import tree_blob_ids
 from am.git.staging import IndexView, StagedIndex
-from am.git.trees import ChainTrees
+from am.git.trees import ChainTrees, Kept
 
 # How much longer a leader keeps committing other processes' queued requests once its own is done.
 _LINGER = 0.1
@@ -167,16 +167,19 @@ class Writer(Guards, PlainWriter):
 
     # ------------------------------------------------------------ writing
 
-    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None,
-                         index: IndexView, *, odb: pygit2.Repository | None = None) -> list[frozenset[str | None]]:
+    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None, index: IndexView, *,
+                         odb: pygit2.Repository | None = None, kept: Kept | None = None) -> list[frozenset[str | None]]:
         """Raise if a file to be written carries someone else's change; return each file's allowed blob ids.
 
         What may be on disk is the tip's version or the new one (a retried
         write); ``_write_file`` checks that again under its replace.
         """
         allowed: list[frozenset[str | None]] = []
-        # Each folder's tree found once (a batch of an import all lands in one large day folder).
-        base_ids = tree_blob_ids(odb or self.repo, base_tree, [str(c.path) for c in changes], kinds=None)
+        # From the folders this process's last chain wrote when they are the tip's (an import's day folder is
+        # megabytes: not parsed again), else each folder's tree found once.
+        paths = [str(c.path) for c in changes]
+        base_ids = {} if kept is None or base_tree is None else kept.entry_ids(base_tree.id, paths)
+        base_ids.update(tree_blob_ids(odb or self.repo, base_tree, [p for p in paths if p not in base_ids], kinds=None))
         for change in changes:
             p = str(change.path)
             base_id = base_ids[p]
@@ -341,7 +344,8 @@ class Writer(Guards, PlainWriter):
             if done and hook is not None:
                 # One cache update for the whole batch: every Vault of this folder
                 # shares the cache file (the hook never raises).
-                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base)
+                hook(batch_tip(batch), [c.path for r in done for c in r.changes], base,
+                     blobs={str(c.path): str(r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes})
         except BaseException as err:
             for r in batch:
                 if r.commit is None and r.error is None:
@@ -398,12 +402,11 @@ class Writer(Guards, PlainWriter):
             for _attempt in range(_MAX_CAS_RETRIES):
                 tip = self.branch_tip(ref)
                 base_tree = None if tip is None else odb[tip].peel(pygit2.Tree)
-                index = self._read_index()
+                index, kept = self._read_index(), self._process_group().trees
                 for r in list(live):
                     try:
-                        # Requests of one batch touch disjoint paths (see take_batch), so
-                        # each is checked against the tip as if it were alone.
-                        allowed = self._check_not_dirty(r.changes, base_tree, index, odb=odb)
+                        # Requests of one batch touch disjoint paths (see take_batch): each checked as if alone.
+                        allowed = self._check_not_dirty(r.changes, base_tree, index, odb=odb, kept=kept)
                     except AmError as err:
                         r.error = err
                         live.remove(r)
