@@ -120,7 +120,7 @@ def test_an_edit_between_ams_commit_and_its_cache_update_is_dirty(seeded: Vault,
     edited: list[str] = []
 
     def edit_then_update(commit: str, paths: object, base: object = None, **kw: object) -> None:
-        rel = str(list(paths)[0])  # type: ignore[call-overload]
+        rel = str(next(iter(paths)))  # type: ignore[call-overload]
         target = vault_path / rel
         target.write_text(target.read_text(encoding="utf-8").replace("landed", "was edited"), encoding="utf-8")
         edited.append(rel)

@@ -215,15 +215,12 @@ class Writer(Guards, PlainWriter):
         return allowed
 
     def _safe_target(self, rel: PurePosixPath) -> Path:
-        target = self.root / rel
-        parent = self.root
-        for part in rel.parts[:-1]:
-            parent = parent / part
-            if parent.is_symlink():
-                raise DirtyFileError(f"{parent.relative_to(self.root)} is a symbolic link; am will not write through it")
-        if target.is_symlink():
-            raise DirtyFileError(f"{rel} is a symbolic link; am will not write through it")
-        return target
+        parts, parent = rel.parts, str(self.root)
+        for i in range(len(parts)):  # each folder on the way, then the file: strings, not a Path a step
+            parent = f"{parent}/{parts[i]}"
+            if os.path.islink(parent):
+                raise DirtyFileError(f"{'/'.join(parts[:i + 1])} is a symbolic link; am will not write through it")
+        return self.root / rel
 
     def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True,
                     allowed: frozenset[str | None] | None = None) -> None:

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from datetime import datetime
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from am.errors import InvalidIdError, InvalidRecordError
@@ -158,11 +159,17 @@ def record_path(record_type: str, record_id: str, created: str | None) -> PurePo
         return PurePosixPath("topics", name)
     if created is None:
         raise InvalidRecordError("is required to place the file", field="created")
+    return PurePosixPath(f"{_dated_folder(record_type, created)}/{name}")
+
+
+@lru_cache(maxsize=512)
+def _dated_folder(record_type: str, created: str) -> str:
+    """The folder of a fact or relation created then (an import's records mostly share a few days)."""
     day = parse_timestamp(created)
     if record_type == "fact":
-        return PurePosixPath("facts", f"{day:%Y}", f"{day:%m}", f"{day:%d}", name)
+        return f"facts/{day:%Y}/{day:%m}/{day:%d}"
     if record_type == "relation":
-        return PurePosixPath("relations", f"{day:%Y}", f"{day:%m}", name)
+        return f"relations/{day:%Y}/{day:%m}"
     raise InvalidRecordError(f"unknown record type {record_type!r}", field="type")
 
 
