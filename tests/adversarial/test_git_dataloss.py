@@ -84,8 +84,8 @@ def test_an_edit_landing_between_the_dirty_check_and_the_replace_is_kept(
     path = _fact_file(alpha.root, fid)
     real_check = Writer._check_not_dirty
 
-    def check_then_person_appends(self: Writer, changes: Any, base_tree: Any, index: Any) -> Any:
-        out = real_check(self, changes, base_tree, index)
+    def check_then_person_appends(self: Writer, changes: Any, base_tree: Any, index: Any, **kw: Any) -> Any:
+        out = real_check(self, changes, base_tree, index, **kw)
         if any(c.path.name == path.name for c in changes):
             with open(path, "a") as f:  # an editor saving right after am looked
                 f.write("A line the person typed.\n")
