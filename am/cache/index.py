@@ -338,11 +338,9 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         topics_changed = False
         used: set[int] = set()  # row ids this batch gives out (its rows are written at the end)
         if not fresh:
-            every = [p for p, _, _ in items]
-            topics_changed = any(p.startswith("topics/") for p in every)
-            # Only a path with a files row has rows anywhere (a note's search row is found by a scan of
-            # the notes table per path): a batch of new files deletes nothing.
-            gone = [(p,) for (p,) in self._keyed("SELECT path FROM files WHERE path IN", every)]
+            topics_changed = any(p.startswith("topics/") for p, _, _ in items)
+            # Only a path with a files row has rows elsewhere: a batch of new files deletes nothing.
+            gone = [(p,) for (p,) in self._keyed("SELECT path FROM files WHERE path IN", [p for p, _, _ in items])]
             rowids = [(r,) for (r,) in self._keyed("SELECT rowid FROM records WHERE path IN", [p for (p,) in gone])]
             for table in ("members", "links", "search", "names"):
                 self.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
@@ -447,8 +445,8 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                      blobs: Mapping[str, str] | None = None) -> None:
         """Take in am's own write (``base``: where a group of commits began; ``blobs``: its blobs); never raises."""
         try:
-            self._refresh(False, trusted_paths=[str(p) for p in paths], began=time.perf_counter(), chain=(base, commit),
-                          written=blobs)
+            trusted = [str(p) for p in paths]
+            self._refresh(False, trusted_paths=trusted, began=time.perf_counter(), chain=(base, commit), written=blobs)
         except (sqlite3.Error, OSError, AmError) as err:
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
@@ -581,8 +579,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             ours = written if written and chain is not None and head == chain[1] else {}
             committed: dict[str, str | None] = {p: ours[p] for p in recheck if p in ours}
             rest = [p for p in recheck if p not in committed]
-            if head is not None and len(rest) > 64:
-                committed.update(self.store.blob_ids(rest, commit=head))
+            committed.update(self.store.blob_ids(rest, commit=head) if head is not None and len(rest) > 64 else {})
             wanted = sorted(recheck)
             cached = dict(self._keyed("SELECT path, blob FROM files WHERE path IN", wanted))  # by key, 500 a query
             for path in wanted:
