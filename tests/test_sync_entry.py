@@ -123,3 +123,29 @@ def test_errors_read_as_the_command_lines(served: tuple[Vault, str], tmp_path: P
     assert fast.stderr.startswith("Error: could not fetch from origin")
     outside = am(ENTRY, "sync", cwd=tmp_path)
     assert outside.returncode != 0 and "not inside a vault" in outside.stderr
+
+
+def test_the_quick_answer_needs_the_remote_the_tracking_ref_and_the_branch_to_agree(
+        served: tuple[Vault, str], tmp_path: Path) -> None:
+    vault, url = served
+    root = str(vault.root)
+    tip = run_git(vault.root, "rev-parse", "HEAD").strip()
+    # A remote branch whose name ends in refs/heads/main (ls-remote's pattern matches name tails) at another commit:
+    # the quick answer reads only refs/heads/main itself.
+    other = tmp_path / "other"
+    run_git(tmp_path, "clone", "-q", url, str(other))
+    run_git(other, "commit", "-q", "--allow-empty", "-m", "elsewhere", "--author", "B <b@example.com>")
+    run_git(other, "push", "-q", "origin", "HEAD:refs/heads/x/refs/heads/main")
+    out, seen = probe("--vault", root, "sync")
+    assert seen == {"code": 0, "heavy": []} and out.startswith(f"nothing to merge: up to date with origin/main ({tip[:10]})")
+    # The remote-tracking ref behind the branch (as after a push by other means): the full sync fetches and mends it.
+    run_git(vault.root, "update-ref", "refs/remotes/origin/main", run_git(vault.root, "rev-parse", "HEAD~1").strip())
+    out, seen = probe("--vault", root, "sync")
+    assert seen["code"] == 0 and "click" in seen["heavy"] and out.startswith("nothing to merge")
+    assert run_git(vault.root, "rev-parse", "refs/remotes/origin/main").strip() == tip
+    out, seen = probe("--vault", root, "sync")
+    assert seen == {"code": 0, "heavy": []}
+    # The remote moved on: not answered quickly, and the full sync fast-forwards.
+    run_git(other, "push", "-q", "origin", "HEAD:refs/heads/main")
+    out, seen = probe("--vault", root, "sync")
+    assert seen["code"] == 0 and "click" in seen["heavy"] and out.startswith("fast-forward to origin/main")

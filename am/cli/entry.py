@@ -1,14 +1,16 @@
 """The `am` program's entry: a no-op `am sync` answered without click, everything else by am.cli.main.
 
 A process's start-up is most of a no-op sync (PERF.md): click and the facade
-cost more than the one ``git fetch`` such a sync needs. So the plainest form,
-``am [--vault V] sync [REMOTE]``, first fetches with ``am.git.transport``
-alone (no click, no facade, no pygit2, no dataclasses or typing) in the
-vault found the way ``Vault.open`` finds it; when the remote has nothing new
-and nothing waits to be pushed, it prints the line ``am sync`` prints and
-ends. Anything else (other options, a vault found through the registry or a
-code repository, a vault branch, work to do) goes to the click command line.
-Errors read as the command line's. Such a sync reads no settings
+cost more than the one exchange with the remote such a sync needs. So the
+plainest form, ``am [--vault V] sync [REMOTE]``, first asks the remote for its
+branch tip with ``am.git.transport`` alone (``git ls-remote``: no click, no
+facade, no pygit2, no dataclasses or typing) in the vault found the way
+``Vault.open`` finds it; when the remote's tip, the remote-tracking ref and
+the branch are one commit (nothing to fetch, nothing to push), it prints the
+line ``am sync`` prints and ends. Anything else (other options, a vault found
+through the registry or a code repository, a vault branch, work to do, a
+remote that does not answer) goes to the click command line, which fetches,
+so errors read as the command line's. Such a sync reads no settings
 (``.am/vault.yml``): it changes nothing and only needs the Git directory.
 """
 
@@ -54,7 +56,7 @@ def _quick_sync(args: list[str]) -> int | None:
     from am.git import transport
 
     try:
-        fetched = transport.fetch_tracked(root, remote)
+        fetched = transport.settled(root, remote)
     except AmError as err:
         sys.stderr.write(f"Error: {err}\n")
         return err.exit_code
@@ -62,12 +64,12 @@ def _quick_sync(args: list[str]) -> int | None:
         failed = storage_error(err, "finish the command")
         sys.stderr.write(f"Error: {failed}\n")
         return failed.exit_code
-    if fetched is None or not transport.up_to_date(fetched):
-        return None  # work to do: the full sync fetches again (a no-op fetch beside a merge or a push)
+    if fetched is None:
+        return None  # work to do, or an error to report: the full sync fetches and says so
     from am.cli.sync_text import up_to_date_line
 
     try:
-        sys.stdout.write(up_to_date_line(f"{fetched[0]}/{fetched[1]}", fetched[3][:10]) + "\n")
+        sys.stdout.write(up_to_date_line(f"{fetched[0]}/{fetched[1]}", fetched[2][:10]) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         pass

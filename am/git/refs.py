@@ -8,10 +8,9 @@ and the crash tests' failpoints; ``am.git.light`` re-exports them for the rest.
 
 from __future__ import annotations
 
+import _thread
 import os
 import re
-import signal
-import threading
 from pathlib import Path
 
 __all__ = ["UNKNOWN", "failpoint", "read_ref"]
@@ -31,11 +30,13 @@ def failpoint(name: str) -> None:
             _failpoint_passes += 1
             if _failpoint_passes <= int(os.environ.get("AM_FAILPOINT_SKIP", "0")):
                 return
+        import signal
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 _failpoint_passes = 0
-_FAILPOINT_LOCK = threading.Lock()
+_FAILPOINT_LOCK = _thread.allocate_lock()  # threading's Lock itself, without importing threading
 
 
 def read_ref(gitdir: Path, name: str = "HEAD") -> str:

@@ -6,22 +6,27 @@ refuses (RELIABILITY.md), while ``git push --porcelain`` reports each ref's
 outcome; and credentials stay Git's own (credential helpers, the ssh agent,
 ``http.*``). The subprocess runs with hooks and fsmonitor off, so nothing a
 vault's configuration points at runs, and without a terminal it never prompts.
-This module imports no pygit2 (nor dataclasses or typing), so a sync with
-nothing to do stays cheap: a Python start-up and one ``git fetch``.
+This module imports no pygit2 (nor dataclasses, typing, or subprocess until a
+git process is run through it), so a sync with nothing to do stays cheap: a
+Python start-up and one ``git ls-remote`` (``settled``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from am.errors import GitError, UsageError
 from am.git.refs import UNKNOWN, failpoint, read_ref
 
-__all__ = ["JOURNAL", "PushResult", "fetch", "fetch_tracked", "git", "merge_text", "push", "tracked", "up_to_date"]
+TYPE_CHECKING = False  # not typing's: see above
+if TYPE_CHECKING:
+    import subprocess
+
+__all__ = ["JOURNAL", "PushResult", "fetch", "fetch_tracked", "git", "merge_text", "push", "settled", "tracked",
+           "up_to_date"]
 
 # The journal of a branch move under way, in .git/am/ (am/git/remote.py).
 JOURNAL = "sync-move.json"
@@ -45,6 +50,8 @@ def _env() -> dict[str, str]:
 
 def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run the git program in ``root`` with am's safe settings; raise GitError on failure when ``check``."""
+    import subprocess
+
     try:
         proc = subprocess.run(["git", *_SAFE, "-C", str(root), *args], check=False, capture_output=True, text=True,
                               env=_env(), stdin=subprocess.DEVNULL if not sys.stdin.isatty() else None)
@@ -53,6 +60,36 @@ def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     if check and proc.returncode != 0:
         raise GitError(f"git {args[0]} failed: {_last_line(proc.stderr)}")
     return proc
+
+
+def _spawn(root: Path, *args: str) -> tuple[int, str]:
+    """Run the git program as ``git`` does, its output and errors read through one pipe: (exit code, text).
+
+    For the leanest process (a no-op sync): ``os.posix_spawnp`` and one pipe,
+    so the ``subprocess`` module (with threading, selectors, signal, locale)
+    is not imported; one pipe for both streams cannot fill while the other is
+    read. Callers read only lines they recognise and treat a failure as
+    "take the full path".
+    """
+    quiet = not sys.stdin.isatty()
+    read, write = os.pipe()  # both ends close-on-exec; the child's 1 and 2 are dup2'ed copies
+    devnull = os.open(os.devnull, os.O_RDONLY) if quiet else -1
+    actions = [(os.POSIX_SPAWN_DUP2, write, 1), (os.POSIX_SPAWN_DUP2, write, 2)]
+    if quiet:
+        actions.append((os.POSIX_SPAWN_DUP2, devnull, 0))
+    try:
+        pid = os.posix_spawnp("git", ["git", *_SAFE, "-C", str(root), *args], _env(), file_actions=actions)
+    except FileNotFoundError:
+        os.close(read)
+        raise GitError("the git program was not found", hint="install Git; am syncs through it") from None
+    finally:
+        os.close(write)
+        if quiet:
+            os.close(devnull)
+    with open(read, "rb") as out:
+        data = out.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), data.decode("utf-8", errors="replace")
 
 
 def _last_line(text: str) -> str:
@@ -174,6 +211,46 @@ def fetch_tracked(root: Path, remote: str | None = None) -> tuple[str, str, str 
     return name, remote_branch, theirs, read_ref(gitdir, f"refs/heads/{branch}")
 
 
+def settled(root: Path, remote: str | None = None) -> tuple[str, str, str] | None:
+    """Ask the tracked remote for its branch tip without fetching; (remote, remote branch, tip) when nothing is to do.
+
+    Nothing is to do when the remote's tip, our remote-tracking ref and our
+    branch are one commit: a fetch would bring nothing and write nothing, and
+    there is nothing to push. ``git ls-remote`` learns that in the same one
+    exchange as a fetch with nothing new, in one git process where a fetch runs
+    three (fetch, its connectivity check, its auto-maintenance) and writes its
+    ref and FETCH_HEAD. None: anything else (work to do, no upstream, a move
+    under way, an error) — the caller takes the full path, which fetches and
+    reports errors in its own words.
+    """
+    gitdir = root / ".git"
+    try:
+        head = (gitdir / "HEAD").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeError):
+        return None
+    if not head.startswith("ref: refs/heads/") or (gitdir / "am" / JOURNAL).exists():
+        return None
+    branch = head.removeprefix("ref: refs/heads/")
+    found = tracked(root, branch)
+    if found is None or (remote is not None and found[0] != remote):
+        return None
+    name, remote_branch = found
+    ours = read_ref(gitdir, f"refs/heads/{branch}")
+    if ours == UNKNOWN or read_ref(gitdir, f"refs/remotes/{name}/{remote_branch}") != ours:
+        return None
+    try:
+        _check_names(name, remote_branch)
+    except UsageError:
+        return None
+    # Protocol v0 for the reason fetch gives; the ref name is matched exactly below (v0 matches the tail).
+    code, out = _spawn(root, "-c", "protocol.version=0", "ls-remote", name, f"refs/heads/{remote_branch}")
+    if code != 0:
+        return None
+    wanted = f"refs/heads/{remote_branch}"
+    tips = [oid for oid, _, ref in (line.partition("\t") for line in out.splitlines()) if ref == wanted]
+    return (name, remote_branch, ours) if tips == [ours] else None
+
+
 def up_to_date(fetched: tuple[str, str, str | None, str]) -> bool:
     """Whether a fetch_tracked answer means nothing to merge and nothing to push."""
     theirs, ours = fetched[2], fetched[3]
@@ -206,6 +283,7 @@ def push(root: Path, remote: str, commit: str, branch: str) -> PushResult:
 
 def merge_text(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | None:
     """Merge a file that is not a record line by line, as Git would; None when the lines conflict."""
+    import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="am-merge-") as tmp:
