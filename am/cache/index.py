@@ -31,7 +31,7 @@ Public API (stable; worlds/slice and search build on it)::
 
 ``Record`` values are the frozen dataclasses of am/records/model.py, rebuilt from the
 cache without re-reading the files. ``progress`` callbacks receive
-``(done, total)``; ``Index.progress_hook`` (set by the command line) supplies
+``(done, total)``; ``am.cache.progress_hook`` (set by the command line) supplies
 one when a command triggers a rebuild by itself.
 
 Fresh without scanning (docs/cache.md): each command diffs HEAD's tree with the
@@ -54,8 +54,9 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+import am.cache
 from am.cache.file import DB_NAME, CacheDamaged, CacheFile
 from am.cache.query import IndexQueries
 from am.cache.recent import RecentQueries
@@ -111,8 +112,6 @@ def open_cache(vault: VaultFiles) -> Index | None:
 
 class Index(IndexQueries, RecentQueries, FolderScans):
     """A vault's cache: records, topic membership, links and a full-text index."""
-
-    progress_hook: ClassVar[Callable[[], Progress | None] | None] = None
 
     def __init__(self, vault: VaultFiles, path: Path) -> None:
         # No reference to the vault itself: the vault holds its cache, and a cycle
@@ -297,8 +296,9 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         return count
 
     def _fill(self, progress: Progress | None) -> int:
-        if progress is None and Index.progress_hook is not None:
-            progress = Index.progress_hook()
+        hook = am.cache.progress_hook
+        if progress is None and hook is not None:
+            progress = hook()
         head = self.store.head()
         dirs, files = self._walk()
         self.conn.executemany("INSERT INTO dirs(path, mtime_ns) VALUES (?, ?)", dirs)

@@ -26,11 +26,14 @@ folder, a locked or damaged file) is logged at debug level and ignored.
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["CountsUses", "DB_NAME", "PROMOTE_USES", "PROMOTE_DAYS", "DEMOTE_DAYS", "UsageLog", "UseSignals", "world_key",
            "keys_for"]
@@ -97,6 +100,10 @@ class UsageLog:
     def _connect(self, *, create: bool) -> sqlite3.Connection | None:
         if self._conn is not None or self._failed:
             return self._conn
+        # Imported here: the facade inherits CountsUses, and a command that counts nothing (a write, a sync)
+        # should not pay for sqlite3 (PERF.md, start-up). The methods below run only with a connection.
+        import sqlite3
+
         if not create and not self.path.exists():
             return None
         try:
@@ -128,6 +135,8 @@ class UsageLog:
         conn = self._connect(create=True)
         if conn is None:
             return
+        import sqlite3  # loaded by _connect
+
         key, moment = world_key(repo, branch), at.timestamp()
         day = int(moment // _DAY)
         try:
@@ -148,6 +157,8 @@ class UsageLog:
         conn = self._connect(create=False)
         if conn is None:
             return []
+        import sqlite3  # loaded by _connect
+
         try:
             return conn.execute(sql, args).fetchall()
         except sqlite3.Error as err:

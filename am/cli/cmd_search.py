@@ -14,7 +14,7 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault, progress_bar
 def _cache(ctx: click.Context) -> Any:
     from am.errors import AmError
 
-    vault = open_vault(ctx)  # which also has a rebuild show a bar (Index.progress_hook)
+    vault = open_vault(ctx)  # which also has a rebuild show a bar (am.cache.progress_hook)
     cache = vault.cache()
     if cache is None:
         raise AmError("the search cache cannot be opened (see the warning above)",
