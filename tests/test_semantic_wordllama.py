@@ -9,6 +9,7 @@ the reason.
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import textwrap
@@ -156,3 +157,39 @@ def test_top5_recall_is_higher_with_vectors_and_loses_nothing(recall_vault: Path
     lost = [q for q, n in figures["full text"].items() if figures["with vectors"][q] < n]
     assert lost == []
     assert sum(figures["with vectors"].values()) > sum(figures["full text"].values())
+
+
+def test_a_query_of_known_words_reads_no_tokenizer_and_ranks_the_same(recall_vault: Path, tmp_path: Path) -> None:
+    """The cache keeps the token ids of its texts' pieces: a fresh process's query of known words is taught them."""
+    import numpy as np
+
+    from am.cache import vectors
+    from am.packs.embedding import wordllama
+    from am.vault import Vault
+
+    copy = tmp_path / "vault"
+    shutil.copytree(recall_vault, copy, symlinks=True)
+    with Vault.open(copy) as vault:
+        index = vault.cache()
+        assert index is not None
+        index.rebuild()
+        vectors.ensure(index, wordllama())
+        kept = dict(index.conn.execute("SELECT piece, ids FROM vector_pieces").fetchall())
+        words = sorted(p[1:] for p in kept if p[1:].isascii() and p[1:].isalpha() and p.startswith("\u2581"))
+        assert len(words) > 100 and "\u2581zyxqwv" not in kept
+        query, unknown = " ".join(words[::len(words) // 5][:5]), f"zyxqwv {words[0]}"
+        fresh = wordllama()  # as a new process has it: nothing learned
+        taught = vectors.search(index, fresh, query, limit=10)
+        assert fresh._pieces is None  # every piece taught from the cache
+        reference = wordllama()
+        reference.embed([query])  # learned through the tokenizer
+        assert reference._pieces is not None
+        assert np.array_equal(fresh.embed([query]), reference.embed([query]))
+        assert [(h.id, round(s, 6)) for h, s in taught] == \
+               [(h.id, round(s, 6)) for h, s in vectors.search(index, reference, query, limit=10)]
+        # A word no record has: read by the tokenizer once, then kept for the next process.
+        vectors.search(index, fresh, unknown, limit=10)
+        assert fresh._pieces is not None
+        later = wordllama()
+        vectors.search(index, later, unknown, limit=10)
+        assert later._pieces is None

@@ -53,6 +53,9 @@ _TABLES = (
     "CREATE TRIGGER IF NOT EXISTS vector_todo_out AFTER DELETE ON records "
     "BEGIN DELETE FROM vector_todo WHERE rowid = OLD.rowid; END",
     *LOG_TABLES,  # which rows' vectors changed, for readers that hold them in memory (am/cache/vecmatrix.py)
+    # The model's token ids of the word pieces of the vault's texts (an embedder that offers them: teach,
+    # piece_ids), so a query process whose words are all known here needs no tokenizer. Made last: _table's mark.
+    "CREATE TABLE IF NOT EXISTS vector_pieces(piece TEXT PRIMARY KEY, ids TEXT NOT NULL) WITHOUT ROWID",
 )
 _KINDS = ("fact", "topic")
 
@@ -95,7 +98,7 @@ def _table(index: Index, model: str) -> None:
     """Make the tables and triggers if needed; drop every vector when another model made them."""
     conn = index.conn
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_log_out'").fetchone() is not None
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_pieces'").fetchone() is not None
     if exists and row is not None and row[0] == model:
         return
     _write(index, _setup, model)
@@ -107,6 +110,7 @@ def _setup(conn: Any, model: str) -> None:
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
     if row is None or row[0] != model:
         conn.execute("DELETE FROM vectors")
+        conn.execute("DELETE FROM vector_pieces")
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_model', ?)", (model,))
     # Every record once (the triggers were just made, or the model changed): those with a vector are skipped.
     conn.execute("INSERT OR IGNORE INTO vector_todo SELECT rowid FROM records WHERE type IN ('fact', 'topic')")
@@ -126,11 +130,39 @@ def _write(index: Index, fn: Callable[..., None], *args: Any) -> None:
         index._handle.write_stamp()
 
 
-def _store(conn: Any, pairs: list[tuple[str, bytes]], done: list[tuple[int]]) -> None:
+def _store(conn: Any, pairs: list[tuple[str, bytes]], done: list[tuple[int]],
+           pieces: Sequence[tuple[str, str]] = ()) -> None:
     conn.executemany("INSERT OR REPLACE INTO vectors(blob, vec) VALUES (?, ?)", pairs)
     conn.executemany("DELETE FROM vector_todo WHERE rowid = ?", done)
     conn.executemany("INSERT INTO vector_log(rowid) VALUES (?)", done)  # these rows have a vector now
     conn.execute("DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?", (LOG_KEEP,))
+    conn.executemany("INSERT OR IGNORE INTO vector_pieces(piece, ids) VALUES (?, ?)", pieces)
+
+
+def _pieces_to_keep(embedder: Embedder, texts: Sequence[str]) -> list[tuple[str, str]]:
+    """The (piece, token ids) of these texts, when the embedder offers them (``piece_ids``), for vector_pieces."""
+    piece_ids = getattr(embedder, "piece_ids", None)
+    if piece_ids is None:
+        return []
+    return [(p, " ".join(map(str, ids))) for p, ids in piece_ids(texts).items()]
+
+
+def _teach(index: Index, embedder: Embedder, query: str) -> list[str]:
+    """Give the embedder the kept token ids of the query's pieces it does not know (it then reads no tokenizer).
+
+    Returns the pieces still unknown (the embedder's tokenizer reads them; ``search`` keeps them after).
+    """
+    unknown = getattr(embedder, "unknown_pieces", None)
+    missing: list[str] = unknown([query]) if unknown is not None and hasattr(embedder, "teach") else []
+    if not missing or index.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'vector_pieces'").fetchone() is None:
+        return []
+    rows = index.conn.execute(f"SELECT piece, ids FROM vector_pieces WHERE piece IN ({','.join('?' * len(missing))})",
+                              missing).fetchall()
+    if rows:
+        embedder.teach({p: [int(i) for i in ids.split()] for p, ids in rows})  # type: ignore[attr-defined]
+    taught = {p for p, _ in rows}
+    return [p for p in missing if p not in taught]
 
 
 def _prune(conn: Any) -> None:
@@ -169,7 +201,7 @@ def ensure(index: Index, embedder: Embedder, *, budget_s: float | None = None,
         texts = [text_of(record_from_json(rtype, data)) for _, (rtype, data, _) in chunk]
         made = embedder.embed(texts).astype("float16")
         _write(index, _store, [(blob, made[i].tobytes()) for i, (blob, _) in enumerate(chunk)],
-               [r for _, (_, _, rowids) in chunk for r in rowids])
+               [r for _, (_, _, rowids) in chunk for r in rowids], _pieces_to_keep(embedder, texts))
         done += len(chunk)
         if progress is not None:
             progress(done, len(rows))
@@ -224,7 +256,13 @@ def search(index: Index, embedder: Embedder, query: str, *, limit: int = 20,
     state = _load(index, embedder.name)
     if not query.strip() or not len(state.rowids):
         return []
+    new_pieces = _teach(index, embedder, query)
     q = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
+    if new_pieces:  # words no record has: kept, so the next query with them reads no tokenizer either
+        try:
+            _write(index, _store, [], [], [pair for pair in _pieces_to_keep(embedder, [query]) if pair[0] in new_pieces])
+        except Exception:  # noqa: BLE001, S110 - a cache that cannot be written (read-only, busy) only stays slower
+            pass
     if state.raw.shape[1] != q.shape[0]:
         return []
     scores = state.scores(np, q)

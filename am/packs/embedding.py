@@ -103,14 +103,15 @@ def semantic_installed() -> bool:
 
 
 def _factory(spec: str) -> Callable[[], Any]:
-    """Return the factory a spec names: an entry point of an installed package, or ``module[:factory]``."""
+    """Return the factory a spec names: am's own (``wordllama``), an entry point of an installed package, or
+    ``module[:factory]``."""
+    if spec == DEFAULT:  # am's own entry point: reading every package's entry points costs a search ~50 ms
+        return wordllama
     from importlib.metadata import entry_points
 
     for point in entry_points(group=ENTRY_POINT_GROUP):
         if point.name == spec:
             return point.load()  # type: ignore[no-any-return]
-    if spec == DEFAULT:  # am's own, also when am runs from a checkout that was never installed
-        return wordllama
     module_name, _, attr = spec.partition(":")
     return getattr(importlib.import_module(module_name), attr or "backend")  # type: ignore[no-any-return]
 
@@ -217,7 +218,6 @@ class WordLlamaEmbedder:
 
     def __init__(self, folder: Path, version: str) -> None:
         import numpy as np
-        from tokenizers import Tokenizer, normalizers
 
         weights = folder / _WEIGHTS
         with open(weights, "rb") as handle:
@@ -232,11 +232,7 @@ class WordLlamaEmbedder:
         self.table = np.memmap(weights, dtype=kinds[entry["dtype"]], mode="r", offset=8 + size + start,
                                shape=tuple(entry["shape"]))
         self.folder = folder
-        pieces = Tokenizer.from_file(str(folder / _TOKENIZER))  # a local file: never a download
-        pieces.normalizer = normalizers.Sequence([])  # pieces come normalised
-        pieces.no_padding()
-        pieces.no_truncation()
-        self._pieces = pieces
+        self._pieces: Any = None  # the tokenizer, read when a piece's ids are neither learned nor taught
         self._row: dict[str, int] = {}    # piece -> its row in _sums and _ids
         self._ids: list[list[int]] = []
         self._sums = np.zeros((0, int(self.table.shape[1])), dtype=np.float32)
@@ -245,15 +241,50 @@ class WordLlamaEmbedder:
         self.name = f"wordllama l2_supercat_{self.dim} {version}"
         self._lock = threading.Lock()  # an agent server embeds from several threads; the piece table grows
 
+    def _tokenizer(self) -> Any:
+        """The tokenizer (a 1.8 MB file: ~0.1 s to read), read the first time a piece needs it."""
+        if self._pieces is None:
+            from tokenizers import Tokenizer, normalizers
+
+            pieces = Tokenizer.from_file(str(self.folder / _TOKENIZER))  # a local file: never a download
+            pieces.normalizer = normalizers.Sequence([])  # pieces come normalised
+            pieces.no_padding()
+            pieces.no_truncation()
+            self._pieces = pieces
+        return self._pieces
+
+    def unknown_pieces(self, texts: Sequence[str]) -> list[str]:
+        """Return the pieces of these texts whose token ids this process has not learned (nor been taught)."""
+        row = self._row
+        return [p for p in dict.fromkeys(p for t in texts for p in _pieces_of(t)) if p not in row]
+
+    def piece_ids(self, texts: Sequence[str]) -> dict[str, list[int]]:
+        """Return the token ids of every piece of these texts (learning them): for a cache to keep (``teach``)."""
+        split = [_pieces_of(t) for t in texts]
+        with self._lock:
+            self._learn(p for pieces in split for p in pieces)
+            row, ids_of = self._row, self._ids
+            return {p: ids_of[row[p]] for pieces in split for p in pieces}
+
+    def teach(self, known: Mapping[str, Sequence[int]]) -> None:
+        """Take pieces' token ids that this model's tokenizer gave before (kept in a cache): no tokenizer needed."""
+        with self._lock:
+            new = [p for p in known if p not in self._row]
+            if new:
+                self._add(new, [list(known[p]) for p in new])
+
     def _learn(self, pieces: Iterable[str]) -> None:
         """Tokenise the pieces not seen before and keep their token ids and summed vectors."""
-        import numpy as np
-
         new = [p for p in dict.fromkeys(pieces) if p not in self._row]
         if not new:
             return
-        encoded = self._pieces.encode_batch(new, add_special_tokens=False)
-        ids = [e.ids for e in encoded]
+        encoded = self._tokenizer().encode_batch(new, add_special_tokens=False)
+        self._add(new, [e.ids for e in encoded])
+
+    def _add(self, new: list[str], ids: list[list[int]]) -> None:
+        """Keep new pieces' token ids and the sums of their tokens' vectors (hold the lock)."""
+        import numpy as np
+
         lengths = np.array([len(i) for i in ids], dtype=np.int64)
         sums = _segment_sums(self.table, _padded(ids), self.dim)
         base = len(self._ids)
@@ -294,7 +325,6 @@ def wordllama() -> WordLlamaEmbedder:
     Raises ImportError when the package (or numpy, tokenizers) is not installed,
     FileNotFoundError when its wheel lacks the packaged model.
     """
-    from importlib.metadata import PackageNotFoundError, version
     from importlib.util import find_spec
 
     spec = find_spec("wordllama")  # finds the folder without running the package's __init__
@@ -305,8 +335,23 @@ def wordllama() -> WordLlamaEmbedder:
         if not (folder / part).is_file():
             raise FileNotFoundError(f"{folder / part} is missing: the wordllama wheel ships it "
                                     "(reinstall: pip install --force-reinstall wordllama)")
+    return WordLlamaEmbedder(folder, _release(folder))
+
+
+def _release(folder: Path) -> str:
+    """The installed wordllama's version: from its dist-info folder beside the package when there is one
+    (importing importlib.metadata and searching every path costs a query process ~20 ms), else from metadata."""
+    found = [d / "METADATA" for d in folder.parent.glob("wordllama-*.dist-info") if (d / "METADATA").is_file()]
+    if len(found) == 1:
+        with open(found[0], encoding="utf-8", errors="replace") as meta:
+            for line in meta:
+                if line.startswith("Version:"):
+                    return line.removeprefix("Version:").strip()
+                if not line.strip():
+                    break  # the headers end: the body follows
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        release = version("wordllama")
+        return version("wordllama")
     except PackageNotFoundError:
-        release = "unknown"
-    return WordLlamaEmbedder(folder, release)
+        return "unknown"
