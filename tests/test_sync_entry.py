@@ -7,6 +7,7 @@ click command line (`python -m am.cli.main`) run on the same vault.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,9 +54,9 @@ def am(command: list[str], *args: str, cwd: Path | None = None, **env: str) -> s
                           check=False)
 
 
-def probe(*args: str, cwd: Path | None = None) -> tuple[str, dict[str, Any]]:
+def probe(*args: str, cwd: Path | None = None, **env: str) -> tuple[str, dict[str, Any]]:
     proc = subprocess.run([PYTHON, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True,
-                          env=subprocess_env(), check=False)
+                          env=subprocess_env(**env), check=False)
     line = next(x for x in proc.stderr.splitlines() if x.startswith("PROBE "))
     return proc.stdout, json.loads(line.removeprefix("PROBE "))
 
@@ -149,3 +150,35 @@ def test_the_quick_answer_needs_the_remote_the_tracking_ref_and_the_branch_to_ag
     run_git(other, "push", "-q", "origin", "HEAD:refs/heads/main")
     out, seen = probe("--vault", root, "sync")
     assert seen["code"] == 0 and "click" in seen["heavy"] and out.startswith("fast-forward to origin/main")
+
+
+def test_a_plain_merge_runs_without_click_and_says_what_the_command_line_says(alpha: Any, tmp_path: Path) -> None:
+    root = alpha.root
+    agent = am(CLICK, "--vault", str(root), "--vault-branch", "agent-x", "fact", "add", "The agent's guess.",
+               "--topic", "project-alpha", "--id", "fact-guess")
+    assert agent.returncode == 0, agent.stderr
+    alpha.add_fact("Meanwhile on main.", topics=["project-alpha"], id="fact-main")
+    alpha.close()
+    twin = tmp_path / "twin"  # the oracle: the same vault, merged by the click command line
+    run_git(tmp_path, "clone", "-q", "--no-local", str(root), str(twin))
+    shutil.copytree(root / ".am", twin / ".am", dirs_exist_ok=True)
+    run_git(twin, "branch", "-q", "agent-x", "origin/agent-x")
+    env = {"AM_NOW": "2026-11-30T10:00:00+00:00", "AM_ACTOR": "merger"}
+    out, seen = probe("--vault", str(root), "merge", "agent-x", **env)
+    expected = am(CLICK, "--vault", str(twin), "merge", "agent-x", **env)
+    assert expected.returncode == 0 and expected.stdout.startswith("merge branch agent-x in commit ")
+    assert seen == {"code": 0, "heavy": sorted(["pygit2", "am.vault", "am.sync", "typing", "dataclasses"])}
+    assert out.split(" in commit ")[0] == expected.stdout.split(" in commit ")[0]
+    assert out.split("\n", 1)[1:] == expected.stdout.split("\n", 1)[1:]
+    for repo in (root, twin):
+        assert run_git(repo, "log", "-1", "--format=%an%n%B", "HEAD").replace(str(twin), str(root)) == \
+               run_git(root, "log", "-1", "--format=%an%n%B", "HEAD")
+        assert len(run_git(repo, "rev-list", "--parents", "-n1", "HEAD").split()) == 3
+    assert run_git(root, "ls-tree", "-r", "HEAD^{tree}") == run_git(twin, "ls-tree", "-r", "HEAD^{tree}")
+    assert run_git(root, "status", "--porcelain") == ""
+    # Errors read as the command line's; options go to click.
+    fast, slow = am(ENTRY, "--vault", str(root), "merge", "nowhere"), am(CLICK, "--vault", str(root), "merge", "nowhere")
+    assert (fast.returncode, fast.stderr) == (slow.returncode, slow.stderr) and fast.returncode != 0
+    assert "no branch 'nowhere'" in fast.stderr
+    dry = am(ENTRY, "--vault", str(root), "merge", "agent-x", "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.startswith("would nothing to merge")
