@@ -208,14 +208,15 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
     """Refuse, changing nothing, if a path to be written holds a user's uncommitted or staged edit."""
     old_tree = None if expected is None else store.repo[expected].peel(pygit2.Tree)
     index = store._read_index()
+    root = str(store.root)
     for path, new in changes:
         try:
             old: str | None = str(old_tree[path].id) if old_tree is not None else None
         except KeyError:
             old = None
-        full = store.root / path
-        try:
-            on_disk: str | None = hash_blob(full.read_bytes())
+        try:  # a string path, not a Path: a merge checks hundreds of files
+            with open(os.path.join(root, path), "rb") as handle:
+                on_disk: str | None = hash_blob(handle.read())
         except (FileNotFoundError, NotADirectoryError):
             on_disk = None
         except IsADirectoryError:
