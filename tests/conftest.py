@@ -14,6 +14,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests check what the code does, never how fast: a per-example deadline is a timed
+# assertion, and on a shared machine it failed a test whose code had not changed.
+settings.register_profile("am", deadline=None)
+settings.load_profile("am")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
