@@ -41,11 +41,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _quick_sync(args: list[str]) -> int | None:
     """Answer a no-op `am [--vault V] sync [REMOTE]`; its exit code, or None to hand the command to click."""
-    vault_arg, rest = None, args
-    if rest and rest[0].startswith("--vault="):
-        vault_arg, rest = rest[0].removeprefix("--vault="), rest[1:]
-    elif len(rest) >= 2 and rest[0] == "--vault":
-        vault_arg, rest = rest[1], rest[2:]
+    vault_arg, rest = _split_vault(args)
     if not rest or rest[0] != "sync" or len(rest) > 2 or os.environ.get("AM_VAULT_BRANCH"):
         return None
     remote = rest[1] if len(rest) == 2 else None
@@ -54,18 +50,13 @@ def _quick_sync(args: list[str]) -> int | None:
     root = _vault_root(vault_arg or os.environ.get("AM_VAULT") or None)
     if root is None:
         return None
-    from am.errors import AmError, storage_error
+    from am.errors import AmError
     from am.git import transport
 
     try:
         fetched = transport.settled(root, remote)
-    except AmError as err:
-        sys.stderr.write(f"Error: {err}\n")
-        return err.exit_code
-    except OSError as err:
-        failed = storage_error(err, "finish the command")
-        sys.stderr.write(f"Error: {failed}\n")
-        return failed.exit_code
+    except (AmError, OSError) as err:
+        return _failed(err)
     if fetched is None:
         return None  # work to do, or an error to report: the full sync fetches and says so
     from am.cli.sync_text import up_to_date_line
@@ -87,11 +78,7 @@ def _quick_merge(args: list[str]) -> int | None:
     errors. Options (``--dry-run``, ``--format``, ``--help``), a vault found
     through the registry, a vault branch: click's.
     """
-    vault_arg, rest = None, args
-    if rest and rest[0].startswith("--vault="):
-        vault_arg, rest = rest[0].removeprefix("--vault="), rest[1:]
-    elif len(rest) >= 2 and rest[0] == "--vault":
-        vault_arg, rest = rest[1], rest[2:]
+    vault_arg, rest = _split_vault(args)
     if len(rest) != 2 or rest[0] != "merge" or rest[1].startswith("-") or os.environ.get("AM_VAULT_BRANCH"):
         return None
     if any("\udc80" <= ch <= "\udcff" for ch in rest[1]):
@@ -102,7 +89,7 @@ def _quick_merge(args: list[str]) -> int | None:
     gc.set_threshold(50_000, 10, 10)  # as am.cli.main: a command's objects live until it exits
     import logging
 
-    from am.errors import AmError, storage_error
+    from am.errors import AmError
 
     class _Warnings(logging.Handler):  # warnings read as the command line's (am.cli.main._WarningHandler)
         def emit(self, record: logging.LogRecord) -> None:
@@ -121,19 +108,37 @@ def _quick_merge(args: list[str]) -> int | None:
         with Vault.open(root, actor=os.environ.get("AM_ACTOR") or None) as vault:
             report = merge_branch(vault, rest[1])
         lines = report_lines(report)
-    except AmError as err:
-        sys.stderr.write(f"Error: {err}\n")
-        return err.exit_code
-    except OSError as err:
-        failed = storage_error(err, "finish the command")
-        sys.stderr.write(f"Error: {failed}\n")
-        return failed.exit_code
+    except (AmError, OSError) as err:
+        return _failed(err)
     try:
         sys.stdout.write("".join(f"{line}\n" for line in lines))
         sys.stdout.flush()
     except BrokenPipeError:
         pass
     return 0
+
+
+def _split_vault(args: list[str]) -> tuple[str | None, list[str]]:
+    """Take a leading ``--vault V`` / ``--vault=V`` off the arguments: (V or None, the rest)."""
+    if args and args[0].startswith("--vault="):
+        return args[0].removeprefix("--vault="), args[1:]
+    if len(args) >= 2 and args[0] == "--vault":
+        return args[1], args[2:]
+    return None, args
+
+
+def _failed(err: Exception) -> int:
+    """Say an AmError or an OSError as the command line does; its exit code."""
+    from am.errors import AmError, storage_error
+
+    if isinstance(err, AmError):
+        failed = err
+    elif isinstance(err, OSError):
+        failed = storage_error(err, "finish the command")
+    else:  # pragma: no cover - the callers catch only these two
+        raise err
+    sys.stderr.write(f"Error: {failed}\n")
+    return failed.exit_code
 
 
 def _vault_root(where: str | None) -> Path | None:

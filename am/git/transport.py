@@ -186,15 +186,9 @@ def fetch(root: Path, gitdir: Path, remote: str, branch: str, *, named: bool) ->
     return head or None
 
 
-def fetch_tracked(root: Path, remote: str | None = None) -> tuple[str, str, str | None, str] | None:
-    """Fetch the branch HEAD's branch tracks; return (remote, remote branch, its commit, ours), or None.
-
-    None when this needs more than the files and the git program (HEAD not on
-    a branch, no upstream or another ``remote`` than asked, a branch move under
-    way); the commits are ids, the remote's may be None (it lacks the branch)
-    or UNKNOWN, ours may be UNKNOWN (read_ref).
-    """
-    gitdir = root / ".git"
+def _upstream(root: Path, gitdir: Path, remote: str | None) -> tuple[str, str, str] | None:
+    """(HEAD's branch, the remote it tracks, the remote's branch), or None: HEAD not on a branch, no
+    upstream or another ``remote`` than asked, a branch move under way."""
     try:
         head = (gitdir / "HEAD").read_text(encoding="ascii").strip()
     except (OSError, UnicodeError):
@@ -205,7 +199,22 @@ def fetch_tracked(root: Path, remote: str | None = None) -> tuple[str, str, str 
     found = tracked(root, branch)
     if found is None or (remote is not None and found[0] != remote):
         return None
-    name, remote_branch = found
+    return branch, found[0], found[1]
+
+
+def fetch_tracked(root: Path, remote: str | None = None) -> tuple[str, str, str | None, str] | None:
+    """Fetch the branch HEAD's branch tracks; return (remote, remote branch, its commit, ours), or None.
+
+    None when this needs more than the files and the git program (HEAD not on
+    a branch, no upstream or another ``remote`` than asked, a branch move under
+    way); the commits are ids, the remote's may be None (it lacks the branch)
+    or UNKNOWN, ours may be UNKNOWN (read_ref).
+    """
+    gitdir = root / ".git"
+    upstream = _upstream(root, gitdir, remote)
+    if upstream is None:
+        return None
+    branch, name, remote_branch = upstream
     theirs = fetch(root, gitdir, name, remote_branch, named=True)
     failpoint("sync-fetched")
     return name, remote_branch, theirs, read_ref(gitdir, f"refs/heads/{branch}")
@@ -224,17 +233,10 @@ def settled(root: Path, remote: str | None = None) -> tuple[str, str, str] | Non
     reports errors in its own words.
     """
     gitdir = root / ".git"
-    try:
-        head = (gitdir / "HEAD").read_text(encoding="ascii").strip()
-    except (OSError, UnicodeError):
+    upstream = _upstream(root, gitdir, remote)
+    if upstream is None:
         return None
-    if not head.startswith("ref: refs/heads/") or (gitdir / "am" / JOURNAL).exists():
-        return None
-    branch = head.removeprefix("ref: refs/heads/")
-    found = tracked(root, branch)
-    if found is None or (remote is not None and found[0] != remote):
-        return None
-    name, remote_branch = found
+    branch, name, remote_branch = upstream
     ours = read_ref(gitdir, f"refs/heads/{branch}")
     if ours == UNKNOWN or read_ref(gitdir, f"refs/remotes/{name}/{remote_branch}") != ours:
         return None
