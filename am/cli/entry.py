@@ -87,9 +87,19 @@ def _quick_merge(args: list[str]) -> int | None:
     if root is None:
         return None
     gc.set_threshold(50_000, 10, 10)  # as am.cli.main: a command's objects live until it exits
+    import logging
+
     from am.errors import AmError
 
-    say_warnings()
+    class _Warnings(logging.Handler):  # warnings read as the command line's (am.cli.main._WarningHandler)
+        def emit(self, record: logging.LogRecord) -> None:
+            sys.stderr.write(f"warning: {record.getMessage()}\n")
+
+    logger = logging.getLogger("am")
+    if not logger.handlers:
+        logger.addHandler(_Warnings())
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
     try:
         from am.cli.sync_text import report_lines
         from am.sync import merge_branch
@@ -106,21 +116,6 @@ def _quick_merge(args: list[str]) -> int | None:
     except BrokenPipeError:
         pass
     return 0
-
-
-def say_warnings() -> None:
-    """Send am's log warnings to stderr as "warning: ..." lines (once a process): the quick entries and click's."""
-    import logging
-
-    class _Warnings(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            sys.stderr.write(f"warning: {record.getMessage()}\n")
-
-    logger = logging.getLogger("am")
-    if not logger.handlers:
-        logger.addHandler(_Warnings())
-        logger.setLevel(logging.WARNING)
-        logger.propagate = False
 
 
 def _split_vault(args: list[str]) -> tuple[str | None, list[str]]:

@@ -10,14 +10,20 @@ import gc
 # long jobs such as a rebuild are still collected.
 gc.set_threshold(50_000, 10, 10)
 
+import logging
 import sys
 
 import click
 
 from am import __version__
 from am.cli.context import Options
-from am.cli.entry import say_warnings
 from am.errors import AmError, UsageError, storage_error
+
+
+class _WarningHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"warning: {record.getMessage()}", err=True)
+
 
 # The modules that define commands without exporting COMMANDS, and those commands.
 _FIXED = {"vaults": ("init", "vault", "demo"), "topic": ("topic",), "fact": ("fact",), "relation": ("relation",)}
@@ -112,7 +118,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(argv: list[str] | None) -> int:
-    say_warnings()
+    logger = logging.getLogger("am")
+    if not logger.handlers:
+        logger.addHandler(_WarningHandler())
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
     try:
         _check_arguments(sys.argv[1:] if argv is None else argv)
         code = cli.main(args=argv, prog_name="am", standalone_mode=False)
