@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from am.errors import DirtyFileError
+from am.errors import DirtyFileError, LockTimeoutError
 from am.git import GitStore, spool
 from am.git.group import Request
 from am.git.light import Change
@@ -187,3 +187,45 @@ def test_giving_up_withdraws_only_an_unclaimed_request(alpha: Vault) -> None:
     assert [r.remote for r in spool.claim(queue, limit=8)] == [ticket.rid]
     spool.withdraw(ticket)
     assert list(queue.iterdir()) == []
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path, PurePosixPath
+from am.git import Change, GitStore
+root, commits = Path(sys.argv[1]), int(sys.argv[2])
+s = GitStore.open(root)
+with s.write_lock(op="test.hold"):
+    print("held", flush=True)
+    for n in range(commits):  # busy: the branch moves every 0.2 s
+        time.sleep(0.2)
+        s.commit([Change(PurePosixPath(f"topics/busy-{n}.md"), b"busy\\n")], message="busy\\n", author=("t", "t@x"))
+    time.sleep(0.2 if commits else 3)  # idle: holds the lock, commits nothing
+"""
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_a_queued_writer_waits_while_the_holder_commits_and_not_while_it_stalls(alpha: Vault, busy: bool) -> None:
+    root = alpha.root
+    store = GitStore.open(root)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(root), "10" if busy else "0"],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    request = Request((Change(Path("topics/late.md"), b"late\n"),), "late\n", ("t", "t@x"), None)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        began = time.monotonic()
+        if busy:
+            # 2 s of a busy holder against a 0.6 s timeout: the waiter keeps its place and gets the lock.
+            with store.write_lock(timeout=0.6, request=request):
+                assert holder.poll() is not None or holder.wait(timeout=10) == 0
+            assert time.monotonic() - began > 1.5
+        else:
+            with pytest.raises(LockTimeoutError) as err, store.write_lock(timeout=0.6, request=request):
+                pass
+            assert time.monotonic() - began < 2.5
+            assert f"process {holder.pid}" in str(err.value) and "committed nothing for 0.6 s" in str(err.value)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not list((root / ".git" / "am" / "queue").glob("*.req"))  # the request left with its writer

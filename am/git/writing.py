@@ -108,7 +108,13 @@ class Writer(Guards, PlainWriter):
             # abandoned waiters (each needing its busy process to run again to
             # let go) starved real ones past the timeout with 32 writers. Nobody
             # starves here: whoever takes the lock claims every queued request.
+            #
+            # The timeout counts time in which nobody got anywhere: while leaders
+            # keep committing (the branch moves, or the lock changes hands), a
+            # writer behind 31 busy ones on a loaded machine keeps its place
+            # rather than failing a write that is about to land.
             deadline = time.monotonic() + timeout
+            seen = self._progress_mark()
             pause = 0.0005
             while True:
                 if _flock_now(fd):
@@ -121,9 +127,12 @@ class Writer(Guards, PlainWriter):
                     self._take_answer(request, got)
                     return False
                 if time.monotonic() >= deadline:
-                    if spool.give_up(ticket):
-                        self._lock_timeout()
-                    # A leader has claimed the request: its answer comes when its batch is done.
+                    mark = self._progress_mark()
+                    if mark == seen and spool.give_up(ticket):
+                        self._lock_timeout(stalled=timeout)
+                    # Others got through meanwhile, or a leader has claimed the request
+                    # (its answer comes when its batch is done): wait on.
+                    seen = mark
                     deadline = time.monotonic() + timeout
                 time.sleep(pause)
                 pause = min(pause * 2, 0.005)
@@ -140,11 +149,24 @@ class Writer(Guards, PlainWriter):
                 log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
                             got.commit[:10], err)
 
-    def _lock_timeout(self) -> None:
+    def _lock_timeout(self, *, stalled: float | None = None) -> None:
+        still = "" if stalled is None else f", which committed nothing for {stalled:g} s"
         raise LockTimeoutError(
-            f"the vault's write lock {self._am_dir / 'write.lock'} is held by {self._lock_holder()}",
+            f"the vault's write lock {self._am_dir / 'write.lock'} is held by {self._lock_holder()}{still}",
             hint="wait for that writer to finish, or stop it",
         )
+
+    def _progress_mark(self) -> tuple[str | None, bytes]:
+        """Return what changes while writers get through: HEAD's branch tip and the lock holder's note."""
+        try:
+            tip = self.branch_tip(self.head_ref())
+        except (pygit2.GitError, AmError, KeyError, ValueError):
+            tip = None
+        try:
+            note = (self._am_dir / "write.holder").read_bytes()
+        except OSError:
+            note = b""
+        return tip, note
 
     def _in_branch(self, commit: str) -> bool:
         """Return whether HEAD's branch reaches ``commit``."""
