@@ -331,16 +331,32 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                    for path, record, base in items]
         self._check_writable(changes)
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
-        commit = self.store.commit_grouped(changes, message=message, author=self._author(),
-                                           committer=self._committer(), op=f"{noun}.{verb}", after=self._after_write)
+        # A new file rendered plainly parses back to its record (the codec's round trip): the cache
+        # takes the record from here, not from parsing the file again (a tenth of a bulk import).
+        plain = self.settings.get("property_links") is not True
+        ours = {str(c.path): (c.data, record) for c, (_, record, base) in zip(changes, items) if base is None and plain}
+        self._known.update(ours)
+        try:
+            commit = self.store.commit_grouped(changes, message=message, author=self._author(),
+                                               committer=self._committer(), op=f"{noun}.{verb}",
+                                               after=self._after_write)
+        finally:
+            for key, entry in ours.items():
+                if self._known.get(key) is entry:
+                    del self._known[key]
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
+
+    @cached_property
+    def _known(self) -> dict[str, tuple[bytes, Record]]:
+        """Records this vault's writes in flight rendered, by path (read by the cache, see ``_after_write``)."""
+        return {}
 
     def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None, *,
                      blobs: Mapping[str, str] | None = None) -> None:
         """Bring derived state up to date after a write (``base``: where a group of commits began; ``blobs``: its blobs)."""
         cache = self.__dict__.get("_cache")
         if cache is not None:
-            cache.after_commit(commit, paths, base=base, blobs=blobs)
+            cache.after_commit(commit, paths, base=base, blobs=blobs, known=self._known)
         else:
             # Not open yet (a write that needed no lookup): opening it takes the commit in.
             try:

@@ -72,6 +72,9 @@ def am_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
     # The vector level is off unless a test turns it on (tests/test_semantic*.py): the suite
     # gives the same answers whether or not the am[semantic] extra is installed.
     monkeypatch.setenv("AM_EMBEDDINGS", "off")
+    # The cache takes a record am just wrote from the write, not by parsing the file again;
+    # here every such record is also parsed back and must equal it (am/cache/index.py).
+    monkeypatch.setenv("AM_CHECK_KNOWN", "1")
     for name, value in GIT_IDENTITY.items():
         monkeypatch.setenv(name, value)
     return home

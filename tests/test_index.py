@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -482,3 +483,29 @@ def test_a_second_open_in_one_process_keeps_the_first_connection_s_locks(seeded:
         index = third.cache()
         assert index is not None and index.lookup("fact-ja") is not None
     assert first.lookup("fact-ja") is not None
+
+
+def test_own_write_hands_its_records_to_the_cache_and_the_tests_prove_they_parse_back(
+        seeded: Vault, vault_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache takes a record am just wrote from the write; AM_CHECK_KNOWN=1 (every test) parses it back too."""
+    cache = seeded.cache()
+    assert cache is not None
+    seeded.add_fact("Handed over, not parsed again.", topics=["project-alpha"], id="fact-handed")
+    assert_same_as_fresh(cache, vault_path, tmp_path)  # the handed record is the one a fresh build parses
+    assert not seeded._known  # nothing left behind once the write returned
+    # The hand-over is real: a record that is not what the bytes say is taken as given when unchecked...
+    path, record = cache.get("fact-handed")
+    data = (vault_path / path).read_bytes()
+    lie = replace(record, body="not what the file says\n")
+    (vault_path / path).write_bytes(data.replace(b"Handed over", b"Handled over"))  # a file cache.after_commit reads
+    changed = (vault_path / path).read_bytes()
+    monkeypatch.setenv("AM_CHECK_KNOWN", "0")
+    head = seeded.store.head()
+    assert head is not None
+    cache.after_commit(head, [PurePosixPath(str(path))], known={str(path): (changed, lie)})
+    assert cache.get("fact-handed")[1].body == "not what the file says\n"
+    # ...and caught when checked, as in every other test of the suite.
+    monkeypatch.setenv("AM_CHECK_KNOWN", "1")
+    (vault_path / path).write_bytes(data)
+    with pytest.raises(AssertionError, match="does not parse back to itself"):
+        cache.after_commit(head, [PurePosixPath(str(path))], known={str(path): (data, lie)})

@@ -68,6 +68,7 @@ from am.errors import AmError
 from am.git import hash_blob
 from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader
 from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
+from am.records.model import Record
 
 if TYPE_CHECKING:
     from am.git import LazyStore
@@ -78,6 +79,19 @@ __all__ = ["VaultFiles", "Index", "Hit", "IndexedLink", "IndexStatus", "Refresh"
 log = logging.getLogger("am")
 
 CACHE_DIR = PurePosixPath(".am/cache")
+
+# What am's own write rendered: by path, the bytes and the record they came from.
+Known = Mapping[str, tuple[bytes, Record]]
+
+
+def _check_known(path: str, data: bytes, record: Record) -> Record:
+    """Return a record am rendered to ``data``; with AM_CHECK_KNOWN=1 (the tests), prove it parses back to itself."""
+    if os.environ.get("AM_CHECK_KNOWN") == "1":
+        parsed = parse_record(decode_record_bytes(data, path=path), path)
+        if parsed != record:
+            raise AssertionError(f"{path}: the record am wrote does not parse back to itself:\n"
+                                 f"  wrote  {record!r}\n  parsed {parsed!r}")
+    return record
 _BATCH = 1000
 _STEP = 250  # files read between two progress reports of a build
 Progress = Callable[[int, int], None]
@@ -320,8 +334,11 @@ class Index(IndexQueries, RecentQueries, FolderScans):
     # ------------------------------------------------------------ reading one file
 
     def _upsert(self, items: Sequence[tuple[str, os.stat_result | None, Payload]], *,
-                fresh: bool = False) -> tuple[int, int]:
+                fresh: bool = False, known: Known | None = None) -> tuple[int, int]:
         """Store files (None data: gone); return how many were removed and how the count of ``files`` rows changed.
+
+        ``known``: the records am's own write rendered, by path, with the bytes it
+        rendered them to; a file holding exactly those bytes is not parsed again.
 
         A file that is not read (a symbolic link, a FIFO, too large: ``WorkFile``) is a row with its
         problem as the error, never a record; a link's blob is its target, as Git stores it.
@@ -348,6 +365,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             self.conn.executemany("DELETE FROM namerefs WHERE path = ?", gone)
             self.conn.executemany("DELETE FROM records WHERE path = ?", gone)
             dropped = self.conn.executemany("DELETE FROM files WHERE path = ?", gone).rowcount
+        parsed: list[tuple[str, Record, int]] = []
         for path, st, data in items:
             if st is None or data is None:
                 removed += 1
@@ -360,17 +378,26 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                 continue
             blob = hash_blob(data)
             error = None
-            try:
-                record = parse_record(decode_record_bytes(data, path=path), path)
-            except AmError as err:
-                note = note_row(path, data)  # a note is searchable, never a record, never invalid
-                error, record = str(err) if note is None else NOTE_ERROR, None
-                notes += [note] if note is not None else []
+            ours = None if known is None else known.get(path)
+            if ours is not None and ours[0] == data:
+                record = _check_known(path, data, ours[1])
+            else:
+                try:
+                    record = parse_record(decode_record_bytes(data, path=path), path)
+                except AmError as err:
+                    note = note_row(path, data)  # a note is searchable, never a record, never invalid
+                    error, record = str(err) if note is None else NOTE_ERROR, None
+                    notes += [note] if note is not None else []
             files.append((path, blob, st.st_mtime_ns, st.st_size, st.st_ino, error, file_slot(path)))
-            if record is None:
-                continue
-            rowid = rank_rowid(record)  # a static rank (am/cache/rows.py); taken: the next free
-            while rowid in used or self.conn.execute("SELECT 1 FROM records WHERE rowid = ?", (rowid,)).fetchone():
+            if record is not None:
+                parsed.append((path, record, rank_rowid(record)))  # a static rank (am/cache/rows.py)
+        # The ranks already taken, asked once for the batch (not once a record); a taken
+        # rank, or one this batch gave out, moves to the next free id.
+        asked = {rowid for _, _, rowid in parsed}
+        taken = {r for (r,) in self._keyed("SELECT rowid FROM records WHERE rowid IN", sorted(asked))}
+        for path, record, rowid in parsed:
+            while rowid in used or (rowid in taken if rowid in asked else
+                                    self.conn.execute("SELECT 1 FROM records WHERE rowid = ?", (rowid,)).fetchone()):
                 rowid += 1
             used.add(rowid)
             names += record_names(rowid, path, record)
@@ -442,11 +469,15 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         self._repair(reason, progress, force=True)
 
     def after_commit(self, commit: str, paths: Sequence[PurePosixPath], *, base: str | None = None,
-                     blobs: Mapping[str, str] | None = None) -> None:
-        """Take in am's own write (``base``: where a group of commits began; ``blobs``: its blobs); never raises."""
+                     blobs: Mapping[str, str] | None = None, known: Known | None = None) -> None:
+        """Take in am's own write (``base``: where a group of commits began; ``blobs``: its blobs); never raises.
+
+        ``known``: records the write rendered (see ``_upsert``).
+        """
         try:
             trusted = [str(p) for p in paths]
-            self._refresh(False, trusted_paths=trusted, began=time.perf_counter(), chain=(base, commit), written=blobs)
+            self._refresh(False, trusted_paths=trusted, began=time.perf_counter(), chain=(base, commit), written=blobs,
+                          known=known)
         except (sqlite3.Error, OSError, AmError) as err:
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
@@ -455,7 +486,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         return os.environ.get("AM_CACHE_SWEEP") == "0"
 
     def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None,
-                 written: Mapping[str, str] | None = None) -> Refresh:
+                 written: Mapping[str, str] | None = None, known: Known | None = None) -> Refresh:
         meta = self._meta()
         head = self.store.head()
         git_index = self._git_index_stamp()
@@ -468,7 +499,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         with self._handle.locked(exclusive=True):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                result = self._update(head, git_index, sweep, trusted_paths, chain, written)
+                result = self._update(head, git_index, sweep, trusted_paths, chain, written, known)
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
@@ -490,7 +521,8 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         return False
 
     def _update(self, head: str | None, git_index: str, sweep: bool, trusted_paths: Sequence[str],
-                chain: Any = None, written: Mapping[str, str] | None = None) -> tuple[int, int, int]:
+                chain: Any = None, written: Mapping[str, str] | None = None,
+                known: Known | None = None) -> tuple[int, int, int]:
         meta = self._meta()  # again, under the lock: another process may have done the work
         old_head = meta.get("head") or None
         # Paths whose dirtiness (working copy != HEAD) may have changed.
@@ -559,7 +591,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         removed = counted = 0
         self._topics_changed = False
         for start in range(0, len(changes), _BATCH):
-            gone, delta = self._upsert(changes[start:start + _BATCH])
+            gone, delta = self._upsert(changes[start:start + _BATCH], known=known)
             removed += gone
             counted += delta
         redo = self._redo_name_refs(set())

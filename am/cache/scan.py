@@ -136,7 +136,7 @@ class FolderScans:
                 found.add(rel)
         return found
 
-    def _keyed(self, query: str, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+    def _keyed(self, query: str, keys: Sequence[str] | Sequence[int]) -> list[tuple[Any, ...]]:
         """Run ``query`` (ending in "IN") over the keys, 500 at a time; return every row."""
         rows: list[tuple[Any, ...]] = []
         for start in range(0, len(keys), 500):
