@@ -5,6 +5,12 @@ the rest of am starts as fast as before. Each worker thread keeps its own
 ``Vault`` open for the life of the server (the cache connection, the
 ancestry, the pack cache stay warm); writes from several clients at once go
 through the vault's group commit, each still its own commit.
+
+Over stdio the server reads and writes the pipes on its event loop
+(am/mcp/pipes.py), and a quick read (a tool marked ``quick``: it answers from
+the cache in milliseconds) that arrives while no other call runs is answered
+on the loop too, with the loop's own ``Vault``: a warm search then crosses no
+thread at all (docs/decisions.md, "MCP calls without thread hops").
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from am.errors import AmError
 from am.mcp.memo import PackMemo
@@ -66,6 +72,8 @@ class Dispatcher:
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _validators: dict[str, Any] = field(init=False, default_factory=dict)
     memo: PackMemo = field(init=False, default_factory=PackMemo)
+    inline: bool = False  # run a quick read on the event loop when no other call is in flight (stdio)
+    _running: int = field(init=False, default=0)  # calls in flight; touched only on the event loop
 
     def __post_init__(self) -> None:
         self.executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="am-mcp")
@@ -159,9 +167,16 @@ class Dispatcher:
             return f"Error: am failed unexpectedly in {name}: {type(err).__name__}: {err}"
 
     async def call(self, name: str, args: dict[str, Any], client: str | None) -> ToolOutput | str:
-        """Run one tool call on a worker thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, self.call_sync, name, args, client)
+        """Run one tool call: a quick read on this thread when inline and idle, anything else on a worker."""
+        tool = tool_named(name)
+        self._running += 1
+        try:
+            if self.inline and self._running == 1 and tool is not None and tool.quick:
+                return self.call_sync(name, args, client)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.executor, self.call_sync, name, args, client)
+        finally:
+            self._running -= 1
 
     def close(self) -> None:
         """Stop the workers and close every vault they opened."""
@@ -214,12 +229,26 @@ def serve_stdio(options: ServerOptions) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    dispatcher = Dispatcher(options)
+    from am.mcp import pipes
+
+    dispatcher = Dispatcher(options, inline=True)
     server = build_server(dispatcher)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        if not pipes.usable():
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            return
+        with pipes.claim() as wire:
+            reader, writer = pipes.LineReader(wire.read_fd), pipes.LineWriter(wire.write_fd)
+            try:
+                # stdio_server() takes the two streams it reads lines from and writes messages to.
+                async with stdio_server(cast(Any, reader), cast(Any, writer)) as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            finally:
+                reader.close()
+                writer.close()
+                await asyncio.sleep(0)  # let the transports close their descriptors
 
     try:
         anyio.run(main)

@@ -72,6 +72,7 @@ class Tool:
     run: Callable[[Call, dict[str, Any]], ToolOutput]
     writes: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    quick: bool = False  # answers from the cache in milliseconds: a stdio server may run it on its event loop
 
 
 # ---------------------------------------------------------------- schema helpers
@@ -132,8 +133,24 @@ def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, 
     return data
 
 
-def _json_text(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True)
+def _json_text(data: dict[str, Any]) -> str:
+    """Return the JSON an agent reads: one key a line, a list one item a line, each item on one line.
+
+    The same value as ``json.dumps(data, sort_keys=True)``, written by the C encoder (``indent`` would
+    make Python encode it, 3x slower: ~0.4 ms of a 20-hit search) and with fewer tokens than indented.
+    """
+    def one(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+    lines = []
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, list) and value:
+            items = ",\n".join(f"    {one(item)}" for item in value)
+            lines.append(f"  {one(key)}: [\n{items}\n  ]")
+        else:
+            lines.append(f"  {one(key)}: {one(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}" if lines else "{}"
 
 
 def _as_data(data: dict[str, Any]) -> ToolOutput:
@@ -417,7 +434,7 @@ TOOLS: tuple[Tool, ...] = (
          "commit, time), ranked and cut to a token budget. Read it before a task. Default world: the server's clone.",
          _SLICE_IN, _SLICE_OUT, _slice),
     Tool("search", "Full-text search of facts, topics and relations (BM25; English, Chinese, Japanese).",
-         _SEARCH_IN, _SEARCH_OUT, _search),
+         _SEARCH_IN, _SEARCH_OUT, _search, quick=True),
     Tool("why", "Explain why a fact is or is not in a world (default: the server's clone): each rule a slice "
          "applies (status, repo, commit ancestry or branch name, valid time, supersession, staleness) with its evidence.",
          _obj({"id": _s("The fact's id."), **_WORLD,
@@ -427,12 +444,12 @@ TOOLS: tuple[Tool, ...] = (
                "section": {"type": ["string", "null"]}, "steps": {"type": "array", "items": {"type": "object"}}},
               ("fact", "holds", "steps")), _why),
     Tool("fact_show", "Show one fact: its text, status, confidence, provenance and world.", _ID_IN, _RECORD_OUT,
-         _show("fact")),
-    Tool("topic_show", "Show one topic.", _ID_IN, _RECORD_OUT, _show("topic")),
+         _show("fact"), quick=True),
+    Tool("topic_show", "Show one topic.", _ID_IN, _RECORD_OUT, _show("topic"), quick=True),
     Tool("topic_list", "List topics, sorted by id.",
          _obj({"kind": _s("Only topics of this kind (project, tool, person, org, decision, session, concept, event).")}),
          _obj({"note": _NOTE, "topics": {"type": "array", "items": {"type": "object"}}}, ("note", "topics")),
-         _topic_list),
+         _topic_list, quick=True),
     Tool("log", "List the vault's writes, newest first (who, what operation, which records).",
          _obj({"actor": _s("Only commits by this actor."), "op": _s("Only this operation, e.g. fact.supersede or fact."),
                "record": _s("Only commits that wrote this record id."), "since": _s("Only commits since this time."),
