@@ -119,3 +119,12 @@ def test_quick_reads_run_on_the_loop_when_idle_and_on_workers_otherwise(alpha: V
     finally:
         plain.close()
     assert where[0][1].startswith("am-mcp")
+
+
+def test_a_server_whose_input_is_not_a_pipe_keeps_the_sdk_streams_and_stops_at_end_of_input(alpha: Vault) -> None:
+    with open(os.devnull, "rb") as null:
+        out = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(alpha.root), "mcp"], stdin=null,
+                             capture_output=True, env=subprocess_env(AM_HOME=os.environ["AM_HOME"]), timeout=60,
+                             check=False)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout == b""

@@ -13,9 +13,9 @@ Passing streams skips the SDK's claim of descriptors 0 and 1, so ``claim``
 does the same here: the wire moves to private duplicates, descriptor 0 reads
 the null device and descriptor 1 writes to standard error while the server
 runs (a stray ``print`` cannot corrupt the protocol), and all of it is put
-back on exit. Where the loop cannot watch the descriptors (Windows, or a
-regular file as input), ``usable`` says no and the server keeps the SDK's
-own streams.
+back on exit. Where the descriptors are not pipes or sockets (Windows, a
+terminal, a file), ``usable`` says no and the server keeps the SDK's own
+streams.
 """
 
 from __future__ import annotations
@@ -34,14 +34,18 @@ _LINE_LIMIT = 1 << 30  # a JSON-RPC message is one line, and may be long (a pack
 
 
 def usable() -> bool:
-    """Say whether descriptors 0 and 1 are pipes, sockets or terminals the event loop can watch."""
+    """Say whether descriptors 0 and 1 are pipes or sockets (what an agent's client gives its server).
+
+    Anything else (a terminal, /dev/null, a file) keeps the SDK's threads: epoll refuses some of
+    them, and a person typing at a server does not need its milliseconds.
+    """
     if sys.platform == "win32":
         return False
     try:
         modes = [os.fstat(fd).st_mode for fd in (0, 1)]
     except OSError:
         return False
-    return all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) or stat.S_ISCHR(m) for m in modes)
+    return all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in modes)
 
 
 @dataclass(frozen=True)
