@@ -23,7 +23,6 @@ from am.errors import (
     InvalidRecordError,
     NotAVaultError,
     NotFoundError,
-    SecretError,
     UsageError,
 )
 from am.git import Change, LazyStore
@@ -306,20 +305,6 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         ]
         return sorted(out, key=lambda r: r.id)
 
-    def _check_secrets(self, records: Sequence[Record], allow_secrets: bool) -> None:
-        if allow_secrets:
-            return
-        from am.records.writes import scan_record
-
-        for record in records:
-            findings = scan_record(record)
-            if findings:
-                first = findings[0]
-                raise SecretError(
-                    f"{record.id}: {first.describe()}",
-                    hint="remove it (history is forever), or pass --allow-secret if it is not a credential",
-                )
-
     def _write(self, items: Sequence[tuple[PurePosixPath, Record, str | None]], *, noun: str, verb: str,
                ids: Sequence[str], reason: str | None = None, summary: str | None = None,
                allow_secrets: bool = False, subject: str | None = None) -> WriteResult:
@@ -331,25 +316,11 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                    for path, record, base in items]
         self._check_writable(changes)
         message = self._message(noun, verb, ids, reason=reason, summary=summary, subject=subject)
-        # A new file rendered plainly parses back to its record (the codec's round trip): the cache
-        # takes the record from here, not from parsing the file again (a tenth of a bulk import).
-        plain = self.settings.get("property_links") is not True
-        ours = {str(c.path): (c.data, record) for c, (_, record, base) in zip(changes, items) if base is None and plain}
-        self._known.update(ours)
-        try:
+        with self._handing_over(changes, [(record, base) for _, record, base in items]):
             commit = self.store.commit_grouped(changes, message=message, author=self._author(),
                                                committer=self._committer(), op=f"{noun}.{verb}",
                                                after=self._after_write)
-        finally:
-            for key, entry in ours.items():
-                if self._known.get(key) is entry:
-                    del self._known[key]
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
-
-    @cached_property
-    def _known(self) -> dict[str, tuple[bytes, Record]]:
-        """Records this vault's writes in flight rendered, by path (read by the cache, see ``_after_write``)."""
-        return {}
 
     def _after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None, *,
                      blobs: Mapping[str, str] | None = None) -> None:

@@ -52,7 +52,7 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -60,18 +60,18 @@ import am.cache
 from am.cache.file import DB_NAME, CacheDamaged, CacheFile
 from am.cache.query import IndexQueries
 from am.cache.recent import RecentQueries
-from am.cache.rows import (_SCHEMA, NOTE_ERROR, SCHEMA_VERSION, TOPS, Hit, IndexedLink, IndexStatus, Refresh,
-                           body_links, file_slot, is_record_path, name_refs, note_row, rank_rowid, record_names,
+from am.cache.rows import (_SCHEMA, NOTE_ERROR, SCHEMA_VERSION, TOPS, Hit, IndexedLink, IndexStatus, Known, Refresh,
+                           body_links, check_known, file_slot, is_record_path, name_refs, note_row, rank_rowid, record_names,
                            record_rows, resolve_refs, segment)
 from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
 from am.errors import AmError
 from am.git import hash_blob
 from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader
 from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
-from am.records.model import Record
 
 if TYPE_CHECKING:
     from am.git import LazyStore
+    from am.records.model import Record
 
 __all__ = ["VaultFiles", "Index", "Hit", "IndexedLink", "IndexStatus", "Refresh", "SCHEMA_VERSION", "open_cache",
            "segment", "body_links"]
@@ -79,19 +79,6 @@ __all__ = ["VaultFiles", "Index", "Hit", "IndexedLink", "IndexStatus", "Refresh"
 log = logging.getLogger("am")
 
 CACHE_DIR = PurePosixPath(".am/cache")
-
-# What am's own write rendered: by path, the bytes and the record they came from.
-Known = Mapping[str, tuple[bytes, Record]]
-
-
-def _check_known(path: str, data: bytes, record: Record) -> Record:
-    """Return a record am rendered to ``data``; with AM_CHECK_KNOWN=1 (the tests), prove it parses back to itself."""
-    if os.environ.get("AM_CHECK_KNOWN") == "1":
-        parsed = parse_record(decode_record_bytes(data, path=path), path)
-        if parsed != record:
-            raise AssertionError(f"{path}: the record am wrote does not parse back to itself:\n"
-                                 f"  wrote  {record!r}\n  parsed {parsed!r}")
-    return record
 _BATCH = 1000
 _STEP = 250  # files read between two progress reports of a build
 Progress = Callable[[int, int], None]
@@ -263,13 +250,6 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                                  "UNION SELECT valid_until FROM records WHERE valid_until IS NOT NULL")
         return [str(value) for (value,) in rows]
 
-    def _git_index_stamp(self) -> str:
-        try:
-            st = os.stat(self.store.gitdir / "index")
-        except FileNotFoundError:
-            return ""
-        return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
-
     # ------------------------------------------------------------ rebuild
 
     def rebuild(self, *, progress: Progress | None = None) -> int:
@@ -380,7 +360,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             error = None
             ours = None if known is None else known.get(path)
             if ours is not None and ours[0] == data:
-                record = _check_known(path, data, ours[1])
+                record = check_known(path, data, ours[1])
             else:
                 try:
                     record = parse_record(decode_record_bytes(data, path=path), path)
@@ -482,9 +462,6 @@ class Index(IndexQueries, RecentQueries, FolderScans):
             # The commit stands; the next command catches up from the tree diff.
             log.warning("could not update the search cache after commit %s (%s)", commit[:10], err)
 
-    def _full_sweep_always(self) -> bool:
-        return os.environ.get("AM_CACHE_SWEEP") == "0"
-
     def _refresh(self, full: bool, *, trusted_paths: Sequence[str], began: float, chain: Any = None,
                  written: Mapping[str, str] | None = None, known: Known | None = None) -> Refresh:
         meta = self._meta()
@@ -506,19 +483,6 @@ class Index(IndexQueries, RecentQueries, FolderScans):
                 raise
             self._handle.write_stamp()
         return Refresh(*result, seconds=time.perf_counter() - began)
-
-    def _stale(self, paths: Iterable[str]) -> bool:
-        for path in paths:
-            row = self.conn.execute("SELECT mtime_ns, size, ino FROM files WHERE path = ?", (path,)).fetchone()
-            try:
-                st = os.lstat(os.path.join(self.root, path))
-            except (FileNotFoundError, NotADirectoryError):
-                if row is not None:
-                    return True
-                continue
-            if row is None or tuple(row) != (st.st_mtime_ns, st.st_size, st.st_ino):
-                return True
-        return False
 
     def _update(self, head: str | None, git_index: str, sweep: bool, trusted_paths: Sequence[str],
                 chain: Any = None, written: Mapping[str, str] | None = None,

@@ -8,9 +8,11 @@ them equal), because a rebuild calls them for every file.
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -22,7 +24,7 @@ from am.cache.terms import _STEMS, stem
 from am.cache.textseg import _CJK_RANGES
 
 __all__ = [
-    "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS", "rank_rowid",
+    "Known", "check_known", "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS", "rank_rowid",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
     "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "note_row",
 ]
@@ -391,3 +393,19 @@ def resolve_refs(r: Record, resolve: Any) -> Record:
     if isinstance(r, Relation):
         return replace(r, from_=one(r.from_), to=one(r.to))
     return r
+
+
+# What am's own write rendered: by path, the bytes and the record they came from.
+Known = Mapping[str, tuple[bytes, Record]]
+
+
+def check_known(path: str, data: bytes, record: Record) -> Record:
+    """Return a record am rendered to ``data``; with AM_CHECK_KNOWN=1 (the tests), prove it parses back to itself."""
+    if os.environ.get("AM_CHECK_KNOWN") == "1":
+        from am.records.codec import decode_record_bytes, parse_record
+
+        parsed = parse_record(decode_record_bytes(data, path=path), path)
+        if parsed != record:
+            raise AssertionError(f"{path}: the record am wrote does not parse back to itself:\n"
+                                 f"  wrote  {record!r}\n  parsed {parsed!r}")
+    return record

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISDIR
@@ -65,6 +65,7 @@ class FolderScans:
 
     conn: Any
     root: Any
+    store: Any
     _folder_names: FolderNames
 
     def _names_token(self) -> int:
@@ -91,6 +92,32 @@ class FolderScans:
             if (st.st_mtime_ns, st.st_size, st.st_ino) != (mtime, size, ino):
                 out.append(path)
         return out
+
+    def _git_index_stamp(self) -> str:
+        """The stat data of Git's index file: a change means someone staged or committed."""
+        try:
+            st = os.stat(self.store.gitdir / "index")
+        except FileNotFoundError:
+            return ""
+        return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}"
+
+    def _full_sweep_always(self) -> bool:
+        """Whether every check looks at every file (AM_CACHE_SWEEP=0 turns the cheap checks off)."""
+        return os.environ.get("AM_CACHE_SWEEP") == "0"
+
+    def _stale(self, paths: Iterable[str]) -> bool:
+        """Return whether any of these files changed since the cache saw them (the ones known dirty)."""
+        for path in paths:
+            row = self.conn.execute("SELECT mtime_ns, size, ino FROM files WHERE path = ?", (path,)).fetchone()
+            try:
+                st = os.lstat(os.path.join(self.root, path))
+            except (FileNotFoundError, NotADirectoryError):
+                if row is not None:
+                    return True
+                continue
+            if row is None or tuple(row) != (st.st_mtime_ns, st.st_size, st.st_ino):
+                return True
+        return False
 
     def _changed_dirs(self) -> list[tuple[str, int]]:
         out = []

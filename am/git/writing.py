@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import socket
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 import pygit2
@@ -18,7 +14,6 @@ from am.errors import (
     ConflictError,
     DirtyFileError,
     GitError,
-    LockTimeoutError,
     PathTakenError,
 )
 from am.git import common, inflight, packs, spool
@@ -26,8 +21,6 @@ from am.git.bigblob import blob_of
 from am.git.common import (
     _MAX_CAS_RETRIES,
     Change,
-    _flock_now,
-    _flock_within,
     _Moved,
     failpoint,
     hash_blob,
@@ -44,6 +37,7 @@ from am.git.group import (
     take_batch,
 )
 from am.git.guards import Guards, os_error
+from am.git.locking import Locking
 from am.git.plain import PlainWriter, plain
 from am.git.reading import tree_blob_ids
 from am.git.staging import IndexView, StagedIndex
@@ -54,138 +48,8 @@ _LINGER = 0.1
 _SETTLE = 0.002
 
 
-class Writer(Guards, PlainWriter):
+class Writer(Locking, Guards, PlainWriter):
     """Writing: locks, files, trees, commits and index entries."""
-
-    # ------------------------------------------------------------ locking
-
-    @contextmanager
-    def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None) -> Iterator[None]:
-        """Hold the vault's write lock (an flock on a file of am's own) for one write.
-
-        With ``request``, a writer that finds the lock taken leaves the request
-        in the queue while it waits (am/git/spool.py); if the leader
-        committed it meanwhile, its commit (or error) is set on the request,
-        and the block may run without the lock (there is nothing left to do).
-        """
-        self._am_dir.mkdir(exist_ok=True)
-        path = self._am_dir / "write.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if request is not None and spool.enabled():
-                if not _flock_now(fd) and not self._wait_spooled(fd, request, timeout):
-                    yield  # answered without the lock: the request is done, nothing to do under it
-                    return
-            elif not _flock_within(fd, timeout):
-                self._lock_timeout()
-            # The holder note is for people reading a timeout message only; the
-            # flock itself dies with the process, so kill -9 never blocks anyone.
-            note = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "op": op, "since": time.time()})
-            try:
-                (self._am_dir / "write.holder").write_text(note)
-            except OSError:
-                pass
-            yield
-        finally:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
-
-    def _wait_spooled(self, fd: int, request: Request, timeout: float) -> bool:
-        """Wait for the write lock with the request in the queue; return whether the lock is held.
-
-        A final answer from the leader ends the wait without the lock (the
-        request's commit or error is set); an answer found holding the lock
-        is taken too, and Git's index entries of a commit whose leader died
-        before setting them are set here.
-        """
-        queue = self._queue_dir
-        ticket = spool.put(queue, request)
-        try:
-            # Polled, not a blocking flock in a helper thread: a writer that returns
-            # on its answer would leave that thread queued on the lock, and such
-            # abandoned waiters (each needing its busy process to run again to
-            # let go) starved real ones past the timeout with 32 writers. Nobody
-            # starves here: whoever takes the lock claims every queued request.
-            #
-            # The timeout counts time in which nobody got anywhere: while leaders
-            # keep committing (the branch moves, or the lock changes hands), a
-            # writer behind 31 busy ones on a loaded machine keeps its place
-            # rather than failing a write that is about to land.
-            deadline = time.monotonic() + timeout
-            seen = self._progress_mark()
-            pause = 0.0005
-            while True:
-                if _flock_now(fd):
-                    got = spool.collect(queue, ticket, self._in_branch)
-                    if got is not None:
-                        self._take_answer(request, got)
-                    return True
-                got = spool.collect(queue, ticket, self._in_branch, final_only=True)
-                if got is not None:
-                    self._take_answer(request, got)
-                    return False
-                if time.monotonic() >= deadline:
-                    mark = self._progress_mark()
-                    if mark == seen and spool.give_up(ticket):
-                        self._lock_timeout(stalled=timeout)
-                    # Others got through meanwhile, or a leader has claimed the request
-                    # (its answer comes when its batch is done): wait on.
-                    seen = mark
-                    deadline = time.monotonic() + timeout
-                time.sleep(pause)
-                pause = min(pause * 2, 0.005)
-        finally:
-            spool.withdraw(ticket)
-
-    def _take_answer(self, request: Request, got: spool.Answer) -> None:
-        """Set a leader's answer on the request; set Git's index entries if the leader died before it did."""
-        request.commit, request.error = got.commit, got.error
-        if got.commit is not None and not got.final:
-            try:
-                self._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
-            except (OSError, AmError) as err:
-                log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
-                            got.commit[:10], err)
-
-    def _lock_timeout(self, *, stalled: float | None = None) -> None:
-        still = "" if stalled is None else f", which committed nothing for {stalled:g} s"
-        raise LockTimeoutError(
-            f"the vault's write lock {self._am_dir / 'write.lock'} is held by {self._lock_holder()}{still}",
-            hint="wait for that writer to finish, or stop it",
-        )
-
-    def _progress_mark(self) -> tuple[str | None, bytes]:
-        """Return what changes while writers get through: HEAD's branch tip and the lock holder's note."""
-        try:
-            tip = self.branch_tip(self.head_ref())
-        except (pygit2.GitError, AmError, KeyError, ValueError):
-            tip = None
-        try:
-            note = (self._am_dir / "write.holder").read_bytes()
-        except OSError:
-            note = b""
-        return tip, note
-
-    def _in_branch(self, commit: str) -> bool:
-        """Return whether HEAD's branch reaches ``commit``."""
-        tip = self.branch_tip(self.head_ref())
-        if tip is None:
-            return False
-        if tip == commit:
-            return True
-        try:
-            return bool(self.repo.descendant_of(tip, commit))
-        except (pygit2.GitError, KeyError, ValueError):
-            return False  # e.g. its objects never reached the disk
-
-    def _lock_holder(self) -> str:
-        try:
-            info = json.loads((self._am_dir / "write.holder").read_text())
-            return f"process {info['pid']} on {info['host']} ({info['op']})"
-        except (OSError, ValueError, KeyError):
-            return "another process"
 
     # ------------------------------------------------------------ writing
 
