@@ -13,10 +13,13 @@ completed by the next one (``resume_advance``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SYNC_FAILPOINTS",
     "PushResult",
+    "StagedMerge",
     "advance",
     "fetch",
     "merge_base",
@@ -48,8 +52,9 @@ __all__ = [
 
 SYNC_FAILPOINTS = (
     "sync-fetched",      # the remote's commits fetched, nothing merged
-    "sync-merge-commit",  # the merge commit written, nothing of the vault changed
-    "sync-files",        # the work tree holds the merged files, the branch has not moved
+    "sync-merge-commit",  # the merge commit written to a temporary pack, nothing of the vault changed
+    "sync-files",        # the work tree holds the merged files, nothing flushed, the pack not in place
+    "sync-flushed",      # files and pack flushed, the pack in place, the branch has not moved
     "sync-moved",        # the branch moved, Git's index not yet updated
     "sync-pushing",      # the push is under way
 )
@@ -110,8 +115,14 @@ def merge_base(store: GitStore, a: str, b: str) -> str | None:
     return None if found is None else str(found)
 
 
-def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes | str | None]) -> pygit2.Oid:
-    """Write ``commit``'s tree with ``files`` set (bytes, or a blob id) or removed (None); return its id."""
+def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes | str | None],
+                changes: list[tuple[str, str | None]] | None = None) -> pygit2.Oid:
+    """Write ``commit``'s tree with ``files`` set (bytes, or a blob id) or removed (None); return its id.
+
+    ``changes``, when given, receives (path, new blob id or None) of every file
+    whose blob differs from ``commit``'s: what a diff of the two trees would
+    list, read off the folders the build walks anyway.
+    """
     nested: dict[str, object] = {}
     for path, data in files.items():
         parts = PurePosixPath(path).parts
@@ -127,13 +138,14 @@ def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes 
         else:
             node[parts[-1]] = repo.create_blob(data)
 
-    def write(tree: pygit2.Tree | None, changes: dict[str, object]) -> pygit2.Oid | None:
+    def write(tree: pygit2.Tree | None, changes_here: dict[str, object], prefix: str) -> pygit2.Oid | None:
         builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-        for name, change in changes.items():
+        for name, change in changes_here.items():
             entry = tree[name] if tree is not None and name in tree else None
+            old_blob = entry.id if entry is not None and entry.type_str == "blob" else None
             if isinstance(change, dict):
                 sub = repo[entry.id].peel(pygit2.Tree) if entry is not None and entry.type_str == "tree" else None
-                oid = write(sub, change)
+                oid = write(sub, change, f"{prefix}{name}/")
                 if oid is None:
                     if entry is not None:
                         builder.remove(name)
@@ -142,64 +154,92 @@ def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes 
             elif change is None:
                 if entry is not None:
                     builder.remove(name)
+                    if changes is not None and old_blob is not None:
+                        changes.append((prefix + name, None))
             else:
-                mode = entry.filemode if entry is not None and entry.type_str == "blob" else pygit2.enums.FileMode.BLOB
+                mode = entry.filemode if entry is not None and old_blob is not None else pygit2.enums.FileMode.BLOB
                 builder.insert(name, change, mode)  # type: ignore[arg-type]
-        if len(builder) == 0 and tree is not None and changes:
+                if changes is not None and change != old_blob:
+                    changes.append((prefix + name, str(change)))
+        if len(builder) == 0 and tree is not None and changes_here:
             return None  # a folder emptied by the merge goes too
         return builder.write()
 
-    oid = write(repo[commit].peel(pygit2.Tree), nested)
+    oid = write(repo[commit].peel(pygit2.Tree), nested, "")
     return oid if oid is not None else repo.TreeBuilder().write()
 
 
-def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | None], parents: list[str], *,
-                 message: str, author: tuple[str, str], committer: tuple[str, str]) -> str:
-    """Write the merge: ``ours``'s tree with ``files`` applied, and a commit of it (no branch moves); return its id.
+@dataclass(frozen=True)
+class StagedMerge:
+    """A merge commit written to a temporary pack, not yet in the repository: ``advance`` flushes and installs it.
 
-    The new objects go out as one pack, flushed once (am/git/packs.py), not as
-    loose objects fsynced one by one.
+    ``changes`` are the files that differ from the first parent (path, new blob
+    id or None), ``data`` the bytes of the blobs the merge made (the work tree
+    needs them before the pack is in place).
+    """
+
+    commit: str
+    pending: packs.PendingPack
+    changes: tuple[tuple[str, str | None], ...]
+    data: Mapping[str, bytes] = field(default_factory=dict)
+
+
+def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | None], parents: list[str], *,
+                 message: str, author: tuple[str, str], committer: tuple[str, str]) -> StagedMerge:
+    """Write the merge: ``ours``'s tree with ``files`` applied, and a commit of it, as one temporary pack.
+
+    Nothing is flushed or installed here and no branch moves: ``advance`` writes
+    the work tree, flushes the pack with it (one syncfs for both) and renames
+    the pack into place before the branch moves (docs/commit-protocol.md).
     """
     if "\x00" in message:
         raise GitError("a commit message may not contain NUL")
     objects = store._batch_objects()
     objects.sink.clear()  # left by a batch that failed before its pack was written
-    tree = _build_tree(objects.repo, ours, files)
+    changes: list[tuple[str, str | None]] = []
+    tree = _build_tree(objects.repo, ours, files, changes)
     oid = objects.repo.create_commit(None, pygit2.Signature(*author), pygit2.Signature(*committer), message,
                                      tree, [pygit2.Oid(hex=p) for p in parents])
-    sync_each = common._syncfs is None
     taken, bases = objects.sink.take()
-    pending = packs.stage_pack(objects.pack_dir, taken, sync=sync_each, bases=bases)
-    try:
-        if not sync_each:
-            store._sync_filesystems()
-        pending.install(sync=sync_each)
-    except BaseException:
-        pending.discard()
-        raise
+    made = {p: d for p, d in files.items() if isinstance(d, bytes)}
+    data = {hash_blob(d): d for d in made.values()}
+    pending = packs.stage_pack(objects.pack_dir, taken, sync=common._syncfs is None, bases=bases)
     failpoint("sync-merge-commit")
-    return str(oid)
+    return StagedMerge(str(oid), pending, tuple(sorted(changes)), data)
 
 
-def advance(store: GitStore, target: str, *, expected: str | None, reflog: str) -> list[str]:
+def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
+            staged: StagedMerge | None = None) -> list[str]:
     """Move HEAD's branch from ``expected`` to ``target``, bringing the work tree and Git's index along.
 
     Only the paths that differ are written; a user's uncommitted or staged
     edit to one of them is refused before anything changes. Raises _Moved
     (from am.git.common) when the branch is no longer at ``expected``.
+    ``staged``: the merge commit ``target``, still in its temporary pack; it is
+    flushed with the work tree's files and installed before the branch moves.
     Returns the paths that changed. The caller holds ``write_lock``.
     """
     ref = store.head_ref()
-    if store.branch_tip(ref) != expected:
-        raise _Moved()
-    changes = store.tree_changes(expected, target)
-    _check_clean(store, expected, changes)
-    journal = store._am_dir / JOURNAL
-    # Needed only once the branch may move, which is after _apply's flush of the file system: without syncfs
-    # (not Linux) it is flushed here. A kill before then leaves it in the page cache, which is enough.
-    _write_journal(journal, {"ref": ref, "from": expected, "to": target, "reflog": reflog},
-                   sync=common._syncfs is None)
-    _apply(store, ref, expected, target, changes, reflog)
+    journaled = False
+    try:
+        if store.branch_tip(ref) != expected:
+            raise _Moved()
+        changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target)
+        _check_clean(store, expected, changes)
+        journal = store._am_dir / JOURNAL
+        note: dict[str, object] = {"ref": ref, "from": expected, "to": target, "reflog": reflog}
+        if staged is not None:  # a sync killed before the pack is in place installs it from here
+            note["pack"] = {"name": staged.pending.name, "pack": staged.pending.tmp_pack.name,
+                            "idx": staged.pending.tmp_idx.name}
+        # Needed only once the branch may move, which is after _apply's flush of the file system: without syncfs
+        # (not Linux) it is flushed here. A kill before then leaves it in the page cache, which is enough.
+        _write_journal(journal, note, sync=common._syncfs is None)
+        journaled = True
+        _apply(store, ref, expected, target, changes, reflog, staged=staged)
+    except BaseException:
+        if staged is not None and not journaled:
+            staged.pending.discard()  # nothing names it: the merge never reached the vault
+        raise
     journal.unlink(missing_ok=True)
     return [p for p, _ in changes]
 
@@ -230,9 +270,11 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
 
 
 def _apply(store: GitStore, ref: str, expected: str | None, target: str,
-           changes: list[tuple[str, str | None]], reflog: str) -> None:
+           changes: list[tuple[str, str | None]], reflog: str, *, staged: StagedMerge | None = None) -> None:
+    """Write the work tree's files, stage Git's index, flush once, install the staged pack, move the branch, set the index."""
     sync_each = common._syncfs is None
     root = str(store.root)
+    made = staged.data if staged is not None else {}
     by_folder: dict[str, list[tuple[str, str | None]]] = {}
     for path, new in changes:
         folder, _, name = path.rpartition("/")
@@ -252,17 +294,33 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(name, dir_fd=dir_fd)
                 else:
-                    _write_atomic(dir_fd, name, store.read_object(new), tag=tag, sync=sync_each)
+                    data = made.get(new)
+                    _write_atomic(dir_fd, name, store.read_object(new) if data is None else data, tag=tag,
+                                  sync=sync_each)
         finally:
             os.close(dir_fd)
-    if not sync_each:
-        store._sync_filesystems()  # one flush for every file written (and the journal), before the branch points at them
-    failpoint("sync-files")
-    if store.branch_tip(ref) != target:
-        store._move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
-    failpoint("sync-moved")
     entries = [(PurePosixPath(p), pygit2.Oid(hex=n)) for p, n in changes if n is not None]
-    store._update_index(entries, removed=[PurePosixPath(p) for p, n in changes if n is None])
+    removed = [PurePosixPath(p) for p, n in changes if n is None]
+    # Git's index is staged before the flush, as a write's is (docs/commit-protocol.md step 6): the one
+    # syncfs covers it, and its write-out starts now, beside the pack's.
+    index = store._stage_index(entries, removed, sync=sync_each, early=not sync_each)
+    try:
+        failpoint("sync-files")
+        if not sync_each:
+            # One flush for every file written: the merge's pack, the work tree, the journal, the index.
+            store._sync_filesystems()
+        if staged is not None:
+            staged.pending.install(sync=sync_each)  # flushed under temporary names, renamed before the branch moves
+        failpoint("sync-flushed")
+        if store.branch_tip(ref) != target:
+            store._lock_index_for_move()  # as a write does: no git commit between the move and the index
+            store._move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
+    except BaseException:
+        store._let_go_index_lock()
+        store._drop_staged(index)
+        raise
+    failpoint("sync-moved")
+    store._finish_index(index, entries, removed)
 
 
 def _is_link(dir_fd: int, name: str) -> bool:
@@ -315,6 +373,8 @@ def resume_advance(store: GitStore) -> str | None:
         journal.unlink(missing_ok=True)
         return None
     tip = store.branch_tip(ref)
+    if ref == store.head_ref() and tip == old and store.repo.get(new) is None:
+        _install_noted_pack(store, data.get("pack"))  # killed before the merge's pack was in place
     if ref != store.head_ref() or tip not in (old, new) or store.repo.get(new) is None:
         journal.unlink(missing_ok=True)  # the branch went elsewhere since: nothing of this move to finish
         return None
@@ -324,3 +384,39 @@ def resume_advance(store: GitStore) -> str | None:
     _apply(store, ref, old, new, changes, reflog)
     journal.unlink(missing_ok=True)
     return str(new)
+
+
+_PACK_NAME = re.compile(r"pack-[0-9a-f]{40}")
+_TMP_NAME = re.compile(r"tmp_(pack|idx)_am_[0-9a-f]{12}")
+
+
+def _install_noted_pack(store: GitStore, noted: object) -> None:
+    """Put in place the temporary pack a journal names, if it is whole (its checksums hold); else leave it."""
+    if not isinstance(noted, dict):
+        return
+    name, tmp_pack, tmp_idx = noted.get("name"), noted.get("pack"), noted.get("idx")
+    if not (isinstance(name, str) and _PACK_NAME.fullmatch(name) and isinstance(tmp_pack, str)
+            and _TMP_NAME.fullmatch(tmp_pack) and isinstance(tmp_idx, str) and _TMP_NAME.fullmatch(tmp_idx)):
+        return
+    pack_dir = store._batch_objects().pack_dir
+    pending = packs.PendingPack(pack_dir, name, pack_dir / tmp_pack, pack_dir / tmp_idx)
+    try:
+        pack = pending.tmp_pack.read_bytes()
+        idx = pending.tmp_idx.read_bytes()
+    except OSError:
+        return
+    whole = (len(pack) > 32 and len(idx) > 40 and pack[-20:].hex() == name.removeprefix("pack-")
+             and hashlib.sha1(pack[:-20]).digest() == pack[-20:] and idx[-40:-20] == pack[-20:]
+             and hashlib.sha1(idx[:-20]).digest() == idx[-20:])
+    if not whole:
+        return  # torn by a crash of the machine: the move cannot be finished, and is dropped
+    if common._syncfs is None:
+        for tmp in (pending.tmp_pack, pending.tmp_idx):
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    else:
+        store._sync_filesystems()
+    pending.install(sync=common._syncfs is None)

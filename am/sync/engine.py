@@ -133,15 +133,15 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str) -> tuple[st
     if plan.action == "up-to-date":
         return plan.ours, None, []
     assert plan.theirs is not None
-    commit = None
+    commit = staged = None
     target = plan.theirs
     if plan.action == "merge":
         assert plan.merge is not None and plan.ours is not None
-        commit = target = remote.merge_commit(
+        staged = remote.merge_commit(
             store, plan.ours, plan.merge.files, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
             author=vault._author(), committer=vault._committer())
-    paths = remote.advance(store, target, expected=plan.ours,
-                           reflog=f"{op}: {plan.action} {what}")
+        commit = target = staged.commit
+    paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}", staged=staged)
     return target, commit, paths
 
 
@@ -260,7 +260,11 @@ def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False) -> SyncRep
     report = SyncReport(remote=".", branch=branch, dry_run=dry_run, before=store.branch_tip(ref),
                         remote_before=theirs, rounds=1)
     with store.write_lock(op="merge"):
-        ours = store.branch_tip(ref)
+        if not dry_run:
+            from am.git.remote import resume_advance
+
+            resume_advance(store)  # a sync or merge killed while moving the branch is finished first
+        ours = report.before = store.branch_tip(ref)
         plan = plan_merge(store, ours, theirs)
         report.action = plan.action
         report.decisions, report.contested = list(plan.decisions), list(plan.contested)
