@@ -125,7 +125,7 @@ def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes 
     """
     nested: dict[str, object] = {}
     for path, data in files.items():
-        parts = PurePosixPath(path).parts
+        parts = path.split("/")  # a tree's paths: never empty parts, never a leading or trailing slash
         node = nested
         for part in parts[:-1]:
             node = node.setdefault(part, {})  # type: ignore[assignment]

@@ -128,6 +128,12 @@ def has_merged_text(body: str) -> bool:
     return MERGED_BEGIN in body
 
 
+def _stem(path: str) -> str:
+    """A record file's id from its path (``PurePosixPath(path).stem`` without building a path: a merge has thousands)."""
+    name = path.rpartition("/")[2]
+    return name[:-3] if name.endswith(".md") and len(name) > 3 else PurePosixPath(name).stem
+
+
 def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
@@ -358,7 +364,7 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
         if mine is _ABSENT:
             files[path] = new  # the other side's blob, as it is
             if is_record_path(path):
-                decisions.append(Decision(PurePosixPath(path).stem, path, "union" if new else "deleted"))
+                decisions.append(Decision(_stem(path), path, "union" if new else "deleted"))
             continue
         if mine == new:
             continue
@@ -367,7 +373,7 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
             if mine is None:
                 files[path] = new
             if is_record_path(path):
-                decisions.append(Decision(PurePosixPath(path).stem, path, "kept", "changed on one side, deleted on the other"))
+                decisions.append(Decision(_stem(path), path, "kept", "changed on one side, deleted on the other"))
             continue
         if not is_record_path(path):
             conflicts.append(path)
