@@ -320,7 +320,7 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         store._drop_staged(index)
         raise
     failpoint("sync-moved")
-    store._finish_index(index, entries, removed)
+    store._finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
 
 
 def _is_link(dir_fd: int, name: str) -> bool:
