@@ -448,11 +448,10 @@ class IndexQueries:
         Best is BM25, then id (then path, for two files with one id), so the answer depends
         only on the files. The matches scored are those of ``_scored``: every one, or in a
         level with more than ``BOUND``, the first ``BOUND`` in row id order (topics, then
-        newest). They are sorted once; Python reads that order only as far as it decides the
-        answer: chunk by chunk, each chunk's records filtered in SQL, until ``limit`` hits are
-        kept and the next match ranks strictly worse than the last kept (so every match tied
-        with it was seen). Filters that leave fewer than ``limit`` of a bounded set widen it
-        (eight times, then every match).
+        newest). They are sorted once; Python reads that order only as far as it decides the answer:
+        chunk by chunk (each to the end of its last score's ties), each chunk's records filtered in
+        SQL, until ``limit`` hits are kept and the next match ranks strictly worse than the last kept.
+        Filters that leave fewer than ``limit`` of a bounded set widen it (eight times, then every match).
         """
         sql = (f"SELECT {cols}, r.rowid FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?))"
                + "".join(f" AND {w}" for w in where))
@@ -463,8 +462,10 @@ class IndexQueries:
             found: list[tuple[Any, ...]] = []
             read, step = 0, limit * 2 + 10
             while read < len(scored):
-                chunk = scored[read:read + step]
-                read += len(chunk)
+                end = min(len(scored), read + step)
+                while end < len(scored) and scored[end][1] == scored[end - 1][1]:
+                    end += 1  # a chunk takes its last score's ties: the loop stops only before a worse score
+                chunk, read = scored[read:end], end
                 found += self.conn.execute(sql, [json.dumps([rowid for rowid, _ in chunk]), *args]).fetchall()
                 found.sort(key=lambda row: (ranks[row[-1]], row[0], row[1]))
                 if len(found) >= limit and read < len(scored) and scored[read][1] > ranks[found[limit - 1][-1]]:
