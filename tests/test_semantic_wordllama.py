@@ -139,13 +139,15 @@ def test_top5_recall_is_higher_with_vectors_and_loses_nothing(recall_vault: Path
     from tests.semantic_set import SEMANTIC_QUESTIONS
 
     model = wordllama()
-    figures: dict[str, dict[str, int]] = {"full text": {}, "with vectors": {}}
+    figures: dict[str, dict[str, int]] = {"full text": {}, "with vectors": {}, "am search (vector file)": {}}
     with Vault.open(recall_vault) as vault:
         index = vault.cache()
         assert index is not None
-        for label, embedder in (("full text", None), ("with vectors", model)):
+        for label, embedder in (("full text", None), ("with vectors", model), ("am search (vector file)", model)):
+            once = label.startswith("am search")  # a one-shot process: no numpy, ranked from vectors.f16
             for question, answers in [*QUESTIONS, *SEMANTIC_QUESTIONS]:
-                hits = {h.id for h in search(index, question, types=("fact",), limit=5, embedder=embedder).hits}
+                hits = {h.id for h in search(index, question, types=("fact",), limit=5, embedder=embedder,
+                                             vector_once=once).hits}
                 figures[label][question] = len(set(answers) & hits)
     total = sum(len(a) for _, a in [*QUESTIONS, *SEMANTIC_QUESTIONS])
     semantic = {q for q, _ in SEMANTIC_QUESTIONS}
@@ -154,6 +156,7 @@ def test_top5_recall_is_higher_with_vectors_and_loses_nothing(recall_vault: Path
         meaning = sum(n for q, n in found.items() if q in semantic)
         print(f"\n{label}: top-5 recall {sum(found.values()) / total:.3f} ({sum(found.values())} of {total}); "
               f"recall set {words}, no-shared-word questions {meaning}")
+    assert figures["am search (vector file)"] == figures["with vectors"]
     lost = [q for q, n in figures["full text"].items() if figures["with vectors"][q] < n]
     assert lost == []
     assert sum(figures["with vectors"].values()) > sum(figures["full text"].values())
@@ -193,3 +196,36 @@ def test_a_query_of_known_words_reads_no_tokenizer_and_ranks_the_same(recall_vau
         later = wordllama()
         vectors.search(index, later, unknown, limit=10)
         assert later._pieces is None
+
+
+def test_vector_without_numpy_is_embeds_row(recall_vault: Path) -> None:
+    """``vector`` (read token rows from the weights file, no numpy) gives ``embed``'s row to float32 precision."""
+    import numpy as np
+
+    from am.packs.embedding import wordllama
+
+    model = wordllama()
+    long = " ".join(["the session cache expires after thirty minutes, 限流策略"] * 40)  # past 256 tokens
+    for text in ("how long are logins remembered", "限流策略：每个 API key 一个令牌桶", long, "<s> odd </s> text"):
+        assert np.allclose(model.vector(text), model.embed([text])[0], atol=2e-7)
+    assert model.vector("") == [0.0] * 256
+
+
+def test_a_search_process_ranks_from_the_vector_file_without_numpy(recall_vault: Path, tmp_path: Path) -> None:
+    """`am index rebuild` writes .am/cache/vectors.f16; `am search` then imports neither numpy nor the tokenizer."""
+    copy = tmp_path / "vault"
+    shutil.copytree(recall_vault, copy, symlinks=True)
+    rebuilt, _ = _run(copy, tmp_path, "index", "rebuild")
+    assert rebuilt["vectors"] >= 360 and (copy / ".am" / "cache" / "vectors.f16").is_file()
+    code = ("import json, sys; from am.cli.main import main\n"
+            "sys.argv = ['am', '--vault', sys.argv[1], 'search', 'fetch many accounts at once', '--format', 'json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps([m in sys.modules for m in ('numpy', 'tokenizers', 'simsimd')]), file=sys.stderr)")
+    runs = [subprocess.run([PYTHON, "-c", code, str(copy)], capture_output=True, text=True, check=True,
+                           env=_offline_env(tmp_path)) for _ in range(2)]
+    # The first reads the tokenizer for a word no record has ("fetch") and keeps its pieces: the second does not.
+    assert [json.loads(p.stderr.strip().splitlines()[-1]) for p in runs] == [[False, True, True], [False, False, True]]
+    proc = runs[1]
+    found = json.loads(proc.stdout)
+    assert "f-20261002-0915-c4f1a5" in [h["id"] for h in found["hits"][:5]]
+    assert found["retrieval"]["served"] in ("vector", "vector+full-text")

@@ -21,11 +21,16 @@ from am.cache.search import search
 from tests.test_semantic import FACTS, QUESTION, concepts, filled, site  # noqa: F401 - fixtures
 
 
+def _held(index: Any, model: Any) -> vecmatrix.Matrix:
+    """The matrix the process holds for this cache file and model (one for every Index: a server's threads)."""
+    return vectors._HELD[(str(index.path), model.name)]
+
+
 def _warm(vault: Any, model: Any) -> tuple[Any, vecmatrix.Matrix]:
     index = vault.cache()
     index.refresh()
     search(index, QUESTION, embedder=model)
-    return index, index.__dict__["_vector_state"]
+    return index, _held(index, model)
 
 
 def _oracle(index: Any, query: Any) -> dict[int, float]:
@@ -63,7 +68,7 @@ def test_a_write_an_outside_edit_and_a_deletion_patch_the_rows_in_memory(filled:
     index = filled.cache()
     index.refresh()
     found = search(index, QUESTION, embedder=model)
-    assert index.__dict__["_vector_state"] is held
+    assert _held(index, model) is held
     assert "fact-expire" in [h.id for h in found.hits if "vector" in h.found]
     _same_as_fresh(index, held, model)
     # An edit made outside am changes a fact's meaning: its row changes in place.
@@ -73,7 +78,7 @@ def test_a_write_an_outside_edit_and_a_deletion_patch_the_rows_in_memory(filled:
     before = held.raw.copy()
     index.refresh()
     found = search(index, QUESTION, embedder=model)
-    assert index.__dict__["_vector_state"] is held and not np.array_equal(before, held.raw)
+    assert _held(index, model) is held and not np.array_equal(before, held.raw)
     assert "fact-db" in [h.id for h in found.hits]
     _same_as_fresh(index, held, model)
     # A deleted fact leaves the matrix and the hits.
@@ -81,7 +86,7 @@ def test_a_write_an_outside_edit_and_a_deletion_patch_the_rows_in_memory(filled:
     path.unlink()
     index.refresh()
     found = search(index, QUESTION, embedder=model)
-    assert index.__dict__["_vector_state"] is held
+    assert _held(index, model) is held
     assert "fact-session" not in [h.id for h in found.hits]
     assert len(held.rowids) == len(FACTS) + 1 - 1 + 1  # four facts and the topic, one added, one gone
     _same_as_fresh(index, held, model)
@@ -96,7 +101,64 @@ def test_a_reader_behind_a_pruned_log_reads_every_vector_again(filled: Any, site
     index = filled.cache()
     index.refresh()
     found = search(index, QUESTION, embedder=model)
-    again = index.__dict__["_vector_state"]
+    again = _held(index, model)
     assert again is not held  # read afresh: the log no longer says what changed
     assert "fact-expire" in [h.id for h in found.hits]
     _same_as_fresh(index, again, model)
+
+
+def test_the_threads_of_a_server_share_one_matrix_and_each_search_ranks_a_whole_one(
+        filled: Any, site: Path) -> None:  # noqa: F811
+    """Each worker thread has its own Vault and cache connection; the vectors are held once a process.
+
+    While one thread writes, the others keep searching: a catch-up builds new arrays, so a search
+    never ranks half-patched rows (the scores of every search are those of some whole matrix).
+    """
+    import threading
+
+    from am.vault import Vault
+
+    model = concepts(site)
+    index, held = _warm(filled, model)
+    readers = [Vault.open(filled.root) for _ in range(3)]
+    try:
+        for vault in readers:
+            other = vault.cache()
+            assert search(other, QUESTION, embedder=model).hits[0].id == "fact-session"
+            assert _held(other, model) is held
+        views = [vectors._load(vault.cache(), model.name) for vault in readers]
+        assert all(v.raw is held.raw and v is not held for v in views)
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def keep_searching(vault: Any) -> None:
+            try:
+                while not stop.is_set():
+                    mine = vault.cache()
+                    found = [h.id for h in search(mine, QUESTION, embedder=model).hits]
+                    assert "fact-session" in found
+                    view = vectors._load(mine, model.name)  # whole: its norms are its rows'
+                    centred = view.raw - view.mean
+                    assert np.allclose(np.linalg.norm(centred, axis=1), view.norms, atol=1e-4)
+            except BaseException as err:  # noqa: BLE001 - reported to the test's thread below
+                errors.append(err)
+
+        threads = [threading.Thread(target=keep_searching, args=(vault,)) for vault in readers]
+        for thread in threads:
+            thread.start()
+        for n in range(4):
+            filled.add_fact(f"Logins expire after {n + 2} weeks of silence.", topics=["project-alpha"], id=f"fact-x{n}")
+            index = filled.cache()
+            index.refresh()
+            search(index, QUESTION, embedder=model)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert _held(index, model) is held  # patched from the log, never read again
+        for vault in readers:
+            assert "fact-x3" in [h.id for h in search(vault.cache(), QUESTION, embedder=model).hits]
+        _same_as_fresh(index, _held(index, model), model)
+    finally:
+        for vault in readers:
+            vault.close()

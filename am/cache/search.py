@@ -114,7 +114,7 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
            include_superseded: bool = False, types: tuple[str, ...] | None = None, limit: int = 20,
            at: datetime | None = None, sort: str = "rank", mode: str = "ranked", notes: bool = True,
            embedder: Embedder | None = None, vector_note: str = "", vector_budget_s: float | None = None,
-           ) -> SearchResult:
+           vector_once: bool = False) -> SearchResult:
     """Find records (and notes) for a query; time phrases in it narrow the date range before ranking.
 
     Notes (Markdown without am frontmatter) come as hits of type ``note`` (id
@@ -124,7 +124,8 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     ``sort``: "rank" (phrase, then all terms, then some, by BM25) or "time" (newest first);
     ``mode="and"``: every word must occur (the search before ranking). With an ``embedder``
     (am/packs/embedding.py chooses it), the vector ranking is fused with the full-text one
-    (am/cache/vectors.py); ``vector_note`` says why there is none, or which model served.
+    (am/cache/vectors.py); ``vector_note`` says why there is none, or which model served;
+    ``vector_once``: the process searches once (``am search``), so the vectors are not held in memory.
     """
     if sort not in ("rank", "time"):
         raise UsageError(f"unknown sort {sort!r}", hint="use --sort rank or --sort time")
@@ -157,7 +158,8 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     found = {(h.id, str(h.path)): ("id" if h.matched < 0 else "full-text") for h in hits}
     levels: list[str] = [vector_note] if vector_note else []
     if embedder is not None and sort == "rank" and mode == "ranked" and parsed.text.strip():
-        hits, more = _hybrid(index, embedder, parsed.text, hits, found, limit, vector_budget_s, filters)
+        hits, more = _hybrid(index, embedder, parsed.text, hits, found, limit, vector_budget_s, filters,
+                             once=vector_once)
         levels += more
     hits = hits[:limit]
     without: int | None = None
@@ -193,7 +195,8 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
 
 
 def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found: dict[tuple[str, str], str],
-            limit: int, budget_s: float | None, filters: Mapping[str, object]) -> tuple[list[Hit], list[str]]:
+            limit: int, budget_s: float | None, filters: Mapping[str, object], *,
+            once: bool = False) -> tuple[list[Hit], list[str]]:
     """Return the full-text hits fused with the vector ones (``found`` learns how each was found), and notes.
 
     Never raises: a model or cache that fails leaves the full-text hits and a note.
@@ -204,7 +207,7 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
 
     try:
         status = vectors.ensure(index, embedder, budget_s=budget_s)
-        near = vectors.search(index, embedder, text, limit=limit, **filters)  # type: ignore[arg-type]
+        near = vectors.search(index, embedder, text, limit=limit, once=once, **filters)  # type: ignore[arg-type]
     except Exception as err:  # noqa: BLE001 - an optional level's failure must not cost the user the answer
         return hits, [f"vector: failed ({type(err).__name__}: {err})"]
     notes = [n for n in (status.note(),) if n]

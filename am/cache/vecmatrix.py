@@ -21,13 +21,13 @@ No sqlite3 import: statements run on ``Index.conn``. numpy is imported by the ca
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from am.cache.index import Index
 
-__all__ = ["LOG_KEEP", "LOG_TABLES", "Matrix", "catch_up", "load"]
+__all__ = ["LOG_KEEP", "LOG_TABLES", "ROWS", "Matrix", "catch_up", "last_seq", "load"]
 
 LOG_KEEP = 20_000  # log entries kept; a reader further behind reads every vector again
 LOG_TABLES = (
@@ -37,7 +37,7 @@ LOG_TABLES = (
     ("CREATE TRIGGER IF NOT EXISTS vector_log_out AFTER DELETE ON records WHEN OLD.type IN ('fact', 'topic') "
      "BEGIN INSERT INTO vector_log(rowid) VALUES (OLD.rowid); END"),
 )
-_ROWS = ("SELECT r.rowid, v.vec FROM records r JOIN files f ON f.path = r.path JOIN vectors v ON v.blob = f.blob "
+ROWS = ("SELECT r.rowid, v.vec FROM records r JOIN files f ON f.path = r.path JOIN vectors v ON v.blob = f.blob "
          "WHERE r.type IN ('fact', 'topic')")
 
 
@@ -53,6 +53,11 @@ class Matrix:
     total: Any    # float64 (dim,): the sum of the rows
     mean: Any = None   # float32 (dim,): what rows and query are centred on
     norms: Any = None  # float32 (n,): each centred row's length (at least 1e-6)
+    epoch: str | None = None  # the cache file's (meta.vector_epoch) whose rows these are
+
+    def view(self, checked: tuple[Any, ...]) -> Matrix:
+        """Return the rows as they are now, for one search: ``catch_up`` replaces arrays, never writes into them."""
+        return replace(self, checked=checked)
 
     def centre(self, np: Any) -> None:
         """Recompute the mean and the centred rows' lengths after the rows changed."""
@@ -69,7 +74,7 @@ class Matrix:
         return (self.raw @ q - np.float32(self.mean @ q)) / self.norms
 
 
-def _last_seq(index: Index) -> int:
+def last_seq(index: Index) -> int:
     """Return the last log entry ever written (AUTOINCREMENT keeps it when the entries are pruned)."""
     row = index.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'").fetchone()
     return int(row[0]) if row else 0
@@ -77,8 +82,8 @@ def _last_seq(index: Index) -> int:
 
 def load(np: Any, index: Index, key: tuple[Any, ...]) -> Matrix:
     """Read every record's vector from the cache."""
-    seq = _last_seq(index)  # first: a write after it is taken in by the next catch_up, whatever this reads
-    rows = index.conn.execute(_ROWS + " ORDER BY r.rowid").fetchall()
+    seq = last_seq(index)  # first: a write after it is taken in by the next catch_up, whatever this reads
+    rows = index.conn.execute(ROWS + " ORDER BY r.rowid").fetchall()
     rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     if rows:
         raw = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(len(rows), -1).astype(np.float32)
@@ -93,7 +98,7 @@ def load(np: Any, index: Index, key: tuple[Any, ...]) -> Matrix:
 def catch_up(np: Any, index: Index, matrix: Matrix) -> bool:
     """Patch the rows whose vector may have changed since ``matrix.seq``; False if it must be read again."""
     conn = index.conn
-    high = _last_seq(index)
+    high = last_seq(index)
     if high <= matrix.seq:
         return True
     low = conn.execute("SELECT min(seq) FROM vector_log").fetchone()[0]
@@ -102,13 +107,16 @@ def catch_up(np: Any, index: Index, matrix: Matrix) -> bool:
     changed = sorted({r for (r,) in conn.execute("SELECT rowid FROM vector_log WHERE seq > ?", (matrix.seq,))})
     if len(changed) > max(1000, len(matrix.rowids) // 20):
         return False  # reading everything is as cheap
-    found = dict(conn.execute(_ROWS + " AND r.rowid IN (SELECT value FROM json_each(?))",
+    found = dict(conn.execute(ROWS + " AND r.rowid IN (SELECT value FROM json_each(?))",
                               (json.dumps(changed),)).fetchall())
     dim = matrix.raw.shape[1]
     if any(len(vec) != 2 * dim for vec in found.values()):
         return False  # another width (the first vectors of an empty matrix)
     positions = np.searchsorted(matrix.rowids, np.asarray(changed, dtype=np.int64))
     keep = np.ones(len(matrix.rowids), dtype=bool)
+    # New arrays, not writes into the old ones: a search on another thread may be ranking a view of them.
+    matrix.total = matrix.total.copy()
+    copied = False
     new_ids: list[int] = []
     new_rows: list[Any] = []
     for rowid, at in zip(changed, positions.tolist()):
@@ -120,6 +128,8 @@ def catch_up(np: Any, index: Index, matrix: Matrix) -> bool:
             if row is None:
                 keep[at] = False
                 continue
+            if not copied:
+                matrix.raw, matrix.squares, copied = matrix.raw.copy(), matrix.squares.copy(), True
             matrix.raw[at] = row
             matrix.squares[at] = float(row.astype(np.float64) @ row)
             matrix.total += row

@@ -25,11 +25,14 @@ numpy is imported only when vectors are used.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from am.cache import vecfile
 from am.cache.rows import record_from_json
 from am.cache.vecmatrix import LOG_KEEP, LOG_TABLES, Matrix, catch_up, load
 from am.records.model import Topic
@@ -38,7 +41,8 @@ if TYPE_CHECKING:
     from am.cache.index import Index
     from am.cache.rows import Hit
 
-__all__ = ["Embedder", "VectorStatus", "ensure", "search", "fuse", "levels_of", "text_of", "MIN_SCORE", "RRF_K"]
+__all__ = ["Embedder", "VectorStatus", "ensure", "search", "fuse", "levels_of", "prepare_once", "text_of", "MIN_SCORE",
+           "RRF_K"]
 
 MIN_SCORE = 0.1   # cosine (after centring) below this is not a hit: measured on the recall set, docs/decisions.md
 RRF_K = 60        # reciprocal rank fusion: 1 / (k + rank)
@@ -58,6 +62,8 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS vector_pieces(piece TEXT PRIMARY KEY, ids TEXT NOT NULL) WITHOUT ROWID",
 )
 _KINDS = ("fact", "topic")
+_HELD: dict[tuple[str, str], Matrix] = {}  # (cache file, model) -> the vectors every Index of the process ranks
+_HELD_LOCK = threading.Lock()
 
 
 class Embedder(Protocol):
@@ -99,7 +105,8 @@ def _table(index: Index, model: str) -> None:
     conn = index.conn
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
     exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_pieces'").fetchone() is not None
-    if exists and row is not None and row[0] == model:
+    epoch = conn.execute("SELECT 1 FROM meta WHERE key = 'vector_epoch'").fetchone() is not None
+    if exists and epoch and row is not None and row[0] == model:
         return
     _write(index, _setup, model)
 
@@ -112,6 +119,8 @@ def _setup(conn: Any, model: str) -> None:
         conn.execute("DELETE FROM vectors")
         conn.execute("DELETE FROM vector_pieces")
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('vector_model', ?)", (model,))
+    # This file's vector tables: a copy of the rows kept outside it (am/cache/vecfile.py) names it.
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('vector_epoch', ?)", (os.urandom(8).hex(),))
     # Every record once (the triggers were just made, or the model changed): those with a vector are skipped.
     conn.execute("INSERT OR IGNORE INTO vector_todo SELECT rowid FROM records WHERE type IN ('fact', 'topic')")
 
@@ -226,11 +235,38 @@ def _same(a: tuple[Any, ...] | None, b: tuple[Any, ...]) -> bool:
 
 
 def _load(index: Index, model: str) -> Matrix:
-    """Return the records' vectors in memory: as they were while the cache is unchanged, else brought up to date."""
+    """Return the records' vectors in memory: as they were while the cache is unchanged, else brought up to date.
+
+    One matrix a cache file and model serves every Index of the process (an agents' server
+    has one connection a worker thread: ~100 MB of vectors at 100k records, held once).
+    A thread that finds the cache changed patches it under a lock (vecmatrix.catch_up builds
+    new arrays, never writes into the ones a search on another thread may be reading) and
+    each search ranks a ``view`` of it taken under the same lock.
+    """
     import numpy as np
 
-    matrix: Matrix | None = index.__dict__.get("_vector_state")
     key = _key(index, model)
+    epoch = index.__dict__.get("_vector_epoch")
+    if epoch is None or not _same(index.__dict__.get("_vector_checked_at"), key):
+        epoch = _epoch(index)
+    if epoch is None:  # vector tables of a cache older than the epoch: this Index's own matrix, as before
+        return _load_own(np, index, model, key)
+    name = (str(index.path), model)
+    with _HELD_LOCK:
+        matrix = _HELD.get(name)
+        if _same(index.__dict__.get("_vector_checked_at"), key) and matrix is not None and matrix.epoch == epoch:
+            return matrix.view(key)
+        if matrix is None or matrix.epoch != epoch or not catch_up(np, index, matrix):
+            matrix = load(np, index, key)
+            matrix.epoch = epoch
+            _HELD[name] = matrix  # the matrix of an older cache file at this path (a rebuild) goes
+        index.__dict__["_vector_checked_at"] = key
+        index.__dict__["_vector_epoch"] = epoch
+        return matrix.view(key)
+
+
+def _load_own(np: Any, index: Index, model: str, key: tuple[Any, ...]) -> Matrix:
+    matrix: Matrix | None = index.__dict__.get("_vector_state")
     if matrix is not None and _same(matrix.checked, key):
         return matrix
     if matrix is None or matrix.checked[0] is not key[0] or matrix.checked[2] != key[2] or not catch_up(
@@ -241,35 +277,54 @@ def _load(index: Index, model: str) -> Matrix:
     return matrix
 
 
+def _epoch(index: Index) -> str | None:
+    row = index.conn.execute("SELECT value FROM meta WHERE key = 'vector_epoch'").fetchone()
+    return None if row is None else str(row[0])
+
+
 def search(index: Index, embedder: Embedder, query: str, *, limit: int = 20,
-           keep: Callable[[Sequence[Hit]], Sequence[Hit]] | None = None, **filters: Any) -> list[tuple[Hit, float]]:
+           keep: Callable[[Sequence[Hit]], Sequence[Hit]] | None = None, once: bool = False,
+           **filters: Any) -> list[tuple[Hit, float]]:
     """Return up to ``limit`` (hit, cosine) pairs for a query, best first, that pass the filters.
 
     ``filters`` are those of ``Index.search`` (statuses, topic, repo, types, since,
     until); ``keep`` may narrow further (a world). Vectors must be there (``ensure``):
     records without one are not ranked. Scores below ``MIN_SCORE`` are not hits.
+    ``once``: this process searches once (``am search``): when the embedder offers
+    ``vector(text)`` and SimSIMD is there, rank from the cache's vector file without
+    numpy (am/cache/vecfile.py); else the vectors are held in memory for the next searches.
     """
-    import numpy as np
-
     from am.cache.rows import Hit
 
-    state = _load(index, embedder.name)
-    if not query.strip() or not len(state.rowids):
-        return []
-    new_pieces = _teach(index, embedder, query)
-    q = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
-    if new_pieces:  # words no record has: kept, so the next query with them reads no tokenizer either
-        try:
-            _write(index, _store, [], [], [pair for pair in _pieces_to_keep(embedder, [query]) if pair[0] in new_pieces])
-        except Exception:  # noqa: BLE001, S110 - a cache that cannot be written (read-only, busy) only stays slower
-            pass
-    if state.raw.shape[1] != q.shape[0]:
-        return []
-    scores = state.scores(np, q)
+    first = max(limit * 4, 100)
+    light = _light(index, embedder) if once else None
+    if light is not None:
+        rows, simsimd = light
+        if not query.strip() or not len(rows):
+            return []
+        _taught(index, embedder, query)
+        q = embedder.vector(query)  # type: ignore[attr-defined]
+        if rows.dim != len(q):
+            return []
+        values: Any = vecfile.scores(simsimd, rows, q)
+        rowids: Any = rows.rowids
+        batches: Iterable[Any] = vecfile.ranked(values, MIN_SCORE, first)
+    else:
+        import numpy as np
+
+        state = _load(index, embedder.name)
+        if not query.strip() or not len(state.rowids):
+            return []
+        _taught(index, embedder, query)
+        q = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
+        if state.raw.shape[1] != q.shape[0]:
+            return []
+        values, rowids = state.scores(np, q), state.rowids
+        batches = _best_first(np, values, first)
     where, args = index._filters(**filters)
     found: list[tuple[Hit, float]] = []
-    for batch in _best_first(np, scores, max(limit * 4, 100)):
-        by_rowid = {int(state.rowids[i]): float(scores[i]) for i in batch}
+    for batch in batches:
+        by_rowid = {int(rowids[i]): float(values[i]) for i in batch}
         sql = ("SELECT r.rowid, r.id, r.path, r.type, r.status, r.created FROM records r WHERE r.rowid IN ("
                + ",".join("?" * len(by_rowid)) + ")" + "".join(f" AND {w}" for w in where))
         hits = [(Hit(i, _path(p), t, s, c, -by_rowid[rid]), by_rowid[rid])
@@ -282,6 +337,32 @@ def search(index: Index, embedder: Embedder, query: str, *, limit: int = 20,
         if len(found) >= limit:
             break
     return found[:limit]
+
+
+def _light(index: Index, embedder: Embedder) -> tuple[vecfile.Rows, Any] | None:
+    """Return the vector file's rows and the ranker for a numpy-free search, or None (numpy's path)."""
+    if not callable(getattr(embedder, "vector", None)):
+        return None
+    simsimd = vecfile.ranker()
+    if simsimd is None:
+        return None
+    rows = vecfile.load(index, embedder.name)
+    return None if rows is None else (rows, simsimd)
+
+
+def prepare_once(index: Index, embedder: Embedder) -> None:
+    """Write the cache's vector file now (after a rebuild), so that the next one-shot search finds it whole."""
+    _light(index, embedder)
+
+
+def _taught(index: Index, embedder: Embedder, query: str) -> None:
+    """Teach the embedder the query's kept pieces; keep the pieces no record has after it reads them."""
+    new_pieces = _teach(index, embedder, query)
+    if new_pieces:  # words no record has: kept, so the next query with them reads no tokenizer either
+        try:
+            _write(index, _store, [], [], [pair for pair in _pieces_to_keep(embedder, [query]) if pair[0] in new_pieces])
+        except Exception:  # noqa: BLE001, S110 - a cache that cannot be written (read-only, busy) only stays slower
+            pass
 
 
 def _best_first(np: Any, scores: Any, first: int) -> Iterable[Any]:

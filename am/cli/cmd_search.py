@@ -76,7 +76,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     embedder, vector_note = _embedder(vault, sort)
     result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,
                         include_superseded=include_superseded, limit=limit if marks is None else max(limit * 5, 100),
-                        sort=sort, embedder=embedder, vector_note=vector_note)
+                        sort=sort, embedder=embedder, vector_note=vector_note, vector_once=True)
     if marks is not None:
         result = replace(result, hits=tuple(h for h in result.hits if marks.keeps(h.id))[:limit])
     vault.note_uses([h.id for h in result.hits if h.type == "fact"], repo=repo,
@@ -201,6 +201,7 @@ def _vectors(vault: Any, cache: Any) -> tuple[int | None, str]:
         return None, note
     try:
         status = vectors.ensure(cache, embedder, progress=progress_bar("embedding"))
+        vectors.prepare_once(cache, embedder)  # the file `am search` ranks from without numpy
     except Exception as err:  # noqa: BLE001 - the optional level fails, the cache stands; searches retry
         return None, f"vector: failed ({type(err).__name__}: {err})"
     return status.total - status.missing, note

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import re
+import struct
 import threading
-from itertools import zip_longest
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +172,7 @@ _CHUNK = 2000      # texts summed at a time (their pieces' rows: ~40k x 256 floa
 _MAX_TOKENS = 256  # a record's first 256 tokens make its vector (a fact is 1-3 sentences)
 _PIECE = re.compile("\u2581*[^\u2581]+|\u2581+")
 _SPECIAL = re.compile("(<unk>|<s>|</s>)")  # the tokenizer's added tokens: split out before normalising
+_KINDS = ("F16", "F32")  # the weights' dtypes read
 
 
 def _padded(groups: Sequence[Sequence[int]]) -> Any:
@@ -217,29 +221,38 @@ class WordLlamaEmbedder:
     """
 
     def __init__(self, folder: Path, version: str) -> None:
-        import numpy as np
-
         weights = folder / _WEIGHTS
         with open(weights, "rb") as handle:
             size = int.from_bytes(handle.read(8), "little")
             header = json.loads(handle.read(size))
             entry = header["embedding.weight"]
-            kinds = {"F16": np.float16, "F32": np.float32}
-            if entry["dtype"] not in kinds:
+            if entry["dtype"] not in _KINDS:
                 raise ValueError(f"{weights}: unsupported dtype {entry['dtype']}")
-            start, end = entry["data_offsets"]
-        # Mapped, not read: a query needs a few dozen rows of the 16 MB table.
-        self.table = np.memmap(weights, dtype=kinds[entry["dtype"]], mode="r", offset=8 + size + start,
-                               shape=tuple(entry["shape"]))
+            start, _ = entry["data_offsets"]
+        self.weights = weights
+        self._kind = str(entry["dtype"])
+        self._offset = 8 + size + start
+        self._shape = (int(entry["shape"][0]), int(entry["shape"][1]))
+        self._table: Any = None  # numpy's map of the table, made when numpy embeds
         self.folder = folder
         self._pieces: Any = None  # the tokenizer, read when a piece's ids are neither learned nor taught
-        self._row: dict[str, int] = {}    # piece -> its row in _sums and _ids
-        self._ids: list[list[int]] = []
-        self._sums = np.zeros((0, int(self.table.shape[1])), dtype=np.float32)
-        self._counts = np.zeros(0, dtype=np.float32)
-        self.dim = int(self.table.shape[1])
+        self._known: dict[str, list[int]] = {}  # piece -> its token ids (taught from a cache, or tokenised)
+        self._row: dict[str, int] = {}    # piece -> its row in _sums and _counts (numpy's embed)
+        self._sums: Any = None
+        self._counts: Any = None
+        self.dim = self._shape[1]
         self.name = f"wordllama l2_supercat_{self.dim} {version}"
         self._lock = threading.Lock()  # an agent server embeds from several threads; the piece table grows
+
+    @property
+    def table(self) -> Any:
+        """The weights as a numpy array, mapped, not read: a query needs a few dozen rows of the 16 MB table."""
+        if self._table is None:
+            import numpy as np
+
+            self._table = np.memmap(self.weights, dtype={"F16": np.float16, "F32": np.float32}[self._kind], mode="r",
+                                    offset=self._offset, shape=self._shape)
+        return self._table
 
     def _tokenizer(self) -> Any:
         """The tokenizer (a 1.8 MB file: ~0.1 s to read), read the first time a piece needs it."""
@@ -255,47 +268,51 @@ class WordLlamaEmbedder:
 
     def unknown_pieces(self, texts: Sequence[str]) -> list[str]:
         """Return the pieces of these texts whose token ids this process has not learned (nor been taught)."""
-        row = self._row
-        return [p for p in dict.fromkeys(p for t in texts for p in _pieces_of(t)) if p not in row]
+        known = self._known
+        return [p for p in dict.fromkeys(p for t in texts for p in _pieces_of(t)) if p not in known]
 
     def piece_ids(self, texts: Sequence[str]) -> dict[str, list[int]]:
         """Return the token ids of every piece of these texts (learning them): for a cache to keep (``teach``)."""
         split = [_pieces_of(t) for t in texts]
         with self._lock:
             self._learn(p for pieces in split for p in pieces)
-            row, ids_of = self._row, self._ids
-            return {p: ids_of[row[p]] for pieces in split for p in pieces}
+            known = self._known
+            return {p: known[p] for pieces in split for p in pieces}
 
     def teach(self, known: Mapping[str, Sequence[int]]) -> None:
         """Take pieces' token ids that this model's tokenizer gave before (kept in a cache): no tokenizer needed."""
         with self._lock:
-            new = [p for p in known if p not in self._row]
-            if new:
-                self._add(new, [list(known[p]) for p in new])
+            for piece, ids in known.items():
+                self._known.setdefault(piece, list(ids))
 
     def _learn(self, pieces: Iterable[str]) -> None:
-        """Tokenise the pieces not seen before and keep their token ids and summed vectors."""
+        """Tokenise the pieces whose token ids are not known yet (hold the lock)."""
+        new = [p for p in dict.fromkeys(pieces) if p not in self._known]
+        if new:
+            encoded = self._tokenizer().encode_batch(new, add_special_tokens=False)
+            self._known.update((p, list(e.ids)) for p, e in zip(new, encoded))
+
+    def _add(self, pieces: Iterable[str]) -> None:
+        """Keep the sums of the tokens' vectors of pieces not summed yet (hold the lock; their ids are known)."""
+        import numpy as np
+
         new = [p for p in dict.fromkeys(pieces) if p not in self._row]
         if not new:
             return
-        encoded = self._tokenizer().encode_batch(new, add_special_tokens=False)
-        self._add(new, [e.ids for e in encoded])
-
-    def _add(self, new: list[str], ids: list[list[int]]) -> None:
-        """Keep new pieces' token ids and the sums of their tokens' vectors (hold the lock)."""
-        import numpy as np
-
+        ids = [self._known[p] for p in new]
         lengths = np.array([len(i) for i in ids], dtype=np.int64)
         sums = _segment_sums(self.table, _padded(ids), self.dim)
-        base = len(self._ids)
-        if base + len(new) > len(self._counts):  # room doubles: a new word in a query copies nothing
-            room = max(2 * len(self._counts), base + len(new), 1024)
+        base = len(self._row)
+        room_now = 0 if self._counts is None else len(self._counts)
+        if base + len(new) > room_now:  # room doubles: a new word in a query copies nothing
+            room = max(2 * room_now, base + len(new), 1024)
             grown = np.zeros((room, self.dim), dtype=np.float32)
-            grown[:base] = self._sums[:base]
-            self._sums = grown
-            self._counts = np.concatenate((self._counts[:base], np.zeros(room - base, dtype=np.float32)))
+            counts = np.zeros(room, dtype=np.float32)
+            if base:
+                grown[:base] = self._sums[:base]
+                counts[:base] = self._counts[:base]
+            self._sums, self._counts = grown, counts
         self._row.update((p, base + n) for n, p in enumerate(new))
-        self._ids.extend(ids)
         self._sums[base:base + len(new)] = sums
         self._counts[base:base + len(new)] = lengths
 
@@ -306,17 +323,45 @@ class WordLlamaEmbedder:
         split = [_pieces_of(t) for t in texts]
         with self._lock:
             self._learn(p for pieces in split for p in pieces)
-            row, sums, counts_of, ids_of = self._row, self._sums, self._counts, self._ids
+            self._add(p for pieces in split for p in pieces)
+            row, sums, counts_of, known = self._row, self._sums, self._counts, self._known
         rows = [[row[p] for p in pieces] for pieces in split]
         padded = _padded(rows)
-        counts = np.where(padded >= 0, counts_of[padded], 0.0).sum(axis=0) if len(padded) else np.zeros(len(rows))
+        if not len(padded):
+            return np.zeros((len(texts), self.dim), dtype=np.float32)
+        counts = np.where(padded >= 0, counts_of[padded], 0.0).sum(axis=0)
         out = _segment_sums(sums, padded, self.dim) / np.maximum(counts, 1.0)[:, None]
         for n in np.flatnonzero(counts > _MAX_TOKENS):  # long texts: their first 256 tokens, exactly
-            ids = [t for u in rows[n] for t in ids_of[u]][:_MAX_TOKENS]
+            ids = [t for p in split[n] for t in known[p]][:_MAX_TOKENS]
             out[n] = np.asarray(self.table[ids], dtype=np.float32).mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
+
+    def vector(self, text: str) -> list[float]:
+        """Return one text's vector as ``embed`` makes it (to float32's precision), without numpy.
+
+        For a process that searches once: the query's tokens' rows are read from the
+        weights file one by one (a few dozen of the table's 32k).
+        """
+        pieces = _pieces_of(text)
+        with self._lock:
+            self._learn(pieces)
+            ids = [t for p in pieces for t in self._known[p]][:_MAX_TOKENS]
+        total = [0.0] * self.dim
+        if not ids:
+            return total
+        code = "e" if self._kind == "F16" else "f"
+        row = struct.Struct(f"<{self.dim}{code}")
+        fd = os.open(self.weights, os.O_RDONLY)
+        try:
+            for token, times in Counter(ids).items():
+                values = row.unpack(os.pread(fd, row.size, self._offset + token * row.size))
+                total = [t + times * v for t, v in zip(total, values)]
+        finally:
+            os.close(fd)
+        length = math.sqrt(math.fsum(t * t for t in total)) or 1.0
+        return [t / length for t in total]
 
 
 def wordllama() -> WordLlamaEmbedder:
