@@ -126,7 +126,7 @@ def test_a_rebuilt_cache_a_damaged_file_or_a_pruned_log_is_read_afresh(filled: A
     index.rebuild()  # another cache file: another epoch, whatever its log says
     index = filled.cache()
     vectors.ensure(index, one_shot)
-    rows = vecfile.load(index, one_shot.name)
+    rows = vecfile.load(index, one_shot.name, vecfile.ranker())
     assert rows is not None and rows.epoch != old.epoch
     _matches_the_cache(index, one_shot)
     path.write_bytes(path.read_bytes()[:-3])  # cut short: not whole, so not trusted
@@ -161,3 +161,11 @@ def test_without_the_ranker_a_one_shot_search_ranks_with_numpy(filled: Any, one_
     monkeypatch.setattr(vecfile, "_RANKER", [None])  # SimSIMD missing, or unable to accumulate in float32
     found = _search_once(filled, one_shot)
     assert found[0][0] == "fact-session" and not vecfile.path_of(filled.cache()).exists()
+
+
+def test_the_rows_sum_the_same_without_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    matrix = np.random.default_rng(3).normal(0, 0.06, (2500, 16)).astype(np.float16)  # more than one chunk
+    expected = vecfile._sum_rows(matrix.tobytes(), 2500, 16)
+    assert expected == pytest.approx(matrix.astype(np.float64).sum(axis=0).tolist(), abs=1e-12)
+    monkeypatch.setitem(__import__("sys").modules, "numpy", None)  # import numpy now raises ImportError
+    assert vecfile._sum_rows(matrix.tobytes(), 2500, 16) == pytest.approx(expected, abs=1e-9)

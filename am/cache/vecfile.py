@@ -32,20 +32,21 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 import struct
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from am.cache.vecmatrix import ROWS, last_seq
 
 if TYPE_CHECKING:
     from am.cache.index import Index
 
-__all__ = ["FILE_NAME", "Rows", "load", "ranked", "ranker", "save", "scores"]
+__all__ = ["FILE_NAME", "Rows", "centre", "load", "ranked", "ranker", "save", "scores"]
 
 FILE_NAME = "vectors.f16"
 _MAGIC = b"AMVEC1\n\0"
@@ -63,8 +64,9 @@ class Rows:
     seq: int
     dim: int
     rowids: array[int]   # int64, ascending
-    data: bytes          # len(rowids) * dim float16 values
+    data: Any            # bytes-like: len(rowids) * dim float16 values
     total: list[float]   # the sum of the rows (float64)
+    inv: array[float] | None = None  # float64: 1 / |x - m| of each row (``centre``), None until computed
 
     def __len__(self) -> int:
         return len(self.rowids)
@@ -116,24 +118,26 @@ def read(path: Path) -> Rows | None:
     """Return the rows a vector file holds, or None when it is missing or not whole."""
     try:
         with open(path, "rb") as handle:
-            blob = handle.read()
-    except OSError:
+            # Mapped, not read: the rows are ranked where the page cache holds them (a 5 MB copy at 10k is not).
+            blob: Any = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):  # missing, or empty (mmap refuses a length of 0)
         return None
     try:
-        if not blob.startswith(_MAGIC):
+        if bytes(blob[:len(_MAGIC)]) != _MAGIC:
             return None
         (size,) = _LEN.unpack_from(blob, len(_MAGIC))
         start = len(_MAGIC) + _LEN.size
-        head = json.loads(blob[start:start + size])
+        head = json.loads(bytes(blob[start:start + size]))
         n, dim = int(head["n"]), int(head["dim"])
         at = start + size
-        rowids = array("q")
+        rowids, inv = array("q"), array("d")
         rowids.frombytes(blob[at:at + 8 * n])
-        data = blob[at + 8 * n:]
-        if len(rowids) != n or len(data) != 2 * n * dim or len(head["total"]) != dim:
+        inv.frombytes(blob[at + 8 * n:at + 16 * n])
+        data = blob[at + 16 * n:]
+        if len(rowids) != n or len(inv) != n or len(data) != 2 * n * dim or len(head["total"]) != dim:
             return None
         return Rows(str(head["epoch"]), str(head["model"]), int(head["seq"]), dim, rowids, data,
-                    [float(x) for x in head["total"]])
+                    [float(x) for x in head["total"]], inv)
     except (ValueError, KeyError, TypeError, struct.error):
         return None
 
@@ -147,6 +151,7 @@ def save(rows: Rows, path: Path) -> None:
         with open(tmp, "wb") as handle:
             handle.write(_MAGIC + _LEN.pack(len(head)) + head)
             handle.write(rows.rowids.tobytes())
+            handle.write((rows.inv or array("d")).tobytes())
             handle.write(rows.data)
         os.replace(tmp, path)
     except OSError:
@@ -154,10 +159,16 @@ def save(rows: Rows, path: Path) -> None:
 
 
 def _sum_rows(data: bytes, n: int, dim: int) -> list[float]:
-    """Return the column sums of ``n`` float16 rows (float64), with numpy when a process has it already."""
-    import sys
+    """Return the column sums of ``n`` float16 rows (float64).
 
-    np = sys.modules.get("numpy")
+    With numpy when it is there (the vector level's embedders need it): summing 10k rows
+    in Python costs more than importing it, and this runs only when every row is read.
+    """
+    np: Any
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
     if np is not None:
         return [float(x) for x in np.frombuffer(data, dtype=np.float16).reshape(n, dim).sum(axis=0, dtype=np.float64)]
     total = [0.0] * dim
@@ -217,11 +228,11 @@ def _catch_up(index: Index, rows: Rows) -> bool:
             parts.append(vec)
     ids.extend(old_ids[done:])
     parts.append(old[done * width:])
-    rows.rowids, rows.data, rows.total, rows.seq = ids, b"".join(parts), total, int(high)
+    rows.rowids, rows.data, rows.total, rows.seq, rows.inv = ids, b"".join(parts), total, int(high), None
     return True
 
 
-def load(index: Index, model: str) -> Rows | None:
+def load(index: Index, model: str, simsimd: Any) -> Rows | None:
     """Return the cache's record vectors up to date (from the file, patched, or read again and saved).
 
     None when the cache has no vector tables of this model yet (``vectors.ensure`` makes them).
@@ -231,14 +242,14 @@ def load(index: Index, model: str) -> Rows | None:
         return None
     path = path_of(index)
     rows = read(path)
-    if rows is not None and rows.epoch == epoch and rows.model == model:
-        before = rows.seq
-        if _catch_up(index, rows):
-            if rows.seq != before:
-                save(rows, path)
-            return rows
+    if rows is not None and rows.epoch == epoch and rows.model == model and _catch_up(index, rows):
+        if rows.inv is None:  # patched: the mean moved
+            centre(simsimd, rows)
+            save(rows, path)
+        return rows
     rows = _read_all(index, epoch, model)
     if rows is not None:
+        centre(simsimd, rows)
         save(rows, path)
     return rows
 
@@ -256,25 +267,60 @@ def _split16(values: list[float]) -> tuple[bytes, bytes]:
     return high, struct.pack(f"<{n}e", *low)
 
 
+def _mean(rows: Rows) -> list[float]:
+    """The rows' mean, as float32 (as the numpy matrix holds it)."""
+    n = len(rows)
+    return _f32([t / n for t in rows.total]) if n else [0.0] * rows.dim
+
+
+def _matrix(rows: Rows) -> memoryview[int]:
+    return memoryview(rows.data).cast("H", (len(rows), rows.dim))
+
+
+def _dots(simsimd: Any, rows: Rows, vector: list[float]) -> Any:
+    """Return each row's dot product with a float32 vector (float64, one per row), to float32's precision."""
+    matrix = _matrix(rows)
+    high, low = (memoryview(part).cast("H", (1, rows.dim)) for part in _split16(vector))
+    return simsimd.wsum(_flat(simsimd.cdist(matrix, high, "dot", dtype="f16")),
+                        _flat(simsimd.cdist(matrix, low, "dot", dtype="f16")), alpha=1.0, beta=1.0)
+
+
+def _flat(tensor: Any) -> memoryview[Any]:
+    """A SimSIMD result (n x 1, or n) as a one-dimensional view of float64."""
+    return memoryview(tensor).cast("B").cast("d")
+
+
+def centre(simsimd: Any, rows: Rows) -> None:
+    """Compute each row's 1 / |x - m| from ``|x|^2 - 2 x . m + |m|^2`` (when the rows change, not a query)."""
+    n = len(rows)
+    if not n:
+        rows.inv = array("d")
+        return
+    mean = _mean(rows)
+    mm = math.fsum(m * m for m in mean)
+    along = _flat(_dots(simsimd, rows, mean)).tolist()
+    squares = _flat(simsimd.dot(_matrix(rows), _matrix(rows), dtype="f16")).tolist()
+    sqrt = math.sqrt
+    rows.inv = array("d", [1.0 / max(sqrt(max(s - 2 * a + mm, 0.0)), 1e-6) for s, a in zip(squares, along)])
+
+
 def scores(simsimd: Any, rows: Rows, query: list[float]) -> list[float]:
-    """Return each row's cosine with the query, both centred on the rows' mean (as vecmatrix.Matrix.scores)."""
+    """Return each row's cosine with the query, both centred on the rows' mean (as vecmatrix.Matrix.scores):
+    ``(x . q' - m . q') / |x - m|``, one product over the rows and one multiply-add, in C."""
     n, dim = len(rows), rows.dim
     if not n or len(query) != dim:
         return []
-    mean = _f32([t / n for t in rows.total])
+    if rows.inv is None:
+        centre(simsimd, rows)
+    assert rows.inv is not None
+    mean = _mean(rows)
     centred = [q - m for q, m in zip(query, mean)]
     length = max(math.sqrt(math.fsum(c * c for c in centred)), 1e-6)
     q = _f32([c / length for c in centred])
     along = math.fsum(a * b for a, b in zip(mean, q))  # m . q'
-    mm = math.fsum(m * m for m in mean)
-    matrix = memoryview(rows.data).cast("H", (n, dim))
-    probes = b"".join((*_split16(q), *_split16(mean)))
-    dots = memoryview(simsimd.cdist(matrix, memoryview(probes).cast("H", (4, dim)), "dot", dtype="f16")).cast("B")
-    d = dots.cast("d").tolist()
-    squares = memoryview(simsimd.dot(matrix, matrix, dtype="f16")).cast("B").cast("d").tolist()
-    sqrt = math.sqrt
-    return [(d[k] + d[k + 1] - along) / max(sqrt(max(s - 2 * (d[k + 2] + d[k + 3]) + mm, 0.0)), 1e-6)
-            for k, s in zip(range(0, 4 * n, 4), squares)]
+    # (x . q') * inv - (m . q') * inv
+    found = simsimd.fma(rows.inv, _flat(_dots(simsimd, rows, q)), rows.inv, alpha=1.0, beta=-along)
+    return cast("list[float]", _flat(found).tolist())
 
 
 def ranked(values: list[float], least: float, first: int) -> list[list[int]]:
