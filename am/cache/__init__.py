@@ -6,7 +6,9 @@ guards the database file, ``rows`` says what a record becomes in it, ``scan``
 finds what changed since the last refresh, ``query`` reads it back,
 ``textseg`` segments text (CJK bigrams), ``timephrases`` turns "last week" or
 "上周" into a range, ``search`` ranks hits, ``sessionlines`` indexes and ranks
-the lines of ingested session logs (tables of their own).
+the lines of ingested session logs (tables of their own), ``vectors`` keeps the
+records' embeddings and ranks them, held in memory by a long-lived process
+(``vecmatrix``) or read from a file beside the cache by a one-shot one (``vecfile``).
 
 May import: ``am.errors``, ``am.clock``, ``am.records``, ``am.git`` (its light,
 pygit2-free part at module level).
