@@ -8,17 +8,19 @@ and ``vectors``) ~0.07 s at 10k facts: together more than the rest of a search.
 So the rows are kept in ``vectors.f16`` in the cache folder:
 
     b"AMVEC1\\n\\0" | u32 header length | header (JSON: epoch, model, seq, n, dim, total)
-    | n row ids (int64) | n rows (float16, dim each)
+    | n row ids (int64) | n times 1 / |x - m| (float64) | n rows (float16, dim each)
 
 ``epoch`` is the cache file's (``meta.vector_epoch``, drawn when its vector tables
 are made: a rebuilt cache has another), ``seq`` the last ``vector_log`` entry taken
-in, ``total`` the sum of the rows (float64), so the mean needs no pass over them.
-A process that finds the file behind the log patches only the rows the log names
-(reading them by row id) and writes the file again; a log pruned past it, another
-epoch or model, or many changes read every row once.
+in, ``total`` the sum of the rows (float64), so the mean ``m`` needs no pass over
+them, and each row's inverse centred length is computed when the rows change, not
+by every query. The file is mapped, not read. A process that finds it behind the log
+patches only the rows the log names (reading them by row id) and writes it again (a
+temporary file, then a rename); a log pruned past it, another epoch or model, a file
+not whole, or many changes read every row once.
 
 Ranking is the numpy matrix's, cosine after centring on the mean (see vecmatrix):
-``(x . q' - m . q') / |x - m|``, with ``x . q'``, ``x . m`` and ``x . x`` computed
+``(x . q' - m . q') / |x - m|``, with ``x . q'`` (and, for the lengths, ``x . m``, ``x . x``) computed
 by SimSIMD (the ``am[semantic]`` extra) straight on the float16 rows, accumulating in
 float32. The float32 query and mean are each sent as two float16 rows (a high and a
 low part), so the products keep float32's precision (docs/decisions.md). Where
@@ -52,7 +54,6 @@ FILE_NAME = "vectors.f16"
 _MAGIC = b"AMVEC1\n\0"
 _LEN = struct.Struct("<I")
 _SUM_CHUNK = 1024  # rows unpacked at a time when summing without numpy
-_F32 = "f"
 
 
 @dataclass
@@ -256,7 +257,7 @@ def load(index: Index, model: str, simsimd: Any) -> Rows | None:
 
 def _f32(values: list[float]) -> list[float]:
     """Round to float32, as numpy's float32 vectors hold them."""
-    return list(struct.unpack(f"<{len(values)}{_F32}", struct.pack(f"<{len(values)}{_F32}", *values)))
+    return list(struct.unpack(f"<{len(values)}f", struct.pack(f"<{len(values)}f", *values)))
 
 
 def _split16(values: list[float]) -> tuple[bytes, bytes]:

@@ -23,7 +23,9 @@ and the tokenizer file that the ``wordllama`` wheel ships, with numpy and
 wrong folder and then downloads it, and importing ``wordllama`` configures the
 root logger. Nothing here ever opens a network connection. A text's vector is the
 mean of its tokens' vectors, L2-normalised, as ``WordLlamaInference.embed(norm=True)``
-computes it (tests/test_semantic_wordllama.py holds them equal).
+computes it (tests/test_semantic_wordllama.py holds them equal). One query's vector
+(``vector``, what ``am search`` ranks with) needs no numpy: its tokens' rows are read
+from the weights file with ``struct``, their ids taught from the cache (``teach``).
 """
 
 from __future__ import annotations
