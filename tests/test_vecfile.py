@@ -169,3 +169,20 @@ def test_the_rows_sum_the_same_without_numpy(monkeypatch: pytest.MonkeyPatch) ->
     assert expected == pytest.approx(matrix.astype(np.float64).sum(axis=0).tolist(), abs=1e-12)
     monkeypatch.setitem(__import__("sys").modules, "numpy", None)  # import numpy now raises ImportError
     assert vecfile._sum_rows(matrix.tobytes(), 2500, 16) == pytest.approx(expected, abs=1e-9)
+
+
+def test_the_centred_lengths_are_the_same_bits_with_numpy_loaded_or_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    import simsimd  # the test extra has it; the two paths share its products, whatever they accumulate in
+
+    matrix = np.random.default_rng(5).normal(0, 0.06, (3000, 32)).astype(np.float16)
+    total = matrix.astype(np.float64).sum(axis=0).tolist()
+
+    def centred() -> bytes:
+        rows = vecfile.Rows("e", "m", 0, 32, __import__("array").array("q", range(3000)), matrix.tobytes(), total)
+        vecfile.centre(simsimd, rows)
+        assert rows.inv is not None and len(rows.inv) == 3000
+        return rows.inv.tobytes()
+
+    with_numpy = centred()  # numpy is loaded in this process: computed in C
+    monkeypatch.setitem(__import__("sys").modules, "numpy", None)  # as in a process that never imported it
+    assert centred() == with_numpy

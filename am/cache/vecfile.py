@@ -37,13 +37,14 @@ import math
 import mmap
 import os
 import struct
+import sys
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from am.cache.vecmatrix import ROWS, last_seq
+from am.cache.vecmatrix import ROWS, changes_since, epoch, last_seq
 
 if TYPE_CHECKING:
     from am.cache.index import Index
@@ -103,11 +104,6 @@ def ranker() -> Any:
             found = simsimd
     _RANKER.append(found)
     return found
-
-
-def _epoch(index: Index) -> str | None:
-    row = index.conn.execute("SELECT value FROM meta WHERE key = 'vector_epoch'").fetchone()
-    return None if row is None else str(row[0])
 
 
 def path_of(index: Index) -> Path:
@@ -180,7 +176,7 @@ def _sum_rows(data: bytes, n: int, dim: int) -> list[float]:
     return total
 
 
-def _read_all(index: Index, epoch: str, model: str) -> Rows | None:
+def _read_all(index: Index, cache_epoch: str, model: str) -> Rows | None:
     """Read every record's vector from the cache's rows (None: rows of different widths)."""
     seq = last_seq(index)  # first: a write after it is taken in by the next catch-up, whatever this reads
     found = index.conn.execute(ROWS + " ORDER BY r.rowid").fetchall()
@@ -189,23 +185,19 @@ def _read_all(index: Index, epoch: str, model: str) -> Rows | None:
     dim = len(found[0][1]) // 2 if found else 0
     if any(len(r[1]) != 2 * dim for r in found):
         return None
-    return Rows(epoch, model, seq, dim, rowids, data, _sum_rows(data, len(found), dim) if dim else [])
+    return Rows(cache_epoch, model, seq, dim, rowids, data, _sum_rows(data, len(found), dim) if dim else [])
 
 
 def _catch_up(index: Index, rows: Rows) -> bool:
     """Patch the rows whose vector may have changed since ``rows.seq``; False if they must be read again."""
-    conn = index.conn
-    high = last_seq(index)
-    if high <= rows.seq:
+    if not rows.dim:
+        return last_seq(index) <= rows.seq  # it holds no rows yet: anything new is read whole
+    news = changes_since(index, rows.seq, len(rows))
+    if news is None:
+        return False
+    high, changed, found = news
+    if not changed:
         return True
-    low = conn.execute("SELECT min(seq) FROM vector_log").fetchone()[0]
-    if low is None or low > rows.seq + 1 or not rows.dim:
-        return False  # pruned past what this file saw (or it holds no rows yet)
-    changed = sorted({r for (r,) in conn.execute("SELECT rowid FROM vector_log WHERE seq > ?", (rows.seq,))})
-    if len(changed) > max(1000, len(rows) // 20):
-        return False  # reading everything is as cheap
-    found: dict[int, bytes] = dict(conn.execute(ROWS + " AND r.rowid IN (SELECT value FROM json_each(?))",
-                                                (json.dumps(changed),)).fetchall())
     width = 2 * rows.dim
     if any(len(vec) != width for vec in found.values()):
         return False
@@ -238,17 +230,17 @@ def load(index: Index, model: str, simsimd: Any) -> Rows | None:
 
     None when the cache has no vector tables of this model yet (``vectors.ensure`` makes them).
     """
-    epoch = _epoch(index)
-    if epoch is None:
+    now = epoch(index)
+    if now is None:
         return None
     path = path_of(index)
     rows = read(path)
-    if rows is not None and rows.epoch == epoch and rows.model == model and _catch_up(index, rows):
+    if rows is not None and rows.epoch == now and rows.model == model and _catch_up(index, rows):
         if rows.inv is None:  # patched: the mean moved
             centre(simsimd, rows)
             save(rows, path)
         return rows
-    rows = _read_all(index, epoch, model)
+    rows = _read_all(index, now, model)
     if rows is not None:
         centre(simsimd, rows)
         save(rows, path)
@@ -299,10 +291,17 @@ def centre(simsimd: Any, rows: Rows) -> None:
         return
     mean = _mean(rows)
     mm = math.fsum(m * m for m in mean)
-    along = _flat(_dots(simsimd, rows, mean)).tolist()
-    squares = _flat(simsimd.dot(_matrix(rows), _matrix(rows), dtype="f16")).tolist()
+    along = _flat(_dots(simsimd, rows, mean))
+    squares = _flat(simsimd.dot(_matrix(rows), _matrix(rows), dtype="f16"))
+    np = sys.modules.get("numpy")
+    if np is not None:  # loaded when this process embedded a record (a search after a write): the same values, in C
+        a, s = np.frombuffer(along, dtype=np.float64), np.frombuffer(squares, dtype=np.float64)
+        rows.inv = array("d")
+        rows.inv.frombytes((1.0 / np.maximum(np.sqrt(np.maximum(s - 2 * a + mm, 0.0)), 1e-6)).tobytes())
+        return
     sqrt = math.sqrt
-    rows.inv = array("d", [1.0 / max(sqrt(max(s - 2 * a + mm, 0.0)), 1e-6) for s, a in zip(squares, along)])
+    rows.inv = array("d", [1.0 / max(sqrt(max(s - 2 * a + mm, 0.0)), 1e-6) for s, a in zip(squares.tolist(),
+                                                                                             along.tolist())])
 
 
 def scores(simsimd: Any, rows: Rows, query: list[float]) -> list[float]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from am.cache.index import Index
 
-__all__ = ["LOG_KEEP", "LOG_TABLES", "ROWS", "Matrix", "catch_up", "last_seq", "load"]
+__all__ = ["LOG_KEEP", "LOG_TABLES", "ROWS", "Matrix", "catch_up", "changes_since", "epoch", "last_seq", "load"]
 
 LOG_KEEP = 20_000  # log entries kept; a reader further behind reads every vector again
 LOG_TABLES = (
@@ -80,6 +80,33 @@ def last_seq(index: Index) -> int:
     return int(row[0]) if row else 0
 
 
+def epoch(index: Index) -> str | None:
+    """Return the cache file's vector epoch (``meta.vector_epoch``, drawn when its vector tables are made)."""
+    row = index.conn.execute("SELECT value FROM meta WHERE key = 'vector_epoch'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def changes_since(index: Index, seq: int, count: int) -> tuple[int, list[int], dict[int, bytes]] | None:
+    """Return the last log entry, the row ids logged after ``seq`` (ascending) and the vectors they have now.
+
+    None when a holder of ``count`` vectors as of ``seq`` must read every vector again: the log
+    was pruned past ``seq``, or so much changed that reading everything is as cheap.
+    """
+    conn = index.conn
+    high = last_seq(index)
+    if high <= seq:
+        return high, [], {}
+    low = conn.execute("SELECT min(seq) FROM vector_log").fetchone()[0]
+    if low is None or low > seq + 1:
+        return None  # pruned past what this reader saw
+    changed = sorted({r for (r,) in conn.execute("SELECT rowid FROM vector_log WHERE seq > ?", (seq,))})
+    if len(changed) > max(1000, count // 20):
+        return None
+    found = dict(conn.execute(ROWS + " AND r.rowid IN (SELECT value FROM json_each(?))",
+                              (json.dumps(changed),)).fetchall())
+    return high, changed, found
+
+
 def load(np: Any, index: Index, key: tuple[Any, ...]) -> Matrix:
     """Read every record's vector from the cache."""
     seq = last_seq(index)  # first: a write after it is taken in by the next catch_up, whatever this reads
@@ -97,18 +124,12 @@ def load(np: Any, index: Index, key: tuple[Any, ...]) -> Matrix:
 
 def catch_up(np: Any, index: Index, matrix: Matrix) -> bool:
     """Patch the rows whose vector may have changed since ``matrix.seq``; False if it must be read again."""
-    conn = index.conn
-    high = last_seq(index)
-    if high <= matrix.seq:
+    news = changes_since(index, matrix.seq, len(matrix.rowids))
+    if news is None:
+        return False
+    high, changed, found = news
+    if not changed:
         return True
-    low = conn.execute("SELECT min(seq) FROM vector_log").fetchone()[0]
-    if low is None or low > matrix.seq + 1:
-        return False  # pruned past what this reader saw
-    changed = sorted({r for (r,) in conn.execute("SELECT rowid FROM vector_log WHERE seq > ?", (matrix.seq,))})
-    if len(changed) > max(1000, len(matrix.rowids) // 20):
-        return False  # reading everything is as cheap
-    found = dict(conn.execute(ROWS + " AND r.rowid IN (SELECT value FROM json_each(?))",
-                              (json.dumps(changed),)).fetchall())
     dim = matrix.raw.shape[1]
     if any(len(vec) != 2 * dim for vec in found.values()):
         return False  # another width (the first vectors of an empty matrix)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from am.cache import vecfile
 from am.cache.rows import record_from_json
 from am.cache.vecmatrix import LOG_KEEP, LOG_TABLES, Matrix, catch_up, load
+from am.cache.vecmatrix import epoch as vecmatrix_epoch
 from am.records.model import Topic
 
 if TYPE_CHECKING:
@@ -252,7 +253,7 @@ def _load(index: Index, model: str) -> Matrix:
     key = _key(index, model)
     epoch = index.__dict__.get("_vector_epoch")
     if epoch is None or not _same(index.__dict__.get("_vector_checked_at"), key):
-        epoch = _epoch(index)
+        epoch = vecmatrix_epoch(index)
     if epoch is None:  # vector tables of a cache older than the epoch: this Index's own matrix, as before
         return _load_own(np, index, model, key)
     name = (str(index.path), model)
@@ -279,11 +280,6 @@ def _load_own(np: Any, index: Index, model: str, key: tuple[Any, ...]) -> Matrix
     matrix.checked = key
     index.__dict__["_vector_state"] = matrix
     return matrix
-
-
-def _epoch(index: Index) -> str | None:
-    row = index.conn.execute("SELECT value FROM meta WHERE key = 'vector_epoch'").fetchone()
-    return None if row is None else str(row[0])
 
 
 def search(index: Index, embedder: Embedder, query: str, *, limit: int = 20,
