@@ -86,6 +86,18 @@ def _quick_merge(args: list[str]) -> int | None:
     root = _vault_root(vault_arg or os.environ.get("AM_VAULT") or None)
     if root is None:
         return None
+    from am.git import prewrite
+
+    # The files the merge will bring are written ahead by a helper while this process imports and plans.
+    ahead = prewrite.start(str(root), f"refs/heads/{rest[1]}")
+    try:
+        return _merge_now(root, rest[1], ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _merge_now(root: Path, branch: str, ahead: object) -> int:
     gc.set_threshold(50_000, 10, 10)  # as am.cli.main: a command's objects live until it exits
     import logging
 
@@ -106,7 +118,7 @@ def _quick_merge(args: list[str]) -> int | None:
         from am.vault import Vault
 
         with Vault.open(root, actor=os.environ.get("AM_ACTOR") or None) as vault:
-            report = merge_branch(vault, rest[1])
+            report = merge_branch(vault, branch, ahead=ahead)  # type: ignore[arg-type]
         lines = report_lines(report)
     except (AmError, OSError) as err:
         return _failed(err)

@@ -32,6 +32,7 @@ from am.git.light import UNKNOWN
 from am.git.transport import JOURNAL, PushResult
 
 if TYPE_CHECKING:
+    from am.git.prewrite import Prewrite
     from am.git.store import GitStore
 
 __all__ = [
@@ -209,7 +210,7 @@ def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | N
 
 
 def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
-            staged: StagedMerge | None = None) -> list[str]:
+            staged: StagedMerge | None = None, ahead: Prewrite | None = None) -> list[str]:
     """Move HEAD's branch from ``expected`` to ``target``, bringing the work tree and Git's index along.
 
     Only the paths that differ are written; a user's uncommitted or staged
@@ -235,7 +236,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
         # (not Linux) it is flushed here. A kill before then leaves it in the page cache, which is enough.
         _write_journal(journal, note, sync=common._syncfs is None)
         journaled = True
-        _apply(store, ref, expected, target, changes, reflog, staged=staged)
+        _apply(store, ref, expected, target, changes, reflog, staged=staged, ahead=ahead)
     except BaseException:
         if staged is not None and not journaled:
             staged.pending.discard()  # nothing names it: the merge never reached the vault
@@ -270,7 +271,8 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
 
 
 def _apply(store: GitStore, ref: str, expected: str | None, target: str,
-           changes: list[tuple[str, str | None]], reflog: str, *, staged: StagedMerge | None = None) -> None:
+           changes: list[tuple[str, str | None]], reflog: str, *, staged: StagedMerge | None = None,
+           ahead: Prewrite | None = None) -> None:
     """Write the work tree's files, stage Git's index, flush once, install the staged pack, move the branch, set the index."""
     sync_each = common._syncfs is None
     root = str(store.root)
@@ -280,6 +282,10 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         folder, _, name = path.rpartition("/")
         by_folder.setdefault(folder, []).append((name, new))
     tag = f".am-{os.getpid()}.tmp"
+    if sync_each:
+        ahead = None  # its files would each need a flush of their own: written here, as before
+    if ahead is not None and by_folder:
+        ahead.wait()  # it writes as fast as this process would, and was started before the plan
     for folder, files in by_folder.items():
         # The folder's path is checked once for symbolic links, then every file is written through a
         # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
@@ -293,7 +299,7 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
                 if new is None:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(name, dir_fd=dir_fd)
-                else:
+                elif ahead is None or not ahead.take(new, dir_fd, name):
                     data = made.get(new)
                     _write_atomic(dir_fd, name, store.read_object(new) if data is None else data, tag=tag,
                                   sync=sync_each)

@@ -11,6 +11,7 @@ from am.git.refs import UNKNOWN, failpoint
 from am.records.writes import one_line
 
 if TYPE_CHECKING:
+    from am.git.prewrite import Prewrite
     from am.git.store import GitStore
     from am.records.merge import Decision, TreeMerge
     from am.vault import Vault
@@ -125,7 +126,8 @@ def _message(vault: Vault, plan: MergePlan, what: str, op: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str) -> tuple[str | None, str | None, list[str]]:
+def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str,
+               ahead: Prewrite | None = None) -> tuple[str | None, str | None, list[str]]:
     """Carry out a plan on the vault's branch; return (new tip, merge commit, changed paths). Hold write_lock."""
     from am.git import remote
 
@@ -141,7 +143,8 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str) -> tuple[st
             store, plan.ours, plan.merge.files, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
             author=vault._author(), committer=vault._committer())
         commit = target = staged.commit
-    paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}", staged=staged)
+    paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}", staged=staged,
+                           ahead=ahead)
     return target, commit, paths
 
 
@@ -197,6 +200,18 @@ def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, 
     fetched = None if set_upstream else _quick(vault, remote_arg, dry_run)
     if isinstance(fetched, SyncReport):
         return fetched  # nothing to fetch, nothing to push: pygit2 was never needed
+    # What the fetch brought is written ahead while pygit2 is imported and the merge planned.
+    ahead = None if dry_run or fetched is None or fetched[2] in (None, UNKNOWN) else _write_ahead(vault, fetched[2])
+    try:
+        return _sync(vault, remote_arg, fetched, dry_run=dry_run, set_upstream=set_upstream, max_rounds=max_rounds,
+                     ahead=ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | None] | None, *, dry_run: bool,
+          set_upstream: str | None, max_rounds: int, ahead: Prewrite | None) -> SyncReport:
     from am.git import remote
     from am.git.common import _Moved
 
@@ -226,7 +241,8 @@ def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, 
                 report.decisions, report.contested = list(plan.decisions), list(plan.contested)
                 return report
             try:
-                tip, commit, paths = apply_plan(vault, plan, what=f"{name}/{remote_branch}", op="sync.merge")
+                tip, commit, paths = apply_plan(vault, plan, what=f"{name}/{remote_branch}", op="sync.merge",
+                                                ahead=ahead)
             except _Moved:
                 continue  # a commit landed meanwhile: fetch and plan again
         if plan.action != "up-to-date":
@@ -250,8 +266,28 @@ def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, 
                    hint="run am sync again; nothing is lost")
 
 
-def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False) -> SyncReport:
-    """Fold a vault branch (an agent's, say) into the current branch with the record-aware merge."""
+def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False, ahead: Prewrite | None = None) -> SyncReport:
+    """Fold a vault branch (an agent's, say) into the current branch with the record-aware merge.
+
+    ``ahead``: files already being written ahead for this merge (am.git.prewrite), which the caller closes;
+    by default this starts its own.
+    """
+    own = None if dry_run or ahead is not None else _write_ahead(vault, f"refs/heads/{branch}")
+    try:
+        return _merge_branch(vault, branch, dry_run=dry_run, ahead=ahead or own)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _write_ahead(vault: Vault, theirs: str) -> Prewrite | None:
+    """Start writing ahead the files merging ``theirs`` would bring (am.git.prewrite); None where it cannot."""
+    from am.git import prewrite
+
+    return prewrite.start(str(vault.root), theirs)
+
+
+def _merge_branch(vault: Vault, branch: str, *, dry_run: bool, ahead: Prewrite | None) -> SyncReport:
     store = vault.store.opened()
     ref = store.head_ref()
     theirs = store.branch_tip(f"refs/heads/{branch}")
@@ -271,7 +307,7 @@ def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False) -> SyncRep
         if dry_run:
             report.after = ours
             return report
-        tip, commit, paths = apply_plan(vault, plan, what=f"branch {branch}", op="merge.branch")
+        tip, commit, paths = apply_plan(vault, plan, what=f"branch {branch}", op="merge.branch", ahead=ahead)
     report.after, report.merge_commit, report.changed = tip, commit, len(paths)
     if plan.action != "up-to-date":
         _refresh_cache(vault)

@@ -1,0 +1,297 @@
+"""The files a merge will bring, written ahead by a second process while this one starts up and plans.
+
+Creating a file is most of what a merge of many records costs the file system:
+on the machines am is measured on, a new file costs 0.1-0.5 ms of the
+kernel's time and renaming one into a folder ~15 us (docs/decisions.md).
+``git merge`` creates its files from its first millisecond; ``am merge`` first
+starts Python, imports pygit2 and plans the merge, ~150-250 ms in which the
+machine's second core has nothing to do.
+
+So a merge first starts one helper process: this file, run as a script by the
+same interpreter with ``-I -S`` (the standard library only, ~10 ms to start).
+It asks git which regular files the other side added or changed since the
+merge base (``git merge-base HEAD THEIRS``, ``git diff-tree``), reads their
+blobs with one ``git cat-file --batch`` and writes each, named by its blob id,
+into ``.git/am/prewrite/<pid>-<random>/``: under a temporary name, renamed
+when whole. When the merge writes the work tree (``am.git.remote._apply``:
+after its journal, under the write lock, where it used to create each file
+by a temporary name and rename it into place), it waits for the helper, and
+renames the helper's file of a blob into place instead of creating one. Every
+other file is written as before.
+
+The helper is only a guess and nothing depends on it: a blob it did not write,
+a guess the plan did not need, a helper that failed, was killed or found no
+git, a folder on another file system than the work tree (EXDEV), a system
+without ``posix_spawn`` or ``syncfs``: the merge writes those files itself.
+It never takes the write lock and never touches the work tree, Git's index or
+a ref. A merge removes its helper's folder when it ends; folders left by a
+merge that was killed are removed by the next one (their process is gone).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+__all__ = ["FOLDER", "Prewrite", "start"]
+
+# Under .git/am/.
+FOLDER = "prewrite"
+# Blobs above this size are left to the merge: the guess is for the many small files of records.
+_MAX_BLOB = 1 << 20
+# A helper is waited for at most this long (it writes as fast as the merge would; this bounds a stuck one).
+_WAIT = 10.0
+# Settings that keep a git subprocess from running code the vault's configuration could point at. This
+# file runs without am on its path, so it has its own copy of am.git.transport's.
+_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+
+
+class Prewrite:
+    """A helper process writing a merge's files ahead, and the folder it writes them to."""
+
+    def __init__(self, pid: int, folder: str) -> None:
+        self.pid = pid
+        self.folder = folder
+        self.taken = 0
+        self._dir_fd: int | None = None
+        self._off = False
+        self._done = False
+
+    def wait(self, limit: float = _WAIT) -> None:
+        """Let the helper finish, for at most ``limit`` seconds; what it wrote by then is what there is."""
+        import time
+
+        deadline = time.monotonic() + limit
+        pause = 0.0005
+        while not self._done:
+            try:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid = self.pid
+            if pid == self.pid:
+                self._done = True
+            elif time.monotonic() >= deadline:
+                return
+            else:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
+
+    def take(self, blob: str, dir_fd: int, name: str) -> bool:
+        """Rename the helper's file of ``blob`` to ``name`` in the folder ``dir_fd``; False: write it yourself.
+
+        The file is used only if its bytes hash to ``blob``. Its last step is
+        the one of writing the file by a temporary name: a rename, which
+        replaces what is at ``name`` (the caller has checked that path).
+        """
+        if self._off:
+            return False
+        if self._dir_fd is None:
+            try:
+                self._dir_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                self._off = True
+                return False
+        # This process has am on its path; the helper (run with -I -S) never gets here.
+        from am.git.light import hash_fd
+
+        try:
+            fd = os.open(blob, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._dir_fd)
+        except OSError:
+            return False  # not written (too large, not guessed, not finished, or already taken for another path)
+        try:
+            whole = hash_fd(fd) == blob  # its bytes are checked, as cheaply as a read: it is only a guess
+        finally:
+            os.close(fd)
+        try:
+            if not whole:
+                os.unlink(blob, dir_fd=self._dir_fd)
+                return False
+            os.rename(blob, name, src_dir_fd=self._dir_fd, dst_dir_fd=dir_fd)
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            if err.errno == errno.EXDEV:
+                self._off = True  # the folder is on another file system than the work tree
+            return False
+        self.taken += 1
+        return True
+
+    def close(self) -> None:
+        """Stop the helper if it still runs, and remove its folder."""
+        import shutil
+        import signal
+
+        self._off = True
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
+        if not self._done:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self._done = True
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start(root: str, theirs: str) -> Prewrite | None:
+    """Start a helper writing ahead the blobs ``theirs`` changed since its merge base with HEAD; None if it cannot.
+
+    ``root``: the vault's work tree, with a plain ``.git`` folder (else None:
+    a linked worktree's or a submodule's is left alone); ``theirs``: a commit
+    id or a full ref name.
+    """
+    gitdir = os.path.join(root, ".git")
+    if (not hasattr(os, "posix_spawn") or not sys.executable or theirs.startswith("-")
+            or not os.path.isdir(os.path.join(gitdir, "objects"))):
+        return None
+    parent = os.path.join(gitdir, "am", FOLDER)
+    sweep(parent)
+    folder = os.path.join(parent, f"{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        os.makedirs(folder)
+    except OSError:
+        return None
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GIT_") or k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")}
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), root, folder,
+                                              theirs], env,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)])
+    except OSError:
+        os.rmdir(folder)
+        return None
+    finally:
+        os.close(devnull)
+    return Prewrite(pid, folder)
+
+
+def sweep(parent: str) -> None:
+    """Remove the folders of helpers whose merge is gone (a merge killed before it could remove its own)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        owner = name.partition("-")[0]
+        if not owner.isdigit():
+            continue
+        try:
+            os.kill(int(owner), 0)
+            continue  # that merge still runs (or another user's process has the number: leave it)
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        import shutil
+
+        shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+# The helper process ---------------------------------------------------------------------------------------
+
+
+def _git(root: str, *args: str) -> bytes | None:
+    import subprocess
+
+    proc = subprocess.run(["git", *_SAFE, "-C", root, *args], stdin=subprocess.DEVNULL, capture_output=True,
+                          check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _is_id(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+def changed_blobs(root: str, theirs: str) -> list[str]:
+    """The blobs of the regular files ``theirs`` added or changed since its merge base with HEAD, in path order."""
+    found = _git(root, "merge-base", "HEAD", theirs)
+    base = found.decode("ascii", "replace").strip() if found else ""
+    if not _is_id(base):
+        return []
+    raw = _git(root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", base, theirs, "--")
+    if raw is None:
+        return []
+    fields = raw.split(b"\x00")
+    blobs: dict[str, None] = {}
+    for at in range(0, len(fields) - 1, 2):  # ":<old mode> <new mode> <old id> <new id> <status>", then the path
+        meta = fields[at].decode("ascii", "replace").split()
+        if len(meta) == 5 and meta[4] in ("A", "M") and meta[1] in ("100644", "100755") and _is_id(meta[3]):
+            blobs[meta[3]] = None
+    return list(blobs)
+
+
+def _write(dir_fd: int, blob: str, data: bytes) -> None:
+    tmp = f".{blob}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    os.rename(tmp, blob, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # whole, or not there
+
+
+def helper(root: str, folder: str, theirs: str) -> int:
+    """Write the blobs of ``changed_blobs`` into ``folder``; return how many were written."""
+    import subprocess
+    import threading
+
+    blobs = changed_blobs(root, theirs)
+    if not blobs:
+        return 0
+    proc = subprocess.Popen(["git", *_SAFE, "-C", root, "cat-file", "--batch"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    stdin, out = proc.stdin, proc.stdout
+    assert stdin is not None and out is not None
+
+    def ask() -> None:  # in a thread: git answers as it reads, and both pipes could fill
+        try:
+            stdin.write("".join(f"{b}\n" for b in blobs).encode("ascii"))
+            stdin.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=ask, daemon=True).start()
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    written = 0
+    try:
+        for blob in blobs:
+            header = out.readline().split()
+            if len(header) == 2 and header[1] == b"missing":
+                continue
+            if len(header) != 3 or header[0] != blob.encode("ascii") or header[1] != b"blob":
+                break  # not what was asked: stop guessing
+            size = int(header[2])
+            if size > _MAX_BLOB:
+                left = size + 1
+                while left and (chunk := out.read(min(left, 1 << 20))):
+                    left -= len(chunk)
+                if left:
+                    break
+                continue
+            data = out.read(size + 1)
+            if len(data) != size + 1:
+                break
+            _write(dir_fd, blob, data[:size])
+            written += 1
+    finally:
+        os.close(dir_fd)
+        proc.kill()
+        proc.wait()
+    return written
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4:
+        try:
+            helper(sys.argv[1], sys.argv[2], sys.argv[3])
+        except (OSError, ValueError):
+            sys.exit(1)

@@ -1,0 +1,272 @@
+"""The merge's files written ahead by a helper process (am/git/prewrite.py), held to the git CLI.
+
+The helper writes the blobs the other side changed, named by their ids, while
+the merge starts up and plans; the merge renames them into place. These tests
+check that the helper writes exactly git's bytes for exactly the files
+``git diff-tree`` lists, that a merge which uses them ends where one without
+them ends (same tree, clean `git status`, no shared inodes), that nothing the
+helper leaves or fails to do changes a merge, and that its folder never
+outlives the merge that made it (or, for a killed merge, the next one).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PYTHON, fsck_clean, run_git, subprocess_env
+from test_merge_flush import _diverge
+
+from am.git import common, prewrite
+from am.sync import engine, merge_branch
+from am.vault import Vault
+
+
+def _folder(root: Path) -> Path:
+    return root / ".git" / "am" / prewrite.FOLDER
+
+
+def _theirs_blobs(root: Path) -> set[str]:
+    """The regular files theirs added or changed since the merge base, by blob id, from the git CLI."""
+    base = run_git(root, "merge-base", "main", "theirs").strip()
+    out = run_git(root, "diff", "--raw", "--no-renames", "--no-abbrev", "--diff-filter=AM", base, "theirs").splitlines()
+    return {line.split()[3] for line in out}
+
+
+def _tree_after(root: Path) -> str:
+    return run_git(root, "rev-parse", "HEAD^{tree}").strip()
+
+
+def _clean(root: Path) -> None:
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert run_git(root, "diff", "--cached", "--name-only") == ""
+    assert run_git(root, "write-tree").strip() == _tree_after(root)
+    fsck_clean(root)
+
+
+def test_the_helper_writes_git_s_bytes_for_the_files_theirs_changed(alpha: Any, tmp_path: Path) -> None:
+    vault: Vault = alpha
+    _diverge(vault)
+    root = vault.root
+    expected = _theirs_blobs(root)
+    assert set(prewrite.changed_blobs(str(root), "refs/heads/theirs")) == expected
+    out = tmp_path / "ahead"
+    out.mkdir()
+    assert prewrite.helper(str(root), str(out), "refs/heads/theirs") == len(expected)
+    assert {p.name for p in out.iterdir()} == expected  # no temporary file left
+    for blob in expected:
+        git_bytes = subprocess.run(["git", "-C", str(root), "cat-file", "blob", blob], check=True,
+                                   capture_output=True).stdout
+        assert (out / blob).read_bytes() == git_bytes
+
+
+def test_nothing_is_written_when_theirs_is_already_merged_or_unknown(alpha: Any, tmp_path: Path) -> None:
+    vault: Vault = alpha
+    root = vault.root
+    run_git(root, "branch", "behind")
+    vault.add_fact("Only on main.", topics=["project-alpha"])
+    out = tmp_path / "ahead"
+    out.mkdir()
+    assert prewrite.helper(str(root), str(out), "refs/heads/behind") == 0
+    assert prewrite.helper(str(root), str(out), "refs/heads/no-such-branch") == 0
+    assert list(out.iterdir()) == []
+
+
+def test_a_merge_takes_the_helpers_files_and_ends_as_one_without_them(
+        alpha: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Vault = alpha
+    _diverge(vault, each=12, conflicts=2)
+    root = vault.root
+    twin = tmp_path / "twin"
+    run_git(tmp_path, "clone", "-q", "--no-local", str(root), str(twin))
+    run_git(twin, "branch", "-q", "theirs", "origin/theirs")
+    started: list[prewrite.Prewrite] = []
+    real = prewrite.start
+
+    def kept(*args: Any) -> prewrite.Prewrite | None:
+        ahead = real(*args)
+        assert ahead is not None
+        started.append(ahead)
+        return ahead
+
+    monkeypatch.setattr(prewrite, "start", kept)
+    with Vault.open(root) as v:
+        report = merge_branch(v, "theirs")
+    assert report.action == "merge"
+    assert len(started) == 1 and started[0].taken == 12  # theirs' new facts; the decided records are the merge's own
+    assert not Path(started[0].folder).exists()
+    monkeypatch.setattr(prewrite, "start", lambda *args: None)
+    with Vault.open(twin) as v:
+        merge_branch(v, "theirs")
+    assert _tree_after(root) == _tree_after(twin)
+    _clean(root)
+    for path in (root / "facts").rglob("*.md"):
+        assert path.stat().st_nlink == 1 and oct(path.stat().st_mode & 0o777) == oct(0o644 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_helper_killed_before_it_wrote_anything_changes_nothing(alpha: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Vault = alpha
+    _diverge(vault, each=6)
+    real = prewrite.start
+    seen: list[prewrite.Prewrite] = []
+
+    def killed_at_once(*args: Any) -> prewrite.Prewrite | None:
+        ahead = real(*args)
+        assert ahead is not None
+        os.kill(ahead.pid, signal.SIGKILL)
+        seen.append(ahead)
+        return ahead
+
+    monkeypatch.setattr(prewrite, "start", killed_at_once)
+    with Vault.open(vault.root) as v:
+        assert merge_branch(v, "theirs").action == "merge"
+    assert seen[0].taken == 0
+    assert list(_folder(vault.root).iterdir()) == []
+    _clean(vault.root)
+
+
+def test_a_helper_folder_on_another_file_system_is_given_up_at_once(alpha: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Vault = alpha
+    _diverge(vault, each=6)
+    real_rename = os.rename
+    refused: list[str] = []
+
+    def cross_device(src: Any, dst: Any, **kw: Any) -> None:
+        if kw.get("src_dir_fd") is not None and kw.get("src_dir_fd") != kw.get("dst_dir_fd"):
+            refused.append(str(src))
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_rename(src, dst, **kw)
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    with Vault.open(vault.root) as v:
+        assert merge_branch(v, "theirs").action == "merge"
+    assert len(refused) == 1  # the first EXDEV turns the helper's files off; every file is written here
+    assert list(_folder(vault.root).iterdir()) == []
+    _clean(vault.root)
+
+
+def test_a_merge_without_syncfs_writes_and_flushes_every_file_itself(alpha: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Vault = alpha
+    _diverge(vault)
+    monkeypatch.setattr(common, "_syncfs", None)
+    taken: list[int] = []
+    real_close = prewrite.Prewrite.close
+
+    def noted(self: prewrite.Prewrite) -> None:
+        taken.append(self.taken)
+        real_close(self)
+
+    monkeypatch.setattr(prewrite.Prewrite, "close", noted)
+    with Vault.open(vault.root) as v:
+        merge_branch(v, "theirs")
+    assert taken == [0]
+    _clean(vault.root)
+
+
+def _am_merge(root: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "am.cli.entry", "--vault", str(root), "merge", "theirs"], check=False,
+                          capture_output=True, text=True, env=subprocess_env(**env))
+
+
+def test_a_killed_merge_s_helper_folder_is_removed_by_the_next_merge(alpha: Any) -> None:
+    vault: Vault = alpha
+    _diverge(vault, each=8)
+    root = vault.root
+    killed = _am_merge(root, AM_FAILPOINT="sync-merge-commit")  # the helper has started; the merge dies
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    left = list(_folder(root).iterdir())
+    assert len(left) == 1 and left[0].name.split("-")[0].isdigit()
+    done = _am_merge(root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("merge branch theirs in commit "), done.stdout
+    assert list(_folder(root).iterdir()) == []
+    _clean(root)
+
+
+def test_a_folder_of_a_live_process_is_left_alone(tmp_path: Path) -> None:
+    parent = tmp_path / "prewrite"
+    (parent / f"{os.getpid()}-0a0b0c0d").mkdir(parents=True)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (parent / f"{gone.pid}-01020304").mkdir()
+    (parent / "notes").mkdir()
+    prewrite.sweep(str(parent))
+    assert sorted(p.name for p in parent.iterdir()) == sorted([f"{os.getpid()}-0a0b0c0d", "notes"])
+
+
+def test_no_helper_for_a_linked_worktree_or_an_option_like_name(alpha: Any, tmp_path: Path) -> None:
+    vault: Vault = alpha
+    run_git(vault.root, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "side")
+    assert prewrite.start(str(tmp_path / "linked"), "refs/heads/main") is None
+    assert prewrite.start(str(vault.root), "--output=x") is None
+    assert not _folder(vault.root).exists()
+
+
+def test_a_sync_writes_what_it_fetched_ahead(alpha: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitserver import git_daemon, make_bare
+    from test_sync import clone
+
+    from am.sync import sync
+
+    base = tmp_path / "server"
+    base.mkdir()
+    make_bare(base)
+    with git_daemon(base) as url:
+        a: Vault = alpha
+        sync(a, set_upstream=f"{url}/vault.git")
+        b = clone(f"{url}/vault.git", tmp_path / "b", actor="agent-b")
+        for i in range(5):
+            a.add_fact(f"A learned {i}.", topics=["project-alpha"], id=f"fact-a-{i}")
+        b.add_fact("B learned.", topics=["project-alpha"], id="fact-b")
+        sync(a)
+        seen: list[prewrite.Prewrite] = []
+        real = engine._write_ahead
+
+        def kept(*args: Any) -> prewrite.Prewrite | None:
+            ahead = real(*args)
+            if ahead is not None:
+                seen.append(ahead)
+            return ahead
+
+        monkeypatch.setattr(engine, "_write_ahead", kept)
+        report = sync(b)
+        assert report.action == "merge" and report.pushed
+        assert len(seen) == 1 and seen[0].taken == 5
+        _clean(b.root)
+        b.close()
+
+
+def test_a_file_in_the_helper_folder_that_is_not_its_blob_is_never_used(
+        alpha: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Vault = alpha
+    _diverge(vault, each=5)
+    real = prewrite.start
+    seen: list[prewrite.Prewrite] = []
+
+    def spoiled(*args: Any) -> prewrite.Prewrite | None:
+        ahead = real(*args)
+        assert ahead is not None
+        ahead.wait()
+        names = sorted(os.listdir(ahead.folder))
+        assert len(names) >= 5
+        Path(ahead.folder, names[0]).write_bytes(b"---\nid: not-what-git-has\n---\n")
+        seen.append(ahead)
+        return ahead
+
+    monkeypatch.setattr(prewrite, "start", spoiled)
+    guessed = len(_theirs_blobs(vault.root))
+    with Vault.open(vault.root) as v:
+        assert merge_branch(v, "theirs").action == "merge"
+    assert seen[0].taken == guessed - 1 - 2  # less the spoiled one and the two facts the merge decided
+    _clean(vault.root)
