@@ -15,6 +15,7 @@ import errno
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,8 @@ def test_the_helper_writes_git_s_bytes_for_the_files_theirs_changed(alpha: Any, 
     out = tmp_path / "ahead"
     out.mkdir()
     assert prewrite.helper(str(root), str(out), "refs/heads/theirs") == len(expected)
-    assert {p.name for p in out.iterdir()} == expected  # no temporary file left
+    assert {p.name for p in out.iterdir()} == expected | {".list"}  # no temporary file left
+    assert set((out / ".list").read_text().split()) == expected
     for blob in expected:
         git_bytes = subprocess.run(["git", "-C", str(root), "cat-file", "blob", blob], check=True,
                                    capture_output=True).stdout
@@ -73,8 +75,9 @@ def test_nothing_is_written_when_theirs_is_already_merged_or_unknown(alpha: Any,
     out = tmp_path / "ahead"
     out.mkdir()
     assert prewrite.helper(str(root), str(out), "refs/heads/behind") == 0
+    assert (out / ".list").read_text() == ""
     assert prewrite.helper(str(root), str(out), "refs/heads/no-such-branch") == 0
-    assert list(out.iterdir()) == []
+    assert [p.name for p in out.iterdir()] == [".list"]
 
 
 def test_a_merge_takes_the_helpers_files_and_ends_as_one_without_them(
@@ -257,8 +260,9 @@ def test_a_file_in_the_helper_folder_that_is_not_its_blob_is_never_used(
     def spoiled(*args: Any) -> prewrite.Prewrite | None:
         ahead = real(*args)
         assert ahead is not None
-        ahead.wait()
-        names = sorted(os.listdir(ahead.folder))
+        while not ahead._ended():
+            time.sleep(0.01)
+        names = sorted(n for n in os.listdir(ahead.folder) if not n.startswith("."))
         assert len(names) >= 5
         Path(ahead.folder, names[0]).write_bytes(b"---\nid: not-what-git-has\n---\n")
         seen.append(ahead)
@@ -270,3 +274,42 @@ def test_a_file_in_the_helper_folder_that_is_not_its_blob_is_never_used(
         assert merge_branch(v, "theirs").action == "merge"
     assert seen[0].taken == guessed - 1 - 2  # less the spoiled one and the two facts the merge decided
     _clean(vault.root)
+
+
+def test_a_listed_blob_is_waited_for_until_written_or_the_helper_ends(tmp_path: Path) -> None:
+    import threading
+
+    from am.git.light import hash_blob
+
+    folder, target = tmp_path / "ahead", tmp_path / "work"
+    folder.mkdir()
+    target.mkdir()
+    data, other = b"written late\n", b"never written\n"
+    late, never = hash_blob(data), hash_blob(other)
+    (folder / ".list").write_text(f"{late}\n{never}\n")
+    sleeper = subprocess.Popen(["sleep", "60"])  # stands for a helper still at work
+    ahead = prewrite.Prewrite(sleeper.pid, str(folder))
+
+    def write_late() -> None:
+        time.sleep(0.2)
+        (folder / f"{late}.tmp").write_bytes(data)
+        os.rename(folder / f"{late}.tmp", folder / late)
+
+    writer = threading.Thread(target=write_late)
+    writer.start()
+    dir_fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert ahead.take(late, dir_fd, "a.md")  # waited for it, while the helper still runs
+        assert sleeper.poll() is None
+        assert (target / "a.md").read_bytes() == data
+        assert not ahead.take(late, dir_fd, "b.md")  # one blob, one file
+        assert not ahead.take(hash_blob(b"not listed\n"), dir_fd, "c.md")  # not listed: not waited for
+        sleeper.kill()
+        assert not ahead.take(never, dir_fd, "d.md")  # listed, never written: given up once the helper ends
+        assert sorted(p.name for p in target.iterdir()) == ["a.md"]
+    finally:
+        os.close(dir_fd)
+        writer.join()
+        ahead.close()
+        sleeper.wait()
+    assert not folder.exists()

@@ -12,12 +12,13 @@ same interpreter with ``-I -S`` (the standard library only, ~10 ms to start).
 It asks git which regular files the other side added or changed since the
 merge base (``git merge-base HEAD THEIRS``, ``git diff-tree``), reads their
 blobs with one ``git cat-file --batch`` and writes each, named by its blob id,
-into ``.git/am/prewrite/<pid>-<random>/``: under a temporary name, renamed
-when whole. When the merge writes the work tree (``am.git.remote._apply``:
-after its journal, under the write lock, where it used to create each file
-by a temporary name and rename it into place), it waits for the helper, and
-renames the helper's file of a blob into place instead of creating one. Every
-other file is written as before.
+into ``.git/am/prewrite/<pid>-<random>/`` (first the list of them, then each
+blob in that order, under a temporary name renamed when whole). When the merge
+writes the work tree (``am.git.remote._write_files``: after its journal, under
+the write lock, where it used to create each file by a temporary name and
+rename it into place), it first writes the files the helper will not (the
+records the merge decided), then takes the helper's as they appear: each is
+checked to hash to its blob and renamed into place instead of created.
 
 The helper is only a guess and nothing depends on it: a blob it did not write,
 a guess the plan did not need, a helper that failed, was killed or found no
@@ -40,8 +41,10 @@ __all__ = ["FOLDER", "Prewrite", "start"]
 FOLDER = "prewrite"
 # Blobs above this size are left to the merge: the guess is for the many small files of records.
 _MAX_BLOB = 1 << 20
-# A helper is waited for at most this long (it writes as fast as the merge would; this bounds a stuck one).
+# A helper is waited for at most this long in all (it writes as fast as the merge would; this bounds a stuck one).
 _WAIT = 10.0
+# The helper's list of the blobs it means to write, in its folder (ids are hex: no blob has this name).
+_LIST = ".list"
 # Settings that keep a git subprocess from running code the vault's configuration could point at. This
 # file runs without am on its path, so it has its own copy of am.git.transport's.
 _SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
@@ -55,50 +58,41 @@ class Prewrite:
         self.folder = folder
         self.taken = 0
         self._dir_fd: int | None = None
+        self._listed: frozenset[str] | None = None
+        self._used: set[str] = set()
         self._off = False
         self._done = False
+        self._deadline: float | None = None
 
-    def wait(self, limit: float = _WAIT) -> None:
-        """Let the helper finish, for at most ``limit`` seconds; what it wrote by then is what there is."""
-        import time
-
-        deadline = time.monotonic() + limit
-        pause = 0.0005
-        while not self._done:
-            try:
-                pid, _ = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                pid = self.pid
-            if pid == self.pid:
-                self._done = True
-            elif time.monotonic() >= deadline:
-                return
-            else:
-                time.sleep(pause)
-                pause = min(pause * 2, 0.01)
+    def listed(self) -> frozenset[str]:
+        """The blobs the helper means to write (its list comes before any of them); empty if it has none."""
+        if self._listed is None:
+            data = self._when_there(_LIST)
+            names = data.decode("ascii", "replace").split() if data is not None else []
+            self._listed = frozenset(n for n in names if _is_id(n))
+        return self._listed
 
     def take(self, blob: str, dir_fd: int, name: str) -> bool:
         """Rename the helper's file of ``blob`` to ``name`` in the folder ``dir_fd``; False: write it yourself.
 
-        The file is used only if its bytes hash to ``blob``. Its last step is
-        the one of writing the file by a temporary name: a rename, which
-        replaces what is at ``name`` (the caller has checked that path).
+        Waits for the helper to write it, if it means to. The file is used only
+        if its bytes hash to ``blob``. Its last step is the one of writing a file
+        by a temporary name: a rename, which replaces what is at ``name`` (the
+        caller has checked that path).
         """
-        if self._off:
+        if self._off or blob in self._used or blob not in self.listed():
             return False
-        if self._dir_fd is None:
-            try:
-                self._dir_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            except OSError:
-                self._off = True
-                return False
+        self._used.add(blob)  # one blob, one file: a second path with the same bytes is written by the caller
+        if self._when_there(blob, read=False) is None:
+            return False
+        assert self._dir_fd is not None
         # This process has am on its path; the helper (run with -I -S) never gets here.
         from am.git.light import hash_fd
 
         try:
             fd = os.open(blob, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._dir_fd)
         except OSError:
-            return False  # not written (too large, not guessed, not finished, or already taken for another path)
+            return False
         try:
             whole = hash_fd(fd) == blob  # its bytes are checked, as cheaply as a read: it is only a guess
         finally:
@@ -108,14 +102,51 @@ class Prewrite:
                 os.unlink(blob, dir_fd=self._dir_fd)
                 return False
             os.rename(blob, name, src_dir_fd=self._dir_fd, dst_dir_fd=dir_fd)
-        except FileNotFoundError:
-            return False
         except OSError as err:
             if err.errno == errno.EXDEV:
                 self._off = True  # the folder is on another file system than the work tree
             return False
         self.taken += 1
         return True
+
+    def _when_there(self, name: str, *, read: bool = True) -> bytes | None:
+        """Wait until the helper's folder has ``name`` (its bytes if ``read``, else b""), or it ends; None: never."""
+        import time
+
+        if self._dir_fd is None:
+            try:
+                self._dir_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                self._off = True
+                return None
+        if self._deadline is None:
+            self._deadline = time.monotonic() + _WAIT
+        pause = 0.0002
+        while True:
+            ended = self._ended()  # asked before looking: whatever it wrote before ending is seen below
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._dir_fd)
+            except FileNotFoundError:
+                if ended or time.monotonic() >= self._deadline:
+                    return None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.002)
+                continue
+            except OSError:
+                return None
+            try:
+                return os.read(fd, 1 << 24) if read else b""
+            finally:
+                os.close(fd)
+
+    def _ended(self) -> bool:
+        if not self._done:
+            try:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid = self.pid
+            self._done = pid == self.pid
+        return self._done
 
     def close(self) -> None:
         """Stop the helper if it still runs, and remove its folder."""
@@ -228,7 +259,7 @@ def changed_blobs(root: str, theirs: str) -> list[str]:
 
 
 def _write(dir_fd: int, blob: str, data: bytes) -> None:
-    tmp = f".{blob}.tmp"
+    tmp = f"{blob}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
     try:
         view = memoryview(data)
@@ -236,17 +267,26 @@ def _write(dir_fd: int, blob: str, data: bytes) -> None:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
-    os.rename(tmp, blob, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # whole, or not there
+    os.rename(tmp, blob, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # whole, or not there: the merge takes it as it appears
 
 
 def helper(root: str, folder: str, theirs: str) -> int:
-    """Write the blobs of ``changed_blobs`` into ``folder``; return how many were written."""
+    """Write the list of ``changed_blobs`` into ``folder``, then each blob, in order; return how many were written."""
+    blobs = changed_blobs(root, theirs)
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        _write(dir_fd, _LIST, "".join(f"{b}\n" for b in blobs).encode("ascii"))
+        if blobs:
+            return _write_blobs(root, dir_fd, blobs)
+        return 0
+    finally:
+        os.close(dir_fd)
+
+
+def _write_blobs(root: str, dir_fd: int, blobs: list[str]) -> int:
     import subprocess
     import threading
 
-    blobs = changed_blobs(root, theirs)
-    if not blobs:
-        return 0
     proc = subprocess.Popen(["git", *_SAFE, "-C", root, "cat-file", "--batch"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     stdin, out = proc.stdin, proc.stdout
@@ -260,7 +300,6 @@ def helper(root: str, folder: str, theirs: str) -> int:
             pass
 
     threading.Thread(target=ask, daemon=True).start()
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     written = 0
     try:
         for blob in blobs:
@@ -283,7 +322,6 @@ def helper(root: str, folder: str, theirs: str) -> int:
             _write(dir_fd, blob, data[:size])
             written += 1
     finally:
-        os.close(dir_fd)
         proc.kill()
         proc.wait()
     return written

@@ -275,36 +275,12 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
            ahead: Prewrite | None = None) -> None:
     """Write the work tree's files, stage Git's index, flush once, install the staged pack, move the branch, set the index."""
     sync_each = common._syncfs is None
-    root = str(store.root)
     made = staged.data if staged is not None else {}
     by_folder: dict[str, list[tuple[str, str | None]]] = {}
     for path, new in changes:
         folder, _, name = path.rpartition("/")
         by_folder.setdefault(folder, []).append((name, new))
-    tag = f".am-{os.getpid()}.tmp"
-    if sync_each:
-        ahead = None  # its files would each need a flush of their own: written here, as before
-    if ahead is not None and by_folder:
-        ahead.wait()  # it writes as fast as this process would, and was started before the plan
-    for folder, files in by_folder.items():
-        # The folder's path is checked once for symbolic links, then every file is written through a
-        # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
-        store._safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
-        os.makedirs(os.path.join(root, folder), exist_ok=True)
-        dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        try:
-            for name, new in files:
-                if _is_link(dir_fd, name):
-                    raise DirtyFileError(f"{folder}/{name} is a symbolic link; am will not write through it")
-                if new is None:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(name, dir_fd=dir_fd)
-                elif ahead is None or not ahead.take(new, dir_fd, name):
-                    data = made.get(new)
-                    _write_atomic(dir_fd, name, store.read_object(new) if data is None else data, tag=tag,
-                                  sync=sync_each)
-        finally:
-            os.close(dir_fd)
+    _write_files(store, by_folder, made, sync_each=sync_each, ahead=None if sync_each else ahead)
     entries = [(PurePosixPath(p), pygit2.Oid(hex=n)) for p, n in changes if n is not None]
     removed = [PurePosixPath(p) for p, n in changes if n is None]
     # Git's index is staged before the flush, as a write's is (docs/commit-protocol.md step 6): the one
@@ -327,6 +303,49 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         raise
     failpoint("sync-moved")
     store._finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
+
+
+def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None]]], made: Mapping[str, bytes], *,
+                 sync_each: bool, ahead: Prewrite | None) -> None:
+    """Write (or remove) the work tree's files of a move, folder by folder.
+
+    ``ahead``: a helper writing some of the blobs ahead (am.git.prewrite;
+    never with ``sync_each``, whose files are each flushed where written).
+    Files it means to write are taken last, renamed into place as it
+    finishes each; the others (the merge's own records) are written first.
+    """
+    root = str(store.root)
+    tag = f".am-{os.getpid()}.tmp"
+    listed = ahead.listed() if ahead is not None and by_folder else frozenset()
+    folders: list[int] = []
+    later: list[tuple[int, str, str]] = []
+    try:
+        for folder, files in by_folder.items():
+            # The folder's path is checked once for symbolic links, then every file is written through a
+            # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
+            store._safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder is checked
+            os.makedirs(os.path.join(root, folder), exist_ok=True)
+            dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            folders.append(dir_fd)
+            for name, new in files:
+                if _is_link(dir_fd, name):
+                    raise DirtyFileError(f"{folder}/{name} is a symbolic link; am will not write through it")
+                if new is None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=dir_fd)
+                elif new in listed and new not in made:
+                    later.append((dir_fd, name, new))
+                else:
+                    data = made.get(new)
+                    _write_atomic(dir_fd, name, store.read_object(new) if data is None else data, tag=tag,
+                                  sync=sync_each)
+        for dir_fd, name, new in later:
+            assert ahead is not None
+            if not ahead.take(new, dir_fd, name):
+                _write_atomic(dir_fd, name, store.read_object(new), tag=tag, sync=sync_each)
+    finally:
+        for dir_fd in folders:
+            os.close(dir_fd)
 
 
 def _is_link(dir_fd: int, name: str) -> bool:
