@@ -28,6 +28,13 @@ from am.sync import engine, merge_branch
 from am.vault import Vault
 
 
+def _finished(ahead: prewrite.Prewrite) -> prewrite.Prewrite:
+    """Let a helper finish before the merge goes on (the tests count what it wrote; a slow machine would not wait)."""
+    while not ahead._ended():
+        time.sleep(0.005)
+    return ahead
+
+
 def _folder(root: Path) -> Path:
     return root / ".git" / "am" / prewrite.FOLDER
 
@@ -94,7 +101,7 @@ def test_a_merge_takes_the_helpers_files_and_ends_as_one_without_them(
     def kept(*args: Any) -> prewrite.Prewrite | None:
         ahead = real(*args)
         assert ahead is not None
-        started.append(ahead)
+        started.append(_finished(ahead))
         return ahead
 
     monkeypatch.setattr(prewrite, "start", kept)
@@ -151,6 +158,8 @@ def test_a_helper_folder_on_another_file_system_is_given_up_at_once(alpha: Any, 
             raise OSError(errno.EXDEV, "Invalid cross-device link")
         real_rename(src, dst, **kw)
 
+    real = prewrite.start
+    monkeypatch.setattr(prewrite, "start", lambda *args: _finished(real(*args)))  # type: ignore[arg-type]
     monkeypatch.setattr(os, "rename", cross_device)
     with Vault.open(vault.root) as v:
         assert merge_branch(v, "theirs").action == "merge"
@@ -239,7 +248,7 @@ def test_a_sync_writes_what_it_fetched_ahead(alpha: Any, tmp_path: Path, monkeyp
         def kept(*args: Any) -> prewrite.Prewrite | None:
             ahead = real(*args)
             if ahead is not None:
-                seen.append(ahead)
+                seen.append(_finished(ahead))
             return ahead
 
         monkeypatch.setattr(engine, "_write_ahead", kept)
@@ -260,8 +269,7 @@ def test_a_file_in_the_helper_folder_that_is_not_its_blob_is_never_used(
     def spoiled(*args: Any) -> prewrite.Prewrite | None:
         ahead = real(*args)
         assert ahead is not None
-        while not ahead._ended():
-            time.sleep(0.01)
+        _finished(ahead)
         names = sorted(n for n in os.listdir(ahead.folder) if not n.startswith("."))
         assert len(names) >= 5
         Path(ahead.folder, names[0]).write_bytes(b"---\nid: not-what-git-has\n---\n")
@@ -313,3 +321,38 @@ def test_a_listed_blob_is_waited_for_until_written_or_the_helper_ends(tmp_path: 
         ahead.close()
         sleeper.wait()
     assert not folder.exists()
+
+
+def test_a_helper_that_is_behind_or_stalls_is_stopped_and_not_waited_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from am.git.light import hash_blob
+
+    folder, target = tmp_path / "ahead", tmp_path / "work"
+    folder.mkdir()
+    target.mkdir()
+    behind = subprocess.Popen(["sleep", "60"])  # a helper that has not listed its blobs yet
+    ahead = prewrite.Prewrite(behind.pid, str(folder))
+    began = time.monotonic()
+    assert ahead.listed(files=3) == frozenset()
+    assert time.monotonic() - began < 0.5  # waited ~0.6 ms (3 files' creation), not for the helper
+    with pytest.raises(ProcessLookupError):  # stopped (and reaped): it would only compete with the merge's writes
+        os.kill(behind.pid, 0)
+    behind.wait()
+    ahead.close()
+
+    folder.mkdir()
+    blob = hash_blob(b"never comes\n")
+    (folder / ".list").write_text(f"{blob}\n")
+    stalled = subprocess.Popen(["sleep", "60"])  # listed, then starved
+    ahead = prewrite.Prewrite(stalled.pid, str(folder))
+    monkeypatch.setattr(prewrite, "_STALL", 0.3)
+    dir_fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert not ahead.take(blob, dir_fd, "a.md")
+        with pytest.raises(ProcessLookupError):
+            os.kill(stalled.pid, 0)
+        stalled.wait()
+    finally:
+        os.close(dir_fd)
+        ahead.close()
+    assert list(target.iterdir()) == [] and not folder.exists()

@@ -41,8 +41,13 @@ __all__ = ["FOLDER", "Prewrite", "start"]
 FOLDER = "prewrite"
 # Blobs above this size are left to the merge: the guess is for the many small files of records.
 _MAX_BLOB = 1 << 20
-# A helper is waited for at most this long in all (it writes as fast as the merge would; this bounds a stuck one).
+# A helper is waited for at most this long in all, and this long for any one file (it writes a file in well
+# under a millisecond; a helper the machine starves is stopped, and the merge writes the rest itself).
 _WAIT = 10.0
+_STALL = 1.0
+# What creating one file costs here, roughly, and the longest wait for the helper's list (see ``listed``).
+_CREATE = 0.0002
+_LIST_WAIT = 0.1
 # The helper's list of the blobs it means to write, in its folder (ids are hex: no blob has this name).
 _LIST = ".list"
 # Settings that keep a git subprocess from running code the vault's configuration could point at. This
@@ -64,10 +69,27 @@ class Prewrite:
         self._done = False
         self._deadline: float | None = None
 
-    def listed(self) -> frozenset[str]:
-        """The blobs the helper means to write (its list comes before any of them); empty if it has none."""
+    def listed(self, files: int = 0) -> frozenset[str]:
+        """The blobs the helper means to write (its list comes before any of them).
+
+        ``files``: how many the caller would otherwise create itself. The list
+        is waited for at most as long as creating them would take (~0.2 ms
+        each, at most 0.1 s); a helper that has not listed them by then is
+        behind, and is stopped (empty).
+        """
         if self._listed is None:
-            data = self._when_there(_LIST)
+            import time
+
+            data = None
+            if self._open_folder():
+                until = time.monotonic() + min(files * _CREATE, _LIST_WAIT)
+                pause = 0.0002
+                while (data := self._read(_LIST)) is None and not self._ended() and time.monotonic() < until:
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.002)
+                data = data if data is not None else self._read(_LIST)
+            if data is None:
+                self._stop()
             names = data.decode("ascii", "replace").split() if data is not None else []
             self._listed = frozenset(n for n in names if _is_id(n))
         return self._listed
@@ -83,9 +105,8 @@ class Prewrite:
         if self._off or blob in self._used or blob not in self.listed():
             return False
         self._used.add(blob)  # one blob, one file: a second path with the same bytes is written by the caller
-        if self._when_there(blob, read=False) is None:
+        if not self._when_there(blob):
             return False
-        assert self._dir_fd is not None
         # This process has am on its path; the helper (run with -I -S) never gets here.
         from am.git.light import hash_fd
 
@@ -109,35 +130,65 @@ class Prewrite:
         self.taken += 1
         return True
 
-    def _when_there(self, name: str, *, read: bool = True) -> bytes | None:
-        """Wait until the helper's folder has ``name`` (its bytes if ``read``, else b""), or it ends; None: never."""
-        import time
-
-        if self._dir_fd is None:
+    def _open_folder(self) -> bool:
+        if self._dir_fd is None and not self._off:
             try:
                 self._dir_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             except OSError:
                 self._off = True
-                return None
+        return self._dir_fd is not None
+
+    def _read(self, name: str) -> bytes | None:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._dir_fd)
+        except OSError:
+            return None
+        try:
+            return os.read(fd, 1 << 24)
+        finally:
+            os.close(fd)
+
+    def _when_there(self, name: str) -> bool:
+        """Wait until the helper's folder has ``name``; False once it has ended without it or stalls (then stopped)."""
+        import time
+
+        now = time.monotonic()
         if self._deadline is None:
-            self._deadline = time.monotonic() + _WAIT
+            self._deadline = now + _WAIT
+        stall = min(now + _STALL, self._deadline)
         pause = 0.0002
         while True:
             ended = self._ended()  # asked before looking: whatever it wrote before ending is seen below
             try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._dir_fd)
+                os.stat(name, dir_fd=self._dir_fd, follow_symlinks=False)
+                return True
             except FileNotFoundError:
-                if ended or time.monotonic() >= self._deadline:
-                    return None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.002)
-                continue
+                pass
             except OSError:
-                return None
+                return False
+            if ended:
+                return False
+            if time.monotonic() >= stall:
+                self._stop()  # no file for this long: the machine starves it; the merge writes the rest
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.002)
+
+    def _stop(self) -> None:
+        """Kill the helper now (it is behind or stuck) and use none of its files from here on."""
+        import signal
+
+        self._off = True
+        if not self._ended():
             try:
-                return os.read(fd, 1 << 24) if read else b""
-            finally:
-                os.close(fd)
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self._done = True
 
     def _ended(self) -> bool:
         if not self._done:
@@ -151,22 +202,11 @@ class Prewrite:
     def close(self) -> None:
         """Stop the helper if it still runs, and remove its folder."""
         import shutil
-        import signal
 
-        self._off = True
+        self._stop()
         if self._dir_fd is not None:
             os.close(self._dir_fd)
             self._dir_fd = None
-        if not self._done:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
-            self._done = True
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -316,7 +316,8 @@ def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | Non
     """
     root = str(store.root)
     tag = f".am-{os.getpid()}.tmp"
-    listed = ahead.listed() if ahead is not None and by_folder else frozenset()
+    theirs = sum(1 for files in by_folder.values() for _, new in files if new is not None and new not in made)
+    listed = ahead.listed(theirs) if ahead is not None and theirs else frozenset()
     folders: list[int] = []
     later: list[tuple[int, str, str]] = []
     try:
