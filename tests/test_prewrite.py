@@ -16,12 +16,14 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, fsck_clean, run_git, subprocess_env
-from test_merge_flush import _diverge
+from conftest import fsck_clean, run_git
+from test_merge_flush import _am_merge, _diverge
+from test_sync_crash import diverged  # noqa: F401 - a fixture
 
 from am.git import common, prewrite
 from am.sync import engine, merge_branch
@@ -33,6 +35,21 @@ def _finished(ahead: prewrite.Prewrite) -> prewrite.Prewrite:
     while not ahead._ended():
         time.sleep(0.005)
     return ahead
+
+
+def _on_start(monkeypatch: pytest.MonkeyPatch, then: Callable[[prewrite.Prewrite], object]) -> list[prewrite.Prewrite]:
+    """Make every helper a merge starts go through ``then`` first; the list of them."""
+    real, seen = prewrite.start, []
+
+    def started(*args: Any) -> prewrite.Prewrite | None:
+        ahead = real(*args)
+        assert ahead is not None
+        then(ahead)
+        seen.append(ahead)
+        return ahead
+
+    monkeypatch.setattr(prewrite, "start", started)
+    return seen
 
 
 def _folder(root: Path) -> Path:
@@ -95,16 +112,7 @@ def test_a_merge_takes_the_helpers_files_and_ends_as_one_without_them(
     twin = tmp_path / "twin"
     run_git(tmp_path, "clone", "-q", "--no-local", str(root), str(twin))
     run_git(twin, "branch", "-q", "theirs", "origin/theirs")
-    started: list[prewrite.Prewrite] = []
-    real = prewrite.start
-
-    def kept(*args: Any) -> prewrite.Prewrite | None:
-        ahead = real(*args)
-        assert ahead is not None
-        started.append(_finished(ahead))
-        return ahead
-
-    monkeypatch.setattr(prewrite, "start", kept)
+    started = _on_start(monkeypatch, _finished)
     with Vault.open(root) as v:
         report = merge_branch(v, "theirs")
     assert report.action == "merge"
@@ -128,17 +136,7 @@ def _umask() -> int:
 def test_a_helper_killed_before_it_wrote_anything_changes_nothing(alpha: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     vault: Vault = alpha
     _diverge(vault, each=6)
-    real = prewrite.start
-    seen: list[prewrite.Prewrite] = []
-
-    def killed_at_once(*args: Any) -> prewrite.Prewrite | None:
-        ahead = real(*args)
-        assert ahead is not None
-        os.kill(ahead.pid, signal.SIGKILL)
-        seen.append(ahead)
-        return ahead
-
-    monkeypatch.setattr(prewrite, "start", killed_at_once)
+    seen = _on_start(monkeypatch, lambda ahead: os.kill(ahead.pid, signal.SIGKILL))
     with Vault.open(vault.root) as v:
         assert merge_branch(v, "theirs").action == "merge"
     assert seen[0].taken == 0
@@ -158,8 +156,7 @@ def test_a_helper_folder_on_another_file_system_is_given_up_at_once(alpha: Any, 
             raise OSError(errno.EXDEV, "Invalid cross-device link")
         real_rename(src, dst, **kw)
 
-    real = prewrite.start
-    monkeypatch.setattr(prewrite, "start", lambda *args: _finished(real(*args)))  # type: ignore[arg-type]
+    _on_start(monkeypatch, _finished)
     monkeypatch.setattr(os, "rename", cross_device)
     with Vault.open(vault.root) as v:
         assert merge_branch(v, "theirs").action == "merge"
@@ -184,11 +181,6 @@ def test_a_merge_without_syncfs_writes_and_flushes_every_file_itself(alpha: Any,
         merge_branch(v, "theirs")
     assert taken == [0]
     _clean(vault.root)
-
-
-def _am_merge(root: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "am.cli.entry", "--vault", str(root), "merge", "theirs"], check=False,
-                          capture_output=True, text=True, env=subprocess_env(**env))
 
 
 def test_a_killed_merge_s_helper_folder_is_removed_by_the_next_merge(alpha: Any) -> None:
@@ -225,58 +217,37 @@ def test_no_helper_for_a_linked_worktree_or_an_option_like_name(alpha: Any, tmp_
     assert not _folder(vault.root).exists()
 
 
-def test_a_sync_writes_what_it_fetched_ahead(alpha: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitserver import git_daemon, make_bare
-    from test_sync import clone
-
+def test_a_sync_writes_what_it_fetched_ahead(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     from am.sync import sync
 
-    base = tmp_path / "server"
-    base.mkdir()
-    make_bare(base)
-    with git_daemon(base) as url:
-        a: Vault = alpha
-        sync(a, set_upstream=f"{url}/vault.git")
-        b = clone(f"{url}/vault.git", tmp_path / "b", actor="agent-b")
-        for i in range(5):
-            a.add_fact(f"A learned {i}.", topics=["project-alpha"], id=f"fact-a-{i}")
-        b.add_fact("B learned.", topics=["project-alpha"], id="fact-b")
-        sync(a)
-        seen: list[prewrite.Prewrite] = []
-        real = engine._write_ahead
+    _, b, _ = request.getfixturevalue("diverged")  # test_sync_crash's: two clones, the other's facts on the server
+    seen: list[prewrite.Prewrite] = []
+    real = engine._write_ahead
 
-        def kept(*args: Any) -> prewrite.Prewrite | None:
-            ahead = real(*args)
-            if ahead is not None:
-                seen.append(_finished(ahead))
-            return ahead
+    def kept(*args: Any) -> prewrite.Prewrite | None:
+        ahead = real(*args)
+        if ahead is not None:
+            seen.append(_finished(ahead))
+        return ahead
 
-        monkeypatch.setattr(engine, "_write_ahead", kept)
-        report = sync(b)
-        assert report.action == "merge" and report.pushed
-        assert len(seen) == 1 and seen[0].taken == 5
-        _clean(b.root)
-        b.close()
+    monkeypatch.setattr(engine, "_write_ahead", kept)
+    report = sync(b)
+    assert report.action == "merge" and report.pushed
+    assert len(seen) == 1 and seen[0].taken == 3  # the other clone's three facts
+    _clean(b.root)
 
 
 def test_a_file_in_the_helper_folder_that_is_not_its_blob_is_never_used(
         alpha: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     vault: Vault = alpha
     _diverge(vault, each=5)
-    real = prewrite.start
-    seen: list[prewrite.Prewrite] = []
-
-    def spoiled(*args: Any) -> prewrite.Prewrite | None:
-        ahead = real(*args)
-        assert ahead is not None
+    def spoil(ahead: prewrite.Prewrite) -> None:
         _finished(ahead)
         names = sorted(n for n in os.listdir(ahead.folder) if not n.startswith("."))
         assert len(names) >= 5
         Path(ahead.folder, names[0]).write_bytes(b"---\nid: not-what-git-has\n---\n")
-        seen.append(ahead)
-        return ahead
 
-    monkeypatch.setattr(prewrite, "start", spoiled)
+    seen = _on_start(monkeypatch, spoil)
     guessed = len(_theirs_blobs(vault.root))
     with Vault.open(vault.root) as v:
         assert merge_branch(v, "theirs").action == "merge"
