@@ -10,7 +10,8 @@ Scenarios (medians of whole processes; ratios against a baseline of the same run
    facts split and contested) against `git merge` with the merge driver
    disabled (which leaves conflict markers in those 20 files). Target: <= 2x.
    am's merge ends in a commit on the branch, so the ratio is also given against
-   `git merge` finished by `git commit -a` (the same work: files, index, commit, ref).
+   `git merge` finished by `git commit -a` (the same work: files, index, commit, ref). The same
+   merge in-process (a warm server's call: modules imported, vault open) is shown too.
 
 Usage: python bench/bench_sync.py [--facts 2000] [--runs 7] [--work /tmp/am-bench-sync] [--only noop|merge]
 """
@@ -132,13 +133,17 @@ def diverged(work: Path, shared: int, each: int, conflicts: int) -> Path:
 
 
 def merge_bench(work: Path, runs: int) -> None:
+    from am.sync import merge_branch
+    from am.vault import Vault
+
     root = diverged(work, shared=100, each=500, conflicts=20)
-    git_times, done_times, am_times = [], [], []
+    git_times, done_times, am_times, warm_times = [], [], [], []
     for n in range(runs):
-        plain, ours = work / f"plain-{n}", work / f"am-{n}"
-        shutil.copytree(root, plain, symlinks=True)
-        shutil.copytree(root, ours, symlinks=True)
-        run(*AM, "--vault", str(ours), "fact", "list", "--status", "contested")  # its cache, current (untimed)
+        plain, ours, warm = work / f"plain-{n}", work / f"am-{n}", work / f"warm-{n}"
+        for copy in (plain, ours, warm):
+            shutil.copytree(root, copy, symlinks=True)
+        for copy in (ours, warm):
+            run(*AM, "--vault", str(copy), "fact", "list", "--status", "contested")  # its cache, current (untimed)
         # The copies' dirty pages go to disk first: am flushes the file system before its branch moves
         # (syncfs), and would otherwise pay for writing out this benchmark's own copies.
         os.sync()
@@ -156,18 +161,26 @@ def merge_bench(work: Path, runs: int) -> None:
             am_times.append(timed(*AM, "--vault", str(ours), "merge", "theirs"))
             os.sync()
 
-        # Each goes first in every other run: the file system's state after the last run's deletions and
-        # this run's copies (its journal commits, its discards) weighs on whichever runs first.
-        for step in ((git_merge, am_merge) if n % 2 == 0 else (am_merge, git_merge)):
+        def in_process() -> None:  # a warm server's call: the modules imported, the vault open
+            with Vault.open(warm) as vault:
+                began = time.perf_counter()
+                merge_branch(vault, "theirs")
+                warm_times.append(time.perf_counter() - began)
+            os.sync()
+
+        # Each goes first in turn: the file system's state after the last run's deletions and this
+        # run's copies (its journal commits, its discards) weighs on whichever runs first.
+        steps = [git_merge, am_merge, in_process]
+        for step in steps[n % 3:] + steps[:n % 3]:
             step()
         if n == 0:
             markers = run("git", "-C", str(plain), "grep", "-l", "^<<<<<<<", "HEAD").split()
             contested = run(*AM, "--vault", str(ours), "fact", "list", "--status", "contested").splitlines()
             print(f"  git merge committed {len(markers)} files with conflict markers; am merge: {len(contested)} "
                   "contested facts, no markers")
-        shutil.rmtree(plain)
-        shutil.rmtree(ours)
-    git_m, done_m, am_m = (statistics.median(t) for t in (git_times, done_times, am_times))
+        for copy in (plain, ours, warm):
+            shutil.rmtree(copy)
+    git_m, done_m, am_m, warm_m = (statistics.median(t) for t in (git_times, done_times, am_times, warm_times))
     per_run = [a / g for a, g in zip(am_times, git_times)]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"merge of 1,000 divergent facts (500 each side, 20 same-fact conflicts; {runs} runs, load {load}):")
@@ -177,6 +190,7 @@ def merge_bench(work: Path, runs: int) -> None:
           f"{am_m / done_m:.2f}x git merge + commit   (target <= 2x)")
     print(f"  per run, am / git merge        median {statistics.median(per_run):.2f}x   "
           f"({' '.join(f'{r:.2f}' for r in per_run)})")
+    print(f"  merge_branch() in-process      {_ms(warm_m)}   {warm_m / git_m:.2f}x git merge   (a warm server's call)")
     print(f"  fastest of each                git merge {_ms(min(git_times))}, + commit {_ms(min(done_times))}, "
           f"am merge {_ms(min(am_times))}")
 
