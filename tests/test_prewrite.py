@@ -327,3 +327,30 @@ def test_a_helper_that_is_behind_or_stalls_is_stopped_and_not_waited_for(
         os.close(dir_fd)
         ahead.close()
     assert list(target.iterdir()) == [] and not folder.exists()
+
+
+def test_a_large_file_is_not_listed_and_the_merge_writes_it_itself(
+        alpha: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Vault = alpha
+    _diverge(vault, each=3)
+    root = vault.root
+    run_git(root, "checkout", "-q", "theirs")
+    big = os.urandom(prewrite._MAX_BLOB // 2 + 1).hex().encode()  # just over the limit, as text
+    (root / "attachments").mkdir()
+    (root / "attachments" / "big.txt").write_bytes(big)
+    run_git(root, "add", "attachments/big.txt")
+    run_git(root, "commit", "-q", "-m", "a large file")
+    run_git(root, "checkout", "-q", "main")
+    out = tmp_path / "ahead"
+    out.mkdir()
+    guessed = _theirs_blobs(root)
+    large = run_git(root, "rev-parse", "theirs:attachments/big.txt").strip()
+    assert large in guessed
+    assert prewrite.helper(str(root), str(out), "refs/heads/theirs") == len(guessed) - 1
+    assert large not in (out / ".list").read_text().split() and not (out / large).exists()
+    seen = _on_start(monkeypatch, _finished)
+    with Vault.open(root) as v:
+        assert merge_branch(v, "theirs").action == "merge"
+    assert seen[0].taken == 3  # theirs' facts; the large file is the merge's to write
+    assert (root / "attachments" / "big.txt").read_bytes() == big
+    _clean(root)

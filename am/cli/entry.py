@@ -21,6 +21,10 @@ import os
 import sys
 from pathlib import Path
 
+TYPE_CHECKING = False  # not typing's: this module is the start of every am process
+if TYPE_CHECKING:
+    from am.git.prewrite import Prewrite
+
 __all__ = ["main"]
 
 
@@ -97,7 +101,7 @@ def _quick_merge(args: list[str]) -> int | None:
             ahead.close()
 
 
-def _merge_now(root: Path, branch: str, ahead: object) -> int:
+def _merge_now(root: Path, branch: str, ahead: Prewrite | None) -> int:
     gc.set_threshold(50_000, 10, 10)  # as am.cli.main: a command's objects live until it exits
     import logging
 
@@ -118,7 +122,7 @@ def _merge_now(root: Path, branch: str, ahead: object) -> int:
         from am.vault import Vault
 
         with Vault.open(root, actor=os.environ.get("AM_ACTOR") or None) as vault:
-            report = merge_branch(vault, branch, ahead=ahead)  # type: ignore[arg-type]
+            report = merge_branch(vault, branch, ahead=ahead)
         lines = report_lines(report)
     except (AmError, OSError) as err:
         return _failed(err)

@@ -39,7 +39,7 @@ __all__ = ["FOLDER", "Prewrite", "start"]
 
 # Under .git/am/.
 FOLDER = "prewrite"
-# Blobs above this size are left to the merge: the guess is for the many small files of records.
+# Blobs above this size are not listed, left to the merge: the guess is for the many small files of records.
 _MAX_BLOB = 1 << 20
 # A helper is waited for at most this long in all, and this long for any one file (it writes a file in well
 # under a millisecond; a helper the machine starves is stopped, and the merge writes the rest itself).
@@ -311,9 +311,26 @@ def _write(dir_fd: int, blob: str, data: bytes) -> None:
     os.rename(tmp, blob, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # whole, or not there: the merge takes it as it appears
 
 
+def _small(root: str, blobs: list[str]) -> list[str]:
+    """The blobs of at most ``_MAX_BLOB`` bytes (``git cat-file --batch-check``), in order: the ones worth writing."""
+    import subprocess
+
+    proc = subprocess.run(["git", *_SAFE, "-C", root, "cat-file", "--batch-check"], capture_output=True, check=False,
+                          input="".join(f"{b}\n" for b in blobs).encode("ascii"))
+    if proc.returncode != 0:
+        return []
+    sizes = {}
+    for line in proc.stdout.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
+            sizes[parts[0]] = int(parts[2])
+    return [b for b in blobs if sizes.get(b, _MAX_BLOB + 1) <= _MAX_BLOB]
+
+
 def helper(root: str, folder: str, theirs: str) -> int:
-    """Write the list of ``changed_blobs`` into ``folder``, then each blob, in order; return how many were written."""
+    """Write the list of ``changed_blobs`` worth writing into ``folder``, then each, in order; return how many."""
     blobs = changed_blobs(root, theirs)
+    blobs = _small(root, blobs) if blobs else blobs
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         _write(dir_fd, _LIST, "".join(f"{b}\n" for b in blobs).encode("ascii"))
@@ -351,12 +368,7 @@ def _write_blobs(root: str, dir_fd: int, blobs: list[str]) -> int:
                 break  # not what was asked: stop guessing
             size = int(header[2])
             if size > _MAX_BLOB:
-                left = size + 1
-                while left and (chunk := out.read(min(left, 1 << 20))):
-                    left -= len(chunk)
-                if left:
-                    break
-                continue
+                break  # listed as small: something else answers; stop guessing
             data = out.read(size + 1)
             if len(data) != size + 1:
                 break
