@@ -9,8 +9,8 @@ the reason.
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from am.packs.embedding import semantic_installed
+from am.cache import vectors
+from am.packs.embedding import semantic_installed, wordllama
+from am.vault import Vault
 from tests.conftest import PYTHON, subprocess_env
 
 pytestmark = [
@@ -196,6 +198,31 @@ def test_a_query_of_known_words_reads_no_tokenizer_and_ranks_the_same(recall_vau
         later = wordllama()
         vectors.search(index, later, unknown, limit=10)
         assert later._pieces is None
+
+
+def test_a_search_after_a_write_embeds_the_new_fact_without_the_tokenizer(recall_vault: Path, tmp_path: Path) -> None:
+    """A fact written in words the vault's records already use: the next search embeds it from the kept token ids."""
+    copy = tmp_path / "vault"
+    shutil.copytree(recall_vault, copy, symlinks=True)
+    _run(copy, tmp_path, "index", "rebuild")
+    query = "how long are logins remembered"
+    _run(copy, tmp_path, "search", query)  # the query's own words are kept from here on
+    with Vault.open(copy) as vault:
+        known = next(f for f in vault.list_facts() if len(f.body.split()) >= 6)
+        added = vault.add_fact(known.body.strip(), topics=list(known.topics)[:1]).record  # a restatement: no new word
+    code = ("import json, sys; from am.cli.main import main\n"
+            "sys.argv = ['am', '--vault', sys.argv[1], 'search', sys.argv[2], '--format', 'json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps([m in sys.modules for m in ('numpy', 'tokenizers')]), file=sys.stderr)")
+    proc = subprocess.run([PYTHON, "-c", code, str(copy), query], capture_output=True, text=True, check=True,
+                          env=_offline_env(tmp_path))
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == [True, False]  # numpy embeds it; no tokenizer read
+    with Vault.open(copy) as vault:
+        index = vault.cache()
+        assert index is not None
+        assert index.conn.execute("SELECT count(*) FROM vector_todo").fetchone()[0] == 0  # the new fact has its vector
+        near = vectors.search(index, wordllama(), added.body, limit=2)
+        assert {hit.id for hit, _ in near} == {known.id, added.id}  # the same words, the same vector
 
 
 def test_vector_without_numpy_is_embeds_row(recall_vault: Path) -> None:

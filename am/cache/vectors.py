@@ -48,6 +48,7 @@ __all__ = ["Embedder", "VectorStatus", "ensure", "search", "fuse", "levels_of", 
 MIN_SCORE = 0.1   # cosine (after centring) below this is not a hit: measured on the recall set, docs/decisions.md
 RRF_K = 60        # reciprocal rank fusion: 1 / (k + rank)
 _CHUNK = 2000     # records embedded, then written, at a time
+_TEACH_UP_TO = 256  # records to embed, at most, for which the kept token ids are looked up first (not a rebuild)
 # Made on first use in the cache's file (a rebuild starts a file without them). vector_todo: records
 # (facts, topics) whose vector has not been looked for since their row was written.
 _TABLES = (
@@ -161,18 +162,21 @@ def _pieces_to_keep(embedder: Embedder, texts: Sequence[str]) -> list[tuple[str,
     return [(p, " ".join(map(str, ids))) for p, ids in piece_ids(texts).items()]
 
 
-def _teach(index: Index, embedder: Embedder, query: str) -> list[str]:
-    """Give the embedder the kept token ids of the query's pieces it does not know (it then reads no tokenizer).
+def _teach(index: Index, embedder: Embedder, texts: Sequence[str]) -> list[str]:
+    """Give the embedder the kept token ids of the texts' pieces it does not know (it then reads no tokenizer).
 
     Returns the pieces still unknown (the embedder's tokenizer reads them; ``search`` keeps them after).
     """
     unknown = getattr(embedder, "unknown_pieces", None)
-    missing: list[str] = unknown([query]) if unknown is not None and hasattr(embedder, "teach") else []
+    missing: list[str] = unknown(texts) if unknown is not None and hasattr(embedder, "teach") else []
     if not missing or index.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'vector_pieces'").fetchone() is None:
         return []
-    rows = index.conn.execute(f"SELECT piece, ids FROM vector_pieces WHERE piece IN ({','.join('?' * len(missing))})",
-                              missing).fetchall()
+    rows = []
+    for at in range(0, len(missing), 500):  # SQLite's bound on a statement's variables
+        part = missing[at:at + 500]
+        rows += index.conn.execute(f"SELECT piece, ids FROM vector_pieces WHERE piece IN ({','.join('?' * len(part))})",
+                                   part).fetchall()
     if rows:
         embedder.teach({p: [int(i) for i in ids.split()] for p, ids in rows})  # type: ignore[attr-defined]
     taught = {p for p, _ in rows}
@@ -213,6 +217,10 @@ def ensure(index: Index, embedder: Embedder, *, budget_s: float | None = None,
             break
         chunk = rows[start:start + _CHUNK]
         texts = [text_of(record_from_json(rtype, data)) for _, (rtype, data, _) in chunk]
+        if len(rows) <= _TEACH_UP_TO:
+            # A few new records (a search after a write): their words' token ids are most likely kept
+            # already, so the tokenizer (a 1.8 MB file, ~0.1-0.15 s to read) is not needed for them.
+            _teach(index, embedder, texts)
         made = embedder.embed(texts).astype("float16")
         _write(index, _store, [(blob, made[i].tobytes()) for i, (blob, _) in enumerate(chunk)],
                [r for _, (_, _, rowids) in chunk for r in rowids], _pieces_to_keep(embedder, texts))
@@ -357,7 +365,7 @@ def prepare_once(index: Index, embedder: Embedder) -> None:
 
 def _taught(index: Index, embedder: Embedder, query: str) -> None:
     """Teach the embedder the query's kept pieces; keep the pieces no record has after it reads them."""
-    new_pieces = _teach(index, embedder, query)
+    new_pieces = _teach(index, embedder, [query])
     if new_pieces:  # words no record has: kept, so the next query with them reads no tokenizer either
         try:
             _write(index, _store, [], [], [pair for pair in _pieces_to_keep(embedder, [query]) if pair[0] in new_pieces])
