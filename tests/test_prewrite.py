@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fsck_clean, run_git
+from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 from test_merge_flush import _am_merge, _diverge
 from test_sync_crash import diverged  # noqa: F401 - a fixture
 
@@ -353,4 +353,30 @@ def test_a_large_file_is_not_listed_and_the_merge_writes_it_itself(
         assert merge_branch(v, "theirs").action == "merge"
     assert seen[0].taken == 3  # theirs' facts; the large file is the merge's to write
     assert (root / "attachments" / "big.txt").read_bytes() == big
+    _clean(root)
+
+
+def test_a_merge_across_many_folders_holds_one_folder_open_at_a_time(alpha: Any) -> None:
+    """Each day's folder is opened, written and closed in turn: a merge of a long history fits any fd limit."""
+    import resource
+
+    from am.records.model import Fact
+
+    vault: Vault = alpha
+    _diverge(vault, each=2)
+    root = vault.root
+    run_git(root, "checkout", "-q", "theirs")
+    with Vault.open(root, actor="theirs") as v:
+        v.import_records([Fact(id=f"fact-day-{d:03d}", topics=("project-alpha",), body=f"Learned on day {d}.\n",
+                               created=f"2025-{1 + d // 28:02d}-{1 + d % 28:02d}T12:00:00+00:00") for d in range(120)],
+                         source="theirs")
+    run_git(root, "checkout", "-q", "main")
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    done = subprocess.run([PYTHON, "-m", "am.cli.entry", "--vault", str(root), "merge", "theirs"], check=False,
+                          capture_output=True, text=True, env=subprocess_env(), preexec_fn=few_descriptors)
+    assert done.returncode == 0, done.stderr
+    assert len({p.parent for p in (root / "facts").rglob("fact-day-*.md")}) == 120
     _clean(root)

@@ -314,39 +314,42 @@ def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | Non
     Files it means to write are taken last, renamed into place as it
     finishes each; the others (the merge's own records) are written first.
     """
-    root = str(store.root)
-    tag = f".am-{os.getpid()}.tmp"
     theirs = sum(1 for files in by_folder.values() for _, new in files if new is not None and new not in made)
     listed = ahead.listed(theirs) if ahead is not None and theirs else frozenset()
-    folders: list[int] = []
-    later: list[tuple[int, str, str]] = []
+    later: dict[str, list[tuple[str, str | None]]] = {}
+    for folder, files in by_folder.items():
+        now = [(name, new) for name, new in files if new is None or new not in listed or new in made]
+        if len(now) < len(files):
+            later[folder] = [(name, new) for name, new in files if new is not None and new in listed and new not in made]
+        _write_folder(store, folder, now, made, sync_each=sync_each, ahead=None)
+    for folder, files in later.items():
+        _write_folder(store, folder, files, made, sync_each=sync_each, ahead=ahead)
+
+
+def _write_folder(store: GitStore, folder: str, files: list[tuple[str, str | None]], made: Mapping[str, bytes], *,
+                  sync_each: bool, ahead: Prewrite | None) -> None:
+    """Write (or remove) some files of one folder: the helper's copy when it has one, else the bytes."""
+    if not files:
+        return
+    root = str(store.root)
+    # The folder's path is checked once for symbolic links, then every file is written through a
+    # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
+    store._safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
+    os.makedirs(os.path.join(root, folder), exist_ok=True)
+    dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        for folder, files in by_folder.items():
-            # The folder's path is checked once for symbolic links, then every file is written through a
-            # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
-            store._safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder is checked
-            os.makedirs(os.path.join(root, folder), exist_ok=True)
-            dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-            folders.append(dir_fd)
-            for name, new in files:
-                if _is_link(dir_fd, name):
-                    raise DirtyFileError(f"{folder}/{name} is a symbolic link; am will not write through it")
-                if new is None:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(name, dir_fd=dir_fd)
-                elif new in listed and new not in made:
-                    later.append((dir_fd, name, new))
-                else:
-                    data = made.get(new)
-                    _write_atomic(dir_fd, name, store.read_object(new) if data is None else data, tag=tag,
-                                  sync=sync_each)
-        for dir_fd, name, new in later:
-            assert ahead is not None
-            if not ahead.take(new, dir_fd, name):
-                _write_atomic(dir_fd, name, store.read_object(new), tag=tag, sync=sync_each)
+        for name, new in files:
+            if _is_link(dir_fd, name):
+                raise DirtyFileError(f"{folder}/{name} is a symbolic link; am will not write through it")
+            if new is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=dir_fd)
+            elif ahead is None or not ahead.take(new, dir_fd, name):
+                data = made.get(new)
+                _write_atomic(dir_fd, name, store.read_object(new) if data is None else data,
+                              tag=f".am-{os.getpid()}.tmp", sync=sync_each)
     finally:
-        for dir_fd in folders:
-            os.close(dir_fd)
+        os.close(dir_fd)
 
 
 def _is_link(dir_fd: int, name: str) -> bool:
