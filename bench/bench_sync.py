@@ -13,7 +13,7 @@ Scenarios (medians of whole processes; ratios against a baseline of the same run
    `git merge` finished by `git commit -a` (the same work: files, index, commit, ref). The same
    merge in-process (a warm server's call: modules imported, vault open) is shown too.
 
-Usage: python bench/bench_sync.py [--facts 2000] [--runs 7] [--work /tmp/am-bench-sync] [--only noop|merge]
+Usage: python bench/bench_sync.py [--facts 2000] [--runs 7] [--work /tmp/am-bench-sync] [--only noop|merge] [--upfront]
 """
 
 from __future__ import annotations
@@ -132,18 +132,33 @@ def diverged(work: Path, shared: int, each: int, conflicts: int) -> Path:
     return root
 
 
-def merge_bench(work: Path, runs: int) -> None:
+def merge_bench(work: Path, runs: int, *, upfront: bool = False) -> None:
+    """``upfront``: every run's copies are made (and flushed) before the first run and deleted after the last,
+    so no run follows another's deletions (~4,000 files), which slow file creation on some machines."""
     from am.sync import merge_branch
     from am.vault import Vault
 
     root = diverged(work, shared=100, each=500, conflicts=20)
     git_times, done_times, am_times, warm_times = [], [], [], []
-    for n in range(runs):
-        plain, ours, warm = work / f"plain-{n}", work / f"am-{n}", work / f"warm-{n}"
-        for copy in (plain, ours, warm):
+
+    def copies(n: int) -> tuple[Path, Path, Path]:
+        return work / f"plain-{n}", work / f"am-{n}", work / f"warm-{n}"
+
+    def make(n: int) -> None:
+        for copy in copies(n):
             shutil.copytree(root, copy, symlinks=True)
-        for copy in (ours, warm):
+        for copy in copies(n)[1:]:
             run(*AM, "--vault", str(copy), "fact", "list", "--status", "contested")  # its cache, current (untimed)
+
+    if upfront:
+        for n in range(runs):
+            make(n)
+        os.sync()
+        time.sleep(5)  # the file system's journal settles
+    for n in range(runs):
+        plain, ours, warm = copies(n)
+        if not upfront:
+            make(n)
         # The copies' dirty pages go to disk first: am flushes the file system before its branch moves
         # (syncfs), and would otherwise pay for writing out this benchmark's own copies.
         os.sync()
@@ -178,12 +193,18 @@ def merge_bench(work: Path, runs: int) -> None:
             contested = run(*AM, "--vault", str(ours), "fact", "list", "--status", "contested").splitlines()
             print(f"  git merge committed {len(markers)} files with conflict markers; am merge: {len(contested)} "
                   "contested facts, no markers")
-        for copy in (plain, ours, warm):
-            shutil.rmtree(copy)
+        if not upfront:
+            for copy in (plain, ours, warm):
+                shutil.rmtree(copy)
+    if upfront:
+        for n in range(runs):
+            for copy in copies(n):
+                shutil.rmtree(copy)
     git_m, done_m, am_m, warm_m = (statistics.median(t) for t in (git_times, done_times, am_times, warm_times))
     per_run = [a / g for a, g in zip(am_times, git_times)]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"merge of 1,000 divergent facts (500 each side, 20 same-fact conflicts; {runs} runs, load {load}):")
+    how = "copies made up front" if upfront else "copies made and deleted run by run"
+    print(f"merge of 1,000 divergent facts (500 each side, 20 same-fact conflicts; {runs} runs, {how}, load {load}):")
     print(f"  git merge (no driver)          {_ms(git_m)}   (stops on the markers: no commit, the branch stays)")
     print(f"  git merge + git commit -a      {_ms(done_m)}   (the same work as am's: files, index, commit, ref)")
     print(f"  am merge (process)             {_ms(am_m)}   {am_m / git_m:.2f}x git merge, "
@@ -201,6 +222,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--only", choices=("noop", "merge"), default=None, help="run one scenario")
+    parser.add_argument("--upfront", action="store_true",
+                        help="merge: make every run's copies before the first run, delete them after the last")
     args = parser.parse_args()
     os.environ.update({k: v for k, v in ENV.items() if k.startswith("GIT_")})
     os.environ["AM_HOME"] = tempfile.mkdtemp(prefix="am-home-")
@@ -210,7 +233,7 @@ def main() -> None:
         if args.only in (None, "noop"):
             noop_sync(work, args.facts, args.runs)
         if args.only in (None, "merge"):
-            merge_bench(work, args.runs)
+            merge_bench(work, args.runs, upfront=args.upfront)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
