@@ -136,8 +136,12 @@ class StorageError(GitError):
     exit_code = 12
 
 
-def storage_error(err: OSError, what: str) -> StorageError:
-    """Return the one-line error for a failed file operation, naming the cause and the fix."""
+def storage_error(err: OSError, what: str, *, then: str | None = None) -> StorageError:
+    """Return the one-line error for a failed file operation, naming the cause and the fix.
+
+    ``then``: what to do once the cause is fixed, when something was already
+    changed (else the hint says nothing was).
+    """
     import errno
     import os
 
@@ -152,11 +156,15 @@ def storage_error(err: OSError, what: str) -> StorageError:
         errno.EEXIST: "a file or folder is in the way; move it away",
         errno.EISDIR: "a folder is where am needs a file; move it away",
         errno.EIO: "the disk reported an error; check it (dmesg) before retrying",
+        errno.EMFILE: "this process may open no more files; raise the limit (ulimit -n), then retry",
     }
     reason = os.strerror(err.errno) if err.errno else str(err)
     where = f" ({err.filename})" if err.filename and str(err.filename) not in what else ""
-    return StorageError(f"could not {what}{where}: {reason}",
-                        hint=fixes.get(err.errno or 0, "nothing was changed; retry"))
+    if then is None:
+        return StorageError(f"could not {what}{where}: {reason}",
+                            hint=fixes.get(err.errno or 0, "nothing was changed; retry"))
+    fix = fixes.get(err.errno or 0, "").removesuffix(", then retry").removesuffix(" before retrying")
+    return StorageError(f"could not {what}{where}: {reason}", hint=f"{fix}; then {then}" if fix else then)
 
 
 class UnknownWorldError(NotFoundError):

@@ -143,8 +143,18 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str,
             store, plan.ours, plan.merge.files, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
             author=vault._author(), committer=vault._committer())
         commit = target = staged.commit
-    paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}", staged=staged,
-                           ahead=ahead)
+    try:
+        paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}",
+                               staged=staged, ahead=ahead)
+    except OSError as err:
+        if not (store._am_dir / transport.JOURNAL).exists():
+            raise  # stopped before the journal: nothing was changed
+        from am.errors import storage_error
+
+        again = "am sync" if op == "sync.merge" else f"am merge {what.removeprefix('branch ')}"
+        raise storage_error(err, "finish the merge", then=(
+            f"run {again}: it finishes this merge from where it stopped (its files so far are the merge's own; "
+            "nothing is lost)")) from None
     return target, commit, paths
 
 
