@@ -146,8 +146,8 @@ def storage_error(err: OSError, what: str, *, then: str | None = None) -> Storag
     import os
 
     fixes = {
-        errno.ENOSPC: "free some disk space, then retry",
-        errno.EDQUOT: "free some space in your quota, then retry",
+        errno.ENOSPC: "free some disk space",
+        errno.EDQUOT: "free some space in your quota",
         errno.EFBIG: "the file system (or ulimit -f) does not allow a file this large",
         errno.EROFS: "the file system is read-only; remount it read-write or work in a copy",
         errno.EACCES: "check the permissions of the vault's folders",
@@ -155,16 +155,19 @@ def storage_error(err: OSError, what: str, *, then: str | None = None) -> Storag
         errno.ENOTDIR: "a file is where am needs a folder; move it away",
         errno.EEXIST: "a file or folder is in the way; move it away",
         errno.EISDIR: "a folder is where am needs a file; move it away",
-        errno.EIO: "the disk reported an error; check it (dmesg) before retrying",
-        errno.EMFILE: "this process may open no more files; raise the limit (ulimit -n), then retry",
+        errno.EIO: "the disk reported an error; check it (dmesg)",
+        errno.EMFILE: "this process may open no more files; raise the limit (ulimit -n)",
     }
+    retry = {errno.ENOSPC: ", then retry", errno.EDQUOT: ", then retry", errno.EIO: " before retrying",
+             errno.EMFILE: ", then retry"}
     reason = os.strerror(err.errno) if err.errno else str(err)
     where = f" ({err.filename})" if err.filename and str(err.filename) not in what else ""
-    if then is None:
-        return StorageError(f"could not {what}{where}: {reason}",
-                            hint=fixes.get(err.errno or 0, "nothing was changed; retry"))
-    fix = fixes.get(err.errno or 0, "").removesuffix(", then retry").removesuffix(" before retrying")
-    return StorageError(f"could not {what}{where}: {reason}", hint=f"{fix}; then {then}" if fix else then)
+    fix = fixes.get(err.errno or 0)
+    if then is not None:
+        hint = f"{fix}; then {then}" if fix else then
+    else:
+        hint = fix + retry.get(err.errno or 0, "") if fix else "nothing was changed; retry"
+    return StorageError(f"could not {what}{where}: {reason}", hint=hint)
 
 
 class UnknownWorldError(NotFoundError):

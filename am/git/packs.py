@@ -219,6 +219,17 @@ class PendingPack:
         for tmp in (self.tmp_pack, self.tmp_idx):
             tmp.unlink(missing_ok=True)
 
+    def whole(self) -> bool:
+        """Whether both temporary files are there and whole: the pack's trailer is its SHA-1 and names it, and
+        the index's trailers hold the pack's checksum and its own (what a crash of the machine could tear)."""
+        try:
+            pack, idx = self.tmp_pack.read_bytes(), self.tmp_idx.read_bytes()
+        except OSError:
+            return False
+        return (len(pack) > 32 and len(idx) > 40 and pack[-20:].hex() == self.name.removeprefix("pack-")
+                and hashlib.sha1(pack[:-20]).digest() == pack[-20:] and idx[-40:-20] == pack[-20:]
+                and hashlib.sha1(idx[:-20]).digest() == idx[-20:])
+
 
 def _write_new(path: Path, data: bytes, *, sync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)  # git's packs are read-only

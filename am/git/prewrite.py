@@ -35,7 +35,7 @@ import errno
 import os
 import sys
 
-__all__ = ["FOLDER", "Prewrite", "start"]
+__all__ = ["FOLDER", "SAFE_GIT", "Prewrite", "start"]
 
 # Under .git/am/.
 FOLDER = "prewrite"
@@ -50,9 +50,10 @@ _CREATE = 0.0002
 _LIST_WAIT = 0.1
 # The helper's list of the blobs it means to write, in its folder (ids are hex: no blob has this name).
 _LIST = ".list"
-# Settings that keep a git subprocess from running code the vault's configuration could point at. This
-# file runs without am on its path, so it has its own copy of am.git.transport's.
-_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+# Settings that keep a git subprocess from running code the vault's configuration could point at. Defined
+# here, where the helper (run without am on its path) can see them; am.git.transport takes them from here.
+SAFE_GIT = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_SAFE = SAFE_GIT
 
 
 class Prewrite:
@@ -228,8 +229,10 @@ def start(root: str, theirs: str) -> Prewrite | None:
         os.makedirs(folder)
     except OSError:
         return None
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("GIT_") or k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")}
+    # This process has am on its path; the helper never runs this function.
+    from am.git.transport import git_env
+
+    env = git_env()
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), root, folder,

@@ -13,7 +13,6 @@ completed by the next one (``resume_advance``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -202,8 +201,7 @@ def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | N
     oid = objects.repo.create_commit(None, pygit2.Signature(*author), pygit2.Signature(*committer), message,
                                      tree, [pygit2.Oid(hex=p) for p in parents])
     taken, bases = objects.sink.take()
-    made = {p: d for p, d in files.items() if isinstance(d, bytes)}
-    data = {hash_blob(d): d for d in made.values()}
+    data = {hash_blob(d): d for d in files.values() if isinstance(d, bytes)}
     pending = packs.stage_pack(objects.pack_dir, taken, sync=common._syncfs is None, bases=bases)
     failpoint("sync-merge-commit")
     return StagedMerge(str(oid), pending, tuple(sorted(changes)), data)
@@ -318,9 +316,9 @@ def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | Non
     listed = ahead.listed(theirs) if ahead is not None and theirs else frozenset()
     later: dict[str, list[tuple[str, str | None]]] = {}
     for folder, files in by_folder.items():
-        now = [(name, new) for name, new in files if new is None or new not in listed or new in made]
-        if len(now) < len(files):
-            later[folder] = [(name, new) for name, new in files if new is not None and new in listed and new not in made]
+        now: list[tuple[str, str | None]] = []
+        for name, new in files:
+            (later.setdefault(folder, []) if new in listed and new not in made else now).append((name, new))
         _write_folder(store, folder, now, made, sync_each=sync_each, ahead=None)
     for folder, files in later.items():
         _write_folder(store, folder, files, made, sync_each=sync_each, ahead=ahead)
@@ -429,16 +427,8 @@ def _install_noted_pack(store: GitStore, noted: object) -> None:
         return
     pack_dir = store._batch_objects().pack_dir
     pending = packs.PendingPack(pack_dir, name, pack_dir / tmp_pack, pack_dir / tmp_idx)
-    try:
-        pack = pending.tmp_pack.read_bytes()
-        idx = pending.tmp_idx.read_bytes()
-    except OSError:
-        return
-    whole = (len(pack) > 32 and len(idx) > 40 and pack[-20:].hex() == name.removeprefix("pack-")
-             and hashlib.sha1(pack[:-20]).digest() == pack[-20:] and idx[-40:-20] == pack[-20:]
-             and hashlib.sha1(idx[:-20]).digest() == idx[-20:])
-    if not whole:
-        return  # torn by a crash of the machine: the move cannot be finished, and is dropped
+    if not pending.whole():
+        return  # torn by a crash of the machine (or gone): the move cannot be finished, and is dropped
     if common._syncfs is None:
         for tmp in (pending.tmp_pack, pending.tmp_idx):
             fd = os.open(tmp, os.O_RDONLY)

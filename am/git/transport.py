@@ -19,20 +19,22 @@ import sys
 from pathlib import Path
 
 from am.errors import GitError, UsageError
+from am.git.prewrite import SAFE_GIT
 from am.git.refs import UNKNOWN, failpoint, read_ref
 
 TYPE_CHECKING = False  # not typing's: see above
 if TYPE_CHECKING:
     import subprocess
 
-__all__ = ["JOURNAL", "PushResult", "fetch", "fetch_tracked", "git", "merge_text", "push", "settled", "tracked",
-           "up_to_date"]
+__all__ = ["JOURNAL", "PushResult", "fetch", "fetch_tracked", "git", "git_env", "merge_text", "push", "settled",
+           "tracked", "up_to_date"]
 
 # The journal of a branch move under way, in .git/am/ (am/git/remote.py).
 JOURNAL = "sync-move.json"
 
-# Settings that keep a git subprocess from running code the vault's configuration could point at.
-_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+# Settings that keep a git subprocess from running code the vault's configuration could point at (the merge's
+# helper process runs git with them too: they live in its module, which needs nothing of am).
+_SAFE = SAFE_GIT
 # Git variables that describe the user's setup (credentials, ssh, proxies), not a repository.
 _KEEP_GIT_VARS = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT",
                             "GIT_HTTP_PROXY_AUTHMETHOD", "GIT_SSL_NO_VERIFY", "GIT_SSL_CAINFO", "GIT_CONFIG_GLOBAL",
@@ -40,7 +42,8 @@ _KEEP_GIT_VARS = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GI
                             "GIT_COMMITTER_EMAIL", "GIT_TRACE", "GIT_CURL_VERBOSE", "GIT_PROTOCOL"})
 
 
-def _env() -> dict[str, str]:
+def git_env() -> dict[str, str]:
+    """The environment a git subprocess of am runs in: the user's, without what points git at another repository."""
     # GIT_DIR, GIT_INDEX_FILE and friends (set when am runs inside a hook) would point git elsewhere.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_GIT_VARS}
     if not sys.stdin.isatty():
@@ -54,7 +57,7 @@ def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
     try:
         proc = subprocess.run(["git", *_SAFE, "-C", str(root), *args], check=False, capture_output=True, text=True,
-                              env=_env(), stdin=subprocess.DEVNULL if not sys.stdin.isatty() else None)
+                              env=git_env(), stdin=subprocess.DEVNULL if not sys.stdin.isatty() else None)
     except FileNotFoundError:
         raise GitError("the git program was not found", hint="install Git; am syncs through it") from None
     if check and proc.returncode != 0:
@@ -78,7 +81,7 @@ def _spawn(root: Path, *args: str) -> tuple[int, str]:
     if quiet:
         actions.append((os.POSIX_SPAWN_DUP2, devnull, 0))
     try:
-        pid = os.posix_spawnp("git", ["git", *_SAFE, "-C", str(root), *args], _env(), file_actions=actions)
+        pid = os.posix_spawnp("git", ["git", *_SAFE, "-C", str(root), *args], git_env(), file_actions=actions)
     except FileNotFoundError:
         os.close(read)
         raise GitError("the git program was not found", hint="install Git; am syncs through it") from None
@@ -295,5 +298,5 @@ def merge_text(base: bytes | None, ours: bytes, theirs: bytes) -> bytes | None:
             path.write_bytes(data)
             paths.append(str(path))
         proc = subprocess.run(["git", "merge-file", "-p", "-q", *paths], check=False, capture_output=True,
-                              env=_env(), stdin=subprocess.DEVNULL)
+                              env=git_env(), stdin=subprocess.DEVNULL)
     return proc.stdout if proc.returncode == 0 else None

@@ -126,9 +126,12 @@ def _message(vault: Vault, plan: MergePlan, what: str, op: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str,
+def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str, again: str,
                ahead: Prewrite | None = None) -> tuple[str | None, str | None, list[str]]:
-    """Carry out a plan on the vault's branch; return (new tip, merge commit, changed paths). Hold write_lock."""
+    """Carry out a plan on the vault's branch; return (new tip, merge commit, changed paths). Hold write_lock.
+
+    ``again``: the command that finishes the merge if the file system stops it part way.
+    """
     from am.git import remote
 
     store = vault.store.opened()
@@ -151,7 +154,6 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str,
             raise  # stopped before the journal: nothing was changed
         from am.errors import storage_error
 
-        again = "am sync" if op == "sync.merge" else f"am merge {what.removeprefix('branch ')}"
         raise storage_error(err, "finish the merge", then=(
             f"run {again}: it finishes this merge from where it stopped (its files so far are the merge's own; "
             "nothing is lost)")) from None
@@ -252,7 +254,7 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
                 return report
             try:
                 tip, commit, paths = apply_plan(vault, plan, what=f"{name}/{remote_branch}", op="sync.merge",
-                                                ahead=ahead)
+                                                again="am sync", ahead=ahead)
             except _Moved:
                 continue  # a commit landed meanwhile: fetch and plan again
         if plan.action != "up-to-date":
@@ -317,7 +319,8 @@ def _merge_branch(vault: Vault, branch: str, *, dry_run: bool, ahead: Prewrite |
         if dry_run:
             report.after = ours
             return report
-        tip, commit, paths = apply_plan(vault, plan, what=f"branch {branch}", op="merge.branch", ahead=ahead)
+        tip, commit, paths = apply_plan(vault, plan, what=f"branch {branch}", op="merge.branch",
+                                        again=f"am merge {branch}", ahead=ahead)
     report.after, report.merge_commit, report.changed = tip, commit, len(paths)
     if plan.action != "up-to-date":
         _refresh_cache(vault)
