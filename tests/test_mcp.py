@@ -334,3 +334,23 @@ def test_http_on_loopback_only_with_host_origin_and_token_checked_and_eight_writ
     for n in range(clients):
         assert len(run_git(root, "log", "--format=%H", f"--grep=^Am-Actor: agent-{n}$").split()) == per_client
     fsck_clean(root)
+
+
+def test_every_read_tool_answers_within_its_output_schema(alpha: Vault, clone: Path) -> None:
+    """The SDK's client checks `structuredContent` against the tool's output schema: a key the schema does not
+    declare (additionalProperties is false) makes the call fail in the client, not a tool error."""
+    fact = alpha.list_facts()[0].id
+    calls = {"slice": {}, "search": {"query": "redis"}, "why": {"id": fact}, "fact_show": {"id": fact},
+             "topic_show": {"id": "project-alpha"}, "topic_list": {}, "log": {}, "check": {}, "review_list": {}}
+    results: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with stdio(alpha.root, cwd=clone) as client:
+            for name, args in calls.items():
+                results[name] = await client.call_tool(name, args)
+
+    anyio.run(run)
+    for name, result in results.items():
+        assert not result.is_error, (name, result.content[0].text)
+    assert results["check"].structured_content["ok"] is True
+    assert results["check"].structured_content["records"] == results["check"].structured_content["files"] > 0

@@ -457,7 +457,9 @@ TOOLS: tuple[Tool, ...] = (
          _obj({"entries": {"type": "array", "items": {"type": "object"}}}, ("entries",)), _log),
     Tool("check", "Check every record of the vault: schemas, relation types, ids, links, supersessions.",
          _obj({"strict": {"type": "boolean", "description": "Count warnings as errors."}}),
-         _obj({"ok": {"type": "boolean"}, "issues": {"type": "array", "items": {"type": "object"}}}, ("ok", "issues")),
+         _obj({"ok": {"type": "boolean"}, "files": {"type": "integer"}, "records": {"type": "integer"},
+               "errors": {"type": "integer"}, "warnings": {"type": "integer"}, "notes": {"type": "integer"},
+               "issues": {"type": "array", "items": {"type": "object"}}}, ("ok", "issues")),
          _check),
     Tool("fact_add", "Record a fact (one commit): one self-contained statement of 1-3 sentences about one or more "
          "topics. Pass here=true to place it at the server's clone's branch and commit. If it replaces an existing "
