@@ -147,6 +147,21 @@ def test_setup_writes_valid_configs_twice_changes_nothing_and_remove_restores_by
     assert _snapshot(project, home) == before
 
 
+@pytest.mark.parametrize("client", ["claude-code", "cursor", "claude-desktop"])
+def test_remove_keeps_a_file_that_was_an_empty_object_before_setup(client: str, project: Path, vault: Vault) -> None:
+    """A config that was `{}` (no final newline) before setup is the user's: --remove leaves it, and its folder."""
+    home = Path.home()
+    name = {"claude-code": project / ".claude" / "settings.json", "cursor": project / ".cursor" / "mcp.json",
+            "claude-desktop": desktop_config_path(home)}[client]
+    name.parent.mkdir(parents=True, exist_ok=True)
+    name.write_text("{}")
+    before = _snapshot(project, home)
+    _setup(vault, client)
+    assert name.read_text() != "{}"
+    _setup(vault, client, "--remove")
+    assert _snapshot(project, home) == before
+
+
 def test_fresh_claude_code_setup_is_valid_and_names_the_vault(project: Path, vault: Vault) -> None:
     _setup(vault, "claude-code", "--read-only")
     data = json.loads((project / ".mcp.json").read_text())

@@ -227,7 +227,8 @@ def _json_change_text(path: Path, before: bytes | None, text: str, tree: tuple[s
         if out is None:
             raise UsageError(f"{path}: the {key or 'am'} entry was reformatted since am setup wrote it",
                              hint="remove it by hand")
-        after = None if out.strip() == "{}" else out.encode("utf-8")
+        # Exactly what is left of a file am created (insert_entry starts one from "{}\n"); a user's own "{}" stays.
+        after = None if out == "{}\n" else out.encode("utf-8")
         return FileChange(path, before, after, f"{what}: removed")
     if current == value:
         return FileChange(path, before, before, f"{what}: already set up")
