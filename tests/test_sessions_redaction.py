@@ -37,6 +37,20 @@ def test_a_secret_anywhere_in_a_json_string_is_masked_and_the_line_stays_json(se
         assert out.counts == {kind: 1}
 
 
+def test_a_secret_in_json_inside_a_json_string_is_masked() -> None:
+    """Codex writes a shell call's output (and arguments) as JSON inside a JSON string: a newline or tab before
+    a key is `\\\\n` or `\\\\t` in the log, and the key after it is still a key."""
+    for secret, kind in (("AKIAQ7R3XW5TZB2KJ4NP", "AWS access key id"), (GITHUB, "GitHub token")):
+        for inner in (f"line one\n{secret}\n", f"ACCESSKEY\t{secret}\tActive", f"x\r\n{secret}"):
+            output = json.dumps({"output": inner, "metadata": {"exit_code": 0}})
+            line = json.dumps({"type": "response_item", "payload": {"type": "function_call_output",
+                                                                     "call_id": "call_1", "output": output}})
+            out = redact_log(line.encode() + b"\n")
+            assert secret.encode() not in out.data, inner
+            masked = json.loads(json.loads(out.data)["payload"]["output"])["output"]
+            assert f"[redacted:{kind}]" in masked and out.counts == {kind: 1}
+
+
 def test_assignments_in_code_and_json_keys_are_masked_names_without_values_are_not() -> None:
     lines = [
         json.dumps({"content": "config:\n  password = \"Zq8#rT5!mW2x\"\n  api_token: aB3dE5fG7hJ9kL1mN3pQ5rS7tU9v"}),

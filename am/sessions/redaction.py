@@ -79,6 +79,9 @@ _NAMES: tuple[bytes, ...] = tuple(dict.fromkeys(
 # space among them: a value shorter than that, "= burst\\n", is never one).
 _VALUE = re.compile(rb"[ \t]{0,3}(?:\\?[\"'`])?[^\s\"'`\\]{8}")
 _ESCAPES = ("\\n", "\\t", "\\r", "\\/", "\\b", "\\f", "\\u")
+# The same escapes one level down: JSON inside a JSON string (Codex's shell output and arguments) writes a
+# newline as backslash, backslash, n, and the key after it must still be seen as a key.
+_DOUBLED = tuple("\\" + escape for escape in _ESCAPES[:-1])
 _KEY_END = re.compile(r"-----END[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----")
 
 
@@ -181,9 +184,13 @@ def _blank_escapes(text: str) -> str:
     """Return text with JSON's own quotes and each escape blanked to spaces (offsets kept); ``\\"`` reads ``"``.
 
     A chain of ``str.replace`` (fast in C) in an order that keeps escapes
-    apart: an escaped backslash first, then every quote (an escaped one is
+    apart: the escapes of JSON inside a JSON string (``\\\\n``) first, then an
+    escaped backslash, then every quote (an escaped one is
     left as a backslash and a space, and becomes `` "``), then the letters.
     """
+    for escape in _DOUBLED:
+        if escape in text:
+            text = text.replace(escape, "   ")
     text = text.replace("\\\\", "  ").replace('"', " ").replace("\\ ", ' "')
     for escape in _ESCAPES:
         if escape in text:
