@@ -140,6 +140,23 @@ def test_an_empty_log_is_refused_and_nothing_changes(vault, git, tmp_path, text)
     assert git("rev-parse", "HEAD").strip() == head
 
 
+def test_a_different_session_with_the_same_topic_id_is_refused_not_written_over(vault, git, tmp_path) -> None:
+    """Session ids `run.1` and `run_1` both make the topic id session-run-1: the second must not replace the first."""
+    from am.errors import UsageError
+    from am.sessions.ingest import ingest_file
+
+    first = tmp_path / "a.jsonl"
+    first.write_text('{"ts": "2026-11-02T00:00:00Z", "role": "user", "text": "first", "session": "run.1"}\n')
+    second = tmp_path / "b.jsonl"
+    second.write_text('{"ts": "2026-11-03T00:00:00Z", "role": "user", "text": "second", "session": "run_1"}\n')
+    ingest_file(vault, first)
+    head = git("rev-parse", "HEAD").strip()
+    with pytest.raises(UsageError, match="run_1.*session-run-1.*run.1"):
+        ingest_file(vault, second)
+    assert git("rev-parse", "HEAD").strip() == head
+    assert git("show", "HEAD:sessions/2026/11/02/run.1.jsonl").encode() == first.read_bytes()
+
+
 def test_vault_stays_checkable_after_ingest(vault, tmp_path) -> None:
     from am.sessions.ingest import ingest_file
 

@@ -137,6 +137,10 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     topic_base = None
     if existing is not None:
         topic_path, old_topic, topic_base = vault._existing_for_update(tid, Topic, "topic")
+        held = old_topic.extra.get("session_id")
+        if held is not None and str(held) != sid:  # ids that differ only in case or punctuation share a topic id
+            raise UsageError(f"session {sid!r} would be kept as topic {tid}, which holds session {str(held)!r}",
+                             hint="give this log another session id (its session key, or its file name)")
         if old_topic.extra.get("source_digest") == digest:
             return IngestResult(str(source), sid, tid, PurePosixPath(str(old_topic.extra.get("file", ""))),
                                 "unchanged", None, int(old_topic.extra.get("bytes", 0)),
