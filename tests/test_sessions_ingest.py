@@ -157,6 +157,18 @@ def test_a_different_session_with_the_same_topic_id_is_refused_not_written_over(
     assert git("show", "HEAD:sessions/2026/11/02/run.1.jsonl").encode() == first.read_bytes()
 
 
+@pytest.mark.parametrize("sid", ["CON", "nul", "aux.1", "Com1"])
+def test_a_device_name_is_not_a_session_file_name(vault, git, tmp_path, sid) -> None:
+    """sessions/.../CON.jsonl cannot be checked out on Windows: the file's name is used instead."""
+    from am.sessions.ingest import ingest_file
+
+    src = tmp_path / "plain-2.jsonl"
+    src.write_text(f'{{"ts": "2026-11-02T00:00:00Z", "role": "user", "text": "hi", "session": "{sid}"}}\n')
+    result = ingest_file(vault, src)
+    assert result.session == "plain-2"
+    assert git("ls-tree", "-r", "--name-only", "HEAD", "sessions").split() == ["sessions/2026/11/02/plain-2.jsonl"]
+
+
 def test_vault_stays_checkable_after_ingest(vault, tmp_path) -> None:
     from am.sessions.ingest import ingest_file
 

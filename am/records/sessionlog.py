@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from am.errors import UsageError
+from am.records.ids import _RESERVED
 
 __all__ = ["FORMATS", "Message", "SessionMeta", "detect", "messages", "read_meta", "safe_session_id", "session_topic_id"]
 
@@ -76,8 +77,9 @@ def session_topic_id(session_id: str) -> str:
 
 
 def safe_session_id(value: str) -> str | None:
-    """Return the id if it is safe as a file name (letters, digits, ``_ . -``), else None."""
-    return value if _SAFE_ID.fullmatch(value) and ".." not in value else None
+    """Return the id if it is safe as a file name (letters, digits, ``_ . -``; no device name: CON.jsonl), else None."""
+    safe = _SAFE_ID.fullmatch(value) and ".." not in value and value.split(".")[0].lower() not in _RESERVED
+    return value if safe else None
 
 
 def _objects(lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
