@@ -162,6 +162,18 @@ def test_remove_keeps_a_file_that_was_an_empty_object_before_setup(client: str, 
     assert _snapshot(project, home) == before
 
 
+@pytest.mark.parametrize("name", ["my server", "a.b", "é", "", "a\nb"])
+def test_a_server_name_codex_would_refuse_is_refused_and_nothing_written(name: str, project: Path,
+                                                                          vault: Vault) -> None:
+    """Codex starts only servers named with letters, digits, '_' and '-' (codex-rs is_valid_mcp_server_name)."""
+    home = Path.home()
+    before = _snapshot(project, home)
+    for client in ("codex", "claude-code", "cursor"):
+        result = CliRunner().invoke(cli, ["--vault", str(vault.root), "setup", client, "--name", name])
+        assert result.exit_code != 0 and "--name" in str(result.exception), result.output
+    assert _snapshot(project, home) == before
+
+
 def test_fresh_claude_code_setup_is_valid_and_names_the_vault(project: Path, vault: Vault) -> None:
     _setup(vault, "claude-code", "--read-only")
     data = json.loads((project / ".mcp.json").read_text())

@@ -316,6 +316,9 @@ def plan(request: SetupRequest, *, remove: bool = False) -> list[FileChange]:
 def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
     if request.client not in CLIENTS:
         raise UsageError(f"unknown client {request.client!r}", hint=f"use one of: {', '.join(CLIENTS)}")
+    if not request.name or not all(c.isascii() and (c.isalnum() or c in "_-") for c in request.name):
+        raise UsageError(f"--name {request.name!r}: a server's name is ASCII letters, digits, '_' and '-' "
+                         "(Codex starts no other)", hint="pick one such as: am-myapp")
     project, name = request.project, request.name
     servers = ("mcpServers",)
     if request.client == "claude-code":
