@@ -370,3 +370,17 @@ def test_hooks_uninstall_unregisters_the_merge_driver(alpha: Any) -> None:
     run_git(root, "config", "merge.am.driver", "my-own-tool %A")
     runner.invoke(cli, ["--vault", str(root), "hooks", "uninstall"], catch_exceptions=False)
     assert run_git(root, "config", "merge.am.driver").strip() == "my-own-tool %A"
+
+
+def test_set_upstream_to_a_remote_that_cannot_be_reached_changes_no_setting(
+        pair: tuple[Vault, Vault], tmp_path: Path) -> None:
+    a, b = pair
+    config = run_git(a.root, "config", "--local", "--list")
+    with pytest.raises(GitError, match="nothing was changed"):
+        sync(a, set_upstream=str(tmp_path / "no-such-vault.git"))
+    assert run_git(a.root, "config", "--local", "--list") == config  # origin still points at the server
+    run_git(b.root, "remote", "remove", "origin")
+    config = run_git(b.root, "config", "--local", "--list")
+    with pytest.raises(GitError, match="nothing was changed"):
+        sync(b, set_upstream=str(tmp_path / "no-such-vault.git"))
+    assert run_git(b.root, "config", "--local", "--list") == config  # no remote added

@@ -17,7 +17,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -79,17 +79,34 @@ def upstream(store: GitStore, branch: str) -> tuple[str, str] | None:
     return remote, merge.removeprefix("refs/heads/")
 
 
-def set_upstream(store: GitStore, *, remote: str, url: str, branch: str) -> None:
-    """Point ``remote`` at ``url`` (adding it) and make it the upstream of ``branch``."""
+def set_upstream(store: GitStore, *, remote: str, url: str, branch: str) -> Callable[[], None]:
+    """Point ``remote`` at ``url`` (adding it) and make it the upstream of ``branch``.
+
+    Returns what puts the settings back as they were, for a first fetch that fails.
+    """
     if url.startswith("-") or "\n" in url:
         raise UsageError(f"{url!r} is not a remote URL", hint="give a URL or path such as ssh://host/vault.git")
-    if remote_url(store, remote) is None:
+    old_url = remote_url(store, remote)
+    keys = (f"branch.{branch}.remote", f"branch.{branch}.merge")
+    old = {key: store.config_value(key) for key in keys}
+    if old_url is None:
         transport.git(store.root, "remote", "add", remote, url)
     else:
         transport.git(store.root, "remote", "set-url", remote, url)
-    transport.git(store.root, "config", f"branch.{branch}.remote", remote)
-    transport.git(store.root, "config", f"branch.{branch}.merge", f"refs/heads/{branch}")
+    transport.git(store.root, "config", keys[0], remote)
+    transport.git(store.root, "config", keys[1], f"refs/heads/{branch}")
     store.__dict__.pop("_config", None)
+
+    def restore() -> None:
+        if old_url is None:
+            transport.git(store.root, "remote", "remove", remote, check=False)
+        else:
+            transport.git(store.root, "remote", "set-url", remote, old_url, check=False)
+        for key, value in old.items():
+            transport.git(store.root, "config", *((key, value) if value else ("--unset", key)), check=False)
+        store.__dict__.pop("_config", None)
+
+    return restore
 
 
 def fetch(store: GitStore, remote: str, branch: str) -> str | None:

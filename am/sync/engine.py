@@ -230,8 +230,9 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
     store = vault.store.opened()
     ref = store.head_ref()
     branch = ref.removeprefix("refs/heads/")
+    restore = None
     if set_upstream:
-        remote.set_upstream(store, remote=remote_arg or "origin", url=set_upstream, branch=branch)
+        restore = remote.set_upstream(store, remote=remote_arg or "origin", url=set_upstream, branch=branch)
     name, remote_branch = _resolve_remote(store, branch, remote_arg) if fetched is None else fetched[:2]
     report = SyncReport(remote=name, branch=remote_branch, dry_run=dry_run, before=store.branch_tip(ref))
     with store.write_lock(op="sync"):
@@ -241,7 +242,13 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
         if round_ == 1 and fetched is not None and fetched[2] != UNKNOWN:
             theirs = fetched[2]
         else:
-            theirs = remote.fetch(store, name, remote_branch)
+            try:
+                theirs = remote.fetch(store, name, remote_branch)
+            except GitError:
+                if restore is not None:
+                    restore()  # a URL that could not be fetched does not replace the one that worked
+                raise
+            restore = None
             failpoint("sync-fetched")
         if round_ == 1:
             report.remote_before = theirs
