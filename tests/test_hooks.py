@@ -269,3 +269,22 @@ def test_install_refuses_a_hooks_path_inside_the_vault(alpha: object, vault_path
     run_git(vault_path, "config", "core.hooksPath", str(outside))
     am("--vault", str(vault_path), "hooks", "install")
     assert MARKER in (outside / "pre-commit").read_text()
+
+
+def test_hooks_installed_from_a_linked_worktree_are_the_ones_git_runs(
+        alpha: object, vault_path: Path, tmp_path: Path) -> None:
+    alpha.add_topic(title="Redis", kind="tool", id="tool-redis")  # type: ignore[attr-defined]
+    linked = tmp_path / "linked"
+    run_git(vault_path, "worktree", "add", "-q", "-b", "side", str(linked))
+    hooks = Path(run_git(linked, "rev-parse", "--path-format=absolute", "--git-path", "hooks").strip())
+    am("--vault", str(linked), "hooks", "install")
+    assert all((hooks / name).is_file() for name in VAULT_HOOKS)  # where git looks for them, in every worktree
+    assert "all good" in am("--vault", str(linked), "doctor")
+    before = head(linked)
+    rel = "relations/2026/11/project-alpha--likes--tool-redis.md"
+    write(linked, rel, relation_text("likes", "project-alpha", "tool-redis"))
+    run_git(linked, "add", rel)
+    proc = git_commit(linked, "hand-written relation")
+    assert proc.returncode != 0 and "'likes' is not allowed" in proc.stderr
+    assert head(linked) == before
+    assert run_git(linked, "status", "--porcelain", "--", "am-health.md") == ""  # the note stays ignored there

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from am.upkeep.hooks import HEALTH_NOTE, MARKER, SHIM_VERSION, VAULT_HOOKS
+from am.upkeep.hooks import HEALTH_NOTE, MARKER, SHIM_VERSION, VAULT_HOOKS, shared_gitdir
 
 __all__ = ["HEALTH_NOTE", "HookFinding", "hook_findings", "ignore_health_note", "note_warnings", "reinstall_hooks"]
 
@@ -99,7 +99,7 @@ def _shim_problem(text: str) -> str | None:
 
 def ignore_health_note(gitdir: Path) -> None:
     """Make Git ignore the health note in this clone (``.git/info/exclude``), if it does not already."""
-    exclude = gitdir / "info" / "exclude"
+    exclude = shared_gitdir(gitdir) / "info" / "exclude"  # the one Git reads in every work tree
     line = f"/{HEALTH_NOTE}"
     try:
         current = exclude.read_text(encoding="utf-8")

@@ -47,6 +47,7 @@ __all__ = [
     "run_code_hook",
     "run_chained",
     "refresh_cache",
+    "shared_gitdir",
 ]
 
 VAULT_HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
@@ -134,8 +135,17 @@ def _is_ours(path: Path) -> bool:
         return False
 
 
+def shared_gitdir(gitdir: Path) -> Path:
+    """The git dir every work tree shares (hooks, info/exclude): a linked worktree's ``commondir``, else ``gitdir``."""
+    try:
+        common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return gitdir
+    return Path(os.path.normpath(gitdir / common))  # an absolute commondir replaces gitdir here
+
+
 def _hooks_dir(root: Path) -> tuple[Path, Path]:
-    """Return (hooks folder Git runs, am's folder in the git dir) for a repository."""
+    """Return (hooks folder Git runs, am's folder in the shared git dir) for a repository."""
     from am.git import GitStore
 
     store = GitStore.open(root)
@@ -154,8 +164,8 @@ def _hooks_dir(root: Path) -> tuple[Path, Path]:
                              hint="point it outside (or unset it: git config --unset core.hooksPath), "
                                   "then run am hooks install again")
     else:
-        hooks = store.gitdir / "hooks"
-    return hooks, store.gitdir / "am"
+        hooks = shared_gitdir(store.gitdir) / "hooks"
+    return hooks, shared_gitdir(store.gitdir) / "am"
 
 
 def _check_not_inside(package: Path, root: Path) -> None:
@@ -229,7 +239,7 @@ def uninstall_hooks(root: Path, *, names: Sequence[str]) -> list[HookAction]:
 
 def run_chained(gitdir: Path, name: str, args: Sequence[str], stdin: bytes | None) -> int:
     """Run the hook am replaced (if any) with the same arguments and input; return its exit code."""
-    hook = gitdir / "am" / "hooks-chained" / name
+    hook = shared_gitdir(gitdir) / "am" / "hooks-chained" / name
     if not hook.is_file() or not os.access(hook, os.X_OK):
         return 0
     proc = subprocess.run([str(hook), *args], input=stdin or b"")
