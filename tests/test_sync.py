@@ -176,6 +176,30 @@ def test_git_pull_through_the_merge_driver_gives_what_am_sync_gives(
         assert check_vault(vb).errors == []
 
 
+def test_git_pull_rebase_through_the_merge_driver_keeps_both_versions(pair: tuple[Vault, Vault]) -> None:
+    a, b = pair
+    fid = a.add_fact("The cache is Redis 6.", topics=["project-alpha"], id="fact-cache").record.id
+    sync(a)
+    sync(b)
+    rel = fact_path(a.root, fid)
+    edit(a.root, rel, "a edits", body="The cache is Redis 7.\n")
+    sync(a)
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(b.root), "hooks", "install"],
+                          check=False, capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    edit(b.root, rel, "b edits", body="The cache is Valkey 8.\n")
+    proc = subprocess.run(["git", "-C", str(b.root), "pull", "-q", "--rebase"], check=False, capture_output=True,
+                          text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    assert run_git(b.root, "status", "--porcelain").strip() == ""
+    with Vault.open(b.root) as vb:
+        facts = [f for f in vb.list_facts() if f.id.startswith(fid)]
+        assert sorted(f.body for f in facts) == ["The cache is Redis 7.\n", "The cache is Valkey 8.\n"]
+        assert [f.status for f in facts] == ["contested", "contested"]
+        assert len([r for r in vb.list_relations() if r.rel == "conflicts-with"]) == 1
+        assert check_vault(vb).errors == []
+
+
 def test_expire_against_supersede_takes_the_later_lifecycle_state(pair: tuple[Vault, Vault]) -> None:
     a, b = pair
     fid = a.add_fact("Alpha has no rate limit.", topics=["project-alpha"], id="fact-limit", tags=["api"]).record.id

@@ -351,11 +351,17 @@ def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: T
     return 0
 
 
-def _complete_merge(vault: Any, out: TextIO) -> None:
-    """After Git's own merge: commit the contested copies its merge driver could not write (am/upkeep/merges.py)."""
-    from am.upkeep.merges import complete_merge
+def _complete_merge(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: TextIO) -> None:
+    """After Git's own merge or rebase: commit the contested copies its driver could not write (am/upkeep/merges.py)."""
+    from am.upkeep.merges import complete_merge, complete_rebase
 
-    made = complete_merge(vault)
+    if name == "post-rewrite":
+        if args[:1] != ["rebase"]:
+            return
+        rows = [line.split() for line in stdin.decode("utf-8", "replace").splitlines()]
+        made = complete_rebase(vault, [(row[0], row[1]) for row in rows if len(row) >= 2])
+    else:
+        made = complete_merge(vault)
     if made:
         out.write(f"am: the merge changed facts on both sides; both versions are kept as contested facts "
                   f"(commit {made[:10]}); resolve them with am fact supersede\n")
@@ -409,8 +415,8 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
             vault = None
         if vault is not None:
             with vault:
-                if name in ("post-merge", "post-commit"):
-                    _complete_merge(vault, out)
+                if name in ("post-merge", "post-commit", "post-rewrite"):
+                    _complete_merge(vault, name, args, stdin, out)
                 post_change(vault, name, args, stdin, out)
     except AmError as err:
         out.write(f"am: {name}: {err}\n")

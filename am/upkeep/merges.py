@@ -11,7 +11,8 @@ contested fact with a ``conflicts-with`` relation: two new files. The
 post-merge and post-commit hooks call ``complete_merge``, which recomputes the
 merge of the commit's two parents and commits the files the driver could not
 write (one ``Am-Op: sync.merge`` commit), so the vault ends as ``am sync``
-would leave it.
+would leave it; after ``git pull --rebase`` the post-rewrite hook calls
+``complete_rebase``, which does the same for each commit the rebase picked.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from am.errors import AmError
 from am.git import Change
 from am.records.merge import is_record_path, merge_record, rival_files
 
-__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "register_merge_driver", "unregister_merge_driver"]
+__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "complete_rebase", "register_merge_driver", "unregister_merge_driver"]
 
 DRIVER = "am"
 ATTRIBUTES = (
@@ -99,10 +100,33 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     from am.git.remote import merge_base
 
     ours, theirs = info.parents
-    base = merge_base(store, ours, theirs)
+    extra: dict[str, bytes] = {}
+    _left_to_write(store, commit, merge_base(store, ours, theirs), ours, theirs, extra)
+    return _commit_extra(vault, store, commit, extra)
+
+
+def complete_rebase(vault: Any, rewritten: list[tuple[str, str]]) -> str | None:
+    """Commit what Git's rebase (``git pull --rebase``) could not write through the driver, as ``complete_merge``.
+
+    ``rewritten``: (old, new) commits from the post-rewrite hook. Git picked each
+    old commit onto new's parent, the driver merging with old's parent as the base.
+    """
+    store = vault.store.opened()
+    head = store.head()
+    if head is None:
+        return None
+    extra: dict[str, bytes] = {}
+    for old, new in rewritten:
+        was, now = store.commit_info(old), store.commit_info(new)
+        if len(was.parents) == 1 and len(now.parents) == 1:
+            _left_to_write(store, new, was.parents[0], now.parents[0], old, extra)
+    return _commit_extra(vault, store, head, {p: d for p, d in extra.items() if store.read_blob(p, commit=head) != d})
+
+
+def _left_to_write(store: Any, commit: str, base: str | None, ours: str, theirs: str, extra: dict[str, bytes]) -> None:
+    """Add to ``extra`` the files of the splits the driver made in ``commit`` but could not write."""
     mine = dict(store.tree_changes(base, ours))
     other = dict(store.tree_changes(base, theirs))
-    extra: dict[str, bytes] = {}
     for path in sorted(p for p in other if p in mine and mine[p] != other[p] and is_record_path(p)):
         texts = [store.read_blob(path, commit=c) if c is not None else None for c in (base, ours, theirs)]
         if texts[1] is None or texts[2] is None:
@@ -123,6 +147,9 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
                                             store.read_object) or {}).items():
                 if store.read_blob(rival_path, commit=commit) != data:
                     extra[rival_path] = data
+
+
+def _commit_extra(vault: Any, store: Any, commit: str, extra: dict[str, bytes]) -> str | None:
     if not extra:
         return None
     ids = [PurePosixPath(p).stem for p in sorted(extra)]
