@@ -233,6 +233,28 @@ def test_a_push_the_server_refuses_is_an_error_not_a_success(pair: tuple[Vault, 
     assert run_git(bare, "rev-parse", "main").strip() == before
 
 
+def test_a_remote_rewritten_by_a_force_push_stops_the_sync_and_is_not_pushed_back(
+        pair: tuple[Vault, Vault], server: tuple[str, Path]) -> None:
+    a, b = pair
+    _, bare = server
+    run_git(bare, "config", "receive.denyNonFastForwards", "false")  # this server lets people force
+    before = run_git(bare, "rev-parse", "main").strip()
+    b.add_fact("A fact someone takes back.", topics=["project-alpha"], id="fact-taken-back")
+    sync(b)
+    sync(a)
+    run_git(b.root, "reset", "-q", "--hard", before)
+    run_git(b.root, "push", "-q", "--force", "origin", "main")
+    head = run_git(a.root, "rev-parse", "HEAD").strip()
+    for _ in range(2):  # it stays stopped until someone decides
+        with pytest.raises(GitError, match="rewritten") as caught:
+            sync(a)
+        assert "git fetch origin" in (caught.value.hint or "")
+        assert run_git(bare, "rev-parse", "main").strip() == before  # the taken-back fact is not pushed back
+        assert run_git(a.root, "rev-parse", "HEAD").strip() == head
+    run_git(a.root, "fetch", "-q", "origin")  # the hint's way to publish a's history again
+    assert sync(a).pushed and "fact-taken-back" in ids_in(bare)
+
+
 def test_a_remote_that_moves_during_the_sync_is_fetched_and_merged_again(
         pair: tuple[Vault, Vault], monkeypatch: pytest.MonkeyPatch) -> None:
     from am.git import transport

@@ -173,7 +173,9 @@ def tracked(root: Path, branch: str) -> tuple[str, str] | None:
 def fetch(root: Path, gitdir: Path, remote: str, branch: str, *, named: bool) -> str | None:
     """Fetch a remote's branch; return its commit, None when the remote lacks it, or UNKNOWN (ask pygit2)."""
     _check_names(remote, branch)
-    spec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}" if named else f"refs/heads/{branch}"
+    tracking = f"refs/remotes/{remote}/{branch}"
+    before = _ref(root, gitdir, tracking) if named else None
+    spec = f"+refs/heads/{branch}:{tracking}" if named else f"refs/heads/{branch}"
     # Protocol v0: the server speaks first, so a fetch with nothing new is one exchange; v2 (git's default)
     # asks for the refs in a second one (ls-refs), a round trip more (~40 ms over git:// on loopback).
     # v2's gain, the server filtering thousands of refs, does not apply to a vault's few branches.
@@ -184,9 +186,35 @@ def fetch(root: Path, gitdir: Path, remote: str, branch: str, *, named: bool) ->
         raise GitError(f"could not fetch from {remote}: {_last_line(proc.stderr)}",
                        hint="check the remote (git remote -v) and your network or credentials; nothing was changed")
     if named:
-        return read_ref(gitdir, f"refs/remotes/{remote}/{branch}")
+        after = read_ref(gitdir, tracking)
+        now = after if after != UNKNOWN else _ref(root, gitdir, tracking)
+        if before is not None and now is not None and now != before and not _descends(root, before, now):
+            # Merging and pushing would publish again what someone took back: stop, and keep the old
+            # remote-tracking ref, so every sync stops here until a person decides.
+            git(root, "update-ref", tracking, before, check=False)
+            raise GitError(f"{remote}/{branch} was rewritten (force-pushed): it no longer holds {before[:10]}, "
+                           "which it held at the last fetch; am merges and pushes nothing over a rewrite",
+                           hint=f"see what was taken out: git log {now[:10]}..{before[:10]}; to take the "
+                                f"rewrite: git fetch {remote} && git reset --keep {remote}/{branch} (am recover "
+                                f"lists the am writes that drops); to publish your history again: git fetch "
+                                f"{remote}, then am sync; nothing was changed")
+        return after
     head = (gitdir / "FETCH_HEAD").read_text(encoding="utf-8", errors="replace").split("\t", 1)[0].strip()
     return head or None
+
+
+def _ref(root: Path, gitdir: Path, name: str) -> str | None:
+    """The commit a ref names (read from the files, else asking git), or None when there is none."""
+    found = read_ref(gitdir, name)
+    if found != UNKNOWN:
+        return found or None
+    proc = git(root, "rev-parse", "-q", "--verify", f"{name}^{{commit}}", check=False)
+    return proc.stdout.strip() or None
+
+
+def _descends(root: Path, old: str, new: str) -> bool:
+    """Whether ``new`` holds ``old`` in its history (a missing object counts as yes: nothing to say)."""
+    return git(root, "merge-base", "--is-ancestor", old, new, check=False).returncode != 1
 
 
 def _upstream(root: Path, gitdir: Path, remote: str | None) -> tuple[str, str, str] | None:
