@@ -61,3 +61,25 @@ def test_a_deleted_branch_work_tree_is_made_again_from_the_branch(alpha: Any) ->
     assert out.exit_code == 0 and "Kept on the branch." in out.output
     assert "am-agent-y" in run_git(root, "worktree", "list", "--porcelain") or "agent-y" in run_git(
         root, "worktree", "list")
+
+
+def test_an_uncommitted_edit_in_the_way_of_am_merge_names_am_merge_as_the_way_on(alpha: Any) -> None:
+    from am.errors import DirtyFileError
+    from am.sync import merge_branch
+
+    root = alpha.root
+    fid = alpha.add_fact("Shared fact.", topics=["project-alpha"], id="fact-shared").record.id
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--vault", str(root), "--vault-branch", "agent-x", "fact", "edit", fid,
+                              "Shared fact, as the agent has it."])
+    assert out.exit_code == 0, out.output
+    rel = run_git(root, "ls-files", "facts").split()[0]
+    (root / rel).write_text((root / rel).read_text() + "\nAn unsaved thought.\n")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    try:
+        merge_branch(alpha, "agent-x")
+    except DirtyFileError as err:
+        assert rel in str(err) and "am merge agent-x" in (err.hint or "") and "then sync" not in (err.hint or "")
+    else:
+        raise AssertionError("the merge went over an uncommitted edit")
+    assert run_git(root, "rev-parse", "HEAD").strip() == head

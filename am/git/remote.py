@@ -225,7 +225,7 @@ def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | N
 
 
 def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
-            staged: StagedMerge | None = None, ahead: Prewrite | None = None) -> list[str]:
+            staged: StagedMerge | None = None, ahead: Prewrite | None = None, again: str = "am sync") -> list[str]:
     """Move HEAD's branch from ``expected`` to ``target``, bringing the work tree and Git's index along.
 
     Only the paths that differ are written; a user's uncommitted or staged
@@ -233,6 +233,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
     (from am.git.common) when the branch is no longer at ``expected``.
     ``staged``: the merge commit ``target``, still in its temporary pack; it is
     flushed with the work tree's files and installed before the branch moves.
+    ``again``: the command to run once an edit in the way is dealt with.
     Returns the paths that changed. The caller holds ``write_lock``.
     """
     ref = store.head_ref()
@@ -241,7 +242,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
         if store.branch_tip(ref) != expected:
             raise _Moved()
         changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target)
-        _check_clean(store, expected, changes)
+        _check_clean(store, expected, changes, again)
         journal = store._am_dir / JOURNAL
         note: dict[str, object] = {"ref": ref, "from": expected, "to": target, "reflog": reflog}
         if staged is not None:  # a sync killed before the pack is in place installs it from here
@@ -260,7 +261,8 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
     return [p for p, _ in changes]
 
 
-def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str, str | None]]) -> None:
+def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str, str | None]],
+                 again: str = "am sync") -> None:
     """Refuse, changing nothing, if a path to be written holds a user's uncommitted or staged edit."""
     old_tree = None if expected is None else store.repo[expected].peel(pygit2.Tree)
     index = store._read_index()
@@ -279,7 +281,8 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
             raise DirtyFileError(f"{path} is a folder in the work tree") from None
         if on_disk not in (old, new) and not (new is None and on_disk is None):
             raise DirtyFileError(f"{path} has uncommitted changes",
-                                 hint="commit or discard them first (git add/commit or git checkout -- FILE), then sync")
+                                 hint="commit or discard them first (git add/commit or git checkout -- FILE), "
+                                      f"then run {again}")
         if index.staged(path) not in (old, new):
             raise DirtyFileError(f"{path} has staged changes",
                                  hint="commit them first (git commit), or unstage them (git restore --staged FILE)")

@@ -130,7 +130,8 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str, again: str,
                ahead: Prewrite | None = None) -> tuple[str | None, str | None, list[str]]:
     """Carry out a plan on the vault's branch; return (new tip, merge commit, changed paths). Hold write_lock.
 
-    ``again``: the command that finishes the merge if the file system stops it part way.
+    ``again``: the command to run again once an edit in the way is dealt with, and the one that
+    finishes the merge if the file system stops it part way.
     """
     from am.git import remote
 
@@ -148,7 +149,7 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str, again: str,
         commit = target = staged.commit
     try:
         paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}",
-                               staged=staged, ahead=ahead)
+                               staged=staged, ahead=ahead, again=again)
     except OSError as err:
         if not (store._am_dir / transport.JOURNAL).exists():
             raise  # stopped before the journal: nothing was changed
