@@ -233,6 +233,15 @@ def test_a_push_the_server_refuses_is_an_error_not_a_success(pair: tuple[Vault, 
     assert run_git(bare, "rev-parse", "main").strip() == before
 
 
+def test_a_fetch_that_fails_says_why_not_the_boilerplate_git_ends_with(pair: tuple[Vault, Vault], tmp_path: Path) -> None:
+    a, _ = pair
+    for remote, why in (("nosuch", "'nosuch' does not appear to be a git repository"),
+                        (str(tmp_path / "gone.git"), "does not appear to be a git repository")):
+        with pytest.raises(GitError) as caught:
+            sync(a, remote)
+        assert why in str(caught.value) and "and the repository exists" not in str(caught.value)
+
+
 def test_a_remote_rewritten_by_a_force_push_stops_the_sync_and_is_not_pushed_back(
         pair: tuple[Vault, Vault], server: tuple[str, Path]) -> None:
     a, b = pair

@@ -95,9 +95,15 @@ def _spawn(root: Path, *args: str) -> tuple[int, str]:
     return os.waitstatus_to_exitcode(status), data.decode("utf-8", errors="replace")
 
 
+# What git adds after the reason a remote could not be read (ssh refused, no such repository).
+_BOILERPLATE = ("Could not read from remote repository.", "Please make sure you have the correct access rights",
+                "and the repository exists.")
+
+
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+    lines = [line.strip().removeprefix("fatal: ") for line in text.strip().splitlines() if line.strip()]
+    said = [line for line in lines if line not in _BOILERPLATE]
+    return (said or lines or ["no message"])[-1]
 
 
 def _check_names(remote: str, branch: str) -> None:
