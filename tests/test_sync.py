@@ -316,6 +316,14 @@ def test_am_sync_command_line(pair: tuple[Vault, Vault]) -> None:
     out = runner.invoke(cli, ["--vault", str(a.root), "sync"])
     assert out.exit_code == 0 and "fast-forward" in out.output
     assert ids_in(a.root) == ids_in(b.root)
+    # Only local commits: a dry run names the remote's tip and says what it would push.
+    theirs = run_git(a.root, "rev-parse", "origin/main").strip()
+    a.add_fact("Not pushed yet.", topics=["project-alpha"])
+    ours = run_git(a.root, "rev-parse", "HEAD").strip()
+    out = runner.invoke(cli, ["--vault", str(a.root), "sync", "--dry-run"])
+    assert out.exit_code == 0 and out.output == (f"nothing to merge: up to date with origin/main ({theirs[:10]})\n"
+                                                 f"would push {ours[:10]} to origin/main\n")
+    assert run_git(a.root, "rev-parse", "origin/main").strip() == theirs
 
 
 def test_the_upstream_read_from_git_config_agrees_with_git(tmp_path: Path) -> None:

@@ -102,7 +102,8 @@ def test_other_forms_go_to_the_command_line(served: tuple[Vault, str]) -> None:
     as_json = am(ENTRY, "--vault", root, "sync", "--format", "json")
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["action"] == "up-to-date"
     dry = am(ENTRY, "--vault", root, "sync", "--dry-run")
-    assert dry.returncode == 0 and dry.stdout.startswith("would nothing to merge")
+    assert dry.returncode == 0 and dry.stdout.startswith("nothing to merge: up to date with origin/main (")
+    assert "would push" not in dry.stdout
     helped = am(ENTRY, "sync", "--help")
     assert helped.returncode == 0 and "Example: am sync --set-upstream" in helped.stdout
     version = am(ENTRY, "--version")
@@ -181,4 +182,4 @@ def test_a_plain_merge_runs_without_click_and_says_what_the_command_line_says(al
     assert (fast.returncode, fast.stderr) == (slow.returncode, slow.stderr) and fast.returncode != 0
     assert "no branch 'nowhere'" in fast.stderr
     dry = am(ENTRY, "--vault", str(root), "merge", "agent-x", "--dry-run")
-    assert dry.returncode == 0 and dry.stdout.startswith("would nothing to merge")
+    assert dry.returncode == 0 and dry.stdout.startswith("nothing to merge: up to date with branch agent-x")

@@ -9,9 +9,9 @@ if TYPE_CHECKING:
 __all__ = ["report_lines", "up_to_date_line"]
 
 
-def up_to_date_line(where: str, short: str, *, dry_run: bool = False) -> str:
-    """The line of a sync that found nothing to merge: ``where`` is remote/branch, ``short`` the tip's first 10 hex."""
-    return f"{'would ' if dry_run else ''}nothing to merge: up to date with {where} ({short})"
+def up_to_date_line(where: str, short: str) -> str:
+    """The line of a sync that found nothing to merge: ``where`` is remote/branch, ``short`` its tip's first 10 hex."""
+    return f"nothing to merge: up to date with {where} ({short})"
 
 
 def report_lines(report: SyncReport) -> list[str]:
@@ -22,8 +22,9 @@ def report_lines(report: SyncReport) -> list[str]:
     where = f"{report.remote}/{report.branch}" if report.remote != "." else f"branch {report.branch}"
     if report.action == "up-to-date" and report.pushed:
         pass  # said below
-    elif report.action == "up-to-date":
-        lines.append(up_to_date_line(where, short, dry_run=report.dry_run))
+    elif report.action == "up-to-date":  # a dry run names the remote's tip: its own may be ahead, to push
+        theirs = (report.remote_before or "")[:10] if report.dry_run and report.remote != "." else ""
+        lines.append(up_to_date_line(where, theirs or short))
     elif report.action == "fast-forward":
         lines.append(f"{prefix}fast-forward to {where}"
                      + ("" if report.dry_run else f" ({short}, {report.changed} files)"))
@@ -40,6 +41,9 @@ def report_lines(report: SyncReport) -> list[str]:
         lines.append(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
     if report.pushed:
         lines.append(f"pushed {short} to {where}")
+    elif report.dry_run and report.remote != "." and report.action != "fast-forward" \
+            and report.before is not None and report.before != report.remote_before:
+        lines.append(f"would push {'the merge' if report.action == 'merge' else short} to {where}")
     if report.rounds > 1:
         lines.append(f"  ({report.rounds} rounds: the remote moved while syncing)")
     return lines
