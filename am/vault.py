@@ -468,7 +468,9 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
-        draft = self._checked_draft(draft, old.repo, unverified=unverified).inheriting(old)
+        from am.upkeep.forms import with_ids  # topics written as "[[Name]]" are inherited as ids
+
+        draft = self._checked_draft(draft, old.repo, unverified=unverified).inheriting(with_ids(self, old))
         new_topics = self._check_topics(draft.topics, create=create_topics)
         if draft.id:
             self._ensure_new(check_id(draft.id))

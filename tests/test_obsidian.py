@@ -229,3 +229,18 @@ def test_readable_names_for_new_topics(vault_path: Path, title: str) -> None:
     fact = next((vault_path / "facts").rglob("fact-x.md")).read_text()
     assert f'topics: ["[[{Path(path).stem}]]"]' in fact  # Obsidian links by file name
     assert "fact-x" in am("--vault", str(vault_path), "fact", "list", "--topic", "person-x")
+
+
+def test_supersede_inherits_topics_written_as_property_links(vault_path: Path) -> None:
+    # With property_links (am obsidian setup), am writes topics as "[[Title]]"; a supersede inherits them as ids.
+    am("init", str(vault_path), "--obsidian")
+    v = ["--vault", str(vault_path)]
+    am(*v, "topic", "add", "person-li", "--title", "Li Wei")
+    am(*v, "topic", "add", "project-alpha", "--title", "Alpha")
+    am(*v, "fact", "add", "Li owns Alpha.", "--topic", "person-li", "--topic", "project-alpha", "--id", "fact-old")
+    assert 'topics: ["[[Li Wei]]", "[[Alpha]]"]' in next((vault_path / "facts").rglob("fact-old.md")).read_text()
+    am(*v, "fact", "supersede", "fact-old", "Li and Ana own Alpha.", "--reason", "Ana joined", "--id", "fact-new")
+    new = next((vault_path / "facts").rglob("fact-new.md")).read_text()
+    assert 'topics: ["[[Li Wei]]", "[[Alpha]]"]' in new and 'supersedes: ["[[fact-old]]"]' in new
+    assert "fact-new" in am(*v, "fact", "list", "--topic", "person-li")
+    assert run_git(vault_path, "show", "--stat", "--format=%s", "HEAD").startswith("fact: supersede fact-old -> fact-new")

@@ -18,7 +18,7 @@ from am.records.codec import render_record, render_update
 from am.records.ids import is_valid_id, readable_path, record_path
 from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["link_names", "relation_body", "render_for_write", "topic_path"]
+__all__ = ["link_names", "relation_body", "render_for_write", "topic_path", "with_ids"]
 
 
 def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:
@@ -47,6 +47,30 @@ def link_names(vault: Any, record: Record) -> dict[str, str]:
         if found is not None and found.stem != rid:
             names[rid] = found.stem
     return names
+
+
+def with_ids(vault: Any, fact: Fact) -> Fact:
+    """Return the fact with its "[[Name]]" references as the ids they name, for a new fact to inherit.
+
+    A fact that Obsidian or ``property_links`` wrote names its topics by link
+    (``"[[Li Wei]]"``); a draft names records by id. Names are resolved as the
+    cache resolves them (file name, id, title, alias); a link no record answers to is kept.
+    """
+    from am.cache.rows import resolve_refs
+    from am.records.names import NOTE_PREFIX, name_key
+    from am.records.properties import split_link
+
+    cache = vault.cache()
+
+    def resolve(ref: str) -> str | None:
+        parts = split_link(ref)
+        if parts is None or parts[1] is not None:
+            return None
+        found = cache.resolve_name_key(name_key(parts[0])) if cache is not None else parts[0]
+        return found if found and not found.startswith(NOTE_PREFIX) else None
+
+    resolved: Fact = resolve_refs(fact, resolve)
+    return resolved
 
 
 def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
