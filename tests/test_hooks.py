@@ -288,3 +288,42 @@ def test_hooks_installed_from_a_linked_worktree_are_the_ones_git_runs(
     assert proc.returncode != 0 and "'likes' is not allowed" in proc.stderr
     assert head(linked) == before
     assert run_git(linked, "status", "--porcelain", "--", "am-health.md") == ""  # the note stays ignored there
+
+
+@pytest.mark.parametrize("slip", ["the opening --- deleted", "frontmatter of its own"])
+def test_a_record_turned_into_a_note_is_a_removal(hooked: object, vault_path: Path, slip: str) -> None:
+    # A hand edit that loses a record's frontmatter makes it a note: the record is gone, as if deleted.
+    rel = "relations/2026/11/project-alpha--depends-on--tool-redis.md"
+    fact = "facts/2026/11/01/fact-by-title.md"
+    write(vault_path, rel, relation_text("depends-on", "project-alpha", "tool-redis"))
+    write(vault_path, fact, fact_text("fact-by-title", "Alpha keeps sessions in Redis.").replace(
+        "topics: [project-alpha]", 'topics: ["[[Redis]]"]'))
+    write(vault_path, "facts/2026/11/01/fact-alone.md", fact_text("fact-alone", "Alpha is fast."))
+    run_git(vault_path, "mv", "topics/tool-redis.md", "topics/Redis.md")  # a readable name, as Obsidian shows it
+    run_git(vault_path, "add", "-A")
+    assert git_commit(vault_path, "records").returncode == 0
+    before = head(vault_path)
+    topic = vault_path / "topics" / "Redis.md"
+    text = topic.read_text()
+    topic.write_text(text[4:] if slip == "the opening --- deleted" else "---\ntype: book\n---\nRedis notes.\n")
+    run_git(vault_path, "add", "-A")
+    proc = git_commit(vault_path, "a slip in Obsidian")
+    assert proc.returncode != 0 and head(vault_path) == before
+    for path, field in ((rel, "to"), (fact, "topics")):
+        assert f"error: {path}: field '{field}': names 'tool-redis', which this commit removes" in proc.stderr
+    # An unreferenced fact turned into a note passes, with the warning a deletion gets.
+    run_git(vault_path, "checkout", "HEAD", "--", "topics/Redis.md")
+    alone = vault_path / "facts/2026/11/01/fact-alone.md"
+    alone.write_text(alone.read_text()[4:])
+    run_git(vault_path, "add", "-A")
+    proc = git_commit(vault_path, "another slip")
+    assert proc.returncode == 0, proc.stderr
+    assert "facts/2026/11/01/fact-alone.md was record fact-alone and is now a note" in proc.stderr
+    # A note that was a note before, under an id-shaped name, is edited without a word.
+    write(vault_path, "facts/my-notes.md", "Ideas.\n")
+    run_git(vault_path, "add", "-A")
+    assert git_commit(vault_path, "a note").returncode == 0
+    write(vault_path, "facts/my-notes.md", "Ideas, more.\n")
+    run_git(vault_path, "add", "-A")
+    proc = git_commit(vault_path, "the note edited")
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr

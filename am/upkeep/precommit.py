@@ -123,7 +123,8 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     if not delta:
         remember_checked(store.gitdir, head_now, [], [])
         return 0
-    from am.records.names import Names, name_key
+    from am.records.names import NOTE_PREFIX, Names, name_key
+    from am.records.notes import note_text
     from am.upkeep.check import check_texts, name_other
 
     head = {p: old for p, old, _ in delta if old is not None}
@@ -179,7 +180,10 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     if not allow_secrets:
         for p in changed:
             refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
-    now_ids = set(others) | {_id_of(p, blobs[p]) for p in changed}
+    # A record whose frontmatter a slip lost (or made a person's own) is a note now: its id is gone.
+    as_notes = {p for p in changed if p in head and note_text(p, blobs[p]) is not None
+                and note_text(p, store.read_object(head[p])) is None}
+    now_ids = set(others) | {_id_of(p, blobs[p]) for p in changed if p not in as_notes}
     gone: dict[str, str] = {}  # id -> the path HEAD had it at
     gone_names: dict[str, str] = {}  # what links called it (file name, title, aliases) -> id
     for p in deleted + [p for p in changed if p in head]:
@@ -188,13 +192,19 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
             gone[rid] = p
             gone_names.update((n, rid) for n in _names_of(p, rid, store.read_object(head[p])))
     for n in list(gone_names):
-        if names.resolve(n) is not None or any(n == name_key(_id_of(p, blobs[p]) or "") for p in changed):
+        found = names.resolve(n)  # a note answering to the name is no topic, nor a relation's end
+        if (found is not None and not found.startswith(NOTE_PREFIX)) or any(
+                n == name_key(_id_of(p, blobs[p]) or "") for p in changed if p not in as_notes):
             del gone_names[n]  # another file answers to that name now
     for p in deleted:
         if _id_of(p, store.read_object(head[p])) not in gone:
             continue  # moved: the same id lives on in another file
         out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
                   "but Git history keeps it\n")
+    for p in sorted(as_notes):
+        if (rid := _id_of(p, store.read_object(head[p]))) in gone:
+            out.write(f"am: warning: {p} was record {rid} and is now a note (no am frontmatter: it must start "
+                      f"with ---, then type: and id:); to keep the record: git checkout HEAD -- '{p}'\n")
     if gone:
         refused += _dangling_after(gone, gone_names, report, staged, changed_set, store, vault_root, open_vault)
     if refused:
