@@ -220,7 +220,16 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
             except InvalidRecordError as err:
                 if strict:
                     raise
-                log.warning("skipping %s", err)
+                if not self._is_note(path):  # a note (Obsidian's Untitled.md) is no record, and not broken
+                    log.warning("skipping %s", err)
+
+    def _is_note(self, path: PurePosixPath) -> bool:
+        from am.git.workfiles import read_work_file
+        from am.records.codec import MAX_RECORD_BYTES
+        from am.records.notes import note_text
+
+        found = read_work_file(str(self.root), str(path), cap=MAX_RECORD_BYTES)
+        return found is not None and found.data is not None and note_text(str(path), found.data) is not None
 
     def locate(self, record_id: str) -> PurePosixPath | None:
         """Return the path of the record with this id, or None."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,18 @@ def test_subset_check_sees_the_rest(alpha: object, vault_path: Path, subset: boo
     paths = ["facts/2026/09/23/fact-new.md"] if subset else None
     report = check_vault(alpha, paths=paths)
     assert report.issues == ()
+
+
+def test_notes_are_listed_once_and_never_warned_about_as_skipped(alpha: object, vault_path: Path) -> None:
+    # Obsidian's Untitled.md and a person's own page are notes: check and doctor say nothing else about them.
+    write(vault_path, "topics/Untitled.md", "")
+    write(vault_path, "facts/reading.md", "---\ntype: book\n---\nA page of mine.\n")
+    write(vault_path, "facts/2026/09/23/fact-broken.md", fact_text("fact-broken").replace("confidence: medium",
+                                                                                          "confidence: maybe"))
+    for args in (["check"], ["check", "--format", "json"], ["doctor"]):
+        proc = subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(vault_path), *args],
+                              capture_output=True, text=True)
+        assert "Untitled.md" not in proc.stderr and "reading.md" not in proc.stderr, (args, proc.stderr)
+    report = check_vault(alpha)
+    assert codes(report)["note"] == {"topics/Untitled.md", "facts/reading.md"}
+    assert codes(report)["schema"] == {"facts/2026/09/23/fact-broken.md"}
