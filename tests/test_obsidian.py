@@ -244,3 +244,20 @@ def test_supersede_inherits_topics_written_as_property_links(vault_path: Path) -
     assert 'topics: ["[[Li Wei]]", "[[Alpha]]"]' in new and 'supersedes: ["[[fact-old]]"]' in new
     assert "fact-new" in am(*v, "fact", "list", "--topic", "person-li")
     assert run_git(vault_path, "show", "--stat", "--format=%s", "HEAD").startswith("fact: supersede fact-old -> fact-new")
+
+
+def test_topic_rename_keeps_property_links_as_links(vault_path: Path) -> None:
+    # Facts and relations am wrote with property_links name topics as "[[Title]]"; a rename keeps them links.
+    am("init", str(vault_path), "--obsidian")
+    v = ["--vault", str(vault_path)]
+    am(*v, "topic", "add", "project-x", "--title", "Project X")
+    am(*v, "topic", "add", "tool-redis", "--title", "Redis")
+    am(*v, "fact", "add", "X uses Redis.", "--topic", "project-x", "--topic", "tool-redis", "--id", "fact-a")
+    am(*v, "relation", "add", "project-x", "depends-on", "tool-redis")
+    am(*v, "topic", "rename", "project-x", "project-y", "--title", "Project Y")
+    fact = next((vault_path / "facts").rglob("fact-a.md")).read_text()
+    assert 'topics: ["[[Project Y]]", "[[Redis]]"]' in fact
+    relation = next((vault_path / "relations").rglob("project-y--depends-on--tool-redis.md")).read_text()
+    assert 'from: "[[Project Y]]"\nto: "[[Redis]]"\n' in relation
+    assert run_git(vault_path, "ls-files", "topics").split() == ["topics/Project", "Y.md", "topics/Redis.md"]
+    assert "fact-a" in am(*v, "fact", "list", "--topic", "project-y")

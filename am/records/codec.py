@@ -262,8 +262,9 @@ def render_update(old_text: str, record: Record, *, path: str | None = None,
         before = record_from_meta(old, body, eol=eol, path=path)
     except InvalidRecordError:
         return render_record(record)
-    for links in (False, True):
+    for links in (True, False):
         # A file in am's own form stays in it (keys in canonical order): only a person's form is kept key by key.
+        # Links first: a file of "[[...]]" values renders the same either way, and must stay links.
         if render_record(before, links=links, names=names) == old_text:
             return render_record(record, links=links, names=names)
     normal = front.replace("\r\n", "\n") if eol == "\r\n" else front
