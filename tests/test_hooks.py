@@ -327,3 +327,17 @@ def test_a_record_turned_into_a_note_is_a_removal(hooked: object, vault_path: Pa
     run_git(vault_path, "add", "-A")
     proc = git_commit(vault_path, "the note edited")
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+
+
+def test_a_half_saved_record_is_refused_with_the_fix(hooked: object, vault_path: Path) -> None:
+    # Obsidian saving half a file, or a hand-typed id: the refusal says what to do, not only what is wrong.
+    write(vault_path, "facts/2026/11/01/fact-half.md", fact_text("fact-half", "Alpha is fast.")[:60])
+    write(vault_path, "topics/Kafka.md", "---\ntype: topic\nid: Kafka\nkind: tool\ntitle: Kafka\n---\n")
+    run_git(vault_path, "add", "-A")
+    before = head(vault_path)
+    proc = git_commit(vault_path, "half saved")
+    assert proc.returncode != 0 and head(vault_path) == before
+    half = next(ln for ln in proc.stderr.splitlines() if "fact-half.md" in ln)
+    assert "frontmatter is not closed; add a line with just --- after the YAML keys" in half, half
+    kafka = next(ln for ln in proc.stderr.splitlines() if "Kafka.md" in ln)
+    assert "'Kafka' is not a valid id; use lowercase ASCII letters and digits joined by '-'" in kafka, kafka

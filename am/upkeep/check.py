@@ -110,7 +110,7 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
     try:
         text = decode_record_bytes(data, path=path)
     except InvalidRecordError as err:
-        issues.append(Issue("error", "parse", path, err.detail, err.field, err.line))
+        issues.append(Issue("error", "parse", path, _said(err), err.field, err.line))
         return None, None
     if not is_record_text(text):
         # A note: Obsidian's "New note" (Untitled.md), a page of a person's own. Never a record.
@@ -120,7 +120,7 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
         front, body, eol = split_frontmatter(text, path=path)
         meta = parse_meta(front, eol, path=path)
     except InvalidRecordError as err:
-        issues.append(Issue("error", "parse", path, err.detail, err.field, err.line))
+        issues.append(Issue("error", "parse", path, _said(err), err.field, err.line))
         return None, None
     if not isinstance(meta, dict):
         issues.append(Issue("error", "parse", path, "frontmatter is not a mapping of keys to values"))
@@ -145,15 +145,20 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
         record = record_from_meta(meta, body, eol=eol, path=path)
     except InvalidRecordError as err:
         if not any(i.path == path for i in issues):
-            issues.append(Issue("error", "schema", path, err.detail, err.field, err.line))
+            issues.append(Issue("error", "schema", path, _said(err), err.field, err.line))
         return None, meta
     if not any(i.path == path and i.severity == "error" for i in issues):
         try:
             check_record(record, path=path)
         except InvalidRecordError as err:
-            issues.append(Issue("error", "schema", path, err.detail, err.field, err.line))
+            issues.append(Issue("error", "schema", path, _said(err), err.field, err.line))
     _check_place(path, record, issues)
     return record, meta
+
+
+def _said(err: InvalidRecordError) -> str:
+    """Return an error's message with its fix (the report names the file and field itself)."""
+    return err.detail if not err.hint else f"{err.detail}; {err.hint}"
 
 
 def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
