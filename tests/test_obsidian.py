@@ -261,3 +261,15 @@ def test_topic_rename_keeps_property_links_as_links(vault_path: Path) -> None:
     assert 'from: "[[Project Y]]"\nto: "[[Redis]]"\n' in relation
     assert run_git(vault_path, "ls-files", "topics").split() == ["topics/Project", "Y.md", "topics/Redis.md"]
     assert "fact-a" in am(*v, "fact", "list", "--topic", "project-y")
+
+
+@pytest.mark.parametrize("title", ["Kafka", "Untitled", "Li Wei"])
+def test_the_topic_template_makes_a_valid_topic_whatever_the_note_is_called(vault_path: Path, title: str) -> None:
+    # Obsidian fills {{title}} with the note's file name, which is rarely an id ("Untitled", "Kafka").
+    am("init", str(vault_path), "--obsidian")
+    filled = (vault_path / "templates/am-topic.md").read_text().replace("{{title}}", title).replace(
+        "{{date:YYYYMMDD-HHmmss}}", "20261102-090000").replace("{{date:YYYY-MM-DDTHH:mm:ssZ}}",
+                                                               "2026-11-02T09:00:00+00:00")
+    record = parse_record(filled, f"topics/{title}.md")
+    check_record(record, path=f"topics/{title}.md")
+    assert record.title == title

@@ -30,7 +30,7 @@ TEMPLATES: dict[str, str] = {
     "templates/am-topic.md": f"""---
 type: topic
 # id: lowercase letters, digits and '-', e.g. person-li-wei; the file name may stay readable
-id: "{{{{title}}}}"
+id: "concept-{{{{date:YYYYMMDD-HHmmss}}}}"
 kind: concept
 title: "{{{{title}}}}"
 aliases: []
