@@ -224,3 +224,53 @@ def test_a_session_end_hook_sends_its_json_on_stdin(vault, git, tmp_path) -> Non
     assert git("show", f"HEAD:sessions/2026/11/30/{CLAUDE_SESSION}.jsonl").encode() == src.read_bytes()
     code, _, err = am("--vault", str(vault.root), "ingest", "-", input="{}")
     assert code != 0 and "transcript_path" in err
+
+
+def test_an_unfinished_last_line_is_held_back_until_it_is_written(vault, git, tmp_path) -> None:
+    """A live log can stop part way through a key: that half line never reaches history, the whole one is masked."""
+    lines = claude_lines(extra_user=f"deploy with key {AWS_KEY} please")
+    whole = "\n".join(lines) + "\n"
+    cut = whole.index(AWS_KEY) + len(AWS_KEY) // 2  # half the key: no detector recognises it
+    src = tmp_path / f"{CLAUDE_SESSION}.jsonl"
+    src.write_text(whole[:cut])
+    code, out, err = am("--vault", str(vault.root), "ingest", str(src), "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)["sessions"][0]
+    assert result["action"] == "added" and result["lines"] == 6
+    assert result["held_back"] == 1 and result["held_back_bytes"] == cut - len("\n".join(lines[:6]) + "\n")
+    stored = f"sessions/2026/11/30/{CLAUDE_SESSION}.jsonl"
+    # The stored log is the source's complete lines, byte for byte; the half key is in no commit.
+    assert git("show", f"HEAD:{stored}") == "\n".join(lines[:6]) + "\n"
+    assert AWS_KEY[:10] not in git("log", "-p", "--all")
+    head = git("rev-parse", "HEAD").strip()
+    code, out, _ = am("--vault", str(vault.root), "ingest", str(src))
+    assert code == 0 and out.startswith("unchanged:") and "1 unfinished line held back" in out
+    assert git("rev-parse", "HEAD").strip() == head
+    # The writer finishes the line: the next ingest appends it, masked.
+    src.write_text(whole)
+    code, out, err = am("--vault", str(vault.root), "ingest", str(src), "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)["sessions"][0]
+    assert result["action"] == "appended" and result["held_back"] == 0 and result["lines"] == 7, out
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
+    assert "[redacted:AWS access key id]" in git("show", f"HEAD:{stored}")
+    assert AWS_KEY[:10] not in git("log", "-p", "--all")
+
+
+def test_a_last_line_without_newline_that_is_json_is_stored(vault, git, tmp_path) -> None:
+    from am.sessions.ingest import ingest_file
+
+    src = tmp_path / f"{CLAUDE_SESSION}.jsonl"
+    src.write_text("\n".join(claude_lines()))
+    result = ingest_file(vault, src)
+    assert result.lines == 6 and result.held_back == 0
+    assert git("show", f"HEAD:{result.path}").encode() == src.read_bytes()
+
+
+def test_a_log_of_one_unfinished_line_writes_nothing(vault, git, tmp_path) -> None:
+    src = tmp_path / f"{CLAUDE_SESSION}.jsonl"
+    src.write_text(claude_lines()[0][:30])
+    head = git("rev-parse", "HEAD").strip()
+    code, _, err = am("--vault", str(vault.root), "ingest", str(src))
+    assert code == 2 and "one unfinished line only" in err and str(src) in err
+    assert git("rev-parse", "HEAD").strip() == head and git("status", "--porcelain") == ""

@@ -29,7 +29,8 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
     Code's SessionEnd hook: command "am ingest -"). The log
     is stored under sessions/YYYY/MM/DD/<session-id>.jsonl with credentials
     masked ([redacted:<family>]; the topic counts them). The same log again
-    writes nothing; a log that grew is appended in a new commit.
+    writes nothing; a log that grew is appended in a new commit. A last line
+    still being written (no newline, not JSON) is held back until it is.
 
     Example: am ingest --log-format codex --format json ~/.codex/sessions/2026/11/29/rollout-2026-11-29T08-22-53-019a2d7a.jsonl
     """
@@ -45,7 +46,8 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
     for r in results:
         note = f", {sum(r.redacted.values())} secret(s) masked" if r.redacted else ""
         where = f" ({r.commit[:10]})" if r.commit else ""
-        click.echo(f"{r.action}: {r.session} -> {r.path}, {r.lines} lines, {r.bytes} bytes{note}{where}")
+        held = f"; 1 unfinished line held back ({r.held_back} bytes) until it is written" if r.held_back else ""
+        click.echo(f"{r.action}: {r.session} -> {r.path}, {r.lines} lines, {r.bytes} bytes{note}{where}{held}")
     for line in skipped:
         click.echo(f"skipped: {line}")
 

@@ -11,11 +11,17 @@ the source it was made from, so the same file again is recognised without
 reading the vault's copy (no commit); a log that grew (the stored bytes are a
 prefix of the new ones) is written again as an ``append`` commit, and one that
 changed otherwise as a ``replace`` commit (the old bytes stay in history).
+
+A log still being written may end part way through a line; that line (no
+newline, not JSON) is held back, so the stored log is the source's complete
+lines and no half of a secret, which the masking cannot recognise, reaches
+history. The next ingest after the line is finished appends it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -60,11 +66,13 @@ class IngestResult:
     lines: int
     client: str
     redacted: Counter[str] = field(default_factory=Counter)
+    held_back: int = 0  # bytes of an unfinished last line, not stored
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "session": self.session, "topic": self.topic, "path": str(self.path),
                 "action": self.action, "commit": self.commit, "bytes": self.bytes, "lines": self.lines,
-                "client": self.client, "redacted": dict(sorted(self.redacted.items()))}
+                "client": self.client, "redacted": dict(sorted(self.redacted.items())),
+                "held_back": 1 if self.held_back else 0, "held_back_bytes": self.held_back}
 
 
 def session_files(target: Path) -> list[Path]:
@@ -108,6 +116,18 @@ def _day(started: str | None) -> datetime:
     return _now()
 
 
+def _complete_lines(data: bytes) -> tuple[bytes, int]:
+    """Return the log without a last line its writer has not finished (no newline, not JSON), and that line's size."""
+    cut = data.rfind(b"\n") + 1
+    if cut == len(data):
+        return data, 0
+    try:
+        json.loads(data[cut:])
+    except ValueError:
+        return data[:cut], len(data) - cut
+    return data, 0
+
+
 def _line_count(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
@@ -126,6 +146,10 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         raise UsageError(f"cannot read {source}: {err.strerror}", hint="pass a readable session log") from None
     if not data or data.isspace():
         raise UsageError(f"{source} is empty", hint="ingest it once the session has written something")
+    data, unfinished = _complete_lines(data)
+    if not data or data.isspace():
+        raise UsageError(f"{source} holds one unfinished line only (no newline, not JSON yet); nothing was written",
+                         hint="ingest it again once the session has finished the line")
     fmt = fmt or detect(data)
     meta = read_meta(data, fmt, fallback_id=source.stem)
     sid = _session_id(meta, source)
@@ -145,7 +169,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
             return IngestResult(str(source), sid, tid, PurePosixPath(str(old_topic.extra.get("file", ""))),
                                 "unchanged", None, int(old_topic.extra.get("bytes", 0)),
                                 int(old_topic.extra.get("lines", 0)), fmt,
-                                Counter(old_topic.extra.get("redacted_kinds") or {}))
+                                Counter(old_topic.extra.get("redacted_kinds") or {}), unfinished)
     day = _day(meta.started)
     log_path = PurePosixPath(str(old_topic.extra["file"])) if old_topic is not None and old_topic.extra.get("file") \
         else PurePosixPath(SESSIONS_DIR, f"{day:%Y}", f"{day:%m}", f"{day:%d}", f"{sid}.jsonl")
@@ -173,7 +197,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         topic_path = record_path("topic", tid, created)
     check_record(topic, path=str(topic_path))
     vault._check_secrets([topic], False)
-    result = IngestResult(str(source), sid, tid, log_path, action, None, len(stored), lines, fmt, counts)
+    result = IngestResult(str(source), sid, tid, log_path, action, None, len(stored), lines, fmt, counts, unfinished)
     changes = [_topic_change(vault, topic_path, topic, topic_base)]
     if action != "unchanged":
         changes.insert(0, _change(log_path, stored, old_blob))
@@ -192,7 +216,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         commit = vault.store.commit(changes, message=message, author=vault._author(), committer=vault._committer())
     vault._after_write(commit, [c.path for c in changes])
     return IngestResult(result.source, sid, tid, log_path, action if action != "unchanged" else "updated", commit,
-                        len(stored), lines, fmt, counts)
+                        len(stored), lines, fmt, counts, unfinished)
 
 
 def _compared(vault: Vault, old_blob: str, stored: bytes) -> tuple[str, int]:
