@@ -231,6 +231,33 @@ def test_mcp_review_tools_list_and_decide_and_read_only_servers_cannot_decide(al
         writer.close()
 
 
+def test_mcp_review_decide_refuses_a_world_for_a_supersede_as_the_cli_has_none(alpha, git, tmp_path) -> None:
+    """`am review supersede` takes no world: the new fact inherits the old one's; MCP must not drop one silently."""
+    from am.mcp.server import Dispatcher, ServerOptions
+    from am.mcp.tools import ToolOutput
+
+    alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
+    alpha.set_fact_status("fact-deploy", "pending-review")
+    writer = Dispatcher(ServerOptions(vault_root=alpha.root, folder=tmp_path))
+    try:
+        head = git("rev-parse", "HEAD").strip()
+        for world in ({"repo": "project-alpha"}, {"branch": "feat-batch", "commit": "9fceb02"}):
+            refused = writer.call_sync("review_decide", {"decision": "supersede", "id": "fact-deploy",
+                                                         "text": "Deploys go out on Wednesdays.", **world}, "agent")
+            assert isinstance(refused, str) and refused.startswith("Error: review_decide supersede takes no "), refused
+            assert all(name in refused for name in world) and "fact_supersede" in refused
+        refused = writer.call_sync("review_decide", {"decision": "expire", "id": "fact-deploy", "reason": "gone",
+                                                     "repo": "project-alpha"}, "agent")
+        assert isinstance(refused, str) and "takes no repo" in refused
+        assert git("rev-parse", "HEAD").strip() == head and git("status", "--porcelain") == ""
+        done = writer.call_sync("review_decide", {"decision": "supersede", "id": "fact-deploy",
+                                                  "text": "Deploys go out on Wednesdays."}, "agent")
+        assert isinstance(done, ToolOutput), done
+        assert git("rev-list", f"{head}..HEAD").split() == [done.data["commit"]]
+    finally:
+        writer.close()
+
+
 def test_the_interactive_queue_takes_single_keys_and_makes_one_commit_a_decision(alpha, git) -> None:
     for fid, text in (("fact-a", "Deploys go out on Tuesdays."), ("fact-b", "Staging is in eu-west-1."),
                       ("fact-c", "The CI runs on every push.")):

@@ -386,6 +386,12 @@ def _review_list(call: Call, args: dict[str, Any]) -> ToolOutput:
 def _review_decide(call: Call, args: dict[str, Any]) -> ToolOutput:
     from am.upkeep.review import decide
 
+    # As `am review`: only confirm takes a world; a supersede's new fact inherits the old one's (docs/sessions.md).
+    given = [name for name in ("repo", "branch", "commit") if args.get(name) is not None]
+    if given and args["decision"] != "confirm":
+        raise UsageError(f"review_decide {args['decision']} takes no {', '.join(given)}: only confirm has a world",
+                         hint="leave them out (a supersede's new fact inherits the old one's world), or use "
+                              "fact_supersede, which takes them")
     repo, branch, commit = call.world(args)
     result = decide(call.vault, args["decision"], args["id"], reason=args.get("reason"), text=args.get("text"),
                     repo=repo, branch=branch, commit=commit)
@@ -502,7 +508,8 @@ TOOLS: tuple[Tool, ...] = (
          "reject (with a reason).",
          _obj({"decision": _s("What to do.", enum=["accept", "confirm", "supersede", "expire", "reject"]),
                "id": _s("The fact's id."), "reason": _s("Why (needed to expire)."),
-               "text": _s("The corrected text (to supersede)."), **_WORLD}, ("decision", "id")),
+               "text": _s("The corrected text (to supersede)."),
+               **{k: _s(f"{v['description']} Only to confirm.") for k, v in _WORLD.items()}}, ("decision", "id")),
          _WRITE_OUT, _review_decide, writes=True),
 )
 
