@@ -34,6 +34,15 @@ def _am(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
                           text=True, timeout=60, check=False)
 
 
+def test_a_port_without_http_is_a_usage_error_not_a_stdio_server(alpha: Vault, tmp_path: Path) -> None:
+    env = subprocess_env(AM_HOME=os.environ["AM_HOME"])
+    done = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(alpha.root), "mcp", "--port", "9000"],
+                          cwd=tmp_path, env=env, input="", capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == ["Error: --port 9000 is for --http; add --http to serve on that port; "
+                                        "a stdio server has none"]
+
+
 @asynccontextmanager
 async def stdio(vault: Path, *extra: str, cwd: Path, name: str = "test-client") -> AsyncIterator[Client]:
     params = StdioServerParameters(command=PYTHON, args=["-m", "am.cli.main", "--vault", str(vault), "mcp", *extra],

@@ -42,6 +42,11 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
     """
     from am.mcp.server import ServerOptions, serve_stdio
 
+    if not http and ctx.get_parameter_source("port") is not click.core.ParameterSource.DEFAULT:
+        from am.errors import UsageError
+
+        raise UsageError(f"--port {port} is for --http",
+                         hint="add --http to serve on that port; a stdio server has none")
     opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
     parent = ctx.parent
     # `am --actor X mcp` overrides client names too; $AM_ACTOR only stands in when a client gives none.
