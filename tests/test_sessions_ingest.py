@@ -127,6 +127,23 @@ def test_a_plain_jsonl_log_and_a_folder_of_logs_through_the_cli(vault_path, tmp_
     assert code == 0 and out.count("unchanged:") == 2
 
 
+def test_a_symbolic_link_in_a_folder_is_listed_as_skipped_not_followed(vault, git, tmp_path) -> None:
+    folder = tmp_path / "logs"
+    write_log(folder / f"{CLAUDE_SESSION}.jsonl", claude_lines())
+    outside = write_log(tmp_path / "elsewhere" / f"{CODEX_SESSION}.jsonl", codex_lines())
+    (folder / "linked.jsonl").symlink_to(outside)
+    (folder / "gone.jsonl").symlink_to(tmp_path / "no-such.jsonl")
+    code, out, err = am("--vault", str(vault.root), "ingest", str(folder), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert [s["session"] for s in data["sessions"]] == [CLAUDE_SESSION]
+    assert data["skipped"] == [f"{folder / name}: a symbolic link; am does not follow it (ingest the file it points to)"
+                               for name in ("gone.jsonl", "linked.jsonl")]
+    assert git("ls-tree", "-r", "--name-only", "HEAD", "sessions").split() == [
+        f"sessions/2026/11/30/{CLAUDE_SESSION}.jsonl"]
+    code, out, _ = am("--vault", str(vault.root), "ingest", str(folder))
+    assert code == 0 and f"skipped: {folder / 'linked.jsonl'}: a symbolic link" in out
+
 @pytest.mark.parametrize("text", ["", "   \n"])
 def test_an_empty_log_is_refused_and_nothing_changes(vault, git, tmp_path, text) -> None:
     from am.errors import UsageError

@@ -76,11 +76,14 @@ class IngestResult:
 
 
 def session_files(target: Path) -> list[Path]:
-    """Return the logs to ingest: the file itself, or every ``*.jsonl`` under a folder, in path order."""
+    """Return the logs to ingest: the file itself, or every ``*.jsonl`` under a folder, in path order.
+
+    A folder's symbolic links are among them: `ingest` lists them as skipped, and does not follow them.
+    """
     if target.is_file():
         return [target]
     if target.is_dir():
-        return sorted(p for p in target.rglob("*.jsonl") if p.is_file() and not p.is_symlink())
+        return sorted(p for p in target.rglob("*.jsonl") if p.is_symlink() or p.is_file())
     raise UsageError(f"{target} does not exist", hint="pass a session log (.jsonl) or a folder of them")
 
 
@@ -91,6 +94,9 @@ def ingest(vault: Vault, target: Path, *, fmt: str | None = None) -> tuple[list[
         return [ingest_file(vault, target, fmt=fmt)], []
     results, skipped = [], []
     for path in files:
+        if path.is_symlink():
+            skipped.append(f"{path}: a symbolic link; am does not follow it (ingest the file it points to)")
+            continue
         try:
             results.append(ingest_file(vault, path, fmt=fmt))
         except AmError as err:
