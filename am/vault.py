@@ -477,6 +477,10 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
+        if old.superseded_by:  # superseded on its branch only: one superseded_by, never overwritten
+            raise UsageError(f"{old_id} is already superseded by {old.superseded_by} (where that fact holds)",
+                             hint=f"supersede {old.superseded_by} instead, or expire {old_id} "
+                                  f"(am fact expire {old_id} --reason ...) and add the new fact")
         from am.upkeep.forms import with_ids  # topics written as "[[Name]]" are inherited as ids
 
         draft = self._checked_draft(draft, old.repo, unverified=unverified).inheriting(with_ids(self, old))

@@ -21,6 +21,7 @@ from am.errors import (
 from am.records.model import Fact, Relation, Topic
 from am.records.codec import render_record
 from am.records.schemas import check_record
+from am.upkeep.check import check_vault
 from am.vault import Vault
 
 from conftest import fsck_clean, run_git
@@ -180,6 +181,23 @@ def test_external_commit_right_after_a_write_keeps_ams_file(alpha: Vault, git: G
     assert git("status", "--porcelain") == ""
     # And `git status` does not need to rehash am's file (stat data recorded).
     assert git("diff-files", "--name-only") == ""
+
+
+def test_a_fact_superseded_on_its_branch_only_is_not_superseded_twice(alpha: Vault, git: Git) -> None:
+    # A supersede on another branch leaves the old fact active (per-world supersession) with its
+    # superseded_by set; a second supersede used to overwrite that pointer, and am check then
+    # failed with a half-supersession the vault had been left in.
+    old = alpha.add_fact("Alpha only offers getUser(id).", topics=["project-alpha"], repo="project-alpha",
+                         branch="main", commit="1a2b3c4", unverified=True).record.id
+    first = alpha.supersede_fact(old, "Alpha offers getUsers(ids) too.", reason="batch API", branch="feat-batch",
+                                 commit="5d6e7f8", unverified=True).record.id
+    assert alpha.get_fact(old).status == "active" and alpha.get_fact(old).superseded_by == first
+    head = _head(git)
+    with pytest.raises(UsageError) as err:
+        alpha.supersede_fact(old, "Alpha offers getUserById(id).", reason="renamed on main")
+    assert f"superseded by {first}" in str(err.value) and "am fact expire" in str(err.value)
+    assert _head(git) == head and git("status", "--porcelain") == ""
+    assert not check_vault(alpha).errors
 
 
 def test_users_uncommitted_edit_is_refused_and_left_alone(alpha: Vault, git: Git) -> None:
