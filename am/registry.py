@@ -82,6 +82,10 @@ class Registry:
         """Register a vault name for a path; a name taken by another path needs ``replace``."""
         self._put("vaults", name, path, replace=replace)
 
+    def check_vault_name(self, name: str, path: Path) -> None:
+        """Raise CollisionError if ``name`` is registered for a vault other than ``path``."""
+        _refuse_taken("vault", name, self.vaults.get(name), path)
+
     def add_repo(self, name: str, path: Path, *, vault: str | None = None, replace: bool = False) -> None:
         """Register a code repository name for a local clone (and the vault it belongs to)."""
         self._put("repos", name, path, replace=replace, vault=vault)
@@ -100,11 +104,8 @@ class Registry:
             # Re-read under the lock so two registrations at once both land.
             fresh = Registry.load(self.path.parent)
             entries = getattr(fresh, table)
-            old = entries.get(name)
-            if old is not None and not replace and not _same(old, path):
-                noun = table[:-1]
-                raise CollisionError(f"{noun} name {name!r} is already registered for {old}",
-                                     hint=f"pass --replace to point it at {path}, or choose another name")
+            if not replace:
+                _refuse_taken(table[:-1], name, entries.get(name), path)
             entries[name] = str(path)
             if table == "repos" and vault is not None:
                 fresh.repo_vaults[name] = vault
@@ -139,3 +140,10 @@ def _same(old: str, new: Path) -> bool:
         return Path(old).expanduser().resolve() == new.expanduser().resolve()
     except OSError:
         return str(old) == str(new)
+
+
+def _refuse_taken(noun: str, name: str, old: str | None, path: Path) -> None:
+    """Raise CollisionError if ``name`` is registered for another folder than ``path``."""
+    if old is not None and not _same(old, path):
+        raise CollisionError(f"{noun} name {name!r} is already registered for {old}",
+                             hint=f"pass --replace to point it at {path}, or choose another name")

@@ -132,6 +132,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
             raise UsageError(f"{root} is a file, not a folder")
         vault_name = name or re.sub(r"[^a-z0-9]+", "-", root.name.lower()).strip("-") or "vault"
         check_id(vault_name, field="vault name")
+        if register and not replace and not (root / ".am" / "vault.yml").is_file():
+            Registry.load().check_vault_name(vault_name, root)  # before anything is created
         store = LazyStore.init(root)
         vault = cls(root, store, actor=actor)
         if not (root / ".am" / "vault.yml").is_file():

@@ -80,6 +80,21 @@ def test_init_adopts_an_existing_repository(tmp_path: Path) -> None:
     assert run_git(repo, "status", "--porcelain") == ""
 
 
+def test_init_with_a_taken_name_creates_nothing(vault: Vault, tmp_path: Path) -> None:
+    # It used to make the repository and its first commit, then refuse the name; run again with
+    # another --name, it adopted that half-made vault and refused its recorded name once more.
+    new, plain = tmp_path / "new", tmp_path / "plain"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(plain))
+    for path in (new, plain):
+        with pytest.raises(CollisionError) as err:
+            Vault.init(path, name="test")
+        assert "'test' is already registered" in str(err.value) and "choose another name" in str(err.value)
+    assert not new.exists()
+    assert not (plain / ".am").exists() and run_git(plain, "rev-list", "--all") == ""
+    assert Vault.init(new, name="other").name == "other"
+    assert Vault.open("other").root == new.resolve()
+
+
 def test_every_mutation_is_exactly_one_commit(vault: Vault, git: Git) -> None:
     start = _count(git)
     steps: list[tuple[str, set[str], list[str]]] = []
