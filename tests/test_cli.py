@@ -218,6 +218,23 @@ def test_end_to_end_in_a_subprocess(tmp_path: Path, am_home: Path) -> None:
     assert proc.returncode == 3 and proc.stderr.startswith("Error: ") and proc.stderr.count("\n") == 1
 
 
+def test_standard_input_that_is_not_utf8_is_one_error_line(tmp_path: Path, am_home: Path) -> None:
+    # TEXT - read the bytes as surrogates, and rendering the record raised a UnicodeEncodeError traceback.
+    root = tmp_path / "v"
+    assert _run("init", str(root), am_home=am_home).returncode == 0
+    assert _run("--vault", str(root), "topic", "add", "tool-redis", "--title", "Redis", am_home=am_home).returncode == 0
+    head = run_git(root, "rev-parse", "HEAD")
+    for args in (["fact", "add", "-", "--topic", "tool-redis"],
+                 ["topic", "add", "tool-x", "--title", "X", "--body", "-"],
+                 ["relation", "add", "tool-redis", "references", "tool-redis", "--note", "-"]):
+        proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), *args], input=b"caf\xe9 au lait\n",
+                              capture_output=True, env=subprocess_env(AM_HOME=str(am_home), LC_ALL="C.UTF-8"))
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and "Traceback" not in err and err.count("\n") == 1, err
+        assert err.startswith("Error: standard input is not valid UTF-8 text") and "save it as UTF-8" in err, err
+    assert run_git(root, "rev-parse", "HEAD") == head and run_git(root, "status", "--porcelain") == ""
+
+
 def test_demo_from_the_command_line(tmp_path: Path, am_home: Path) -> None:
     proc = _run("demo", str(tmp_path / "demo"), am_home=am_home)
     assert proc.returncode == 0, proc.stderr

@@ -67,10 +67,19 @@ def progress_bar(label: str = "indexing") -> Callable[[int, int], None]:
 
 
 def read_text_arg(value: str) -> str:
-    """Return the argument, or standard input when it is '-'."""
-    if value == "-":
-        return sys.stdin.read()
-    return value
+    """Return the argument, or standard input when it is '-' (which must be UTF-8 text)."""
+    if value != "-":
+        return value
+    try:
+        text = sys.stdin.read()
+    except UnicodeDecodeError:
+        text = "\udcff"  # a strict stream refuses the bytes; a surrogateescape one passes them on
+    if any("\udc80" <= ch <= "\udcff" for ch in text):
+        from am.errors import UsageError
+
+        raise UsageError("standard input is not valid UTF-8 text",
+                         hint="save it as UTF-8, or pass the text as an argument")
+    return text
 
 
 def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, Any]:
