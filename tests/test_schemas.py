@@ -132,3 +132,16 @@ def test_format_docs_match_the_schema(kind: str) -> None:
         prop = schema["properties"][key]
         for choice in prop.get("enum", []):
             assert f"`{choice}`" in value, (key, choice)
+
+
+@pytest.mark.parametrize("value", ["2026-13-01", "2026-02-30", "2026-09-23T25:00", "2026-09-23T12:00+99:00"])
+def test_a_date_the_calendar_lacks_is_refused(value: str) -> None:
+    # It matched the pattern and was written; the world rules then ignored the bound (the fact held always).
+    fact = Fact(id="f-1", topics=("project-alpha",), body="x\n", created="2026-09-23", valid_from=value)
+    with pytest.raises(InvalidRecordError) as err:
+        check_record(fact, path="facts/f-1.md")
+    assert err.value.field == "valid_from" and "facts/f-1.md" in str(err.value) and "2026-09-23T12:00" in str(err.value)
+    topic = Topic(id="project-alpha", title="Alpha", kind="project", created=value)
+    with pytest.raises(InvalidRecordError):
+        check_record(topic)
+    check_record(Fact(id="f-1", topics=("project-alpha",), body="x\n", created="2026-09-23", valid_from="2026-02-28"))

@@ -2,13 +2,16 @@
 
 ``schema_problems`` runs jsonschema (75 ms to import, so only ``am check`` and
 the hooks use it). ``check_record`` enforces the same rules in plain Python on
-every write; a test holds the two to the same verdicts.
+every write; a test holds the two to the same verdicts. Only ``check_record``
+refuses a date the calendar lacks (2026-13-01), which a schema pattern cannot
+tell; the world rules would otherwise ignore such a bound without a word.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -92,6 +95,19 @@ def is_reference(value: object) -> bool:
     return isinstance(value, str) and value.startswith("[[") and split_link(value) is not None
 
 
+def _is_moment(value: str | None) -> bool:
+    """Return whether a value is an ISO 8601 date or date-time that exists (not 2026-13-01 or 2026-02-30)."""
+    if value is None:
+        return True
+    if _TS.match(value) is None:
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _need(ok: bool, field: str, message: str, path: str | None) -> None:
     if not ok:
         raise InvalidRecordError(message, path=path, field=field)
@@ -108,8 +124,8 @@ def _world(record: Fact | Relation, path: str | None) -> None:
     _need(record.axis is None or record.axis in AXES, "axis", f"must be one of: {', '.join(AXES)}", path)
     for key in ("valid_from", "valid_until", "created"):
         value = getattr(record, key)
-        _need(value is None or _TS.match(value) is not None, key,
-              "must be an ISO 8601 date or date-time, e.g. 2026-09-23T12:00:00+08:00", path)
+        _need(_is_moment(value), key,
+              "must be a real ISO 8601 date or date-time, e.g. 2026-09-23T12:00:00+08:00", path)
 
 
 def check_record(record: Record, *, path: str | None = None) -> None:
@@ -119,8 +135,7 @@ def check_record(record: Record, *, path: str | None = None) -> None:
     if isinstance(record, Topic):
         _need(record.kind in TOPIC_KINDS, "kind", f"must be one of: {', '.join(TOPIC_KINDS)}", path)
         _need(0 < len(record.title) <= 300, "title", "must be 1 to 300 characters", path)
-        _need(record.created is None or _TS.match(record.created) is not None, "created",
-              "must be an ISO 8601 date or date-time", path)
+        _need(_is_moment(record.created), "created", "must be a real ISO 8601 date or date-time", path)
         _need(all(record.aliases), "aliases", "must not contain empty strings", path)
         _need(all(record.tags), "tags", "must not contain empty strings", path)
         return
