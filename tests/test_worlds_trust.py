@@ -166,6 +166,13 @@ def test_slice_of_a_world_that_does_not_exist_exits_13(world: dict[str, Any]) ->
                  ["--repo", "project-alpha", "--commit", "deadbeef"]):
         code, out, err = am("--vault", world["vault"], "slice", *args)
         assert code == 13 and out == "" and err.startswith("Error: "), (args, err)
+    # The same typo through slice --path / --since, am now and am export used to print a pack (or an
+    # export) of a world that does not exist, exit 0.
+    for args in (["slice", "--repo", "project-alpah", "--path", "src/api/users.py"],
+                 ["slice", "--repo", "project-alpah", "--since", head(world["vault"])],
+                 ["now", "--repo", "project-alpah"], ["export", "--repo", "project-alpah"]):
+        code, out, err = am("--vault", world["vault"], *args)
+        assert code == 13 and out == "" and "did you mean 'project-alpha'" in err, (args, err)
 
 
 def test_repo_add_records_vault_and_remote_and_never_repoints_silently(world: dict[str, Any],

@@ -85,7 +85,7 @@ def _in_world(vault: Vault, pairs: list[Pair], world: ExportWorld) -> list[Pair]
 
     setup = setup_world(world.repo, world.branch, world.commit, at=world.at or now(),
                         include_pending=world.include_pending,
-                        cache_dir=vault.root / ".am" / "cache" / "ancestry")
+                        cache_dir=vault.root / ".am" / "cache" / "ancestry", known_repos=vault.known_repos)
     res = resolve((r for _, r in _sort(pairs)), setup.world, setup.oracle)
     holds = {"topic": set(res.topics), "fact": set(res.facts), "relation": set(res.relations)}
     seen: set[tuple[str, str]] = set()

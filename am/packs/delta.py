@@ -105,7 +105,8 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
 
     commit = since_commit(vault, ref)
     setup = setup_world(request.repo, request.branch, request.commit, at=request.at or now(),
-                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry")
+                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
+                        known_repos=getattr(vault, "known_repos", None))
     index = vault.cache()
     current: list[Record]
     if index is not None:

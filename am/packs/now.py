@@ -85,7 +85,8 @@ def what_now(vault: VaultReader, *, repo: str | None = None, branch: str | None 
 
     moment = at or now()
     setup = setup_world(repo, branch, commit, at=moment, include_pending=True,
-                        cache_dir=vault.root / ".am" / "cache" / "ancestry")
+                        cache_dir=vault.root / ".am" / "cache" / "ancestry",
+                        known_repos=getattr(vault, "known_repos", None))
     index = vault.cache()
     if index is None:
         raise AmError("the cache cannot be opened, and am now reads it", hint="run: am index rebuild")

@@ -98,7 +98,8 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
     from am.worlds.rules import resolve
 
     setup = setup_world(request.repo, request.branch, request.commit, at=request.at or now(),
-                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry")
+                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
+                        known_repos=getattr(vault, "known_repos", None))
     wanted = normalise(paths, setup.clone)
     index = vault.cache()
     records: list[Record] = list(index.record_values()) if index is not None else [
