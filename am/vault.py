@@ -57,7 +57,7 @@ from am.records.writes import (
 )
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
-from am.upkeep.forms import relation_body, render_for_write, topic_path
+from am.upkeep.forms import is_note_file, relation_body, render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.upkeep.worldwrites import WorldWrites
 
@@ -222,16 +222,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
             except InvalidRecordError as err:
                 if strict:
                     raise
-                if not self._is_note(path):  # a note (Obsidian's Untitled.md) is no record, and not broken
+                if not is_note_file(self.root, path):  # a note (Obsidian's Untitled.md) is no record, nor broken
                     log.warning("skipping %s", err)
-
-    def _is_note(self, path: PurePosixPath) -> bool:
-        from am.git.workfiles import read_work_file
-        from am.records.codec import MAX_RECORD_BYTES
-        from am.records.notes import note_text
-
-        found = read_work_file(str(self.root), str(path), cap=MAX_RECORD_BYTES)
-        return found is not None and found.data is not None and note_text(str(path), found.data) is not None
 
     def locate(self, record_id: str) -> PurePosixPath | None:
         """Return the path of the record with this id, or None."""
@@ -483,8 +475,9 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
             raise UsageError(f"{old_id} is already superseded by {old.superseded_by} (where that fact holds)",
                              hint=f"supersede {old.superseded_by} instead, or expire {old_id} "
                                   f"(am fact expire {old_id} --reason ...) and add the new fact")
-        from am.upkeep.forms import with_ids  # topics written as "[[Name]]" are inherited as ids
+        from am.upkeep.forms import with_ids
 
+        # Topics written as "[[Name]]" are inherited as ids.
         draft = self._checked_draft(draft, old.repo, unverified=unverified).inheriting(with_ids(self, old))
         new_topics = self._check_topics(draft.topics, create=create_topics)
         if draft.id:

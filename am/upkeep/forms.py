@@ -11,14 +11,14 @@ linking by file name where a topic's file is not named after its id.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from am.records.codec import render_record, render_update
 from am.records.ids import is_valid_id, readable_path, record_path
 from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["link_names", "relation_body", "render_for_write", "topic_path", "with_ids"]
+__all__ = ["is_note_file", "link_names", "relation_body", "render_for_write", "topic_path", "with_ids"]
 
 
 def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:
@@ -69,8 +69,19 @@ def with_ids(vault: Any, fact: Fact) -> Fact:
         found = cache.resolve_name_key(name_key(parts[0])) if cache is not None else parts[0]
         return found if found and not found.startswith(NOTE_PREFIX) else None
 
-    resolved: Fact = resolve_refs(fact, resolve)
+    resolved = resolve_refs(fact, resolve)
+    assert isinstance(resolved, Fact)
     return resolved
+
+
+def is_note_file(root: Path, path: PurePosixPath) -> bool:
+    """Return whether the work tree's file at ``path`` is a note (no am frontmatter), not a broken record."""
+    from am.git.workfiles import read_work_file
+    from am.records.codec import MAX_RECORD_BYTES
+    from am.records.notes import note_text
+
+    found = read_work_file(str(root), str(path), cap=MAX_RECORD_BYTES)
+    return found is not None and found.data is not None and note_text(str(path), found.data) is not None
 
 
 def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
