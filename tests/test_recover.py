@@ -203,6 +203,28 @@ def test_fresh_index_lock_commits_and_doctor_repairs_the_index(alpha: Vault, vau
     assert run_git(vault_path, "status", "--porcelain").strip() == ""
 
 
+def test_an_empty_index_lock_beside_a_dead_writers_note_is_a_git_commands(alpha: Vault, vault_path: Path) -> None:
+    # A write killed in its branch move leaves a note (am/git/inflight.py); its own index lock would carry
+    # am's mark. An empty index.lock made just then is a git command's, starting: never moved aside.
+    import json
+    import socket
+
+    dead = subprocess.run([PYTHON, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    head = run_git(vault_path, "rev-parse", "HEAD").strip()
+    note = {"pid": int(dead.stdout), "host": socket.gethostname(), "ref": "refs/heads/main", "tip": head,
+            "since": time.time(), "entries": []}
+    (vault_path / ".git" / "am").mkdir(exist_ok=True)
+    (vault_path / ".git" / "am" / "inflight").write_text(json.dumps(note))
+    lock = vault_path / ".git" / "index.lock"
+    lock.write_text("")
+    proc = _add(vault_path, "Written beside a git command.", AM_GIT_LOCK_STALE="600", AM_GIT_LOCK_WAIT="0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "index was not updated" in proc.stderr and "killed am process" not in proc.stderr
+    assert lock.exists() and lock.read_text() == ""
+    stale = vault_path / ".git" / "am" / "stale-locks"
+    assert not stale.exists() or not any(p.name.startswith("index.lock") for p in stale.iterdir())
+
+
 def test_doctor_reports_a_corrupt_cache_rebuilt(alpha: Vault, vault_path: Path) -> None:
     pytest.importorskip("am.cache.index")
     alpha.close()

@@ -114,8 +114,8 @@ def owned_by_dead_am(lock: Path, note: Note | None) -> bool:
             return host == _HOST and not pid_alive(int(pid))
         except ValueError:
             return False
-    if note is None or not note.dead():
-        return False
+    if note is None or not note.dead() or not lock.as_posix().endswith(f"/{note.ref}.lock"):
+        return False  # an index lock without am's mark is a git command's (git writes the index into it)
     if data.strip() not in (b"", note.tip.encode()):
         return False
     return note.since - 1 <= st.st_mtime <= note.since + 5
