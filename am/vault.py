@@ -420,7 +420,7 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                     else ("time" if (draft.valid_from or draft.valid_until) else None))
         return Fact(
             id=fid, topics=tuple(dict.fromkeys(draft.topics)), body=_body(draft.text), confidence=confidence,
-            provenance=draft.provenance or (f"session:{self.actor}" if self.actor != "am" else "human"),
+            provenance=draft.provenance or self._provenance(),
             repo=draft.repo, version=draft.branch, commit=draft.commit, axis=axis, created=format_timestamp(now),
             valid_from=draft.valid_from, valid_until=draft.valid_until, supersedes=tuple(supersedes),
             paths=draft.paths, tags=draft.tags, pinned=draft.pin,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import fsck_clean, run_git
 
 from am.errors import (
     CollisionError,
@@ -18,13 +19,11 @@ from am.errors import (
     NotFoundError,
     UsageError,
 )
-from am.records.model import Fact, Relation, Topic
 from am.records.codec import render_record
+from am.records.model import Fact, Relation, Topic
 from am.records.schemas import check_record
 from am.upkeep.check import check_vault
 from am.vault import Vault
-
-from conftest import fsck_clean, run_git
 
 Git = Callable[..., str]
 
@@ -213,6 +212,24 @@ def test_a_fact_superseded_on_its_branch_only_is_not_superseded_twice(alpha: Vau
     assert f"superseded by {first}" in str(err.value) and "am fact expire" in str(err.value)
     assert _head(git) == head and git("status", "--porcelain") == ""
     assert not check_vault(alpha).errors
+
+
+def test_a_person_at_the_command_line_writes_human_provenance(alpha: Vault, vault_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # No --actor and no AM_ACTOR: git's user.name is a person's, and DESIGN's default provenance is human.
+    monkeypatch.delenv("AM_ACTOR", raising=False)
+    person = Vault.open(vault_path)
+    made = person.add_fact("Typed by hand.", topics=["project-alpha"])
+    assert person.actor == "Test Person"  # git's user.name
+    assert person.get_fact(made.record.id).provenance == "human"
+    person.close()
+    for agent in (Vault.open(vault_path, actor="claude-code"), alpha):  # an agent named by --actor
+        fact = agent.get_fact(agent.add_fact("Said by an agent.", topics=["project-alpha"]).record.id)
+        assert fact.provenance == f"session:{agent.actor}"
+    monkeypatch.setenv("AM_ACTOR", "codex")
+    by_env = Vault.open(vault_path)
+    assert by_env.get_fact(by_env.add_fact("Said by codex.", topics=["project-alpha"]).record.id).provenance == "session:codex"
+    by_env.close()
 
 
 def test_users_uncommitted_edit_is_refused_and_left_alone(alpha: Vault, git: Git) -> None:

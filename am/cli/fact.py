@@ -17,7 +17,8 @@ def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--confidence", type=click.Choice(["high", "medium", "low"]), default=None,
                      help="How sure the writer is (default: medium, or the old fact's)."),
         click.option("--provenance", default=None,
-                     help="Where it comes from: human, session:<id>, commit:<sha>, a URL ..."),
+                     help="Where it comes from: human, session:<id>, commit:<sha>, a URL ... (default: "
+                          "session:ACTOR for --actor/AM_ACTOR, else human)"),
         click.option("--repo", default=None, help="World: the code repository it holds in (registered name)."),
         click.option("--branch", default=None, help="World: the branch or tag where it was observed."),
         click.option("--commit", "commit_", default=None, help="World: the commit where it was observed."),

@@ -53,8 +53,15 @@ class Authorship:
         if env:
             return self._check_actor(env)
         name = self.store.config_value("user.name")
+        self._person = bool(name)  # git's user.name: a person at the command line, not an agent's session
         return _clean_actor(name) if name else "am"
     actor = cached_property(_default_actor)
+    _person = False
+
+    def _provenance(self) -> str:
+        """A new fact's provenance when none is given: ``human`` for a person (or no actor), else ``session:ACTOR``."""
+        actor = self.actor  # first: reading it finds out whether it is a person's
+        return "human" if self._person or actor == "am" else f"session:{actor}"
 
     def _identity(self) -> tuple[str | None, str | None]:
         """Return git's user.name and user.email, looked up at most once a second.
