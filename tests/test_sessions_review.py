@@ -205,6 +205,20 @@ def test_hand_set_pending_and_a_contested_pair_are_in_the_queue_and_accept_resol
     assert [i.id for i in review_queue(alpha).items] == ["fact-deploy"]
 
 
+def test_a_world_given_before_the_decision_is_refused_not_ignored(alpha, git) -> None:
+    alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
+    alpha.set_fact_status("fact-deploy", "pending-review")
+    head = git("rev-parse", "HEAD").strip()
+    root = str(alpha.root)
+    code, _, err = am("--vault", root, "review", "--branch", "feat-x", "accept", "fact-deploy")
+    assert code == 2 and "--branch before 'accept' is the queue's world" in err, err
+    assert "am review accept ... --branch" in err and "Traceback" not in err
+    assert git("rev-parse", "HEAD").strip() == head  # nothing decided
+    code, _, err = am("--vault", root, "review", "accept", "fact-deploy")
+    assert code == 0, err
+    assert alpha.get_fact("fact-deploy").status == "active"
+
+
 def test_mcp_review_tools_list_and_decide_and_read_only_servers_cannot_decide(alpha, git, tmp_path) -> None:
     from am.mcp.server import Dispatcher, ServerOptions
     from am.mcp.tools import ToolOutput

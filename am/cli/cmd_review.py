@@ -15,6 +15,7 @@ from am.cli.context import (
     open_vault,
     report_write,
 )
+from am.errors import UsageError
 
 _KINDS = ("proposal", "pending", "stale", "contested")
 
@@ -45,6 +46,11 @@ def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     Example: am review --branch feat-batch
     """
     if ctx.invoked_subcommand is not None:
+        given = [f"--{k}" for k, v in (("repo", repo), ("branch", branch), ("commit", commit_)) if v is not None]
+        if given:  # a subcommand has its own world options (list, confirm) or takes none: never ignore them
+            raise UsageError(f"{'/'.join(given)} before {ctx.invoked_subcommand!r} is the queue's world, not the "
+                             f"decision's", hint=f"put it after the subcommand: am review {ctx.invoked_subcommand} ... "
+                             f"{' '.join(given)} (only list and confirm take a world)")
         return
     if interactive or (sys.stdin.isatty() and sys.stdout.isatty()):
         _interactive(ctx, *here_world(repo, branch, commit_))
