@@ -15,7 +15,7 @@ from conftest import GIT_IDENTITY, PYTHON, fsck_clean, run_git, subprocess_env
 from gitserver import git_daemon, make_bare, only_fast_forwards
 
 from am.cli.main import cli
-from am.errors import DirtyFileError, GitError
+from am.errors import DirtyFileError, GitError, UsageError
 from am.records.codec import parse_record, render_record
 from am.records.model import replace
 from am.sync import merge_branch, sync
@@ -447,3 +447,16 @@ def test_set_upstream_to_a_remote_that_cannot_be_reached_changes_no_setting(
     with pytest.raises(GitError, match="nothing was changed"):
         sync(b, set_upstream=str(tmp_path / "no-such-vault.git"))
     assert run_git(b.root, "config", "--local", "--list") == config  # no remote added
+
+
+@pytest.mark.parametrize("url", ["", "  "])
+def test_set_upstream_to_an_empty_url_is_refused_and_changes_nothing(
+        pair: tuple[Vault, Vault], server: tuple[str, Path], url: str) -> None:
+    a, b = pair
+    b.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"])
+    config = run_git(b.root, "config", "--local", "--list")
+    with pytest.raises(UsageError, match="is not a remote URL") as caught:
+        sync(b, set_upstream=url)
+    assert caught.value.exit_code == 2 and "give a URL" in str(caught.value.hint)
+    assert run_git(b.root, "config", "--local", "--list") == config
+    assert run_git(b.root, "rev-parse", "HEAD") != run_git(server[1], "rev-parse", "main")  # nothing pushed

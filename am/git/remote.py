@@ -84,7 +84,7 @@ def set_upstream(store: GitStore, *, remote: str, url: str, branch: str) -> Call
 
     Returns what puts the settings back as they were, for a first fetch that fails.
     """
-    if url.startswith("-") or "\n" in url:
+    if not url.strip() or url.startswith("-") or "\n" in url:
         raise UsageError(f"{url!r} is not a remote URL", hint="give a URL or path such as ssh://host/vault.git")
     old_url = remote_url(store, remote)
     keys = (f"branch.{branch}.remote", f"branch.{branch}.merge")

@@ -210,7 +210,7 @@ def _quick(vault: Vault, remote_arg: str | None, dry_run: bool) -> SyncReport | 
 def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, set_upstream: str | None = None,
          max_rounds: int = MAX_ROUNDS) -> SyncReport:
     """Fetch, merge (fast-forward or one record-aware merge commit) and push without force; retry when the remote moved."""
-    fetched = None if set_upstream else _quick(vault, remote_arg, dry_run)
+    fetched = None if set_upstream is not None else _quick(vault, remote_arg, dry_run)
     if isinstance(fetched, SyncReport):
         return fetched  # nothing to fetch, nothing to push: pygit2 was never needed
     # What the fetch brought is written ahead while pygit2 is imported and the merge planned.
@@ -232,7 +232,7 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
     ref = store.head_ref()
     branch = ref.removeprefix("refs/heads/")
     restore = None
-    if set_upstream:
+    if set_upstream is not None:  # "" too: refused as no URL, not taken as no option
         restore = remote.set_upstream(store, remote=remote_arg or "origin", url=set_upstream, branch=branch)
     name, remote_branch = _resolve_remote(store, branch, remote_arg) if fetched is None else fetched[:2]
     report = SyncReport(remote=name, branch=remote_branch, dry_run=dry_run, before=store.branch_tip(ref))
