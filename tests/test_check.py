@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from am.upkeep.check import check_vault
 from am.cli.main import cli
+from am.upkeep.check import check_vault
 
 
 def write(root: Path, rel: str, text: str) -> None:
@@ -138,3 +138,19 @@ def test_notes_are_listed_once_and_never_warned_about_as_skipped(alpha: object, 
     report = check_vault(alpha)
     assert codes(report)["note"] == {"topics/Untitled.md", "facts/reading.md"}
     assert codes(report)["schema"] == {"facts/2026/09/23/fact-broken.md"}
+
+
+def test_every_issue_code_am_check_reports_is_listed_in_docs_check_md() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "check.md").read_text(encoding="utf-8")
+    listed = {line.split("`")[1] for line in page.splitlines() if line.startswith("| `")}
+    codes = set()
+    for source in (root / "am").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Issue" and len(node.args) > 1
+                    and isinstance(node.args[1], ast.Constant)):
+                codes.add(node.args[1].value)
+    assert "unresolved-world" in codes and "parse" in codes  # the search finds the codes
+    assert not codes - listed, f"docs/check.md does not list: {', '.join(sorted(codes - listed))}"
