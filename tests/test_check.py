@@ -154,3 +154,48 @@ def test_every_issue_code_am_check_reports_is_listed_in_docs_check_md() -> None:
                 codes.add(node.args[1].value)
     assert "unresolved-world" in codes and "parse" in codes  # the search finds the codes
     assert not codes - listed, f"docs/check.md does not list: {', '.join(sorted(codes - listed))}"
+
+
+def test_conflict_markers_a_plain_git_merge_committed_are_an_error(alpha: object, vault_path: Path) -> None:
+    from conftest import run_git
+
+    from am.records.merge import merge_record
+
+    path = str(alpha.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"]).paths[0])  # type: ignore[attr-defined]
+    run_git(vault_path, "switch", "-q", "-c", "other")
+    text = (vault_path / path).read_text(encoding="utf-8")
+    write(vault_path, path, text.replace("on Fridays", "on Mondays"))
+    run_git(vault_path, "commit", "-q", "-am", "other side")
+    run_git(vault_path, "switch", "-q", "main")
+    write(vault_path, path, text.replace("on Fridays", "on Tuesdays"))
+    run_git(vault_path, "commit", "-q", "-am", "this side")
+    # Both sides add the same new fact: Git wraps the whole files, frontmatter and all, in markers.
+    both = "facts/2026/09/23/fact-both.md"
+    run_git(vault_path, "switch", "-q", "other")
+    write(vault_path, both, fact_text("fact-both", body="One text."))
+    run_git(vault_path, "add", both)
+    run_git(vault_path, "commit", "-q", "-m", "added there")
+    run_git(vault_path, "switch", "-q", "main")
+    write(vault_path, both, fact_text("fact-both", body="Another text.", extra="pinned: true\n"))
+    run_git(vault_path, "add", both)
+    run_git(vault_path, "commit", "-q", "-m", "added here")
+    assert run_git(vault_path, "merge", "other", check=False)  # no merge driver: Git writes its markers
+    run_git(vault_path, "commit", "-q", "-am", "merged with the markers in")
+    assert "<<<<<<< HEAD" in run_git(vault_path, "show", f"HEAD:{path}")
+
+    # am's own merge of a topic changed on both sides: two texts between am:merged lines, not Git's markers.
+    topic = run_git(vault_path, "ls-files", "topics").split()[0]
+    t = (vault_path / topic).read_text(encoding="utf-8")
+    write(vault_path, topic, merge_record(topic, t, t + "Ours.\n", t + "Theirs.\n").text)
+    write(vault_path, "facts/2026/09/23/fact-heading.md", fact_text("fact-heading", body="Title\n=======\n\nText."))
+
+    report = check_vault(alpha)
+    marked = [i for i in report.issues if i.code == "conflict-markers"]
+    assert {i.path for i in marked} == {path, both} and all(i.severity == "error" for i in marked)
+    line = (vault_path / path).read_text(encoding="utf-8").splitlines().index("<<<<<<< HEAD") + 1
+    assert [i.line for i in marked if i.path == path] == [line]
+    assert "am hooks install" in marked[0].message and "keep one text" in marked[0].message
+    assert codes(report)["merged-text"] == {topic}
+    assert not any(i.path == both and i.code == "note" for i in report.issues)  # not taken for a note
+    result = CliRunner().invoke(cli, ["--vault", str(vault_path), "check"])
+    assert result.exit_code == 5 and "[conflict-markers]" in result.output

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import GIT_IDENTITY, run_git
 
 from am.cli.main import cli
 from am.upkeep.hooks import CODE_HOOKS, MARKER, VAULT_HOOKS
-
-from conftest import GIT_IDENTITY, run_git
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -128,8 +127,9 @@ def test_post_commit_prints_lint_warnings(hooked: object, vault_path: Path) -> N
 
 
 def test_secrets_refused_by_the_hook_with_an_override(hooked: object, vault_path: Path) -> None:
-    from am.records.secrets import scan_fields
     from test_secrets import _cases
+
+    from am.records.secrets import scan_fields
 
     # The hook must refuse exactly what the am write path refuses (scan_fields over the body).
     by_kind: dict[str, str] = {}
@@ -341,3 +341,18 @@ def test_a_half_saved_record_is_refused_with_the_fix(hooked: object, vault_path:
     assert "frontmatter is not closed; add a line with just --- after the YAML keys" in half, half
     kafka = next(ln for ln in proc.stderr.splitlines() if "Kafka.md" in ln)
     assert "'Kafka' is not a valid id; use lowercase ASCII letters and digits joined by '-'" in kafka, kafka
+
+
+def test_pre_commit_refuses_conflict_markers_left_by_a_merge(hooked: object, vault_path: Path) -> None:
+    fact = "facts/2026/11/01/fact-alpha-deploys.md"
+    write(vault_path, fact, fact_text("fact-alpha-deploys", "Alpha deploys on Fridays."))
+    run_git(vault_path, "add", fact)
+    assert git_commit(vault_path, "a fact").returncode == 0
+    before = head(vault_path)
+    write(vault_path, fact, fact_text("fact-alpha-deploys", "<<<<<<< HEAD\nAlpha deploys on Tuesdays.\n=======\n"
+                                                            "Alpha deploys on Mondays.\n>>>>>>> other"))
+    run_git(vault_path, "add", fact)
+    proc = git_commit(vault_path, "merged with the markers in")
+    assert proc.returncode != 0
+    assert f"{fact}:10:" in proc.stderr and "[conflict-markers]" in proc.stderr and "am hooks install" in proc.stderr
+    assert head(vault_path) == before

@@ -31,6 +31,9 @@ __all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_b
 _FOLDER_OF = {v: k for k, v in RECORD_DIRS.items()}
 _NOTE_MESSAGE = ("a note, not a record (no am frontmatter): am indexes it for links and search; "
                  "to make it a record, give it type: and id: (or create it with am topic add)")
+_CONFLICT_MESSAGE = ("holds Git's conflict markers (<<<<<<<, =======, >>>>>>>) from a merge made without am's merge "
+                     "driver; resolve it: keep one text and delete the marker lines (or keep the other as a new fact: "
+                     "am fact supersede), then commit; am hooks install registers the merge driver that avoids this")
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
         record_from_meta,
         split_frontmatter,
     )
+    from am.records.merge import conflict_marker_line, is_record_path
     from am.records.schemas import check_record, schema_problems
 
     try:
@@ -112,6 +116,11 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
     except InvalidRecordError as err:
         issues.append(Issue("error", "parse", path, _said(err), err.field, err.line))
         return None, None
+    marker = conflict_marker_line(text)
+    if marker is not None and (is_record_text(text) or is_record_path(path)):
+        issues.append(Issue("error", "conflict-markers", path, _CONFLICT_MESSAGE, line=marker))
+        if not is_record_text(text):
+            return None, None  # both sides' whole files: a record, not a note
     if not is_record_text(text):
         # A note: Obsidian's "New note" (Untitled.md), a page of a person's own. Never a record.
         issues.append(Issue("note", "note", path, _NOTE_MESSAGE))
