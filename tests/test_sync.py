@@ -460,3 +460,19 @@ def test_set_upstream_to_an_empty_url_is_refused_and_changes_nothing(
     assert caught.value.exit_code == 2 and "give a URL" in str(caught.value.hint)
     assert run_git(b.root, "config", "--local", "--list") == config
     assert run_git(b.root, "rev-parse", "HEAD") != run_git(server[1], "rev-parse", "main")  # nothing pushed
+
+
+def test_sync_is_refused_while_a_git_merge_is_unfinished(pair: tuple[Vault, Vault], server: tuple[str, Path],
+                                                         tmp_path: Path) -> None:
+    from test_vault import _conflicted
+
+    a, b = pair
+    b.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"])
+    _conflicted(b.root, "merge")
+    config, tip = run_git(b.root, "config", "--local", "--list"), run_git(server[1], "rev-parse", "main")
+    for upstream in (None, str(tmp_path / "elsewhere.git")):
+        with pytest.raises(GitError, match="a git merge is in progress") as caught:
+            sync(b, set_upstream=upstream)
+        assert "git merge --abort" in str(caught.value.hint) and "has uncommitted changes" not in str(caught.value)
+    assert run_git(b.root, "config", "--local", "--list") == config
+    assert run_git(server[1], "rev-parse", "main") == tip and (b.root / ".git" / "MERGE_HEAD").exists()

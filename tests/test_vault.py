@@ -13,6 +13,7 @@ from conftest import fsck_clean, run_git
 from am.errors import (
     CollisionError,
     DirtyFileError,
+    GitError,
     InvalidIdError,
     InvalidRecordError,
     NotAVaultError,
@@ -567,3 +568,63 @@ def test_consecutive_am_writes_keep_git_s_cached_trees_right(alpha: Vault, git: 
         assert git("write-tree").strip() == git("rev-parse", "HEAD^{tree}").strip()
     assert git("status", "--porcelain") == "" and git("diff-files") == ""
     fsck_clean(alpha.root)
+
+
+def _conflicted(root: Path, op: str) -> None:
+    """Leave Git's ``op`` stopped on a conflict in a plain file of the vault at ``root``."""
+    def commit(text: str, message: str) -> None:
+        (root / "notes.txt").write_text(text)
+        run_git(root, "add", "notes.txt")
+        run_git(root, "commit", "-q", "-m", message)
+
+    here = run_git(root, "branch", "--show-current").strip()
+    commit("base\n", "base")
+    run_git(root, "switch", "-q", "-c", f"{here}-other")
+    commit("theirs\n", "theirs")
+    run_git(root, "switch", "-q", here)
+    commit("ours\n", "ours")
+    commit("ours again\n", "ours again")
+    args = {"merge": ["merge", f"{here}-other"], "cherry-pick": ["cherry-pick", f"{here}-other"],
+            "revert": ["revert", "--no-edit", "HEAD~1"], "rebase": ["rebase", f"{here}-other"],
+            "rebase --apply": ["rebase", "--apply", f"{here}-other"]}[op]
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    assert proc.returncode != 0 and "CONFLICT" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("op,state,abort", [
+    ("merge", "MERGE_HEAD", "git merge --abort"),
+    ("cherry-pick", "CHERRY_PICK_HEAD", "git cherry-pick --abort"),
+    ("revert", "REVERT_HEAD", "git revert --abort"),
+    ("rebase", "rebase-merge", "git rebase --abort"),
+    ("rebase --apply", "rebase-apply", "git rebase --abort"),
+])
+def test_no_write_in_the_middle_of_an_unfinished_git_operation(alpha: Vault, vault_path: Path, op: str, state: str,
+                                                                abort: str) -> None:
+    from am.sync import merge_branch
+
+    run_git(vault_path, "branch", "agent")
+    _conflicted(vault_path, op)
+    before = (run_git(vault_path, "rev-parse", "HEAD"), run_git(vault_path, "status", "--porcelain=v2"))
+    for write in (lambda: alpha.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"]),
+                  lambda: alpha.add_topic(title="Redis", kind="tool", id="tool-redis"),
+                  lambda: merge_branch(alpha, "agent")):
+        with pytest.raises(GitError) as err:
+            write()
+        assert f"a git {op.split()[0]}" in str(err.value) and state in str(err.value)
+        assert abort in str(err.value.hint) and "then run the command again" in str(err.value.hint)
+        assert (run_git(vault_path, "rev-parse", "HEAD"), run_git(vault_path, "status", "--porcelain=v2")) == before
+    assert (vault_path / ".git" / state).exists()  # the operation is left to the person, as it was
+    run_git(vault_path, *abort.split()[1:])
+    assert alpha.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"]).commit == run_git(
+        vault_path, "rev-parse", "HEAD").strip()
+
+
+def test_an_unfinished_merge_in_a_linked_worktree_refuses_writes_there_only(alpha: Vault, vault_path: Path,
+                                                                           tmp_path: Path) -> None:
+    run_git(vault_path, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side"))
+    _conflicted(tmp_path / "side", "merge")
+    assert not (vault_path / ".git" / "MERGE_HEAD").exists()  # in the worktree's own Git folder
+    with Vault.open(tmp_path / "side") as side:
+        with pytest.raises(GitError, match="a git merge is in progress"):
+            side.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"])
+    assert alpha.add_fact("Alpha deploys on Mondays.", topics=["project-alpha"]).commit

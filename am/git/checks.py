@@ -5,24 +5,36 @@ repository could have left; it is held to exactly the rules of a write made
 in this process: its paths are record files under topics/, facts/ or
 relations/ (never `..`, never a `.git` folder, never outside the work tree),
 its author and committer are identities Git can store, and its message is text
-without NUL. Nothing here imports pygit2.
+without NUL. Git's own merge, cherry-pick, revert or rebase standing unfinished in the
+work tree refuses every write (``check_no_git_operation``). Nothing here
+imports pygit2.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
-from am.errors import UsageError
+from am.errors import GitError, UsageError
 
-__all__ = ["check_message", "check_path", "check_who", "clean_email", "clean_name"]
+__all__ = ["check_message", "check_no_git_operation", "check_path", "check_who", "clean_email", "clean_name"]
 
 # Top-level folders of the records a grouped write may touch (am/records/ids.py RECORD_DIRS).
 RECORD_TOPS = frozenset({"topics", "facts", "relations"})
 _PART = re.compile(r"[A-Za-z0-9._-]{1,255}\Z")
 _BAD_IN_NAME = re.compile(r"[\x00-\x1f\x7f<>]+")
 _MAX_MESSAGE = 1 << 16
+# What Git keeps in a work tree's own Git folder while an operation of its stands unfinished: (name, what, finish,
+# abort). A rebase first: one stopped on a conflict also has the pick's files.
+_UNDER_WAY = (
+    ("rebase-merge", "a git rebase", "git rebase --continue", "git rebase --abort"),
+    ("rebase-apply", "a git rebase (or git am)", "git rebase --continue", "git rebase --abort"),
+    ("MERGE_HEAD", "a git merge", "git commit", "git merge --abort"),
+    ("CHERRY_PICK_HEAD", "a git cherry-pick", "git cherry-pick --continue", "git cherry-pick --abort"),
+    ("REVERT_HEAD", "a git revert", "git revert --continue", "git revert --abort"),
+)
 
 
 def _is_dotgit(part: str) -> bool:
@@ -78,3 +90,17 @@ def check_message(message: object) -> None:
     if not isinstance(message, str) or "\x00" in message or len(message) > _MAX_MESSAGE:
         raise UsageError("refused a write whose commit message has a NUL or is too long",
                          hint="a commit message is text of at most 64 KiB")
+
+
+def check_no_git_operation(gitdir: Path) -> None:
+    """Raise GitError while Git's merge, cherry-pick, revert or rebase is unfinished in the work tree of ``gitdir``.
+
+    A commit of am's on top would finish nothing and leave the operation
+    pending (a merge's other parent lost). A stat a name: ``gitdir`` is the
+    work tree's own Git folder, where a linked worktree keeps them.
+    """
+    for name, what, finish, abort in _UNDER_WAY:
+        if os.path.lexists(os.path.join(gitdir, name)):
+            raise GitError(f"{what} is in progress in this work tree ({name} in {gitdir})",
+                           hint=f"finish it with {finish}, or abort it with {abort}, then run the command again; "
+                                "nothing was changed")

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import pygit2
 
 from am.errors import AmError, LockTimeoutError
-from am.git import spool
+from am.git import checks, spool
 from am.git.common import _flock_now, _flock_within, hash_blob, log
 from am.git.group import Request
 from am.git.staging import Staging
@@ -23,14 +23,22 @@ class Locking(Staging):
     """Holding the vault's write lock, and waiting for it with a request in the queue (am/git/spool.py)."""
 
     @contextmanager
-    def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None) -> Iterator[None]:
+    def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None,
+                   in_git_hook: bool = False) -> Iterator[None]:
         """Hold the vault's write lock (an flock on a file of am's own) for one write.
+
+        Every write takes it, so it is where a write is refused while Git's own
+        merge, cherry-pick, revert or rebase is unfinished (checks.py);
+        ``in_git_hook``: the write of a hook Git runs before it clears its own
+        state (post-rewrite runs inside the rebase it reports).
 
         With ``request``, a writer that finds the lock taken leaves the request
         in the queue while it waits (am/git/spool.py); if the leader
         committed it meanwhile, its commit (or error) is set on the request,
         and the block may run without the lock (there is nothing left to do).
         """
+        if not in_git_hook:
+            checks.check_no_git_operation(self.gitdir)
         self._am_dir.mkdir(exist_ok=True)
         path = self._am_dir / "write.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

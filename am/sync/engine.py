@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from am.errors import ConflictError, GitError, UsageError
-from am.git import transport
+from am.git import checks, transport
 from am.git.refs import UNKNOWN, failpoint
 from am.records.writes import one_line
 
@@ -210,6 +210,7 @@ def _quick(vault: Vault, remote_arg: str | None, dry_run: bool) -> SyncReport | 
 def sync(vault: Vault, remote_arg: str | None = None, *, dry_run: bool = False, set_upstream: str | None = None,
          max_rounds: int = MAX_ROUNDS) -> SyncReport:
     """Fetch, merge (fast-forward or one record-aware merge commit) and push without force; retry when the remote moved."""
+    checks.check_no_git_operation(vault.store.gitdir)  # before the upstream is set or anything fetched
     fetched = None if set_upstream is not None else _quick(vault, remote_arg, dry_run)
     if isinstance(fetched, SyncReport):
         return fetched  # nothing to fetch, nothing to push: pygit2 was never needed
@@ -292,6 +293,7 @@ def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False, ahead: Pre
     ``ahead``: files already being written ahead for this merge (am.git.prewrite), which the caller closes;
     by default this starts its own.
     """
+    checks.check_no_git_operation(vault.store.gitdir)
     own = None if dry_run or ahead is not None else _write_ahead(vault, f"refs/heads/{branch}")
     try:
         return _merge_branch(vault, branch, dry_run=dry_run, ahead=ahead or own)

@@ -156,6 +156,7 @@ def _commit_extra(vault: Any, store: Any, commit: str, extra: dict[str, bytes]) 
     message = vault._message("sync", "merge", ids,
                              subject=f"sync: keep both versions of {len(ids) // 2 or 1} facts changed on both sides")
     changes = [Change(PurePosixPath(p), data, base=store.blob_id(p, commit=commit)) for p, data in sorted(extra.items())]
-    with store.write_lock(op="sync.merge"):
+    # Run by post-merge, post-commit and post-rewrite: Git may clear its merge or rebase state only after them.
+    with store.write_lock(op="sync.merge", in_git_hook=True):
         new = str(store.commit(changes, message=message, author=vault._author(), committer=vault._committer()))
     return new
