@@ -108,6 +108,29 @@ def test_warnings_fail_only_under_strict(alpha: object, vault_path: Path) -> Non
     assert data["issues"][0]["code"] == "dangling-link"
 
 
+def test_links_to_attachments_resolve_to_the_files_obsidian_finds(alpha: object, vault_path: Path) -> None:
+    # Obsidian pastes an image as ![[Pasted image ...png]] into its attachment folder (or beside the note).
+    day = "facts/2026/09/23"
+    (vault_path / "attachments").mkdir()
+    (vault_path / "attachments" / "Pasted image 20261201101500.png").write_bytes(b"\x89PNG")
+    (vault_path / day).mkdir(parents=True)
+    (vault_path / day / "diagram.pdf").write_bytes(b"%PDF")
+    body = ("![[Pasted image 20261201101500.png]] and [[diagram.pdf|the diagram]] and "
+            "![[attachments/Pasted image 20261201101500.png]]; gone: ![[Pasted image 19990101.png]], [[ghost.v2]].")
+    write(vault_path, f"{day}/fact-pics.md", fact_text("fact-pics", body=body))
+    dangling = [i.message for i in check_vault(alpha).issues if i.code == "dangling-link"]
+    assert sorted(dangling) == ["[[Pasted image 19990101.png]] links to no record or note",
+                                "[[ghost.v2]] links to no record or note"]
+    # The pre-commit hook (am hooks install) answers the same: a commit of the fact warns of the missing ones only.
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--vault", str(vault_path), "hooks", "install"]).exit_code == 0
+    subprocess.run(["git", "-C", str(vault_path), "add", "-A"], check=True)
+    done = subprocess.run(["git", "-C", str(vault_path), "commit", "-q", "-m", "pictures"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert "19990101" in done.stderr and "ghost.v2" in done.stderr and "20261201101500" not in done.stderr
+
+
 def test_errors_set_the_exit_code(alpha: object, vault_path: Path) -> None:
     write(vault_path, "relations/2026/09/a--likes--b.md", relation_text("a--likes--b", "likes", "project-alpha",
                                                                          "project-alpha"))

@@ -205,14 +205,16 @@ def check_record_bytes(path: str, data: bytes) -> list[Issue]:
 
 def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, str] | None = None,
                 load_other: Callable[[str], Record | None] | None = None,
-                names: Names | None = None, notes: Iterable[str] = (), schema: bool = True) -> CheckReport:
+                names: Names | None = None, notes: Iterable[str] = (), schema: bool = True,
+                attachment: Callable[[str], bool] | None = None) -> CheckReport:
     """Check record files given as (path, bytes), and the links between them.
 
     ``other_ids`` maps ids of records outside ``files`` to their paths (they
     count as existing); ``load_other`` reads one of them when a supersession
     must be checked from both ends. ``names`` holds the file names, titles and
     aliases of records outside ``files``, and ``notes`` the paths of other
-    Markdown files, so links resolve as Obsidian resolves them.
+    Markdown files, so links resolve as Obsidian resolves them; ``attachment``
+    says whether a link names a file of another kind (``![[Pasted image.png]]``).
     """
     issues: list[Issue] = []
     records: dict[str, tuple[str, Record]] = {}
@@ -253,7 +255,7 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
         return None
 
     for rid, (path, record) in sorted(records.items(), key=lambda kv: kv[1][0]):
-        _check_references(path, record, resolve, get, issues)
+        _check_references(path, record, resolve, get, issues, attachment)
     _check_cycles(records, get, issues)
     order = {"error": 0, "warning": 1, "note": 2}
     issues.sort(key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
@@ -261,7 +263,8 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
 
 
 def _check_references(path: str, record: Record, resolve: Callable[[str], str | None],
-                      get: Callable[[str], Record | None], issues: list[Issue]) -> None:
+                      get: Callable[[str], Record | None], issues: list[Issue],
+                      attachment: Callable[[str], bool] | None = None) -> None:
     from am.records.links import parse_links
     from am.records.merge import has_merged_text
 
@@ -298,7 +301,8 @@ def _check_references(path: str, record: Record, resolve: Callable[[str], str | 
     # A relation's own ends are already reported as missing targets.
     ends = {record.from_, record.to} if isinstance(record, Relation) else set()
     for link in parse_links(record.body):
-        if link.vault is None and link.target and resolve(link.target) is None and link.target not in ends:
+        if link.vault is None and link.target and resolve(link.target) is None and link.target not in ends \
+                and not (attachment is not None and attachment(link.target)):
             issues.append(Issue("warning", "dangling-link", path, f"[[{link.target}]] links to no record or note",
                                 "body", link.line))
 
@@ -436,7 +440,7 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
             return None
 
     report = check_texts(files(), other_ids=others, load_other=load_other, names=names,
-                         notes=[*notes, *_vault_notes(root)], schema=schema)
+                         notes=[*notes, *_vault_notes(root)], schema=schema, attachment=attachments(root))
     if paths is None:
         # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py).
         from am.upkeep.worldcheck import world_issues
@@ -492,6 +496,35 @@ def _cache_of(vault: Any, *, refresh: bool) -> Any:
         return index
     except Exception:  # noqa: BLE001 - the cache is disposable: check from the files
         return None
+
+
+def attachments(root: Any) -> Callable[[str], bool]:
+    """Return whether a link names a file of the work tree other than Markdown (an image, a PDF, a canvas).
+
+    Obsidian resolves ``![[Pasted image 20261201.png]]`` by file name or by path
+    from the vault's top; so does this. The work tree is walked (dot folders
+    left out) the first time a link needs it, not before.
+    """
+    import os
+
+    known: set[str] = set()
+    walked: list[bool] = []
+
+    def named(target: str) -> bool:
+        name = target.rsplit("/", 1)[-1]
+        if "." not in name.strip(".") or name.lower().endswith(".md"):
+            return False
+        if not walked:
+            walked.append(True)
+            for dirpath, dirnames, filenames in os.walk(root):
+                rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                for file in filenames:
+                    if not file.lower().endswith(".md") and not file.startswith("."):
+                        known.update((file.casefold(), (file if rel == "." else f"{rel}/{file}").casefold()))
+        return target.lstrip("/").casefold() in known
+
+    return named
 
 
 def _vault_notes(root: Any) -> Iterable[str]:

@@ -125,7 +125,7 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
         return 0
     from am.records.names import NOTE_PREFIX, Names, name_key
     from am.records.notes import note_text
-    from am.upkeep.check import check_texts, name_other
+    from am.upkeep.check import attachments, check_texts, name_other
 
     head = {p: old for p, old, _ in delta if old is not None}
     changed = sorted(p for p, _, new in delta if new is not None)
@@ -175,7 +175,8 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
         read(unread)  # an id may leave one file for another: know every file's id first
     notes = [p for p in listed if p and not p.startswith(_TOPS) and "/." not in "/" + p]
     report = check_texts(((p, blobs[p]) for p in changed), other_ids=others, load_other=load_other,
-                         names=names, notes=notes, schema=False)  # the plain-Python rules: no jsonschema import
+                         names=names, notes=notes, schema=False,  # the plain-Python rules: no jsonschema import
+                         attachment=attachments(vault_root) if vault_root is not None else None)
     refused = [i.describe() for i in report.errors]
     if not allow_secrets:
         for p in changed:
