@@ -242,3 +242,18 @@ def test_demo_from_the_command_line(tmp_path: Path, am_home: Path) -> None:
     proc = _run("--vault", "demo", "topic", "list", "--format", "json", am_home=am_home)
     assert proc.returncode == 0 and "project-alpha" in proc.stdout
     assert REPO_ROOT.is_dir()
+
+
+def test_control_characters_in_text_are_refused_and_reported(cli_vault: Path) -> None:
+    v = str(cli_vault)
+    before = _head(cli_vault)
+    code, out, err = am("--vault", v, "fact", "add", "red \x1b[31malert\x07", "--topic", "project-alpha")
+    _one_error(code, out, err, "field 'body'", "U+001B", "remove it")
+    code, out, err = am("--vault", v, "topic", "add", "tool-x", "--title", "X\x00", "--kind", "tool")
+    _one_error(code, out, err, "field 'title'", "U+0000")
+    assert _head(cli_vault) == before
+    # A hand-edited file with one is reported by `am check`.
+    path = cli_vault / "topics" / "project-alpha.md"
+    path.write_text(path.read_text(encoding="utf-8") + "bell \x07\n", encoding="utf-8")
+    code, out, _ = am("--vault", v, "check", "--format", "json")
+    assert code != 0 and "U+0007" in out and "topics/project-alpha.md" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,11 @@ _MAYBE_LIST = st.lists(st.one_of(st.text(min_size=1, max_size=5), st.just("")), 
 
 @st.composite
 def mutated(draw: st.DrawFn) -> Topic | Fact | Relation:
+    from dataclasses import replace
+
     base = draw(st.one_of(topics(), facts(), relations()))
+    # The body is not frontmatter, so no schema sees it: its control characters are tested on their own below.
+    base = replace(base, body=re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", base.body))
     changes: dict[str, object] = {"id": draw(_MAYBE_ID), "tags": draw(_MAYBE_LIST),
                                   "status": draw(st.sampled_from(STATUSES + ("gone", "")))}
     if isinstance(base, Topic):
@@ -106,8 +111,6 @@ def mutated(draw: st.DrawFn) -> Topic | Fact | Relation:
         changes.update(rel=draw(st.sampled_from(RELATION_TYPES + ("related-to",))),
                        from_=draw(_MAYBE_ID), to=draw(_MAYBE_ID))
     fields = draw(st.lists(st.sampled_from(sorted(changes)), unique=True, max_size=4))
-    from dataclasses import replace
-
     return replace(base, **{k: changes[k] for k in fields})
 
 
@@ -145,3 +148,22 @@ def test_a_date_the_calendar_lacks_is_refused(value: str) -> None:
     with pytest.raises(InvalidRecordError):
         check_record(topic)
     check_record(Fact(id="f-1", topics=("project-alpha",), body="x\n", created="2026-09-23", valid_from="2026-02-28"))
+
+
+@pytest.mark.parametrize("char", ["\x1b", "\x07", "\x00", "\x0b", "\x1f", "\x7f"])
+def test_a_control_character_in_text_is_refused(char: str) -> None:
+    # NUL made Git treat the file as binary; ESC put terminal escapes into `am fact list` and commit subjects.
+    code = f"U+{ord(char):04X}"
+    cases = [
+        (Fact(id="f-1", topics=("project-alpha",), body=f"red{char}[31m\n", created="2026-09-23"), "body"),
+        (Topic(id="project-alpha", title=f"Alpha{char}", kind="project"), "title"),
+        (Topic(id="project-alpha", title="Alpha", kind="project", body=f"x{char}\n"), "body"),
+        (Relation(id="a--references--b", rel="references", from_="a", to="b", body=f"note {char}\n"), "body"),
+    ]
+    for record, field in cases:
+        with pytest.raises(InvalidRecordError) as err:
+            check_record(record, path="x.md")
+        assert err.value.field == field and code in str(err.value) and "remove it" in str(err.value)
+    assert [f for f, _ in schema_problems(record_to_meta(cases[1][0]))] == ["title"]
+    check_record(Fact(id="f-1", topics=("project-alpha",), body="tab\there\r\nnext\n", created="2026-09-23"))
+    check_record(Topic(id="project-alpha", title="Alpha 服务 \u200b", kind="project"))

@@ -4,7 +4,10 @@
 the hooks use it). ``check_record`` enforces the same rules in plain Python on
 every write; a test holds the two to the same verdicts. Only ``check_record``
 refuses a date the calendar lacks (2026-13-01), which a schema pattern cannot
-tell; the world rules would otherwise ignore such a bound without a word.
+tell; the world rules would otherwise ignore such a bound without a word. It
+also refuses control characters in a body (not part of the frontmatter the
+schemas see): NUL makes Git call the file binary, ESC puts terminal escapes
+into listings and commit subjects. The schema refuses them in a title.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ __all__ = ["is_reference", "load_schema", "schema_problems", "check_record", "re
 
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?\Z")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,64}\Z")
+# C0 controls but tab, newline and carriage return, and DEL; the same class as title's pattern in schemas/topic.json.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @lru_cache(maxsize=None)
@@ -113,6 +118,15 @@ def _need(ok: bool, field: str, message: str, path: str | None) -> None:
         raise InvalidRecordError(message, path=path, field=field)
 
 
+def _plain(text: str, field: str, path: str | None) -> None:
+    found = _CONTROL.search(text)
+    if found is not None:
+        raise InvalidRecordError(
+            f"contains the control character U+{ord(found.group()):04X} at offset {found.start()}",
+            path=path, field=field, hint="remove it; only tab, newline and carriage return are allowed",
+        )
+
+
 def _world(record: Fact | Relation, path: str | None) -> None:
     for key in ("repo", "version"):
         value = getattr(record, key)
@@ -132,7 +146,9 @@ def check_record(record: Record, *, path: str | None = None) -> None:
     """Raise InvalidRecordError if a record breaks a rule of its schema."""
     _need(is_valid_id(record.id), "id", "is not a valid id", path)
     _need(record.status in STATUSES, "status", f"must be one of: {', '.join(STATUSES)}", path)
+    _plain(record.body, "body", path)
     if isinstance(record, Topic):
+        _plain(record.title, "title", path)
         _need(record.kind in TOPIC_KINDS, "kind", f"must be one of: {', '.join(TOPIC_KINDS)}", path)
         _need(0 < len(record.title) <= 300, "title", "must be 1 to 300 characters", path)
         _need(_is_moment(record.created), "created", "must be a real ISO 8601 date or date-time", path)
