@@ -257,3 +257,11 @@ def test_control_characters_in_text_are_refused_and_reported(cli_vault: Path) ->
     path.write_text(path.read_text(encoding="utf-8") + "bell \x07\n", encoding="utf-8")
     code, out, _ = am("--vault", v, "check", "--format", "json")
     assert code != 0 and "U+0007" in out and "topics/project-alpha.md" in out
+
+
+def test_valid_until_before_valid_from_is_refused(cli_vault: Path) -> None:
+    before = _head(cli_vault)
+    code, out, err = am("--vault", str(cli_vault), "fact", "add", "Alpha ran on Java 11.", "--topic", "project-alpha",
+                        "--valid-from", "2026-09-23", "--valid-until", "2026-09-01")
+    _one_error(code, out, err, "field 'valid_until'", "valid_from 2026-09-23")
+    assert _head(cli_vault) == before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -84,8 +85,6 @@ _MAYBE_LIST = st.lists(st.one_of(st.text(min_size=1, max_size=5), st.just("")), 
 
 @st.composite
 def mutated(draw: st.DrawFn) -> Topic | Fact | Relation:
-    from dataclasses import replace
-
     base = draw(st.one_of(topics(), facts(), relations()))
     # The body is not frontmatter, so no schema sees it: its control characters are tested on their own below.
     base = replace(base, body=re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", base.body))
@@ -111,7 +110,19 @@ def mutated(draw: st.DrawFn) -> Topic | Fact | Relation:
         changes.update(rel=draw(st.sampled_from(RELATION_TYPES + ("related-to",))),
                        from_=draw(_MAYBE_ID), to=draw(_MAYBE_ID))
     fields = draw(st.lists(st.sampled_from(sorted(changes)), unique=True, max_size=4))
-    return replace(base, **{k: changes[k] for k in fields})
+    record = replace(base, **{k: changes[k] for k in fields})
+    if not isinstance(record, Topic) and _holds_nowhere(record):
+        record = replace(record, valid_until=None)  # no schema compares two keys: tested on its own below
+    return record
+
+
+def _holds_nowhere(record: Fact | Relation) -> bool:
+    from am.worlds.rules import to_moment
+
+    if record.valid_from is None or record.valid_until is None:
+        return False
+    start, end = to_moment(record.valid_from), to_moment(record.valid_until)
+    return start is not None and end is not None and end <= start
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -167,3 +178,20 @@ def test_a_control_character_in_text_is_refused(char: str) -> None:
     assert [f for f, _ in schema_problems(record_to_meta(cases[1][0]))] == ["title"]
     check_record(Fact(id="f-1", topics=("project-alpha",), body="tab\there\r\nnext\n", created="2026-09-23"))
     check_record(Topic(id="project-alpha", title="Alpha 服务 \u200b", kind="project"))
+
+
+@pytest.mark.parametrize("start,end", [
+    ("2026-09-23", "2026-09-23"), ("2026-09-24", "2026-09-23"), ("2026-09-23T12:00:00+08:00", "2026-09-23T04:00:00Z"),
+    ("2026-09-23T12:00:00+00:00", "2026-09-23T11:00:00Z"), ("2026-09-23T12:00", "2026-09-23 11:59"),
+])
+def test_valid_until_at_or_before_valid_from_is_refused(start: str, end: str) -> None:
+    # It was written, and the fact held in no world at all.
+    for record in (Fact(id="f-1", topics=("project-alpha",), body="x\n", created="2026-09-23"),
+                   Relation(id="a--references--b", rel="references", from_="a", to="b")):
+        with pytest.raises(InvalidRecordError) as err:
+            check_record(replace(record, valid_from=start, valid_until=end), path="x.md")
+        assert err.value.field == "valid_until" and "valid_from" in str(err.value) and start in str(err.value)
+    fact = Fact(id="f-1", topics=("project-alpha",), body="x\n", created="2026-09-23")
+    check_record(replace(fact, valid_from="2026-09-23", valid_until="2026-09-23T00:00:01"))
+    check_record(replace(fact, valid_from="2026-09-23T04:00:00Z", valid_until="2026-09-23T12:00:01+08:00"))
+    check_record(replace(fact, valid_until="2026-01-01"))

@@ -4,10 +4,12 @@
 the hooks use it). ``check_record`` enforces the same rules in plain Python on
 every write; a test holds the two to the same verdicts. Only ``check_record``
 refuses a date the calendar lacks (2026-13-01), which a schema pattern cannot
-tell; the world rules would otherwise ignore such a bound without a word. It
-also refuses control characters in a body (not part of the frontmatter the
-schemas see): NUL makes Git call the file binary, ESC puts terminal escapes
-into listings and commit subjects. The schema refuses them in a title.
+tell; the world rules would otherwise ignore such a bound without a word. Nor
+can a schema compare two keys: only ``check_record`` refuses a ``valid_until``
+at or before ``valid_from``, a record that would hold at no time. It also
+refuses control characters in a body (not part of the frontmatter the schemas
+see): NUL makes Git call the file binary, ESC puts terminal escapes into
+listings and commit subjects. The schema refuses them in a title.
 """
 
 from __future__ import annotations
@@ -118,6 +120,12 @@ def _need(ok: bool, field: str, message: str, path: str | None) -> None:
         raise InvalidRecordError(message, path=path, field=field)
 
 
+def _moment(value: str) -> datetime:
+    """Read a checked date or date-time; a naive one is local time, as the world rules read it against a clock."""
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo is not None else moment.astimezone()
+
+
 def _plain(text: str, field: str, path: str | None) -> None:
     found = _CONTROL.search(text)
     if found is not None:
@@ -140,6 +148,13 @@ def _world(record: Fact | Relation, path: str | None) -> None:
         value = getattr(record, key)
         _need(_is_moment(value), key,
               "must be a real ISO 8601 date or date-time, e.g. 2026-09-23T12:00:00+08:00", path)
+    if record.valid_from is not None and record.valid_until is not None:
+        if _moment(record.valid_until) <= _moment(record.valid_from):
+            raise InvalidRecordError(
+                f"{record.valid_until} is not after valid_from {record.valid_from}, so it would hold at no time",
+                path=path, field="valid_until",
+                hint="give a valid_until later than valid_from, or leave one of them out",
+            )
 
 
 def check_record(record: Record, *, path: str | None = None) -> None:
