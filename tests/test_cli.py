@@ -265,3 +265,13 @@ def test_valid_until_before_valid_from_is_refused(cli_vault: Path) -> None:
                         "--valid-from", "2026-09-23", "--valid-until", "2026-09-01")
     _one_error(code, out, err, "field 'valid_until'", "valid_from 2026-09-23")
     assert _head(cli_vault) == before
+
+
+def test_topic_list_refuses_an_unknown_kind(cli_vault: Path) -> None:
+    from am.records.model import TOPIC_KINDS
+
+    code, out, err = am("--vault", str(cli_vault), "topic", "list", "--kind", "bogus")
+    assert code == 2 and out == "" and "no topics yet" not in err
+    assert "'bogus' is not one of" in err and all(k in err for k in TOPIC_KINDS)
+    code, out, _ = am("--vault", str(cli_vault), "topic", "list", "--kind", "project")
+    assert code == 0 and "project-alpha" in out

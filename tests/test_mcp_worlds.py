@@ -46,3 +46,18 @@ def test_why_is_am_why_and_confirm_is_one_commit_by_the_client(alpha: Vault, tmp
         assert isinstance(missing, str) and missing.startswith("Error: ")
     finally:
         dispatcher.close()
+
+
+def test_topic_list_with_an_unknown_kind_is_a_tool_error(alpha: Vault) -> None:
+    # It answered an empty list, as if the vault had no topics of that kind.
+    from am.records.model import TOPIC_KINDS
+
+    dispatcher = Dispatcher(ServerOptions(vault_root=alpha.root, folder=alpha.root))
+    try:
+        out = dispatcher.call_sync("topic_list", {"kind": "bogus"}, "kind-client")
+        assert isinstance(out, str) and out.startswith("Error: topic_list: 'bogus' is not one of")
+        assert all(k in out for k in TOPIC_KINDS)
+        listed = dispatcher.call_sync("topic_list", {"kind": "project"}, "kind-client")
+        assert isinstance(listed, ToolOutput) and [t["id"] for t in listed.data["topics"]] == ["project-alpha"]
+    finally:
+        dispatcher.close()

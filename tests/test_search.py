@@ -233,3 +233,17 @@ def test_ties_past_the_first_cut_are_all_read(alpha: Vault, vault_path: Path, gi
 def test_hostile_queries_never_crash(corpus: Vault, query: str) -> None:
     result = search(corpus.cache(), query, at=NOW)
     assert isinstance(result.hits, tuple)
+
+
+def test_search_refuses_a_repo_or_topic_that_does_not_exist(corpus: Vault, vault_path: Path) -> None:
+    # --repo nope searched the records with no repo and exited 0; --topic nope said only "no results".
+    from test_cli import am
+
+    v = str(vault_path)
+    code, out, err = am("--vault", v, "search", "限流", "--repo", "project-alfa")
+    assert code == 13 and out == "" and "did you mean 'project-alpha'?" in err and "Traceback" not in err
+    code, out, err = am("--vault", v, "search", "查询", "--topic", "tool-rediss")
+    assert code == 4 and out == "" and "unknown topic 'tool-rediss'" in err and "did you mean 'tool-redis'?" in err
+    code, out, err = am("--vault", v, "search", "查询", "--repo", "project-beta", "--topic", "tool-redis", "--format", "json")
+    assert code == 0, err
+    assert [h["id"] for h in json.loads(out)["hits"]] == ["fact-other-topic"]

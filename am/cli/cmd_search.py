@@ -26,7 +26,8 @@ def _cache(ctx: click.Context) -> Any:
 @click.argument("query", nargs=-1, required=True)
 @click.option("--topic", metavar="ID", help="Only records about this topic (a fact's topics, a relation's ends).")
 @click.option("--status", default=None, help="Only records with this status (default: all but superseded/expired).")
-@click.option("--repo", metavar="NAME", help="Only records of this code repository (and those with no repo).")
+@click.option("--repo", metavar="NAME",
+              help="Only records of this code repository (and those with no repo); one that does not exist exits 13.")
 @click.option("--branch", metavar="NAME", default=None,
               help="Only records that hold in this world (with --repo, or the clone here); marks superseded/stale.")
 @click.option("--since", metavar="WHEN", help="Created at or after: ISO date/time or a phrase (yesterday, 上周).")
@@ -70,6 +71,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
 
     cache = _cache(ctx)
     vault = open_vault(ctx)
+    _check_filters(vault, repo, topic)
     marks = _world_marks(vault, repo, branch)
     if marks is not None:
         repo = marks.setup.world.repo
@@ -127,6 +129,18 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         note = None if marks is None else marks.mark(h.id)
         if note:
             click.echo(f"  {note}")
+
+
+def _check_filters(vault: Any, repo: str | None, topic: str | None) -> None:
+    """Refuse a --repo or --topic that names nothing (a typo would only find fewer records), suggesting the closest."""
+    if repo is not None:
+        from am.worlds.checks import check_repo_known
+
+        check_repo_known(repo, vault.known_repos())  # exit 13, as am slice
+    if topic is not None and vault.locate(topic) is None:
+        from am.errors import NotFoundError
+
+        raise NotFoundError(f"unknown topic {topic!r}", hint=vault.topic_hint(topic) + "list them with: am topic list")
 
 
 def _embedder(vault: Any, sort: str) -> tuple[Any, str]:

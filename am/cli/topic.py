@@ -78,8 +78,11 @@ def show(ctx: click.Context, topic_id: str, fmt: str) -> None:
         click.echo(describe(record, path))
 
 
+_KINDS = ["project", "tool", "person", "org", "decision", "session", "concept", "event"]
+
+
 @topic.command("list")
-@click.option("--kind", default=None, help="Only topics of this kind.")
+@click.option("--kind", default=None, type=click.Choice(_KINDS), help="Only topics of this kind.")
 @FORMAT_OPTION
 @click.pass_context
 def list_(ctx: click.Context, kind: str | None, fmt: str) -> None:

@@ -263,7 +263,7 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     branch or commit the registered clone does not have. A repo the vault knows
     but this machine has no clone of is judged by branch name, and says so.
     """
-    from am.worlds.checks import branch_names, branch_tip, did_you_mean, known_list
+    from am.worlds.checks import branch_names, branch_tip, check_repo_known, did_you_mean, known_list
 
     def world(b: str | None, c: str | None) -> World:
         return World(repo=repo, branch=b, commit=c, at=at, include_pending=include_pending)
@@ -273,12 +273,7 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
                           ("no repo given: only records that name no repo hold",))
     registry = registry or Registry.load()
     if repo not in registry.repos and known_repos is not None:
-        known = set(known_repos()) | set(registry.repos)
-        if repo not in known:
-            guess = did_you_mean(repo, known)
-            raise UnknownWorldError(
-                f"repo {repo!r} is neither registered here nor named by any record (known: {known_list(sorted(known))})",
-                hint=(f"did you mean {guess!r}? " if guess else "") + "check the name (am repo list)")
+        check_repo_known(repo, set(known_repos()) | set(registry.repos))
     store, why = open_clone(repo, registry)
     notes: list[str] = []
     if store is not None:

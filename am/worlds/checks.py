@@ -21,7 +21,8 @@ from am.registry import Registry
 if TYPE_CHECKING:
     from am.git import GitStore
 
-__all__ = ["CheckedWorld", "branch_names", "branch_tip", "did_you_mean", "known_list", "verify_world"]
+__all__ = ["CheckedWorld", "branch_names", "branch_tip", "check_repo_known", "did_you_mean", "known_list",
+           "verify_world"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,15 @@ def known_list(choices: Sequence[str], *, limit: int = 12) -> str:
         return "none"
     more = len(names) - limit
     return ", ".join(names[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def check_repo_known(repo: str, known: Iterable[str]) -> None:
+    """Raise UnknownWorldError for a repo neither registered here nor named by the vault, suggesting the closest."""
+    names = sorted(set(known))
+    if repo not in names:
+        raise UnknownWorldError(
+            f"repo {repo!r} is neither registered here nor named by any record (known: {known_list(names)})",
+            hint=_hint(repo, names, "check the name (am repo list)"))
 
 
 def _hint(word: str, choices: Sequence[str], fix: str) -> str:
