@@ -38,7 +38,8 @@ def test_since_the_previous_pack_lists_exactly_the_changes_between(tmp_path: Pat
     delta = json.loads(run(root, "slice", *MAIN, "--since", pack, "--format", "json"))
     got = {kind: [(c["id"], c["note"]) for c in items] for kind, items in delta["changes"].items() if items}
     assert got == {
-        "added": sorted([(added, ""), (new, "")]),
+        # fact-alpha-getuser-main shows again: the fact that superseded it on main waits for review.
+        "added": sorted([(added, ""), (new, ""), ("fact-alpha-getuser-main", "no longer superseded here")]),
         "expired": [("f-20260923-1210-8d2e41", "sessions moved to Postgres")],
         "superseded": [("f-20260924-1400-b31f07", f"replaced by {new}")],
         "contested": [("f-20260924-0945-5a7c90", "was active")],
@@ -69,3 +70,32 @@ def test_since_a_time_and_bad_refs(tmp_path: Path) -> None:
     assert "not in this vault" in fails("p-0123456789ab-abcdef")
     assert "not a pack id, a vault commit or a time" in fails("tomorrowish")
     assert "nothing changed" in run(root, "slice", *MAIN, "--since", "today")
+
+
+def _fact_ids(pack: dict) -> set[str]:
+    return {f["id"] for t in pack["topics"] for f in t["facts"]} | {f["id"] for f in pack["pinned"]}
+
+
+def test_since_lists_the_facts_a_code_merge_brought_into_the_world(tmp_path: Path) -> None:
+    # The vault did not change, but main's history did: feat-rate-limit was merged. The facts
+    # learned on it now hold on main, so the agent's next --since must list them, and the pack
+    # (whose content changed) must not keep its old id.
+    import subprocess
+
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    code = tmp_path / "demo-code"
+    before = json.loads(run(root, "slice", *MAIN, "--format", "json"))
+    feature = json.loads(run(root, "slice", "--repo", "project-alpha", "--branch", "feat-rate-limit",
+                             "--format", "json"))
+    merged = sorted(_fact_ids(feature) - _fact_ids(before))
+    assert merged
+    subprocess.run(["git", "-C", str(code), "merge", "-q", "--ff-only", "feat-rate-limit"], check=True)
+    after = json.loads(run(root, "slice", *MAIN, "--format", "json"))
+    assert set(merged) <= _fact_ids(after)
+    assert after["pack_id"] != before["pack_id"]
+    delta = json.loads(run(root, "slice", *MAIN, "--since", before["pack_id"], "--format", "json"))
+    assert [c["id"] for c in delta["changes"]["added"]] == merged
+    assert delta["pack_id"] == after["pack_id"]
+    again = json.loads(run(root, "slice", *MAIN, "--since", delta["pack_id"], "--format", "json"))
+    assert not any(again["changes"].values())

@@ -1,13 +1,15 @@
 """What changed in a world since a point: `am slice --since REF`, the short read of an agent's second session.
 
-``REF`` is an earlier pack's id (``p-<vault commit>-<digest>``: every pack names
-itself in its header), a vault commit (or any revision Git resolves), or a
+``REF`` is an earlier pack's id (``p-<vault commit>-<digest>``, then ``-<code commit>`` in a
+world judged by commit ancestry: every pack names itself in its header), a vault commit (or any revision Git resolves), or a
 time (ISO or a phrase: "yesterday", "上周五"; the last vault commit at or before
-it). The world's records then and now (the cache: the working tree) are both
-resolved in the same world (``am.worlds.rules.resolve``), and only the
-differences are listed:
+it). The world's records then and now (the cache: the working tree) are
+resolved (``am.worlds.rules.resolve``) in the world then (the code commit a pack
+id names, else the world now) and in the world now, and only the differences
+are listed:
 
-- **added**: facts that hold now and did not exist then;
+- **added**: facts that hold now and did not exist then, or did not hold then
+  (a code merge brought their commit into the world's history);
 - **superseded**: facts that held then and now are superseded (by status, or by a
   fact that supersedes them in this world), with what replaced them;
 - **expired**: facts that held then and are now expired;
@@ -38,15 +40,17 @@ if TYPE_CHECKING:
 
 __all__ = ["Delta", "pack_id", "since_commit", "slice_since", "render_delta_markdown", "render_delta_json"]
 
-_PACK_ID = re.compile(r"p-([0-9a-f]{7,40})(?:-[0-9a-f]{6})?")
+_PACK_ID = re.compile(r"p-([0-9a-f]{7,40})(?:-[0-9a-f]{6}(?:-([0-9a-f]{7,40}))?)?")
 KINDS = ("added", "superseded", "expired", "stale", "contested", "gone")
 
 
-def pack_id(vault_commit: str | None, request: SliceRequest) -> str:
-    """Return a pack's id: the vault commit it read and a digest of the question (no clock)."""
+def pack_id(vault_commit: str | None, request: SliceRequest, setup: WorldSetup | None = None) -> str:
+    """Return a pack's id: the vault commit it read, a digest of the question (no clock), and in a
+    world judged by commit ancestry the code commit, whose history decides what holds as much as the vault does."""
     # CRC-32, not hashlib: a slice must not load OpenSSL (tests/test_startup.py); this only tells questions apart.
     digest = f"{zlib.crc32(request.argv().encode('utf-8')):08x}"[:6]
-    return f"p-{(vault_commit or '0' * 12)[:12]}-{digest}"
+    code = f"-{setup.world.commit[:12]}" if setup is not None and setup.oracle is not None and setup.world.commit else ""
+    return f"p-{(vault_commit or '0' * 12)[:12]}-{digest}{code}"
 
 
 @dataclass
@@ -64,7 +68,7 @@ class Delta:
     @property
     def id(self) -> str:
         """Return this delta's own pack id (pass it to the next --since)."""
-        return pack_id(self.until, self.request)
+        return pack_id(self.until, self.request, self.setup)
 
 
 def since_commit(vault: VaultReader, ref: str) -> str:
@@ -107,6 +111,17 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
     setup = setup_world(request.repo, request.branch, request.commit, at=request.at or now(),
                         include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
                         known_repos=getattr(vault, "known_repos", None))
+    then_setup = setup
+    found = _PACK_ID.fullmatch(ref.strip())
+    if found and found.group(2) and setup.oracle is not None and found.group(2) != (setup.world.commit or "")[:12]:
+        from am.errors import AmError
+
+        try:  # the world as that pack saw it: the code commit it names (gone after a rewrite: the world now)
+            then_setup = setup_world(request.repo, setup.world.branch, found.group(2), at=setup.world.at,
+                                     include_pending=request.include_pending,
+                                     cache_dir=vault.root / ".am" / "cache" / "ancestry")
+        except AmError:
+            then_setup = setup
     index = vault.cache()
     current: list[Record]
     if index is not None:
@@ -116,7 +131,7 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
         head = vault.store.head()
         current = [r for _, r in vault.iter_records()]
     before = list(records_at(vault, commit))
-    then = resolve(before, setup.world, setup.oracle)
+    then = resolve(before, then_setup.world, then_setup.oracle)
     now_ = resolve(current, setup.world, setup.oracle)
     old = {r.id: r for r in before if isinstance(r, Fact)}
     new = {r.id: r for r in current if isinstance(r, Fact)}
@@ -125,8 +140,12 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
         fact = new[fid]
         if fid not in old:
             delta.changes["contested" if fact.status == "contested" else "added"].append((fact, ""))
-        elif fact.status == "contested":
+        elif fact.status == "contested" and old[fid].status != "contested":
             delta.changes["contested"].append((fact, f"was {old[fid].status}"))
+        else:  # it held nowhere here then: its status, a fact that superseded it, or the code's history changed
+            note = (f"was {old[fid].status}" if old[fid].status != fact.status else
+                    "no longer superseded here" if fid in then.superseded_here else "now in this world's history")
+            delta.changes["contested" if fact.status == "contested" else "added"].append((fact, note))
     for fid in sorted(then.facts.keys() & now_.facts.keys()):
         if new[fid].status == "contested" and old[fid].status != "contested":
             delta.changes["contested"].append((new[fid], f"was {old[fid].status}"))
