@@ -32,7 +32,7 @@ def test_a_second_slice_needs_no_pygit2_and_says_the_same(tmp_path: Path, monkey
         assert second["pygit2"] is False, branch
     # Only commit ids were remembered, each as the full id Git resolved it to.
     for resolved in (root / ".am" / "cache" / "ancestry").glob("*/resolved.json"):
-        for key, full in json.loads(resolved.read_text()).items():
+        for key, full in json.loads(resolved.read_text())["ids"].items():
             assert all(c in "0123456789abcdef" for c in key.lower()) and len(full) == 40
             assert full.startswith(key.lower())
 
@@ -47,3 +47,31 @@ def test_resolved_commits_survive_a_damaged_cache_file(tmp_path: Path) -> None:
     assert files.load_resolved() == {"abc1234": "abc1234" + "0" * 33}
     (files.folder / "resolved.json").write_text("{not json")
     assert files.load_resolved() == {}  # a disposable cache: damage only costs a lookup
+
+
+def test_a_commit_gc_removed_from_the_clone_is_not_remembered_as_there(tmp_path: Path, monkeypatch: object) -> None:
+    # feat-rate-limit is force-pushed (rewritten) and the old commit garbage-collected: a fact
+    # observed at it is then judged by branch name, as am check says, whether or not an
+    # earlier slice remembered the commit as one the clone had.
+    import shutil
+    import subprocess
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("AM_HOME", str(home))  # type: ignore[attr-defined]
+    root = tmp_path / "demo"
+    materialise_demo(root)
+    code = tmp_path / "demo-code"
+    _slice(root, home, "--branch", "main")  # remembers feat-rate-limit's tip: in the clone, not in main
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(code), *args], check=True, capture_output=True)
+
+    git("checkout", "-q", "-B", "feat-rate-limit", "main")
+    git("commit", "-q", "--allow-empty", "-m", "rate limit, rewritten")
+    git("checkout", "-q", "main")
+    git("reflog", "expire", "--expire=now", "--all")
+    git("gc", "-q", "--prune=now")
+    remembered = _slice(root, home, "--branch", "feat-rate-limit")["out"]
+    shutil.rmtree(root / ".am" / "cache" / "ancestry")
+    fresh = _slice(root, home, "--branch", "feat-rate-limit")["out"]
+    assert "judged by branch name" in str(fresh)
+    assert remembered == fresh

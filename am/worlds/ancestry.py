@@ -60,6 +60,7 @@ class HistoryFiles:
 
         self.store = store
         self.folder = folder / hashlib.sha1(str(store.gitdir).encode()).hexdigest()[:16]
+        self._objects_dir: Path | None = None
 
     def _path(self, tip: str) -> Path:
         return self.folder / f"{tip}{_SUFFIX}"
@@ -88,24 +89,57 @@ class HistoryFiles:
         except OSError as err:  # a cache that cannot be written only costs time
             log.warning("could not cache the history of %s: %s", tip[:12], err)
 
+    def _objects(self) -> Path:
+        if self._objects_dir is None:
+            gitdir = Path(self.store.gitdir)
+            try:  # a linked worktree keeps its objects in the clone's common folder
+                self._objects_dir = (gitdir / (gitdir / "commondir").read_text().strip() / "objects").resolve()
+            except OSError:
+                self._objects_dir = gitdir / "objects"
+        return self._objects_dir
+
+    def _packs(self) -> list[str]:
+        """Name the clone's pack files: a gc that drops commits (a rewritten branch) writes new ones."""
+        try:
+            return sorted(n for n in os.listdir(self._objects() / "pack") if n.endswith(".pack"))
+        except OSError:
+            return []
+
+    def _loose(self, full: str) -> bool:
+        return (self._objects() / full[:2] / full[2:]).is_file()
+
     def load_resolved(self) -> dict[str, str]:
-        """Return the commit ids (and hex prefixes) already resolved in this clone: id -> full id."""
+        """Return the commit ids (and hex prefixes) already resolved in this clone: id -> full id.
+
+        A commit stays what its id names, but a gc may remove it (a rewritten branch):
+        the ids are kept only while the clone's packs are those they were found with,
+        and one found as a loose object only while that object is there.
+        """
+        return self._read()[0]
+
+    def _read(self) -> tuple[dict[str, str], set[str]]:
         try:
             data = json.loads((self.folder / _RESOLVED).read_text())
-        except (OSError, ValueError):
-            return {}
-        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+            ids, listed = data["ids"], {str(full) for full in data["loose"]}
+        except (OSError, ValueError, TypeError, KeyError):
+            return {}, set()
+        if not isinstance(ids, dict) or data.get("packs") != self._packs():
+            return {}, set()
+        loose = {full for full in listed if self._loose(full)}
+        return {str(k): str(v) for k, v in ids.items() if v not in listed or v in loose}, loose
 
     def save_resolved(self, found: dict[str, str]) -> None:
-        """Remember resolved commit ids: a commit, once in the clone, stays what its id names."""
+        """Remember resolved commit ids, with the clone's packs and the ones found as loose objects."""
         try:
-            known = self.load_resolved()
+            known, loose = self._read()
             known.update(found)
+            loose |= {full for full in found.values() if self._loose(full)}
             if len(known) > _RESOLVED_LIMIT:
                 known = dict(list(known.items())[-_RESOLVED_LIMIT:])
             self.folder.mkdir(parents=True, exist_ok=True)
             tmp = self.folder / f".{_RESOLVED}.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(known))
+            kept = sorted(loose & set(known.values()))
+            tmp.write_text(json.dumps({"packs": self._packs(), "loose": kept, "ids": known}))
             os.replace(tmp, self.folder / _RESOLVED)
         except OSError as err:  # a cache that cannot be written only costs time
             log.warning("could not cache resolved commits: %s", err)
