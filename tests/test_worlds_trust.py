@@ -345,3 +345,18 @@ def test_vault_file_with_a_repos_table_reads_as_the_strict_loader_does(text: str
         assert strict_load(updated)["repos"]["new-repo"] == "https://example.com/new.git"
         assert {k: v for k, v in strict_load(updated).items() if k != "repos"} == {
             k: v for k, v in strict_load(text).items() if k != "repos"}
+
+
+def test_am_stale_says_it_cannot_tell_when_the_clone_is_gone(world: dict[str, Any], tmp_path: Path) -> None:
+    """Without a readable clone staleness cannot be derived: am stale says so, not 'no stale facts'."""
+    vault, code = world["vault"], world["code"]
+    ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",
+       "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py")
+    commit(code, "src/api/users.py", "def getUser(id, *, fields=None): ...\n", "users: fields")
+    assert "1 stale fact" in ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main")
+    code.rename(tmp_path / "moved")
+    out = ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main")
+    assert "no stale facts" not in out
+    assert "cannot tell which facts are stale" in out and "cannot be read" in out
+    assert json.loads(ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main",
+                         "--format", "json"))["world"]["rule"] == "branch-name"

@@ -77,6 +77,10 @@ def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
         return
     where = f"{world.repo or 'no repo'}" + (f" @ {world.branch}" if world.branch else "") + (
         f" ({world.commit[:10]})" if world.commit else "")
+    if not report.facts and report.setup.oracle is None and world.repo is not None:
+        # Staleness is derived from the registered clone's graph: without it nothing can be said.
+        click.echo(f"cannot tell which facts are stale in {where}: " + "; ".join(report.setup.notes))
+        return
     if not report.facts:
         click.echo(f"no stale facts in {where}")
         return
