@@ -58,6 +58,9 @@ def test_log_filters_by_trailers(superseded: tuple[str, str, str], vault_path: P
     by_record = json.loads(invoke("--vault", v, "log", "--record", "fact-alpha-getuser", "--format", "json"))
     assert [e["op"] for e in by_record] == ["fact.supersede", "fact.add"]
     assert json.loads(invoke("--vault", v, "log", "--since", "2999-01-01", "--format", "json")) == []
+    unread = invoke("--vault", v, "log", "--since", "blorp yesterday", code=2)
+    assert "cannot read --since 'blorp yesterday' as a time" in unread
+    assert unread.count("yesterday") == 2 and unread.count("3 days ago") == 1  # the phrases it reads, listed once
     assert len(json.loads(invoke("--vault", v, "log", "-n", "1", "--format", "json"))) == 1
 
 

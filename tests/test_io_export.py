@@ -160,6 +160,11 @@ def test_cli_export_and_import(full: Vault, tmp_path: Path) -> None:
     assert code == 0 and "exported 14 records" in err
     code, stdout, _ = am("--vault", str(full.root), "export")
     assert code == 0 and stdout == out.read_text(encoding="utf-8")
+    for command in ("export", "graph"):  # into a folder that is not there: said before any work, nothing written
+        nowhere = tmp_path / "no-such-folder" / "out.txt"
+        code, _, err = am("--vault", str(full.root), command, "-o", str(nowhere))
+        assert code == 2 and f"the folder {nowhere.parent} does not exist" in err and "mkdir -p" in err, err
+        assert not nowhere.parent.exists()
     other = tmp_path / "other"
     run_git(tmp_path, "init", "-q", "-b", "main", str(other))
     assert am("--actor", "tester", "init", str(other), "--name", "exp")[0] == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from am.cli.context import emit_json, open_vault, progress_bar
+from am.cli.context import check_output, emit_json, open_vault, progress_bar
 
 _SYSTEMS = ("openchronicle", "openclaw", "lossless", "supermemory", "basic-memory", "mcp-memory", "markdown", "jsonl")
 
@@ -86,6 +86,8 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
     from am.cli.cmd_slice import _time
     from am.io import ExportWorld, export_pairs, render_export
 
+    if output is not None:
+        check_output(output)
     vault = open_vault(ctx)
     at_moment, _ = _time(at, "--at")
     as_of_moment, _ = _time(as_of, "--as-of")

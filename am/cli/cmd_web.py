@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from am.cli.context import here_world, open_vault, world_options
+from am.cli.context import check_output, here_world, open_vault, world_options
 
 
 @click.command("graph")
@@ -35,6 +35,8 @@ def graph(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
     from am.packs.graph import render_dot, render_json, render_mermaid, world_graph
     from am.web.views import world_request
 
+    if output is not None:
+        check_output(output)
     vault = open_vault(ctx)
     repo, branch, commit_ = here_world(repo, branch, commit_)
     request = world_request(repo=repo, branch=branch, commit=commit_, at=at, topic=topic, depth=depth,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -80,6 +80,17 @@ def read_text_arg(value: str) -> str:
         raise UsageError("standard input is not valid UTF-8 text",
                          hint="save it as UTF-8, or pass the text as an argument")
     return text
+
+
+def check_output(path: Path) -> None:
+    """Refuse an --output whose folder does not exist, before any work (an editor's "save as" does not make folders)."""
+    folder = path.expanduser().absolute().parent
+    if not folder.is_dir():
+        from am.errors import UsageError
+
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise UsageError(f"--output {path}: the folder {folder} {what}",
+                         hint=f"create it first (mkdir -p '{folder}'), or write the file elsewhere")
 
 
 def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, Any]:

@@ -97,9 +97,11 @@ def parse_since(value: str) -> datetime:
 
         return parse_time(value, now=now())
     except (ValueError, InvalidRecordError, UsageError) as err:
-        raise UsageError(f"cannot read --since {value!r} ({err})",
-                         hint="use an ISO date like 2026-11-01, or a phrase like 'yesterday', 'last Friday', "
-                              "'2 hours ago', '上周五' or '昨晚'") from None
+        # The reader's message lists what it reads: said once, as the hint.
+        _, _, phrases = str(err).partition("; use ")
+        raise UsageError(f"cannot read --since {value!r} as a time",
+                         hint=f"use {phrases}" if phrases else "use an ISO date like 2026-11-01, or a phrase like "
+                              "'yesterday', '3 days ago' or '上周'") from None
 
 
 def log_entries(vault: Any, *, actor: str | None = None, op: str | None = None, record: str | None = None,
