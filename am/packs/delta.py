@@ -150,11 +150,11 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
         if new[fid].status == "contested" and old[fid].status != "contested":
             delta.changes["contested"].append((new[fid], f"was {old[fid].status}"))
     for fid in sorted(then.facts.keys() - now_.facts.keys()):
-        found = new.get(fid)
-        if found is None:
+        now_fact = new.get(fid)
+        if now_fact is None:
             delta.changes["gone"].append((old[fid], "its file was removed"))
             continue
-        fact = found
+        fact = now_fact
         if fid in now_.superseded_here or fact.status == "superseded":
             by = now_.superseded_here.get(fid) or fact.superseded_by or ""
             delta.changes["superseded"].append((fact, f"replaced by {by}" if by else ""))
