@@ -259,7 +259,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         """Return (path, record) for an id, or raise NotFoundError."""
         path = self.locate(record_id)
         if path is None:
-            raise NotFoundError(f"no record with id {record_id!r}", hint="list them with: am fact list / am topic list")
+            raise NotFoundError(f"no record with id {record_id!r}",
+                                hint=self.id_hint(record_id) + "list them with: am fact list / am topic list")
         return path, self.read_path(path)
 
     def get_typed(self, record_id: str, kind: type[Record], noun: str) -> tuple[PurePosixPath, Any]:

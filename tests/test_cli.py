@@ -275,3 +275,17 @@ def test_topic_list_refuses_an_unknown_kind(cli_vault: Path) -> None:
     assert "'bogus' is not one of" in err and all(k in err for k in TOPIC_KINDS)
     code, out, _ = am("--vault", str(cli_vault), "topic", "list", "--kind", "project")
     assert code == 0 and "project-alpha" in out
+
+
+def test_a_mistyped_id_gets_the_nearest_id(cli_vault: Path) -> None:
+    v = str(cli_vault)
+    code, _, err = am("--vault", v, "--actor", "tester", "fact", "add", "Alpha caches profiles.", "--topic",
+                      "project-alpha", "--id", "fact-alpha-cache")
+    assert code == 0, err
+    for command in (("fact", "show", "fact-alpha-cahce"), ("topic", "show", "project-alpah"),
+                    ("fact", "expire", "fact-alpha-cach", "--reason", "x")):
+        code, _, err = am("--vault", v, *command)
+        wanted = "fact-alpha-cache" if command[0] == "fact" else "project-alpha"
+        assert code == 4 and f"did you mean '{wanted}'?" in err, err
+    code, _, err = am("--vault", v, "fact", "show", "zzz-nothing-like-it")
+    assert code == 4 and "did you mean" not in err and "am fact list" in err

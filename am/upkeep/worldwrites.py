@@ -130,6 +130,20 @@ class WorldWrites:
         self.settings = self._read_settings()  # type: ignore[attr-defined]
         return commit
 
+    def id_hint(self, missing: str) -> str:
+        """Return 'did you mean X? ' for a mistyped record id, or '': ids that share its longest start are compared."""
+        from am.worlds.checks import did_you_mean
+
+        cache = self.cache()  # type: ignore[attr-defined]
+        if cache is None:
+            return ""
+        for end in range(len(missing) - 1, 2, -1):  # index range scans, longest shared start first
+            near = [hit.id for hit in cache.ids_with_prefix(missing[:end], limit=200)]
+            if near:
+                guess = did_you_mean(missing, near)
+                return f"did you mean {guess!r}? " if guess else ""
+        return ""
+
     def topic_hint(self, missing: str) -> str:
         """Return 'did you mean X? ' for a mistyped topic id, or ''."""
         from am.worlds.checks import did_you_mean
