@@ -93,6 +93,27 @@ def test_blame_names_who_set_each_field(superseded: tuple[str, str, str], vault_
     assert lines["body"]["actor"] == "claude-code" and lines["topics"]["actor"] == "claude-code"
 
 
+def test_history_and_blame_follow_a_file_not_named_after_its_id(superseded: tuple[str, str, str],
+                                                                  vault_path: Path) -> None:
+    """A file renamed or moved by hand (Obsidian, git mv) keeps its record: history shows a move, blame keeps setters."""
+    old, _, commit = superseded
+    (before,) = [p for p in vault_path.glob("facts/**/*.md") if p.stem == old]
+    run_git(vault_path, "mv", str(before), str(before.with_name("Alpha lookups.md")))
+    run_git(vault_path, "commit", "-q", "-m", "rename by hand")
+    (vault_path / "topics" / "alpha").mkdir()
+    run_git(vault_path, "mv", "topics/project-alpha.md", "topics/alpha/project-alpha.md")
+    run_git(vault_path, "commit", "-q", "-m", "move by hand")
+    data = json.loads(invoke("--vault", str(vault_path), "history", old, "--format", "json"))
+    assert [(v["op"], v["deleted"]) for v in data["versions"]] == [
+        ("fact.add", False), ("fact.supersede", False), ("manual", False)]
+    assert data["versions"][-1]["path"] == before.with_name("Alpha lookups.md").relative_to(vault_path).as_posix()
+    lines = {b["field"]: b for b in json.loads(invoke("--vault", str(vault_path), "blame", old, "--format", "json"))}
+    assert lines["status"]["commit"] == commit and lines["body"]["actor"] == "claude-code"
+    moved = json.loads(invoke("--vault", str(vault_path), "history", "project-alpha", "--format", "json"))
+    assert [(v["op"], v["path"]) for v in moved["versions"]] == [
+        ("topic.add", "topics/project-alpha.md"), ("manual", "topics/alpha/project-alpha.md")]
+
+
 def test_undo_supersede_makes_the_old_fact_active(superseded: tuple[str, str, str], vault_path: Path,
                                                   git: object) -> None:
     old, new, commit = superseded

@@ -171,24 +171,50 @@ def _parse_blob(data: bytes, path: str) -> tuple[dict[str, Any], str]:
 
 
 def _versions(vault: Any, record_id: str) -> Iterator[Version]:
-    """Yield the versions of a record, newest first, by walking history once."""
+    """Yield the versions of a record, newest first, by walking history once.
+
+    A file is the record's when it is named after the id or its frontmatter
+    says so (a file renamed by hand, a readable name); a commit that deletes
+    one path of the record and writes another moved it, and shows once, under
+    the new path.
+    """
     store = vault.store
+    needle = record_id.encode("utf-8")
     for info in store.walk():
         entry = entry_of(store, info)
         # An am commit names every record it wrote, so the others need no diff.
         if not entry.manual and record_id not in entry.records:
             continue
+        found: list[Version] = []
         for path, blob in store.changed_files(info.id):
             p = PurePosixPath(path)
-            if p.stem != record_id or not p.parts or p.parts[0] not in _TOPS:
+            if not p.parts or p.parts[0] not in _TOPS or p.suffix != ".md":
                 continue
+            named = p.stem == record_id
             if blob is None:
-                yield Version(info.id, entry.time, entry.actor, entry.op, path, True, {}, "")
+                parent = info.parents[0] if info.parents else None
+                if named or (parent is not None and _holds(store, store.blob_id(path, commit=parent), needle, path,
+                                                          record_id)):
+                    found.append(Version(info.id, entry.time, entry.actor, entry.op, path, True, {}, ""))
                 continue
-            meta, body = _parse_blob(store.read_object(blob), path)
-            if meta.get("id", record_id) != record_id:
+            data = store.read_object(blob)
+            if not named and needle not in data:
                 continue
-            yield Version(info.id, entry.time, entry.actor, entry.op, path, False, meta, body)
+            meta, body = _parse_blob(data, path)
+            if meta.get("id", record_id if named else None) != record_id:
+                continue
+            found.append(Version(info.id, entry.time, entry.actor, entry.op, path, False, meta, body))
+        if any(not v.deleted for v in found):  # moved, not deleted
+            found = [v for v in found if not v.deleted]
+        yield from found
+
+
+def _holds(store: Any, blob: str | None, needle: bytes, path: str, record_id: str) -> bool:
+    """Return whether a blob is a version of the record (its frontmatter id)."""
+    if blob is None:
+        return False
+    data = store.read_object(blob)
+    return needle in data and _parse_blob(data, path)[0].get("id") == record_id
 
 
 def _chain(vault: Any, record_id: str) -> tuple[str, ...]:
