@@ -182,3 +182,20 @@ def test_cli_export_and_import(full: Vault, tmp_path: Path) -> None:
                                        "would make: 2 topics, 5 facts, 2 relations"]  # two topics were there
     assert "left aside: 2" in stdout and "memory.jsonl:8: entity without a name" in stdout
     assert err == ""  # no progress bar off a terminal
+
+
+def test_an_id_twice_in_an_export_is_written_once(full: Vault, tmp_path: Path, git: Git) -> None:
+    """Two exports run together (`cat a.jsonl b.jsonl`): an id read again is left aside, not a second file."""
+    first = _export(full)
+    line = next(x for x in first.splitlines() if '"id":"tool-redis"' in x.replace(" ", ""))
+    moved = json.loads(line)
+    moved["path"], moved["meta"]["title"] = "topics/tools/tool-redis.md", "Redis 7"
+    dump = tmp_path / "both.jsonl"
+    dump.write_text(first + line + "\n" + json.dumps(moved, ensure_ascii=False) + "\n", encoding="utf-8")
+    other = _new_vault(tmp_path / "other")
+    summary = import_source(other, "jsonl", dump)
+    assert summary.made == {"topic": 4, "fact": 8, "relation": 2}
+    assert [a.reason for a in summary.aside] == [f"id tool-redis again (already read as both.jsonl:{n})"
+                                                 for n in (first.splitlines().index(line) + 1,) * 2]
+    assert run_git(other.root, "ls-files", "topics/tool-redis.md", "topics/tools").split() == ["topics/tool-redis.md"]
+    assert _export(other) == first

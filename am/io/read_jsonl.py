@@ -35,6 +35,7 @@ def read_jsonl(path: Path) -> SourceRead:
     items: list[Item] = []
     aside: list[Aside] = []
     read: Counter[str] = Counter()
+    seen: dict[str, str] = {}  # id -> where it was first read
     for origin, value, error in _entries(path, read_text(path)):
         if error is not None:
             aside.append(Aside(origin, error))
@@ -52,6 +53,10 @@ def read_jsonl(path: Path) -> SourceRead:
         except InvalidRecordError as err:
             aside.append(Aside(origin, f"field '{err.field}': {err.message}" if err.field else err.message))
             continue
+        if record.id in seen:  # two exports run together, a record moved between them: one file an id
+            aside.append(Aside(origin, f"id {record.id} again (already read as {seen[record.id]})"))
+            continue
+        seen[record.id] = origin
         where = value.get("path")
         items.append(Item(record, origin, PurePosixPath(where) if isinstance(where, str) else None))
     return SourceRead("jsonl", items, aside, read)
