@@ -13,6 +13,7 @@ from test_cli import am
 
 from am.io import ExportWorld, export_pairs, import_source, render_export
 from am.records.model import Fact, Relation, Topic
+from am.upkeep.check import check_vault
 from am.vault import Vault
 
 Git = Callable[..., str]
@@ -199,3 +200,21 @@ def test_an_id_twice_in_an_export_is_written_once(full: Vault, tmp_path: Path, g
                                                  for n in (first.splitlines().index(line) + 1,) * 2]
     assert run_git(other.root, "ls-files", "topics/tool-redis.md", "topics/tools").split() == ["topics/tool-redis.md"]
     assert _export(other) == first
+
+
+def test_a_path_in_another_types_folder_is_replaced(full: Vault, tmp_path: Path) -> None:
+    """An export line whose path puts a topic under facts/ is written at am's path for it (am check: wrong-folder)."""
+    first = _export(full)
+    lines = [json.loads(x) for x in first.splitlines()]
+    for line in lines:
+        if line["meta"]["id"] == "tool-redis":
+            line["path"] = "facts/2026/tool-redis.md"
+        if line["meta"]["id"] == "fact-old":
+            line["path"] = "relations/fact-old.md"
+    dump = tmp_path / "moved.jsonl"
+    dump.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
+    other = _new_vault(tmp_path / "other")
+    import_source(other, "jsonl", dump)
+    assert run_git(other.root, "ls-files", "facts/2026/tool-redis.md", "relations/fact-old.md") == ""
+    assert (other.root / "topics" / "tool-redis.md").is_file()
+    assert check_vault(other).errors == []

@@ -251,12 +251,15 @@ def _consistent(items: list[Item], existing: set[str], summary: ImportSummary) -
 
 
 def _path_of(item: Item) -> PurePosixPath:
+    home = record_path(item.record.type, item.record.id, item.record.created)
     if item.path is not None:
         try:
-            return check_record_path(item.path)
+            path = check_record_path(item.path)
         except InvalidRecordError:
-            pass
-    return record_path(item.record.type, item.record.id, item.record.created)
+            return home
+        if path.parts[0] == home.parts[0]:  # a record's folder is its type's (am check: wrong-folder)
+            return path
+    return home
 
 
 def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptions = ImportOptions(),
