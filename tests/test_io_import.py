@@ -136,6 +136,16 @@ def test_supermemory_versions_pins_weights(vault: Vault, tmp_path: Path) -> None
                                                                       "references", "extends")
 
 
+def test_supermemory_relations_not_a_mapping_are_kept(vault: Vault, tmp_path: Path) -> None:
+    """memoryRelations as a list (not {id: kind}) is kept as a field, not a traceback."""
+    source = tmp_path / "sm.json"
+    source.write_text(json.dumps({"memories": [{"id": "m1", "memory": "Alex likes tea", "memoryRelations": ["m2"]},
+                                               {"id": "m2", "memory": "Alex likes coffee", "memoryRelations": None}]}))
+    summary = import_source(vault, "supermemory", source)
+    assert summary.made["fact"] == 2
+    assert {f.extra["source_id"]: f.extra["memoryRelations"] for f in vault.list_facts()} == {"m1": ["m2"], "m2": None}
+
+
 def test_basic_memory_observations_and_relations(vault: Vault, tmp_path: Path) -> None:
     sample = write_sample("basic-memory", tmp_path / "src")
     import_source(vault, "basic-memory", sample.path)

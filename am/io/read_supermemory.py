@@ -108,7 +108,8 @@ def read_supermemory(path: Path) -> SourceRead:
         parent = memory.get("parentMemoryId")
         if isinstance(rel, str) and rel not in _SUPERSEDING and isinstance(parent, str):
             links.append((origin, fid, rel, parent))
-        for other, kind in (memory.get("memoryRelations") or {}).items():
+        relations = memory.get("memoryRelations")  # kept as it is in any case; read when it is {id: kind}
+        for other, kind in (relations.items() if isinstance(relations, dict) else ()):
             if isinstance(kind, str):
                 if kind in _SUPERSEDING:
                     versions.append((origin, fid, None, other))
