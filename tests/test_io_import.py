@@ -200,6 +200,14 @@ def test_openclaw_layers_and_weights(vault: Vault, tmp_path: Path) -> None:
     assert facts["k3"].extra["summary"] == "用 pnpm 管理依赖" and facts["k3"].extra["importance"] == 0.6
 
 
+def test_openclaw_tags_that_are_not_a_list_are_kept_whole(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "items.json"
+    source.write_text(json.dumps([{"id": "i1", "summary": "Deploys go through CI", "tags": "ci,deploy"}]))
+    import_source(vault, "openclaw", source)
+    (fact,) = vault.list_facts()
+    assert fact.tags == () and fact.extra["source_tags"] == "ci,deploy"
+
+
 def test_secrets_refused_redacted_or_allowed(vault: Vault, git: Git, tmp_path: Path) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     source = tmp_path / "memory.jsonl"

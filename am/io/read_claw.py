@@ -74,6 +74,9 @@ def read_openclaw(path: Path) -> SourceRead:
         status = item.get("status")
         if isinstance(status, str) and status not in STATUSES:
             extra["source_status"] = status
+        tags = item.get("tags")
+        if tags is not None and not isinstance(tags, list):  # a string would be read as its letters
+            extra["source_tags"] = plain_value(tags)
         layer = item.get("layer")
         pinned = item.get("pinned") is True or layer == "hot"
         if item.get("pinned") is not None and not isinstance(item.get("pinned"), bool):
@@ -82,7 +85,7 @@ def read_openclaw(path: Path) -> SourceRead:
                      created=to_timestamp(item.get("created_at")), pinned=pinned,
                      status=status if isinstance(status, str) and status in STATUSES else "active",
                      confidence=confidence_of(item.get("confidence")) or "medium",
-                     tags=[t for t in item.get("tags") or [] if isinstance(t, str)], extra=extra)
+                     tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [], extra=extra)
         if fid is not None:
             links.append((origin, fid, _ids(item.get("supersedes")), _ids(item.get("superseded_by"))))
     for origin, fid, older, newer in links:
