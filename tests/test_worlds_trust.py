@@ -89,7 +89,12 @@ def test_typos_are_refused_with_what_exists(world: dict[str, Any]) -> None:
     assert code == 13 and "commit 'deadbeef' is not in the clone" in err
     code, _, err = am(*add, "--topic", "project-alhpa", "--repo", "project-alpha")
     assert code == 4 and "did you mean 'project-alpha'" in err
+    # A commit of another branch: the fact would name main and hold only on feat.
+    code, _, err = am(*add, "--repo", "project-alpha", "--branch", "main", "--commit", world["f1"][:8])
+    assert code == 13 and f"commit {world['f1'][:10]} is not on branch 'main'" in err, err
+    assert "git branch --contains" in err
     assert head(vault) == before  # nothing written
+    ok(*add, "--repo", "project-alpha", "--branch", "main", "--commit", world["c0"][:8])  # an older commit of main
     # --unverified records the world as given; am check then lists it.
     out = ok(*add, "--repo", "project-alpha", "--branch", "not-fetched", "--unverified", "--format", "json")
     assert json.loads(out)["records"][0]["version"] == "not-fetched"

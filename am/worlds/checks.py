@@ -122,6 +122,11 @@ def verify_world(repo: str | None, branch: str | None, commit: str | None, *, un
             raise UnknownWorldError(
                 f"commit {commit!r} is not in the clone of {repo} at {store.root}",
                 hint="give a commit id the clone has (git log --oneline), fetch it, or pass --unverified")
+        if tip is not None and full != tip and not store.is_ancestor(full, tip):
+            # The fact would name a branch it does not hold on: it holds only where its commit is.
+            raise UnknownWorldError(
+                f"commit {full[:10]} is not on branch {branch!r} of {repo} (its tip is {tip[:10]})",
+                hint=f"pass the branch the commit is on (git branch --contains {full[:10]}), or --unverified")
         return CheckedWorld(repo, branch, full, True)
     if tip is None and branch is None:
         return CheckedWorld(repo, None, None, True)
