@@ -25,7 +25,7 @@ from am.records.model import Fact
 from am.records.codec import render_record
 from am.cache.textseg import segment_for_index
 from am.vault import Vault
-from tests.conftest import subprocess_env
+from tests.conftest import run_git, subprocess_env
 
 
 def fact_text(fid: str, body: str, *, topics: str = "[project-alpha]", status: str = "active",
@@ -442,6 +442,54 @@ def test_tree_changes_equal_libgit2s_diff(seeded: Vault, vault_path: Path, git: 
     for old in commits:
         for new in commits[:3]:
             assert sorted(store.tree_changes(old, new)) == sorted(store.diff_paths(old, new))
+
+
+def test_tree_changes_in_a_big_folder_match_gits_diff_tree(tmp_path: Path) -> None:
+    # A bulk import's day folder holds thousands of files: two versions of it are compared by libgit2 (in C),
+    # with what the Python walk returns for small folders: the git CLI's diff-tree is the oracle.
+    from am.git import GitStore
+
+    root = tmp_path / "big"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(root))
+    day = root / "facts" / "2026" / "09" / "23"
+    day.mkdir(parents=True)
+    for i in range(700):
+        (day / f"fact-{i:04d}.md").write_text(f"fact {i}\n")
+    (root / "facts" / "small.md").write_text("small\n")
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-qm", "base")
+    old = run_git(root, "rev-parse", "HEAD").strip()
+    (day / "fact-0001.md").write_text("changed\n")  # modified
+    (day / "fact-0002.md").unlink()  # deleted
+    (day / "fact-0700.md").write_text("new\n")  # added
+    (day / "fact-0003.md").chmod(0o755)  # the mode alone: no change of content
+    (day / "fact-0004.md").unlink()
+    (day / "fact-0004.md").symlink_to("fact-0005.md")  # a file that became a link
+    (day / "fact-0006.md").unlink()
+    (day / "fact-0006.md").mkdir()
+    (day / "fact-0006.md" / "inner.md").write_text("a folder now\n")  # a file that became a folder
+    (root / "facts" / "small.md").write_text("small, changed\n")
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-qm", "changes")
+    new = run_git(root, "rev-parse", "HEAD").strip()
+    blob_modes = {"100644", "100755", "120000"}
+
+    def oracle(a: str, b: str) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for line in run_git(root, "diff-tree", "-r", "--no-renames", a, b).splitlines():
+            meta, path = line.split("\t", 1)
+            old_mode, new_mode, old_id, new_id, _ = meta.lstrip(":").split()
+            if new_mode in blob_modes and (old_mode not in blob_modes or old_id != new_id):
+                out[path] = new_id
+            elif old_mode in blob_modes and new_mode not in blob_modes:
+                out[path] = None
+        return out
+
+    store = GitStore.open(root)
+    for a, b in ((old, new), (new, old)):
+        got = store.tree_changes(a, b)
+        assert len(got) == len(dict(got)) and dict(got) == oracle(a, b)
+    assert dict(store.tree_changes(old, new))["facts/2026/09/23/fact-0006.md/inner.md"] is not None
 
 
 def test_folder_names_one_connection_remembers_are_dropped_when_another_changes_the_cache(
