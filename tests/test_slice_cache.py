@@ -52,6 +52,9 @@ def _random_records(rng: random.Random, commits: dict[str, str], n: int) -> list
     for i, fid in enumerate(ids):
         repo = rng.choice([None, None, "project-alpha", "project-alpha", "project-beta"])
         has_world = repo is not None and rng.random() < 0.8
+        since, until = rng.choice([None, None, None, *_DATES]), rng.choice([None, None, None, *_DATES])
+        if since and until and to_moment(until) <= to_moment(since):  # a span that holds at no time is refused
+            since, until = (until, since) if to_moment(until) < to_moment(since) else (since, None)
         records.append(Fact(
             id=fid, topics=tuple(rng.sample(_TOPICS, rng.randrange(1, 3))),
             body=rng.choice(["Alpha caches sessions.", "限流：每秒五十次。", "A " + "long " * rng.randrange(60)])
@@ -61,7 +64,7 @@ def _random_records(rng: random.Random, commits: dict[str, str], n: int) -> list
             version=rng.choice([None, "main", "feat", "gone"]) if has_world else None,
             commit=rng.choice([None, *known]) if has_world else None,
             until_commit=rng.choice([None, None, None, *known]) if has_world else None,
-            valid_from=rng.choice([None, None, None, *_DATES]), valid_until=rng.choice([None, None, None, *_DATES]),
+            valid_from=since, valid_until=until,
             supersedes=tuple(rng.sample(ids, rng.choice([0, 0, 0, 1, 2]))),
             superseded_by=rng.choice([None] * 6 + ids[:10]), pinned=rng.random() < 0.08,
             paths=rng.choice([(), (), ("c1",), ("f1",), ("c2", "nothing/")]) if has_world else (),
