@@ -29,10 +29,11 @@ from am.registry import Registry
 from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, RULE_NONE, World
 
 if TYPE_CHECKING:
-    from am.git import GitStore
-    from am.worlds.stale import Staleness
-    from am.records.model import Record
     from am.cache.index import VaultFiles
+    from am.git import GitStore
+    from am.records.model import Record
+    from am.worlds.landed import Landing, Landings
+    from am.worlds.stale import Staleness
 
 __all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "now", "records_at"]
 
@@ -187,6 +188,8 @@ class CommitGraph:
         self.history = history
         self._resolved: dict[str, str | None] | None = None  # read on the first commit not in the history
         self._sorted: list[str] | None = None
+        self._landings: Landings | None = None  # built on the first commit the clone has and the history lacks
+        self._landed: dict[str, Landing | None] = {}
 
     def contains(self, commit: str) -> bool | None:
         """Return whether a commit (id, prefix, tag) is in the history; None if the clone lacks it."""
@@ -207,13 +210,40 @@ class CommitGraph:
         full = self._resolved[commit]
         if full is None:
             return None
-        return full in self.history
+        return full in self.history or self.landing(full) is not None
+
+    def landing(self, commit: str) -> Landing | None:
+        """Return how a commit outside the history landed in it as an equivalent commit (am.worlds.landed), else None.
+
+        ``commit`` is an id, a prefix or a name; one outside the clone or in the history has no landing.
+        """
+        full = commit if len(commit) == 40 else (self._resolved or {}).get(commit)
+        if full is None or full in self.history:
+            return None
+        if full not in self._landed:
+            if self._landings is None:
+                from am.git.patchids import PatchIds
+                from am.worlds.landed import Landings
+
+                folder = self._files.folder if self._files is not None else None
+                self._landings = Landings(PatchIds(Path(self.store.gitdir)), self.tip, self.history, folder=folder)
+            self._landed[full] = self._landings.find(full)
+        return self._landed[full]
 
     def full_id(self, commit: str) -> str | None:
-        """Return the full id of a commit of this history named by its id or a unique prefix, else None."""
+        """Return the full id of a commit of this history named by its id or a unique prefix, else None.
+
+        A commit that landed here as an equivalent commit (``landing``, already asked) stands for that
+        commit, so staleness is judged from where its change landed.
+        """
         if commit in self.history:
             return commit
-        return self._in_history(commit)
+        found = self._in_history(commit)
+        if found is not None:
+            return found
+        full = commit if len(commit) == 40 else (self._resolved or {}).get(commit)
+        landed = self._landed.get(full) if full is not None else None
+        return landed.commit if landed is not None else None
 
     def staleness(self) -> Staleness:
         """Return the staleness of watched paths in this world (DESIGN §5.6), cached beside the histories."""
@@ -297,7 +327,13 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     branch or commit the registered clone does not have. A repo the vault knows
     but this machine has no clone of is judged by branch name, and says so.
     """
-    from am.worlds.checks import branch_names, branch_tip, check_repo_known, did_you_mean, known_list
+    from am.worlds.checks import (
+        branch_names,
+        branch_tip,
+        check_repo_known,
+        did_you_mean,
+        known_list,
+    )
 
     def world(b: str | None, c: str | None) -> World:
         return World(repo=repo, branch=b, commit=c, at=at, include_pending=include_pending)

@@ -12,7 +12,7 @@ come in as the caller found them (``resolve``'s ``superseded_here`` and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from am.records.model import STATUSES, Fact
 from am.worlds.rules import (
@@ -25,6 +25,9 @@ from am.worlds.rules import (
     to_moment,
 )
 from am.worlds.stale import StaleMark
+
+if TYPE_CHECKING:
+    from am.worlds.landed import Landing
 
 __all__ = ["Explanation", "Step", "explain"]
 
@@ -121,7 +124,11 @@ def explain(fact: Fact, world: World, oracle: AncestryOracle | None, *, supersed
                 add("ancestry", None, f"commit {_short(fact.commit)} is not in the clone: judged by branch name")
             else:
                 decided = True
-                if seen:
+                landed = _landing(oracle, fact.commit) if seen else None
+                if landed is not None:
+                    add("ancestry", True, f"{_short(fact.commit)} is not an ancestor of {_at(world)}, but landed on "
+                                          f"{world.branch or 'it'} as {_short(landed.commit)} ({landed.describe()})")
+                elif seen:
                     add("ancestry", True, f"{_short(fact.commit)} is an ancestor of (or is) {_at(world)}")
                 else:
                     add("ancestry", False, f"{_short(fact.commit)} is not an ancestor of {_at(world)}")
@@ -131,7 +138,10 @@ def explain(fact: Fact, world: World, oracle: AncestryOracle | None, *, supersed
             add("ancestry", None, "the fact names no commit: judged by branch name")
         if oracle is not None and fact.until_commit:
             if oracle.contains(fact.until_commit):
-                add("until", False, f"until_commit {_short(fact.until_commit)} is in the history of {_at(world)}")
+                ended = _landing(oracle, fact.until_commit)
+                where = (f"landed in the history of {_at(world)} as {_short(ended.commit)} ({ended.describe()})"
+                         if ended is not None else f"is in the history of {_at(world)}")
+                add("until", False, f"until_commit {_short(fact.until_commit)} {where}")
             else:
                 add("until", True, f"until_commit {_short(fact.until_commit)} is not in the history of {_at(world)}")
         if not decided:
@@ -162,8 +172,9 @@ def explain(fact: Fact, world: World, oracle: AncestryOracle | None, *, supersed
         add("staleness", True, f"stale, flagged: {stale.path} changed @ {stale.commit[:10]} "
                                f"(after {_short(fact.commit)}, in this history)")
     elif verdict.rule == RULE_ANCESTRY and fact.commit:
-        add("staleness", True, f"fresh: no commit after {_short(fact.commit)} in this history changed "
-                               + ", ".join(fact.paths))
+        landed = _landing(oracle, fact.commit)
+        since = _short(fact.commit) if landed is None else f"{_short(landed.commit)} (where it landed)"
+        add("staleness", True, f"fresh: no commit after {since} in this history changed " + ", ".join(fact.paths))
     else:
         add("staleness", None, "not derived: needs the fact's commit in a registered clone's world")
     section: str | None = None
@@ -173,6 +184,12 @@ def explain(fact: Fact, world: World, oracle: AncestryOracle | None, *, supersed
     rule = {RULE_ANCESTRY: "commit ancestry", RULE_BRANCH: "branch name"}.get(verdict.rule, "repo-less")
     data = {"repo": world.repo, "branch": world.branch, "commit": world.commit, "at": at_label, "rule": rule}
     return Explanation(fact.id, data, holds, section, tuple(steps))
+
+
+def _landing(oracle: AncestryOracle | None, commit: str) -> Landing | None:
+    """Return how a commit outside the world's history landed in it, when the oracle can tell (CommitGraph)."""
+    find = getattr(oracle, "landing", None)
+    return find(commit) if find is not None else None
 
 
 def _time_ok(fact: Fact, world: World) -> bool:

@@ -1,0 +1,99 @@
+"""Patch ids of a code repository's commits, read through the git CLI (``git patch-id --stable``).
+
+A patch id names a change by its diff, with line numbers and whitespace left
+out: a cherry-picked or rebased commit has the patch id of the original, and a
+squash merge has the patch id of the whole diff of the branch it squashed. It is
+how ``git cherry`` tells which commits of a branch are already upstream, and how
+``am.worlds.landed`` tells a fact's change landed in a world as another commit.
+
+Git computes them: libgit2 has no ``git cherry``, and the git CLI is the oracle
+the tests hold these to. The clone is only read: external diff drivers and
+textconv filters are off, rename detection is off (as ``git cherry`` sees it),
+and no optional lock is taken.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from am.errors import GitError
+
+__all__ = ["PatchIds"]
+
+# A diff as git cherry computes it: no renames, no external programs, plain prefixes.
+_DIFF = ("-p", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--src-prefix=a/",
+         "--dst-prefix=b/", "--full-index", "--binary")
+
+
+class PatchIds:
+    """The git CLI over one clone's git directory: merge-bases, candidate commits and their patch ids."""
+
+    def __init__(self, gitdir: Path) -> None:
+        self.gitdir = gitdir
+
+    def _run(self, args: list[str], *, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_DIR": str(self.gitdir)}
+        proc = subprocess.run(["git", *args], input=stdin, env=env, capture_output=True, check=False)
+        if proc.returncode not in ok:
+            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git {args[0]} failed in {self.gitdir}: {detail[-1] if detail else proc.returncode}",
+                           hint="run: git fsck in the clone")
+        return proc.stdout
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """Return the best common ancestor of two commits, or None when they share no history."""
+        out = self._run(["merge-base", a, b], ok=(0, 1)).decode("ascii").split()
+        return out[0] if out else None
+
+    def since(self, tip: str, base: str | None, *, cap: int) -> list[str]:
+        """Return the newest ``cap`` non-merge commits of ``tip``'s history that are not in ``base``'s."""
+        args = ["rev-list", "--no-merges", f"--max-count={cap}", tip]
+        if base is not None:
+            args.append(f"^{base}")
+        return self._run(args).decode("ascii").split()
+
+    def of_commits(self, commits: Iterable[str]) -> dict[str, str]:
+        """Return {commit: patch id} for non-merge commits (a commit with an empty diff has none)."""
+        wanted = "".join(f"{c}\n" for c in commits)
+        if not wanted:
+            return {}
+        diffs = self._run(["diff-tree", "--stdin", "--root", "-r", *_DIFF], stdin=wanted.encode("ascii"))
+        return {commit: pid for pid, commit in _pairs(self._patch_id(diffs))}
+
+    def of_diff(self, base: str | None, tip: str) -> str | None:
+        """Return the patch id of the whole diff from ``base`` (None: the empty tree) to ``tip``, or None if empty."""
+        start = base or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # the empty tree (SHA-1)
+        diff = self._run(["diff-tree", "-r", *_DIFF, start, tip])
+        found = _pairs(self._patch_id(diff))
+        return found[0][0] if found else None
+
+    def refs_containing(self, commit: str) -> list[tuple[str, str]]:
+        """Return (tip commit, ref name) of every branch, remote-tracking branch and tag whose history has ``commit``."""
+        out = self._run(["for-each-ref", f"--contains={commit}", "--format=%(objectname) %(*objectname) %(refname)",
+                         "refs/heads", "refs/remotes", "refs/tags"], ok=(0, 129)).decode("utf-8", "replace")
+        found = []
+        for line in out.splitlines():
+            parts = line.split(" ")
+            if len(parts) == 3 and parts[2]:
+                tip = parts[1] or parts[0]  # an annotated tag names its commit through %(*objectname)
+                found.append((tip, parts[2]))
+            elif len(parts) == 2:
+                found.append((parts[0], parts[1]))
+        return found
+
+    def _patch_id(self, diffs: bytes) -> bytes:
+        if not diffs.strip():
+            return b""
+        return self._run(["patch-id", "--stable"], stdin=diffs)
+
+
+def _pairs(out: bytes) -> list[tuple[str, str]]:
+    pairs = []
+    for line in out.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            pairs.append((parts[0], parts[1]))
+    return pairs
