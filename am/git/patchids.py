@@ -70,18 +70,17 @@ class PatchIds:
         found = _pairs(self._patch_id(diff))
         return found[0][0] if found else None
 
-    def refs_containing(self, commit: str) -> list[tuple[str, str]]:
-        """Return (tip commit, ref name) of every branch, remote-tracking branch and tag whose history has ``commit``."""
-        out = self._run(["for-each-ref", f"--contains={commit}", "--format=%(objectname) %(*objectname) %(refname)",
-                         "refs/heads", "refs/remotes", "refs/tags"], ok=(0, 129)).decode("utf-8", "replace")
+    def refs(self, *, containing: str | None = None) -> list[tuple[str, str]]:
+        """Return (tip commit, ref name) of the branches, remote-tracking branches and tags (whose history has ``containing``)."""
+        args = ["for-each-ref", "--format=%(objectname) %(*objectname) %(refname)"]
+        if containing is not None:
+            args.append(f"--contains={containing}")
+        out = self._run([*args, "refs/heads", "refs/remotes", "refs/tags"]).decode("utf-8", "replace")
         found = []
         for line in out.splitlines():
-            parts = line.split(" ")
+            parts = line.split(" ", 2)
             if len(parts) == 3 and parts[2]:
-                tip = parts[1] or parts[0]  # an annotated tag names its commit through %(*objectname)
-                found.append((tip, parts[2]))
-            elif len(parts) == 2:
-                found.append((parts[0], parts[1]))
+                found.append((parts[1] or parts[0], parts[2]))  # an annotated tag names its commit as %(*objectname)
         return found
 
     def _patch_id(self, diffs: bytes) -> bytes:

@@ -3,7 +3,9 @@
 Floor 4. ``rules`` judges one record in a world (status, repo, ancestry or
 branch name, valid time, supersession); ``ancestry`` reads the code
 repository's commit graph through a registered clone and caches it;
-``here`` finds the world of the current checkout; ``stale`` tells which facts
+``landed`` tells when a commit outside the history landed in it as an
+equivalent commit (patch ids, as git cherry); ``here`` finds the world of the
+current checkout; ``stale`` tells which facts
 a code commit makes stale.
 
 May import: ``am.errors``, ``am.clock``, ``am.registry``, ``am.records``,

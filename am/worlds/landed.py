@@ -95,6 +95,8 @@ class Landings:
         self._tips: dict[str, str | None] = {}  # "T M": the commit of M that squashed branch tip T, or None
         self._since: dict[str | None, dict[str, str]] = {}  # merge-base -> {patch id: oldest candidate}
         self._dirty = False
+        self._stamp: str | None = None  # a digest of every ref tip: refs_containing answers hold while it stays
+        self._contained: dict[str, tuple[str, list[tuple[str, str]]]] = {}
 
     def find(self, commit: str) -> Landing | None:
         """Return how ``commit`` (a full id the clone has, outside the history) landed in this world, else None."""
@@ -131,7 +133,7 @@ class Landings:
                     return Landing(candidates[whole], SQUASH)
             self._absent.add(key)
             self._dirty = True
-        for tip, ref in self.git.refs_containing(commit):
+        for tip, ref in self._refs_containing(commit):
             if tip == commit or tip in self.history:
                 continue
             key = f"{tip} {self.tip}"  # whether tip's squash landed in this world: a fact about commits
@@ -145,6 +147,21 @@ class Landings:
             if landed is not None:
                 return Landing(landed, SQUASH_BRANCH, ref)
         return None
+
+    def _refs_containing(self, commit: str) -> list[tuple[str, str]]:
+        """Return the refs whose tips contain ``commit``: kept per commit while the clone's ref tips stay the same."""
+        if self._stamp is None:
+            import hashlib  # OpenSSL's start-up only when a fact's commit is outside the history
+
+            listed = "".join(f"{tip} {ref}\n" for tip, ref in self.git.refs())
+            self._stamp = hashlib.sha1(listed.encode("utf-8")).hexdigest()
+        kept = self._contained.get(commit)
+        if kept is not None and kept[0] == self._stamp:
+            return kept[1]
+        found = self.git.refs(containing=commit)
+        self._contained[commit] = (self._stamp, found)
+        self._dirty = True
+        return found
 
     def _candidates(self, base: str | None) -> dict[str, str]:
         """Return {patch id: oldest commit} of the world's non-merge commits since ``base`` (the newest CAP)."""
@@ -191,10 +208,12 @@ class Landings:
             data = json.loads((self.folder / _FOUND).read_text(encoding="utf-8"))
             self._absent = {str(k) for k in data["absent"]}
             self._tips = {str(k): None if v is None else str(v) for k, v in data["tips"].items()}
+            self._contained = {str(c): (str(stamp), [(str(t), str(r)) for t, r in refs])
+                               for c, (stamp, refs) in data["refs"].items()}
             for commit, rows in data["found"].items():
                 self._found[str(commit)] = [Landing(str(c), str(h), None if r is None else str(r)) for c, h, r in rows]
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            self._absent, self._found, self._tips = set(), {}, {}
+            self._absent, self._found, self._tips, self._contained = set(), {}, {}, {}
 
     def _remember(self, pids: dict[str, str]) -> None:
         assert self._pids is not None
@@ -217,7 +236,9 @@ class Landings:
             self.folder.mkdir(parents=True, exist_ok=True)
             tmp = self.folder / f".{_FOUND}.{os.getpid()}.tmp"
             tips = dict(sorted(self._tips.items())[-_ABSENT_LIMIT:])
-            tmp.write_text(json.dumps({"found": found, "absent": absent, "tips": tips}), encoding="utf-8")
+            refs = {c: [stamp, [list(x) for x in listed]] for c, (stamp, listed) in
+                    sorted(self._contained.items()) if stamp == self._stamp}  # older answers never serve again
+            tmp.write_text(json.dumps({"found": found, "absent": absent, "tips": tips, "refs": refs}), encoding="utf-8")
             os.replace(tmp, self.folder / _FOUND)
             self._dirty = False
         except OSError as err:

@@ -8,7 +8,9 @@ decides, for every record, whether it holds there and, if not, why:
 2. repo: a record with ``repo`` holds only in that repo's worlds;
 3. commit ancestry (the repo's clone is registered and the world's commit is
    known): observed at ``commit`` C, the record holds iff C is an ancestor of
-   (or equal to) the world's commit, and its ``until_commit`` is not;
+   (or equal to) the world's commit — or C's change landed there as an
+   equivalent commit (a squash, rebase or cherry-pick: ``am.worlds.landed``,
+   which the oracle asks) — and its ``until_commit`` is not;
 4. branch name, the fallback (no clone, or the record's commit is not in the
    clone): ``version`` must equal the branch or be absent;
 5. valid time: ``valid_from <= at < valid_until`` where set;
