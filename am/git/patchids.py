@@ -14,7 +14,6 @@ and no optional lock is taken.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,8 +34,13 @@ class PatchIds:
         self.gitdir = gitdir
 
     def _run(self, args: list[str], *, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
-        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_DIR": str(self.gitdir)}
-        proc = subprocess.run(["git", *args], input=stdin, env=env, capture_output=True, check=False)
+        from am.git.prewrite import SAFE_GIT
+        from am.git.transport import git_env
+
+        # am's safe settings (no hook, no fsmonitor the clone's config could point at), no hook's GIT_* variables.
+        env = {**git_env(), "GIT_OPTIONAL_LOCKS": "0", "GIT_DIR": str(self.gitdir)}
+        proc = subprocess.run(["git", *SAFE_GIT, *args], input=stdin, env=env, capture_output=True, check=False,
+                              stdin=None if stdin is not None else subprocess.DEVNULL)
         if proc.returncode not in ok:
             detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitError(f"git {args[0]} failed in {self.gitdir}: {detail[-1] if detail else proc.returncode}",
