@@ -17,6 +17,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from am.errors import GitError
 
@@ -30,8 +31,9 @@ _DIFF = ("-p", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "
 class PatchIds:
     """The git CLI over one clone's git directory: merge-bases, candidate commits and their patch ids."""
 
-    def __init__(self, gitdir: Path) -> None:
+    def __init__(self, gitdir: Path, *, repo: Any = None) -> None:
         self.gitdir = gitdir
+        self.repo = repo  # the clone opened with pygit2, if the caller has it: merge-bases without a process
 
     def _run(self, args: list[str], *, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
         from am.git.prewrite import SAFE_GIT
@@ -49,6 +51,15 @@ class PatchIds:
 
     def merge_base(self, a: str, b: str) -> str | None:
         """Return the best common ancestor of two commits, or None when they share no history."""
+        if self.repo is not None:  # libgit2's, in this process: one per fact outside a world, each new tip
+            import pygit2
+
+            try:
+                found = self.repo.merge_base(a, b)
+            except (pygit2.GitError, KeyError, ValueError) as err:
+                raise GitError(f"no merge base of {a[:10]} and {b[:10]} in {self.gitdir}: {err}",
+                               hint="run: git fsck in the clone") from None
+            return None if found is None else str(found)
         out = self._run(["merge-base", a, b], ok=(0, 1)).decode("ascii").split()
         return out[0] if out else None
 
