@@ -247,3 +247,58 @@ def test_read_source_is_pure(tmp_path: Path) -> None:
     assert [i.record for i in one.items] == [i.record for i in two.items]
     kinds = {type(i.record) for i in one.items}
     assert kinds == {Topic, Fact, Relation}
+
+
+# A source value am cannot read as what its key means is kept whole as source_<key>, not replaced by a default.
+
+def test_lossless_values_that_do_not_parse_are_kept(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "s.jsonl"
+    source.write_text(json.dumps({"id": "r1", "text": "CI is green", "ts": "last tuesday", "pinned": "yes",
+                                  "tags": "ci,deploy", "supersedes": {"id": "r0"}}) + "\n")
+    import_source(vault, "lossless", source)
+    (fact,) = vault.list_facts()
+    assert not fact.pinned and fact.tags == () and fact.supersedes == ()
+    assert {k: fact.extra[k] for k in ("source_ts", "source_pinned", "source_tags", "source_supersedes")} == {
+        "source_ts": "last tuesday", "source_pinned": "yes", "source_tags": "ci,deploy",
+        "source_supersedes": {"id": "r0"}}
+
+
+def test_openclaw_values_that_do_not_parse_are_kept(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "items.json"
+    source.write_text(json.dumps([{"id": "i1", "summary": "Deploys go through CI", "created_at": "soon",
+                                   "topic": {"name": "CI"}}]))
+    import_source(vault, "openclaw", source)
+    (fact,) = vault.list_facts()
+    assert fact.extra["source_created_at"] == "soon" and fact.extra["source_topic"] == {"name": "CI"}
+
+
+def test_supermemory_values_that_do_not_parse_are_kept(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "sm.json"
+    source.write_text(json.dumps({"documents": [{"id": "d1", "title": "Notes", "createdAt": "yesterday",
+                                                 "memories": [{"id": "m1", "memory": "Alex likes tea",
+                                                               "createdAt": "yesterday", "forgetAfter": "never",
+                                                               "isStatic": "true"}]}]}))
+    import_source(vault, "supermemory", source)
+    (fact,) = vault.list_facts()
+    assert not fact.pinned and fact.valid_until is None
+    assert (fact.extra["source_createdAt"], fact.extra["source_forgetAfter"], fact.extra["source_isStatic"]) == (
+        "yesterday", "never", "true")
+    assert vault.get_topic("concept-d1").extra["source_createdAt"] == "yesterday"
+
+
+def test_basic_memory_values_that_do_not_parse_are_kept(vault: Vault, tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "coffee.md").write_text("---\ntitle: Coffee\ncreated: the other day\n"
+                                                  "tags: {drink: hot}\n---\n- [fact] beans are seeds\n")
+    import_source(vault, "basic-memory", tmp_path / "notes")
+    topic = vault.get_topic("concept-coffee")
+    assert topic.tags == ()
+    assert topic.extra["source_created"] == "the other day" and topic.extra["source_tags"] == {"drink": "hot"}
+
+
+def test_openchronicle_created_that_does_not_parse_is_kept(vault: Vault, tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "tool-editor.md").write_text("---\ndescription: Tools\ncreated: a while ago\n---\n"
+                                                        "## [2026-04-20T09:15] {id: a1} #editor\nUser likes Zed.\n")
+    import_source(vault, "openchronicle", tmp_path / "memory")
+    assert vault.get_topic("tool-editor").extra["source_created"] == "a while ago"

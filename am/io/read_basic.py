@@ -20,8 +20,8 @@ from am.io.source import (
     SourceRead,
     extra_key,
     guess_kind,
+    keep_time,
     plain_value,
-    to_timestamp,
 )
 from am.records.ids import slugify
 
@@ -126,11 +126,17 @@ def read_basic_memory(path: Path) -> SourceRead:
         title = str(meta.get("title") or file.stem)
         note_type = str(meta.get("type") or "note")
         permalink = str(meta.get("permalink") or slugify(file.with_suffix("").relative_to(base).as_posix()))
-        tags = meta.get("tags") or []
-        tags = [t.strip() for t in tags.split(",")] if isinstance(tags, str) else [str(t) for t in tags]
+        raw_tags = meta.get("tags") or []
         extra: dict[str, Any] = {"source_type": note_type, "permalink": permalink}
         extra.update((extra_key(k), plain_value(v)) for k, v in meta.items() if k not in _NOTE_KEYS)
-        created = to_timestamp(meta.get("created")) or source_time(file)
+        if isinstance(raw_tags, str):
+            tags = [t.strip() for t in raw_tags.split(",")]
+        elif isinstance(raw_tags, list):
+            tags = [str(t) for t in raw_tags]
+        else:  # a mapping would give its keys, a number no tags at all: kept whole instead
+            tags = []
+            extra["source_tags"] = plain_value(raw_tags)
+        created = keep_time(meta.get("created"), "created", extra) or source_time(file)
         kind = guess_kind(note_type)
         tid = b.topic(permalink, kind=kind, title=title, tags=tags, origin=origin, created=created, extra=extra,
                       id=f"{kind}-{slugify(title)}")

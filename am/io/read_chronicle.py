@@ -17,7 +17,14 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.io.files import read_text, source_time, walk_files
-from am.io.source import Builder, SourceRead, extra_key, plain_value, to_timestamp
+from am.io.source import (
+    Builder,
+    SourceRead,
+    extra_key,
+    keep_time,
+    plain_value,
+    to_timestamp,
+)
 from am.records.ids import slugify
 
 __all__ = ["read_openchronicle"]
@@ -82,7 +89,7 @@ def _read_file(b: Builder, origin: str, stem: str, prefix: str, meta: dict[str, 
     if meta.get("tags") is not None and not isinstance(meta.get("tags"), list):
         extra["source_tags"] = plain_value(meta["tags"])
     description = meta.get("description")
-    created = to_timestamp(meta.get("created")) or file_time
+    created = keep_time(meta.get("created"), "created", extra) or file_time
     tid = b.topic(stem, kind=kind, title=title, origin=origin, created=created,
                   body=description if isinstance(description, str) else "",
                   tags=[str(t) for t in tags], extra=extra, id=f"{kind}-{slugify(rest)}")

@@ -19,8 +19,8 @@ from am.io.source import (
     SourceRead,
     confidence_of,
     extra_key,
+    keep_time,
     plain_value,
-    to_timestamp,
 )
 from am.records.model import STATUSES
 
@@ -69,6 +69,8 @@ def read_openclaw(path: Path) -> SourceRead:
         topic_name = item.get("topic") if isinstance(item.get("topic"), str) and item.get("topic") else None
         tid = b.topic(topic_name or "OpenClaw memory", origin=origin)
         extra: dict[str, Any] = {extra_key(k): plain_value(v) for k, v in item.items() if k not in _KEYS}
+        if item.get("topic") is not None and topic_name is None:
+            extra["source_topic"] = plain_value(item.get("topic"))
         if summary and content.strip() and content.strip() != summary.strip():
             extra["summary"] = summary
         status = item.get("status")
@@ -81,8 +83,9 @@ def read_openclaw(path: Path) -> SourceRead:
         pinned = item.get("pinned") is True or layer == "hot"
         if item.get("pinned") is not None and not isinstance(item.get("pinned"), bool):
             extra["source_pinned"] = plain_value(item.get("pinned"))
+        created = keep_time(item.get("created_at"), "created_at", extra)
         fid = b.fact(text, key=(str(iid),), topics=[tid], origin=origin, source_id=str(iid),
-                     created=to_timestamp(item.get("created_at")), pinned=pinned,
+                     created=created, pinned=pinned,
                      status=status if isinstance(status, str) and status in STATUSES else "active",
                      confidence=confidence_of(item.get("confidence")) or "medium",
                      tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [], extra=extra)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from am.io.files import json_lines, read_text, source_time, walk_files
-from am.io.source import Builder, SourceRead, extra_key, plain_value, to_timestamp
+from am.io.source import Builder, SourceRead, extra_key, keep_time, plain_value
 
 __all__ = ["read_lossless"]
 
@@ -50,15 +50,22 @@ def read_lossless(path: Path) -> SourceRead:
             tid = b.topic(session, kind="session", origin=origin, namespace="session",
                           title=f"Session {session}", extra={"session": session})
             extra: dict[str, Any] = {extra_key(k): plain_value(v) for k, v in value.items() if k not in _KEYS}
+            created = keep_time(value.get("ts"), "ts", extra)
+            # A value am cannot read as what its key means is kept whole as source_<key>, not dropped.
             tags = value.get("tags")
-            tags = tags if isinstance(tags, list) else []
-            fid = b.fact(text, key=(str(rid),), topics=[tid], origin=origin, source_id=str(rid),
-                         created=to_timestamp(value.get("ts")), status="pending-review",
-                         pinned=value.get("pinned") is True, tags=[t for t in tags if isinstance(t, str)],
-                         extra=extra)
+            if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+                extra["source_tags"] = plain_value(tags)
+            pinned = value.get("pinned")
+            if pinned is not None and not isinstance(pinned, bool):
+                extra["source_pinned"] = plain_value(pinned)
             older = value.get("supersedes")
             listed = older if isinstance(older, list) else [older]
             older_ids = [str(o) for o in listed if isinstance(o, (str, int)) and not isinstance(o, bool)]
+            if older is not None and len(older_ids) != len(listed):
+                extra["source_supersedes"] = plain_value(older)
+            fid = b.fact(text, key=(str(rid),), topics=[tid], origin=origin, source_id=str(rid),
+                         created=created, status="pending-review", pinned=pinned is True,
+                         tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [], extra=extra)
             if fid is not None and older_ids:
                 pending.append((origin, fid, older_ids))
     for origin, fid, older_ids in pending:

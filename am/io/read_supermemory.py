@@ -20,8 +20,8 @@ from am.io.source import (
     confidence_of,
     extra_key,
     guess_kind,
+    keep_time,
     plain_value,
-    to_timestamp,
 )
 
 __all__ = ["read_supermemory"]
@@ -89,14 +89,19 @@ def read_supermemory(path: Path) -> SourceRead:
         if isinstance(memory.get("memory"), str) and isinstance(memory.get("content"), str) \
                 and memory["content"] != memory["memory"]:
             extra["source_content"] = memory["content"]
+        for flag in ("isStatic", "isForgotten"):  # "true" is not true: kept whole, not read
+            if memory.get(flag) is not None and not isinstance(memory.get(flag), bool):
+                extra[f"source_{flag}"] = plain_value(memory.get(flag))
+        created = keep_time(memory.get("createdAt"), "createdAt", extra)
+        valid_until = keep_time(memory.get("forgetAfter"), "forgetAfter", extra)
         forgotten = memory.get("isForgotten") is True
         status = "expired" if forgotten else "active"
         score = memory.get("sourceRelevanceScore")
         fid = b.fact(text, key=(mid,), topics=topics, origin=origin, source_id=mid, status=status,
-                     created=to_timestamp(memory.get("createdAt")), pinned=memory.get("isStatic") is True,
+                     created=created, pinned=memory.get("isStatic") is True,
                      confidence=confidence_of(score) or "medium",
                      reason=memory.get("forgetReason") if isinstance(memory.get("forgetReason"), str) else None,
-                     valid_until=to_timestamp(memory.get("forgetAfter")), extra=extra)
+                     valid_until=valid_until, extra=extra)
         if fid is None:
             continue
         nxt = memory.get("nextVersionId")
@@ -156,9 +161,9 @@ def _topics(b: Builder, origin: str, doc: dict[str, Any] | None, memory: dict[st
         title = title if isinstance(title, str) and title else doc_id
         summary = document.get("summary")
         summary = summary if isinstance(summary, str) else ""
+        created = keep_time(document.get("createdAt"), "createdAt", extra)
         out.append(b.topic(doc_id, origin=origin, namespace="document", title=title, body=summary,
-                           created=to_timestamp(document.get("createdAt")),
-                           extra={"source_id": doc_id, **extra}))
+                           created=created, extra={"source_id": doc_id, **extra}))
     if not out:
         out.append(b.topic("SuperMemory", origin=origin, namespace="default"))
     return out

@@ -41,6 +41,7 @@ __all__ = [
     "confidence_of",
     "extra_key",
     "guess_kind",
+    "keep_time",
     "map_relation",
     "to_timestamp",
 ]
@@ -144,6 +145,14 @@ def to_timestamp(value: Any) -> str | None:
     except ValueError:
         return None
     return moment.isoformat(timespec="seconds")
+
+
+def keep_time(value: Any, key: str, extra: dict[str, Any]) -> str | None:
+    """Return a source time as am writes it; a value that is not a time is kept in ``extra`` as ``source_<key>``."""
+    when = to_timestamp(value)
+    if when is None and value is not None:
+        extra[f"source_{key}"] = plain_value(value)
+    return when
 
 
 def confidence_of(weight: Any) -> str | None:
