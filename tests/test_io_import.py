@@ -302,3 +302,19 @@ def test_openchronicle_created_that_does_not_parse_is_kept(vault: Vault, tmp_pat
                                                         "## [2026-04-20T09:15] {id: a1} #editor\nUser likes Zed.\n")
     import_source(vault, "openchronicle", tmp_path / "memory")
     assert vault.get_topic("tool-editor").extra["source_created"] == "a while ago"
+
+
+def test_mcp_memory_entity_lines_of_one_name_are_merged(vault: Vault, tmp_path: Path) -> None:
+    """A second line of an entity's name keeps its entityType and keys on the topic, and the summary counts it."""
+    source = tmp_path / "memory.jsonl"
+    lines = [{"type": "entity", "name": "Redis", "entityType": "software", "observations": ["Redis keeps sessions"],
+              "owner": "ops"},
+             {"type": "entity", "name": "Redis", "entityType": "database", "observations": ["Redis is version 7"],
+              "owner": "platform", "region": "eu"}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    summary = import_source(vault, "mcp-memory", source)
+    assert summary.made == {"topic": 1, "fact": 2, "relation": 0}
+    assert summary.read["entity lines merged into an earlier one of the name"] == 1
+    assert vault.get_topic("tool-redis").extra == {"entity_type": "software", "owner": "ops",
+                                                   "entity_type_2": "database", "owner_2": "platform",
+                                                   "region": "eu"}

@@ -70,8 +70,12 @@ def read_mcp_memory(path: Path) -> SourceRead:
         etype = e.get("entityType")
         extra: dict[str, Any] = {"entity_type": etype if isinstance(etype, str) else plain_value(etype)}
         extra.update((extra_key(k), plain_value(v)) for k, v in e.items() if k not in _ENTITY_KEYS)
-        tid = b.topic_id_for(name) or b.topic(name, kind=guess_kind(etype if isinstance(etype, str) else None),
-                                              origin=origin, extra=extra)
+        tid = b.topic_id_for(name)
+        if tid is None:
+            tid = b.topic(name, kind=guess_kind(etype if isinstance(etype, str) else None), origin=origin, extra=extra)
+        else:  # two lines of one name (files joined, a hand edit): the later one's fields join the topic
+            b.read["entity lines merged into an earlier one of the name"] += 1
+            b.add_extra(tid, {k: v for k, v in extra.items() if k != "entity_type" or "entityType" in e})
         observations = e.get("observations") or []
         if not isinstance(observations, list):
             b.leave(origin, "observations is not a list")

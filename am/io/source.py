@@ -270,6 +270,18 @@ class Builder:
         """Return when a topic made here was created."""
         return self._topics[tid].record.created
 
+    def add_extra(self, tid: str, extra: Mapping[str, Any]) -> None:
+        """Add fields to a topic made here; a key it holds with another value is kept as ``<key>_2`` (``_3`` ...)."""
+        item = self._topics[tid]
+        meta = dict(item.record.extra)
+        for key, value in extra.items():
+            name, n = key, 1
+            while name in meta and meta[name] != value:
+                n += 1
+                name = f"{key}_{n}"
+            meta[name] = value
+        self._topics[tid] = Item(replace(item.record, extra=meta), item.origin)
+
     def set_body(self, tid: str, text: str) -> None:
         """Set the body of a topic made here."""
         item = self._topics[tid]
