@@ -73,6 +73,28 @@ def test_log_shows_hand_commits(alpha: Vault, vault_path: Path) -> None:
     assert entry["records"] == ["project-alpha"] and entry["actor"] == "Test Person"
 
 
+def test_log_reads_hand_commits_ids_from_the_files(alpha: Vault, vault_path: Path) -> None:
+    """A file with a readable name (topics/Li Wei.md) is logged under its frontmatter id, merges included."""
+    v = str(vault_path)
+    page = vault_path / "topics" / "Li Wei.md"
+    page.write_text("---\ntype: topic\nid: person-li-wei\nkind: person\ntitle: Li Wei\nstatus: active\n"
+                    "created: 2026-01-05T10:00:00Z\n---\nWorks on Alpha.\n", encoding="utf-8")
+    run_git(vault_path, "add", "-A")
+    run_git(vault_path, "commit", "-q", "-m", "add Li Wei by hand")
+    run_git(vault_path, "checkout", "-q", "-b", "side")
+    page.write_text(page.read_text(encoding="utf-8") + "Speaks Mandarin.\n", encoding="utf-8")
+    run_git(vault_path, "commit", "-q", "-am", "edit Li Wei on a branch")
+    run_git(vault_path, "checkout", "-q", "main")
+    run_git(vault_path, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    run_git(vault_path, "rm", "-q", "topics/Li Wei.md")
+    run_git(vault_path, "commit", "-q", "-m", "remove Li Wei by hand")
+    logged = json.loads(invoke("--vault", v, "log", "--record", "person-li-wei", "--format", "json"))
+    assert [e["subject"] for e in logged] == ["remove Li Wei by hand", "merge side", "edit Li Wei on a branch",
+                                             "add Li Wei by hand"]
+    assert all(e["records"] == ["person-li-wei"] and e["manual"] for e in logged)
+    assert json.loads(invoke("--vault", v, "log", "--record", "Li Wei", "--format", "json")) == []
+
+
 def test_history_and_chain(superseded: tuple[str, str, str], vault_path: Path) -> None:
     old, new, commit = superseded
     data = json.loads(invoke("--vault", str(vault_path), "history", old, "--format", "json"))

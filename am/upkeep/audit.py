@@ -62,12 +62,23 @@ def _iso(seconds: int, offset_minutes: int) -> str:
     return datetime.fromtimestamp(seconds, tz).isoformat(timespec="seconds")
 
 
-def _record_ids_changed(store: Any, commit: str) -> tuple[str, ...]:
+def _record_ids_changed(store: Any, info: Any) -> tuple[str, ...]:
+    """Return the ids of the records a commit changed against its first parent.
+
+    A file's name need not be its id (readable names, a rename by hand): the id
+    is read from its frontmatter at that commit (a deleted file's from the
+    parent), the file name standing in when there is none.
+    """
     out = []
-    for path, _ in store.changed_files(commit):
+    parent = info.parents[0] if info.parents else None
+    for path, blob in store.changed_files(info.id):
         p = PurePosixPath(path)
-        if p.parts and p.parts[0] in _TOPS and p.suffix == ".md":
-            out.append(p.stem)
+        if not p.parts or p.parts[0] not in _TOPS or p.suffix != ".md":
+            continue
+        if blob is None and parent is not None:
+            blob = store.blob_id(path, commit=parent)
+        rid = _parse_blob(store.read_object(blob), path)[0].get("id") if blob is not None else None
+        out.append(rid if isinstance(rid, str) and rid else p.stem)
     return tuple(dict.fromkeys(sorted(out)))
 
 
@@ -80,7 +91,7 @@ def entry_of(store: Any, info: Any) -> LogEntry:
     reason = trailers["Reason"][0] if trailers.get("Reason") else None
     extra = {k: v for k, v in trailers.items() if k.startswith("Am-") and k not in ("Am-Op", "Am-Record", "Am-Actor")}
     if op is None:
-        records = _record_ids_changed(store, info.id) if len(info.parents) <= 1 else ()
+        records = _record_ids_changed(store, info)
         return LogEntry(info.id, _iso(info.time, info.offset), info.author, "manual", records, info.subject,
                         reason, True, extra)
     actor = (trailers.get("Am-Actor") or [info.author])[0]
