@@ -6,6 +6,7 @@ world, run as a separate process; Git's state is read with the git CLI.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -137,6 +138,19 @@ def test_mermaid_escapes_what_would_break_a_label(tmp_path: Path) -> None:
     from am.packs.graph import _mermaid_text
 
     assert _mermaid_text('say "hi" <b> #1 `x`') == "say #quot;hi#quot; #lt;b#gt; #35;1 #96;x#96;"
+
+
+def test_a_mermaid_label_shows_an_ampersand_as_written(vault: object, vault_path: Path) -> None:
+    """A title &lt;x&gt; must show as &lt;x&gt;, not <x>: & and Mermaid's own entity placeholders are escaped."""
+    vault.add_topic(title="&lt;x&gt; R&D ﬂ°amp¶ß", kind="concept", id="concept-x")  # type: ignore[attr-defined]
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(vault_path), "graph"], capture_output=True,
+                          text=True, check=False, env=subprocess_env(), cwd=vault_path)
+    assert proc.returncode == 0, proc.stderr
+    (label,) = re.findall(r'^    n0\["(.*)"\]:::k_concept$', proc.stdout, re.MULTILINE)
+    assert label == "concept-x<br/>#amp;lt;x#amp;gt; R#amp;D #64258;°amp#182;ß"
+    # What Mermaid makes of it (#name; to an HTML entity), then the browser: the title as written.
+    shown = html.unescape(re.sub(r"#(\w+);", lambda m: f"&{'#' * m.group(1).isdigit()}{m.group(1)};", label))
+    assert shown == "concept-x<br/>&lt;x&gt; R&D ﬂ°amp¶ß"
 
 
 def test_dot_parses_and_holds_the_graph(demo: tuple[Path, Path]) -> None:

@@ -170,10 +170,16 @@ def _mermaid_id(index: int) -> str:
     return f"n{index}"
 
 
+# Inside "...", Mermaid reads #quot; and friends as entities and the label as HTML: escape what would end or
+# confuse it. & would start an HTML entity (&lt; shown as <); ﬂ and ¶ begin the placeholders Mermaid stands
+# entities in with while it parses (ﬂ° ... ¶ß), which it turns back into & and ; everywhere in the drawing.
+_MERMAID_ESCAPES = {'"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", "`": "#96;", "&": "#amp;",
+                    "\ufb02": "#64258;", "\u00b6": "#182;"}
+
+
 def _mermaid_text(text: str) -> str:
-    # Inside "...", Mermaid reads #quot; and friends as entities: escape what would end or confuse the label.
     text = re.sub(r"\s+", " ", text).strip()
-    return "".join({'"': "#quot;", "<": "#lt;", ">": "#gt;", "#": "#35;", "`": "#96;"}.get(c, c) for c in text)
+    return "".join(_MERMAID_ESCAPES.get(c, c) for c in text)
 
 
 def render_mermaid(graph: TopicGraph) -> str:
