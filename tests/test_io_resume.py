@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -70,3 +71,45 @@ def test_kill_mid_import_then_rerun(failpoint: str, clean_run: tuple[Path, str],
     with Vault.open(root) as vault:
         report = check_vault(vault)
     assert report.errors == [] and report.warnings == []
+
+
+@pytest.mark.parametrize("days", [0, 3])
+def test_rerun_after_the_source_was_touched(days: int, tmp_path: Path) -> None:
+    """Facts without a time of their own take the source's modification time: a rerun after it moved still finishes.
+
+    The killed run left its batch's files uncommitted with the old time (and, a day later, in another day folder);
+    the rerun writes them as that run would have, so the vault is one clean run's and holds each id once.
+    """
+    sample = write_sample("mcp-memory", tmp_path / "src")
+    os.utime(sample.path, (1_780_000_000, 1_780_000_000))
+    root = _vault(tmp_path / "vault")
+    killed = _import(root, sample.path, AM_FAILPOINT="after-file", AM_FAILPOINT_SKIP="1")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    left = run_git(root, "status", "--porcelain", "--untracked-files=all").split("\n")
+    assert any(line.startswith("?? facts/") for line in left)  # the killed batch's files, not committed
+    later = 1_780_000_000 + 3600 + days * 86400
+    os.utime(sample.path, (later, later))
+    rerun = _import(root, sample.path)
+    assert rerun.returncode == 0, rerun.stderr
+    assert run_git(root, "status", "--porcelain", "--untracked-files=all").strip() == ""
+    with Vault.open(root) as vault:
+        report = check_vault(vault)
+        assert report.errors == [] and report.warnings == [], [i.describe() for i in report.issues]
+        assert len(vault.list_facts()) == 5 and len(vault.list_relations()) == 3
+    again = _import(root, sample.path)
+    assert again.returncode == 0 and json.loads(again.stdout)["commits"] == []
+
+
+def test_a_different_untracked_file_is_refused_with_a_hint_that_applies(tmp_path: Path) -> None:
+    """A file at a new record's path that no commit has and that is not the record is someone's: refused, and the
+    hint does not say git checkout -- FILE (which cannot discard a file no commit has)."""
+    source = tmp_path / "memory.jsonl"
+    source.write_text(json.dumps({"type": "entity", "name": "CI", "entityType": "tool", "observations": []}) + "\n")
+    root = _vault(tmp_path / "vault")
+    (root / "topics").mkdir(exist_ok=True)
+    (root / "topics" / "tool-ci.md").write_text("---\ntype: topic\nid: tool-ci\nkind: tool\ntitle: CI by hand\n"
+                                                "status: active\ncreated: 2026-01-05T10:00:00Z\n---\n")
+    refused = _import(root, source)
+    assert refused.returncode == 7
+    assert "topics/tool-ci.md has uncommitted changes" in refused.stderr and "in no commit" in refused.stderr
+    assert "checkout" not in refused.stderr

@@ -90,7 +90,10 @@ class Writer(Locking, Guards, PlainWriter):
             if on_disk not in (base_id, new_id):
                 raise DirtyFileError(
                     f"{p} has uncommitted changes",
-                    hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry",
+                    # git checkout -- FILE cannot discard a file no commit has.
+                    hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry"
+                    if base_id is not None else "the file is in no commit: commit it (git add/commit) or move it "
+                    "out of the vault, then retry",
                 )
             staged = index.staged(p)
             if staged not in (base_id, new_id):

@@ -111,14 +111,19 @@ def read_source(system: str, path: Path) -> SourceRead:
     return reader(path)
 
 
-def _existing(vault: Vault, ids: Sequence[str]) -> dict[str, tuple[PurePosixPath, Record]]:
-    """Return the vault's committed records with these ids (the first by path, as lookups do).
+Found = dict[str, tuple[PurePosixPath, Record]]
 
-    A file in the work tree that is not committed does not count: it is what a
-    killed import left behind, and the rerun commits it (the same bytes, so the
-    write path accepts it; a person's different edit there is refused as dirty).
+
+def _existing(vault: Vault, ids: Sequence[str]) -> tuple[Found, Found]:
+    """Return the vault's committed records with these ids (the first by path, as lookups do), and the uncommitted.
+
+    A file in the work tree that is not committed does not count as there: it is
+    what a killed import left behind, and the rerun commits it (the same bytes,
+    so the write path accepts it; a person's different edit there is refused as
+    dirty). Those are returned second, for ``_as_left``.
     """
-    found: dict[str, tuple[PurePosixPath, Record]] = {}
+    found: Found = {}
+    left: Found = {}
     cache = vault.cache()
     if cache is not None:
         cache.refresh()  # an edit made within the last second counts too
@@ -129,7 +134,7 @@ def _existing(vault: Vault, ids: Sequence[str]) -> dict[str, tuple[PurePosixPath
         pairs = [(p, r) for p, r in vault.iter_records() if r.id in wanted]
     head = vault.store.head()
     if head is None:
-        return found
+        return found, left
     # The committed paths of the folders these records sit in, read from HEAD's tree in one walk a folder
     # (a blob_id() per path looks the commit up each time: ~1 ms, and growing with the vault).
     folders = sorted({str(path.parent) for path, _ in pairs})
@@ -137,7 +142,23 @@ def _existing(vault: Vault, ids: Sequence[str]) -> dict[str, tuple[PurePosixPath
     for path, record in pairs:
         if record.id not in found and str(path) in committed:
             found[record.id] = (path, record)
-    return found
+        elif str(path) not in committed:
+            left.setdefault(record.id, (path, record))
+    return found, left
+
+
+def _as_left(item: Item, left: tuple[PurePosixPath, Record] | None) -> Item:
+    """Give a record the time of the uncommitted copy a killed run left, when the time is all that differs.
+
+    A source that records no time gives its file's modification time, and a
+    fact's day folder with it: a source touched between the killed run and the
+    rerun would otherwise give other bytes at the same path (refused as an
+    uncommitted change) or the same id at another path.
+    """
+    if left is None or left[1].created == item.record.created:
+        return item
+    record = replace(item.record, created=left[1].created)
+    return Item(record, item.origin, item.path) if record == left[1] else item
 
 
 def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, bool]:
@@ -176,7 +197,7 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
     """Set what was read against the vault: what to write, merge, update, or leave aside."""
     summary = ImportSummary(read.system, source, dict(read.read), {"topic": 0, "fact": 0, "relation": 0},
                             aside=list(read.aside), dry_run=options.dry_run)
-    existing = _existing(vault, [item.record.id for item in read.items])
+    existing, left = _existing(vault, [item.record.id for item in read.items])
     new: list[Item] = []
     updates: dict[str, tuple[PurePosixPath, Record]] = {}
     for item in read.items:
@@ -206,6 +227,7 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
         new = _consistent(new, set(existing), summary)
     writes: list[tuple[PurePosixPath, Record, str | None]] = []
     for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
+        item = _as_left(item, left.get(item.record.id))
         writes.append((_path_of(item), item.record, None))
         summary.made[item.record.type] += 1
     written = {r.id for _, r, _ in writes}
