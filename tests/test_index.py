@@ -285,6 +285,39 @@ def test_corrupt_file_is_moved_aside_and_rebuilt(seeded: Vault, vault_path: Path
         assert list((vault_path / ".am/cache/aside").glob("index.sqlite.*"))
 
 
+def test_a_page_damaged_after_the_stamp_is_one_error_and_the_next_command_rebuilds(seeded: Vault,
+                                                                                  vault_path: Path) -> None:
+    """Damage the stamp cannot see (the disk flipped a page after am stamped the file) shows only when a
+    query reads that page: that command fails with one line, and the next one checks the file and rebuilds it."""
+    import sqlite3
+
+    from am.cache.file import CacheFile
+    from am.cache.rows import SCHEMA_VERSION
+
+    seeded.close()
+    db = vault_path / ".am/cache/index.sqlite"
+    conn = sqlite3.connect(db)
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'records'").fetchone()
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    data = bytearray(db.read_bytes())
+    data[(root - 1) * size + 8:root * size] = b"\xa5" * (size - 8)
+    db.write_bytes(bytes(data))
+    CacheFile(db, schema=SCHEMA_VERSION).write_stamp()  # the file matches its stamp: the open trusts it
+
+    def am(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(vault_path), *args],
+                              capture_output=True, text=True, env=subprocess_env())
+
+    first = am("search", "限流")
+    assert first.returncode == 1 and "Traceback" not in first.stderr, first.stderr
+    assert first.stderr.startswith("Error: the search cache failed") and "run the command again" in first.stderr
+    again = am("search", "限流")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("fact-zh")
+    assert list((vault_path / ".am/cache/aside").glob("index.sqlite.*"))
+
+
 def test_deleted_wal_loses_only_what_git_can_redo(seeded: Vault, vault_path: Path, tmp_path: Path) -> None:
     seeded.close()
     # A process writes to the cache and dies without closing it: the WAL holds its work.

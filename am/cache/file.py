@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DB_NAME", "CacheDamaged", "CacheFile"]
+__all__ = ["DB_NAME", "CacheDamaged", "CacheFile", "distrust_opened"]
 
 log = logging.getLogger("am")
 
@@ -82,6 +82,19 @@ def _flock(fd: int, mode: int, deadline: float | None) -> bool:
 # is read only while this process has no connection on the file.
 _CONNECTED: dict[str, int] = {}
 _CONNECTED_GUARD = threading.Lock()
+_OPENED: set[Path] = set()  # the stamp of every cache file this process opened (see distrust_opened)
+
+
+def distrust_opened() -> None:
+    """Drop the stamp of every cache this process opened: one failed in use, so the next open checks it.
+
+    A page damaged after am stamped the file (by the disk, or a restored copy) passes
+    the cheap checks at open; SQLite finds it only when a query reads that page.
+    Without its stamp, the next open runs ``PRAGMA quick_check``, and a damaged file
+    is moved aside and rebuilt.
+    """
+    for stamp in list(_OPENED):
+        stamp.unlink(missing_ok=True)
 
 
 class CacheFile:
@@ -92,6 +105,7 @@ class CacheFile:
         self.schema = schema
         self.lock_path = path.with_name("index.lock")
         self.stamp_path = path.with_name(DB_NAME + ".stamp")
+        _OPENED.add(self.stamp_path)
         self._conn: Any = None
         self._key = os.path.realpath(path)  # one file, however a vault was opened (see _CONNECTED)
 

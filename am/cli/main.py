@@ -143,6 +143,17 @@ def _run(argv: list[str] | None) -> int:
         failed = storage_error(err, "finish the command")
         click.echo(f"Error: {failed}", err=True)
         return failed.exit_code
+    except Exception as err:
+        sqlite3 = sys.modules.get("sqlite3")  # imported only by the cache (am/cache/index.py)
+        if sqlite3 is None or not isinstance(err, sqlite3.Error):
+            raise
+        from am.cache.file import distrust_opened
+
+        distrust_opened()  # the next command checks the cache, and moves it aside and rebuilds it if damaged
+        failed = AmError(f"the search cache failed ({err})",
+                         hint="run the command again: it checks the cache and rebuilds it if it is damaged")
+        click.echo(f"Error: {failed}", err=True)
+        return failed.exit_code
     return code if isinstance(code, int) else 0
 
 
