@@ -274,3 +274,14 @@ def test_slice_as_of_takes_time_words(hand_vault: Path) -> None:
     assert data["topics"] == []  # 2026-11-20 00:00: before the first fact was committed
     out = _am("slice", "--as-of", "Oct 1", cwd=hand_vault)
     assert out.returncode != 0 and "Oct 1" in out.stderr
+
+
+@pytest.mark.parametrize("fixed", ["next tuesday", "2026-13-01", "yesterday"])
+def test_an_unreadable_am_now_is_one_line_naming_it(dated_vault: Path, fixed: str) -> None:
+    for args in (("search", "deploy", "last Friday"), ("fact", "add", "never written", "--topic", "project-x")):
+        out = subprocess.run([sys.executable, "-m", "am.cli.main", *args], cwd=dated_vault,
+                             env={**os.environ, "AM_NOW": fixed, "AM_ACTOR": "tester"},
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.startswith(f"Error: $AM_NOW is {fixed!r}, not an ISO 8601 date-time"), out.stderr
+    assert "never written" not in _am("search", "never", "written", cwd=dated_vault).stdout

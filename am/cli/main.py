@@ -11,6 +11,7 @@ import gc
 gc.set_threshold(50_000, 10, 10)
 
 import logging
+import os
 import sys
 
 import click
@@ -125,6 +126,7 @@ def _run(argv: list[str] | None) -> int:
         logger.propagate = False
     try:
         _check_arguments(sys.argv[1:] if argv is None else argv)
+        _check_clock()
         code = cli.main(args=argv, prog_name="am", standalone_mode=False)
     except AmError as err:
         click.echo(f"Error: {err}", err=True)
@@ -163,6 +165,17 @@ def _check_arguments(args: list[str]) -> None:
         if any("\udc80" <= ch <= "\udcff" for ch in arg):
             raise UsageError(f"argument {n} is not valid UTF-8 text",
                              hint="pass text in UTF-8 (check the terminal's locale, e.g. LANG=C.UTF-8)")
+
+
+def _check_clock() -> None:
+    """Refuse an $AM_NOW that is not a moment: it fixes the clock of every record time and time phrase."""
+    from am.clock import now
+
+    try:
+        now()
+    except ValueError:
+        raise UsageError(f"$AM_NOW is {os.environ.get('AM_NOW')!r}, not an ISO 8601 date-time",
+                         hint="set it like AM_NOW=2026-11-03T14:00:00+08:00, or unset it to use the clock") from None
 
 
 if __name__ == "__main__":  # pragma: no cover
