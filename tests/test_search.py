@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from am.cli.main import cli
 from am.cache.search import search, snippet
+from am.errors import NotFoundError
 from am.vault import Vault
 from tests.conftest import subprocess_env
 
@@ -107,6 +108,20 @@ def test_filters(corpus: Vault) -> None:
     # A record without a repo holds in every repo.
     assert ids(corpus, "限流", repo="project-alpha") == ["fact-mixed", "fact-zh-limit"]
     assert ids(corpus, "查询", repo="project-alpha") == ["fact-zh-limit"]
+
+
+def test_an_unknown_topic_is_an_error_not_an_empty_answer(corpus: Vault, vault_path: Path,
+                                                          git: Callable[..., str]) -> None:
+    """--topic with a typo said "no results", as if nothing were known; a topic only facts name still narrows."""
+    with pytest.raises(NotFoundError, match="no topic 'tool-rdis' in the vault; list them with: am topic list"):
+        search(corpus.cache(), "查询", topic="tool-rdis", at=NOW)
+    rel, text = fact("fact-gamma", "Gamma 查询 goes to the replica.", "2026-11-27T09:00:00+08:00",
+                     topics="[project-gamma]")
+    (vault_path / rel).write_text(text, encoding="utf-8")
+    git("add", "-A")
+    git("commit", "-qm", "a fact about a topic with no file")
+    corpus.cache().refresh()
+    assert ids(corpus, "查询", topic="project-gamma") == ["fact-gamma"]
 
 
 @pytest.mark.parametrize("phrase", ["yesterday", "昨天", "昨日"])

@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from am.clock import now
-from am.errors import UsageError
+from am.errors import NotFoundError, UsageError
 from am.records.model import STATUSES, Fact, Record, Relation, Topic
 from am.cache.textseg import id_prefix_terms
 from am.cache.timephrases import TimeRange, parse_query, parse_time
@@ -144,6 +144,9 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         statuses = STATUSES
     else:
         statuses = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
+    if topic is not None and index.lookup(topic) is None and not index.records(topic=topic):
+        # A typo must not read as "nothing is known"; a topic that only facts or relations name still narrows.
+        raise NotFoundError(f"no topic {topic!r} in the vault", hint="list them with: am topic list")
     filters = dict(statuses=statuses, topic=topic, repo=repo, types=types,
                    since=window.since if window else None, until=window.until if window else None)
     hits: list[Hit] = []

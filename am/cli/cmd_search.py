@@ -137,7 +137,9 @@ def _check_filters(vault: Any, repo: str | None, topic: str | None) -> None:
         from am.worlds.checks import check_repo_known
 
         check_repo_known(repo, vault.known_repos())  # exit 13, as am slice
-    if topic is not None and vault.locate(topic) is None:
+    cache = vault.cache() if topic is not None else None
+    # A topic only facts name (no file of its own) still narrows: am.cache.search refuses only an id nothing names.
+    if topic is not None and vault.locate(topic) is None and (cache is None or not cache.records(topic=topic)):
         from am.errors import NotFoundError
 
         raise NotFoundError(f"unknown topic {topic!r}", hint=vault.topic_hint(topic) + "list them with: am topic list")
