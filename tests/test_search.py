@@ -124,6 +124,25 @@ def test_an_unknown_topic_is_an_error_not_an_empty_answer(corpus: Vault, vault_p
     assert ids(corpus, "查询", topic="project-gamma") == ["fact-gamma"]
 
 
+@pytest.mark.parametrize(("query", "terms"), [("怎么", ("怎么",)), ("的 怎么", ("怎么",)), ("什么", ("什么",)),
+                                             ("について", ("について",))])
+def test_a_query_of_only_chinese_or_japanese_stop_words_searches_them(corpus: Vault, vault_path: Path,
+                                                                      git: Callable[..., str], query: str,
+                                                                      terms: tuple[str, ...]) -> None:
+    """Stop words are kept when the query has nothing else, in every language: "怎么" listed the newest
+    records, each "matched by id", instead of looking for the word."""
+    rel, text = fact("fact-how", "这个问题怎么解决？什么时候都先看日志。日志について。",
+                     "2026-11-20T09:00:00+08:00")
+    (vault_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (vault_path / rel).write_text(text, encoding="utf-8")
+    git("add", "-A")
+    git("commit", "-qm", "a fact with stop words")
+    corpus.cache().refresh()
+    result = search(corpus.cache(), query, at=NOW)
+    assert result.terms == terms
+    assert [h.id for h in result.hits] == ["fact-how"]
+
+
 @pytest.mark.parametrize("phrase", ["yesterday", "昨天", "昨日"])
 def test_yesterday_in_three_languages(corpus: Vault, phrase: str) -> None:
     result = search(corpus.cache(), f"{phrase} 限流", at=NOW)

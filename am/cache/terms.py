@@ -6,7 +6,8 @@ word in any of its forms. A query is analysed into **units**, each of which a
 record either matches or not ("matched 2 of 3 terms"):
 
 - an English word that is not a stop word ("how", "do", "the" ...) is one unit,
-  its stem; when every word is a stop word they are all kept;
+  its stem; when every word is a stop word (English, Chinese or Japanese: "the",
+  "怎么", "について") they are all kept;
 - a run of Chinese or Japanese text is cut at stop words (的, 怎么, 什么 ...) and,
   for Japanese, at hiragana (particles and endings: で, が, について); each
   remaining piece is read as words of two characters ("限流策略" -> 限流, 策略; a
@@ -218,6 +219,7 @@ def analyse(query: str) -> QueryTerms:
         if is_cjk:
             found, cut = _cjk_pieces(run)
             dropped += cut
+            stops += [_cjk_unit(w) for w in cut]  # searched after all when the query has nothing else
             pieces += found
             for piece in found:
                 units += [_cjk_unit(w) for w in _words_of(piece)]
