@@ -124,6 +124,18 @@ def test_an_unknown_topic_is_an_error_not_an_empty_answer(corpus: Vault, vault_p
     assert ids(corpus, "查询", topic="project-gamma") == ["fact-gamma"]
 
 
+def test_a_query_without_words_lists_records_without_claiming_an_id_match(corpus: Vault, vault_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """"yesterday" (a time phrase alone) lists that day's records: they were not "matched by id"."""
+    result = search(corpus.cache(), "yesterday", at=NOW)
+    assert [h.id for h in result.hits] == ["fact-zh-limit"]
+    assert [(h.matched, h.explain()) for h in result.hits] == [(0, "")]
+    monkeypatch.setenv("AM_NOW", NOW.isoformat())
+    out = CliRunner().invoke(cli, ["--vault", str(vault_path), "search", "yesterday", "--format", "json"])
+    hit = json.loads(out.output)["hits"][0]
+    assert hit["found"] == "full-text" and hit["explain"] == "" and hit["matched"]["how"] != "id"
+
+
 @pytest.mark.parametrize(("query", "terms"), [("怎么", ("怎么",)), ("的 怎么", ("怎么",)), ("什么", ("什么",)),
                                              ("について", ("について",))])
 def test_a_query_of_only_chinese_or_japanese_stop_words_searches_them(corpus: Vault, vault_path: Path,

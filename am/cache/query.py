@@ -417,8 +417,8 @@ class IndexQueries:
             if where:
                 sql += " WHERE " + " AND ".join(where)
             sql += " ORDER BY r.created_ts DESC, r.id LIMIT ?"
-            rows = self.conn.execute(sql, [*args, limit]).fetchall()
-            return [Hit(i, PurePosixPath(p), t, s, c, float(rank)) for i, p, t, s, c, rank in rows]
+            rows = self.conn.execute(sql, [*args, limit]).fetchall()  # listed, not matched (nor by id): 0 of 0
+            return [Hit(i, PurePosixPath(p), t, s, c, float(rank), 0, 0, 1) for i, p, t, s, c, rank in rows]
         if sort == "time":
             return self._newest(levels, cols, where, args, limit, terms)
         hits: list[Hit] = []
