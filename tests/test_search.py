@@ -124,6 +124,14 @@ def test_an_unknown_topic_is_an_error_not_an_empty_answer(corpus: Vault, vault_p
     assert ids(corpus, "查询", topic="project-gamma") == ["fact-gamma"]
 
 
+@pytest.mark.parametrize("more", [(), ("--session",)])
+def test_a_limit_past_sqlites_integers_means_all(corpus: Vault, vault_path: Path, more: tuple[str, ...]) -> None:
+    """--limit 99999999999999999999 ended in OverflowError (a traceback): SQLite's integers stop at 2**63."""
+    out = CliRunner().invoke(cli, ["--vault", str(vault_path), "search", "限流", "--limit", "9" * 20, *more])
+    assert out.exit_code == 0, out.output
+    assert more or "fact-zh-limit" in out.output
+
+
 def test_a_query_without_words_lists_records_without_claiming_an_id_match(corpus: Vault, vault_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """"yesterday" (a time phrase alone) lists that day's records: they were not "matched by id"."""

@@ -63,6 +63,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     """
     from am.cache.search import search as run_search
 
+    limit = min(limit, 1 << 32)  # more than any vault holds: "all", and within SQLite's integers (2**63)
     if sessions or in_session or role:
         from am.cli.cmd_sessions import print_session_search
 
