@@ -132,6 +132,12 @@ def test_a_limit_past_sqlites_integers_means_all(corpus: Vault, vault_path: Path
     assert more or "fact-zh-limit" in out.output
 
 
+def test_one_record_matching_without_the_range_is_said_in_good_english(corpus: Vault) -> None:
+    result = search(corpus.cache(), "障害 yesterday", at=NOW)
+    assert result.without_range == 1
+    assert result.notes()[0].endswith("; 1 record matches without it, shown below")
+
+
 def test_a_query_without_words_lists_records_without_claiming_an_id_match(corpus: Vault, vault_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """"yesterday" (a time phrase alone) lists that day's records: they were not "matched by id"."""

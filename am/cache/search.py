@@ -91,7 +91,8 @@ class SearchResult:
         out = [f"only the first time phrase narrows the range; ignored {p!r}" for p in self.ignored]
         if self.range is not None and (not self.hits or self.without_range is not None):
             more = "" if self.without_range is None else (
-                f"; {self.without_range} record{'s' * (self.without_range != 1)} match without it, shown below"
+                f"; {self.without_range} record{'s' * (self.without_range != 1)} match{'es' * (self.without_range == 1)} "
+                "without it, shown below"
                 if self.without_range else "; nothing matches without it either")
             out.append(f"the time phrase {self.range.phrase!r} was read as {self.range.describe()}, "
                        f"and nothing in that range matches{more}")
