@@ -232,6 +232,20 @@ def test_a_model_that_fails_degrades_to_full_text(filled: Any, site: Path) -> No
     assert pack["scope"]["retrieval"]["notes"][0].startswith("vector: backend broken")
 
 
+def test_a_model_that_fails_is_said_in_the_text_output_too(filled: Any, site: Path) -> None:
+    """Someone who installed the extra and reads text learns why nothing was found by meaning."""
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(filled.root), "search", "sessions TTL"],
+                          capture_output=True, text=True, check=False,
+                          env=subprocess_env(PYTHONPATH=f"{site}:{subprocess_env()['PYTHONPATH']}",
+                                             AM_EMBEDDINGS="broken"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("note: vector: backend broken ($AM_EMBEDDINGS) failed to load (OSError: no model here)")
+    assert "fact-session" in proc.stdout
+    plain = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(filled.root), "search", "sessions TTL"],
+                           capture_output=True, text=True, check=True, env=subprocess_env(AM_EMBEDDINGS="off"))
+    assert "note:" not in plain.stdout  # a level turned off (or not installed) is no news
+
+
 def test_a_model_that_fails_inside_a_slice_degrades(filled: Any, site: Path) -> None:
     from am.packs.retrieval import HybridSearch, retrieve
 

@@ -117,6 +117,9 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         click.echo(f"range: {result.range.describe()}")
     for message in result.notes():
         click.echo(f"note: {message}")
+    for level in result.levels:
+        if " failed" in level or level.startswith("vector: failed"):  # the extra is there and could not answer
+            click.echo(f"note: {level}")
     if not result.hits:
         hidden = "" if status or include_superseded else " (superseded and expired are hidden; --include-superseded)"
         click.echo(f"no results{hidden}")
