@@ -141,6 +141,17 @@ def test_use_counts_survive_a_cache_rebuild(hot: Path) -> None:
     assert counts == {"fact-old-high": 1}
 
 
+def test_a_damaged_use_count_file_is_set_aside_and_counting_starts_again(hot: Path) -> None:
+    """Garbage in usage.sqlite stopped every count for good (each failure ignored): nothing was ever promoted."""
+    cache = hot / ".am" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "usage.sqlite").write_bytes(b"not a database, written by something else " * 200)
+    assert am(hot, "fact", "show", "fact-old-high").returncode == 0
+    counts = UsageLog(cache).counts(repo=None, branch=None, days=6, at=_moment(DAY0), today=True)
+    assert counts == {"fact-old-high": 1}
+    assert (cache / "aside" / "usage.sqlite").read_bytes().startswith(b"not a database")
+
+
 def test_uses_are_per_world(hot: Path) -> None:
     log = UsageLog(hot / ".am" / "cache")
     at = _moment(DAY0)

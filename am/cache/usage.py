@@ -20,12 +20,15 @@ pack (a slice's own use would otherwise reorder the next one). Nothing is ever
 deleted, and pinned facts are never demoted.
 
 Counting must never cost a reader its answer: every failure (a read-only
-folder, a locked or damaged file) is logged at debug level and ignored.
+folder, a locked or damaged file) is logged at debug level and ignored. A file
+that is not a database (or is malformed) is set aside to ``aside/`` and counting
+starts afresh, so damage costs the counts so far, not all counting to come.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -108,17 +111,39 @@ class UsageLog:
             return None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Not bound to the opening thread: an MCP server's worker opens it, and the server closes it
-            # from its own thread once the workers have stopped (as am/cache/index.py's connection).
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
+            try:
+                conn = self._open()
+            except sqlite3.DatabaseError as err:
+                if isinstance(err, sqlite3.OperationalError):  # locked, read-only: the file itself is fine
+                    raise
+                # Not a database, or malformed: its counts are lost either way; counting nothing from now on
+                # would stop every promotion for good. The file goes to aside/ (the latest one kept).
+                log.debug("use counts were damaged (%s); set aside, counting afresh", err)
+                (self.path.parent / "aside").mkdir(exist_ok=True)
+                for suffix in ("", "-wal", "-shm"):
+                    if (source := self.path.with_name(DB_NAME + suffix)).exists():
+                        os.replace(source, self.path.parent / "aside" / source.name)
+                conn = self._open()
         except (sqlite3.Error, OSError) as err:
             log.debug("use counts are not available (%s)", err)
             self._failed = True
             return None
         self._conn = conn
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        import sqlite3
+
+        # Not bound to the opening thread: an MCP server's worker opens it, and the server closes it
+        # from its own thread once the workers have stopped (as am/cache/index.py's connection).
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def close(self) -> None:
