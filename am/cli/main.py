@@ -152,10 +152,10 @@ def _run(argv: list[str] | None) -> int:
         from am.cache.file import distrust_opened
 
         distrust_opened()  # the next command checks the cache, and moves it aside and rebuilds it if damaged
-        failed = AmError(f"the search cache failed ({err})",
-                         hint="run the command again: it checks the cache and rebuilds it if it is damaged")
-        click.echo(f"Error: {failed}", err=True)
-        return failed.exit_code
+        damaged = AmError(f"the search cache failed ({err})",
+                          hint="run the command again: it checks the cache and rebuilds it if it is damaged")
+        click.echo(f"Error: {damaged}", err=True)
+        return damaged.exit_code
     return code if isinstance(code, int) else 0
 
 
