@@ -231,13 +231,19 @@ def test_readable_names_for_new_topics(vault_path: Path, title: str) -> None:
     assert "fact-x" in am("--vault", str(vault_path), "fact", "list", "--topic", "person-x")
 
 
-def test_supersede_inherits_topics_written_as_property_links(vault_path: Path) -> None:
-    # With property_links (am obsidian setup), am writes topics as "[[Title]]"; a supersede inherits them as ids.
+def _linked_fact(vault_path: Path, topics: dict[str, str], text: str, fid: str) -> list[str]:
+    """An Obsidian vault (property links) with these topics (id: title) and a fact about them; its --vault args."""
     am("init", str(vault_path), "--obsidian")
     v = ["--vault", str(vault_path)]
-    am(*v, "topic", "add", "person-li", "--title", "Li Wei")
-    am(*v, "topic", "add", "project-alpha", "--title", "Alpha")
-    am(*v, "fact", "add", "Li owns Alpha.", "--topic", "person-li", "--topic", "project-alpha", "--id", "fact-old")
+    for tid, title in topics.items():
+        am(*v, "topic", "add", tid, "--title", title)
+    am(*v, "fact", "add", text, *[arg for tid in topics for arg in ("--topic", tid)], "--id", fid)
+    return v
+
+
+def test_supersede_inherits_topics_written_as_property_links(vault_path: Path) -> None:
+    # With property_links (am obsidian setup), am writes topics as "[[Title]]"; a supersede inherits them as ids.
+    v = _linked_fact(vault_path, {"person-li": "Li Wei", "project-alpha": "Alpha"}, "Li owns Alpha.", "fact-old")
     assert 'topics: ["[[Li Wei]]", "[[Alpha]]"]' in next((vault_path / "facts").rglob("fact-old.md")).read_text()
     am(*v, "fact", "supersede", "fact-old", "Li and Ana own Alpha.", "--reason", "Ana joined", "--id", "fact-new")
     new = next((vault_path / "facts").rglob("fact-new.md")).read_text()
@@ -248,11 +254,7 @@ def test_supersede_inherits_topics_written_as_property_links(vault_path: Path) -
 
 def test_topic_rename_keeps_property_links_as_links(vault_path: Path) -> None:
     # Facts and relations am wrote with property_links name topics as "[[Title]]"; a rename keeps them links.
-    am("init", str(vault_path), "--obsidian")
-    v = ["--vault", str(vault_path)]
-    am(*v, "topic", "add", "project-x", "--title", "Project X")
-    am(*v, "topic", "add", "tool-redis", "--title", "Redis")
-    am(*v, "fact", "add", "X uses Redis.", "--topic", "project-x", "--topic", "tool-redis", "--id", "fact-a")
+    v = _linked_fact(vault_path, {"project-x": "Project X", "tool-redis": "Redis"}, "X uses Redis.", "fact-a")
     am(*v, "relation", "add", "project-x", "depends-on", "tool-redis")
     am(*v, "topic", "rename", "project-x", "project-y", "--title", "Project Y")
     fact = next((vault_path / "facts").rglob("fact-a.md")).read_text()

@@ -176,14 +176,22 @@ def test_git_pull_through_the_merge_driver_gives_what_am_sync_gives(
         assert check_vault(vb).errors == []
 
 
-def test_git_pull_rebase_through_the_merge_driver_keeps_both_versions(pair: tuple[Vault, Vault]) -> None:
+def _shared_then_edited_on_a(pair: tuple[Vault, Vault], fid: str, text: str, edited: str) -> str:
+    """Both clones hold fact ``fid``; a edits its text and syncs. Return the fact's path."""
     a, b = pair
-    fid = a.add_fact("The cache is Redis 6.", topics=["project-alpha"], id="fact-cache").record.id
+    a.add_fact(text, topics=["project-alpha"], id=fid)
     sync(a)
     sync(b)
     rel = fact_path(a.root, fid)
-    edit(a.root, rel, "a edits", body="The cache is Redis 7.\n")
+    edit(a.root, rel, "a edits", body=edited)
     sync(a)
+    return rel
+
+
+def test_git_pull_rebase_through_the_merge_driver_keeps_both_versions(pair: tuple[Vault, Vault]) -> None:
+    b = pair[1]
+    fid = "fact-cache"
+    rel = _shared_then_edited_on_a(pair, fid, "The cache is Redis 6.", "The cache is Redis 7.\n")
     proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(b.root), "hooks", "install"],
                           check=False, capture_output=True, text=True, env=subprocess_env())
     assert proc.returncode == 0, proc.stderr
@@ -288,13 +296,8 @@ def test_a_remote_that_moves_during_the_sync_is_fetched_and_merged_again(
 
 
 def test_an_uncommitted_edit_in_the_way_stops_the_sync_before_anything_changes(pair: tuple[Vault, Vault]) -> None:
-    a, b = pair
-    fid = a.add_fact("Shared fact.", topics=["project-alpha"], id="fact-shared").record.id
-    sync(a)
-    sync(b)
-    rel = fact_path(a.root, fid)
-    edit(a.root, rel, "a edits", body="Shared fact, edited on a.\n")
-    sync(a)
+    b = pair[1]
+    rel = _shared_then_edited_on_a(pair, "fact-shared", "Shared fact.", "Shared fact, edited on a.\n")
     (b.root / rel).write_text((b.root / rel).read_text() + "\nAn unsaved thought.\n")
     head = run_git(b.root, "rev-parse", "HEAD").strip()
     with pytest.raises(DirtyFileError, match=rel):
