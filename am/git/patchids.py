@@ -15,7 +15,7 @@ and no optional lock is taken.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,10 @@ _DIFF = ("-p", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "
 class PatchIds:
     """The git CLI over one clone's git directory: merge-bases, candidate commits and their patch ids."""
 
-    def __init__(self, gitdir: Path, *, repo: Any = None) -> None:
+    def __init__(self, gitdir: Path, *, repo: Callable[[], Any] | None = None) -> None:
         self.gitdir = gitdir
-        self.repo = repo  # the clone opened with pygit2, if the caller has it: merge-bases without a process
+        # The clone opened with pygit2, asked for only when a merge-base is (a warm slice imports no pygit2).
+        self.repo = repo
 
     def _run(self, args: list[str], *, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
         from am.git.prewrite import SAFE_GIT
@@ -55,7 +56,7 @@ class PatchIds:
             import pygit2
 
             try:
-                found = self.repo.merge_base(a, b)
+                found = self.repo().merge_base(a, b)
             except (pygit2.GitError, KeyError, ValueError) as err:
                 raise GitError(f"no merge base of {a[:10]} and {b[:10]} in {self.gitdir}: {err}",
                                hint="run: git fsck in the clone") from None

@@ -226,8 +226,8 @@ class CommitGraph:
                 from am.worlds.landed import Landings
 
                 folder = self._files.folder if self._files is not None else None
-                self._landings = Landings(PatchIds(Path(self.store.gitdir), repo=self.store.repo), self.tip, self.history,
-                                          folder=folder)
+                self._landings = Landings(PatchIds(Path(self.store.gitdir), repo=lambda: self.store.repo), self.tip,
+                                          self.history, folder=folder)
             self._landed[full] = self._landings.find(full)
         return self._landed[full]
 
