@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from am.cli.main import cli
 from am.cache.search import search, snippet
-from am.errors import NotFoundError
+from am.errors import NotFoundError, UsageError
 from am.vault import Vault
 from tests.conftest import subprocess_env
 
@@ -105,6 +105,8 @@ def test_id_prefix(corpus: Vault) -> None:
 
 def test_filters(corpus: Vault) -> None:
     assert ids(corpus, "查询", topic="tool-redis") == ["fact-other-topic"]
+    with pytest.raises(UsageError, match="--since 2026-12-01 is not before --until 2026-01-01"):
+        search(corpus.cache(), "限流", since="2026-12-01", until="2026-01-01", at=NOW)
     # A record without a repo holds in every repo.
     assert ids(corpus, "限流", repo="project-alpha") == ["fact-mixed", "fact-zh-limit"]
     assert ids(corpus, "查询", repo="project-alpha") == ["fact-zh-limit"]

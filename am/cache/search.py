@@ -136,6 +136,9 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     parsed = parse_query(query, now=moment)
     since_at = parse_time(since, now=moment) if isinstance(since, str) else since
     until_at = parse_time(until, now=moment) if isinstance(until, str) else until
+    if since_at is not None and until_at is not None and since_at >= until_at:
+        raise UsageError(f"--since {since} is not before --until {until}: no time lies between them",
+                         hint="give the earlier moment as --since (swap them)")
     window = _narrow(parsed.range, since_at, until_at)
     if status is not None:
         if status not in STATUSES:
