@@ -202,10 +202,13 @@ def test_openclaw_layers_and_weights(vault: Vault, tmp_path: Path) -> None:
 
 def test_openclaw_tags_that_are_not_a_list_are_kept_whole(vault: Vault, tmp_path: Path) -> None:
     source = tmp_path / "items.json"
-    source.write_text(json.dumps([{"id": "i1", "summary": "Deploys go through CI", "tags": "ci,deploy"}]))
+    source.write_text(json.dumps([{"id": "i1", "summary": "Deploys go through CI", "tags": "ci,deploy"},
+                                  {"id": "i2", "summary": "Builds are cached", "tags": ["ci", 7, {"x": 1}]}]))
     import_source(vault, "openclaw", source)
-    (fact,) = vault.list_facts()
-    assert fact.tags == () and fact.extra["source_tags"] == "ci,deploy"
+    facts = sorted(vault.list_facts(), key=lambda f: f.body)
+    assert [f.tags for f in facts] == [("ci",), ()]
+    assert facts[1].extra["source_tags"] == "ci,deploy"
+    assert facts[0].extra["source_tags"] == ["ci", 7, {"x": 1}]  # a list with other items than text: kept whole
 
 
 def test_secrets_refused_redacted_or_allowed(vault: Vault, git: Git, tmp_path: Path) -> None:

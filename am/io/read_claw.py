@@ -77,7 +77,8 @@ def read_openclaw(path: Path) -> SourceRead:
         if isinstance(status, str) and status not in STATUSES:
             extra["source_status"] = status
         tags = item.get("tags")
-        if tags is not None and not isinstance(tags, list):  # a string would be read as its letters
+        # A string would be read as its letters; a list with other items than text would lose them.
+        if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
             extra["source_tags"] = plain_value(tags)
         layer = item.get("layer")
         pinned = item.get("pinned") is True or layer == "hot"
