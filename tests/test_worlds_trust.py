@@ -304,6 +304,14 @@ def test_compact_and_uncommitted_edits(world: dict[str, Any]) -> None:
     path.write_text(path.read_text().replace("10 connections", "20 connections"))
     pack = ok("--vault", world["vault"], "slice")
     assert "plus 1 uncommitted edit in the working tree" in pack and "20 connections" in pack
+    # Saved half way (Obsidian, an editor): the fact is in no pack, and the pack says which file and why not.
+    path.write_text(path.read_text().replace("\n---\n", "\n", 1).split("status:")[0])
+    rel = str(added.paths[0])
+    pack = ok("--vault", world["vault"], "slice")
+    assert "pools 20 connections" not in pack and "`fact-pool`" not in pack
+    assert f"1 record file unreadable, not in this pack (`{rel}`: am check says why)" in pack
+    data = json.loads(ok("--vault", world["vault"], "slice", "--format", "json"))
+    assert data["vault"]["unreadable"] == [rel]
 
 
 def test_fact_list_shows_world_and_filters(world: dict[str, Any]) -> None:

@@ -301,9 +301,10 @@ class IndexQueries:
         """Return {id: path} of every record (the first by path where two files share an id)."""
         return {i: p for i, p in self.conn.execute("SELECT id, path FROM records ORDER BY path DESC")}
 
-    def unparsed_paths(self) -> list[str]:
-        """Return the files that are not records (notes, or broken records), sorted."""
-        return [p for (p,) in self.conn.execute("SELECT path FROM files WHERE error IS NOT NULL ORDER BY path")]
+    def unparsed_paths(self, *, notes: bool = True) -> list[str]:
+        """Return the files that are not records (notes, or broken records; ``notes=False``: broken only), sorted."""
+        sql = "SELECT path FROM files WHERE error IS NOT NULL" + ("" if notes else " AND error != ?") + " ORDER BY path"
+        return [p for (p,) in self.conn.execute(sql, () if notes else (NOTE_ERROR,))]
 
     def resolve_name_key(self, key: str) -> str | None:
         """Return the id a name key names (file name, id, title, alias; first by path), or None."""

@@ -137,8 +137,9 @@ class Pack:
     stale_lookup: Callable[[Fact], StaleMark | None] | None = None
     # What was admitted, in order (kind, item, the list holding it): the budget trims from the end.
     order: list[tuple[str, Any, list[Any]]] = field(default_factory=list)
-    # Record files read from the working tree with uncommitted edits.
+    # Record files read from the working tree with uncommitted edits, and record files no one can read.
     dirty: int = 0
+    unreadable: tuple[str, ...] = ()
     relations: list[Relation] = field(default_factory=list)
     foreign: list[tuple[str, Record]] = field(default_factory=list)
     foreign_notes: list[str] = field(default_factory=list)
@@ -317,6 +318,9 @@ def _vault_line(pack: Pack) -> str:
     line = f"`{pack.vault_name}` at commit `{(pack.vault_commit or 'none')[:12]}`"
     if pack.dirty:
         line += f" plus {_n(pack.dirty, 'uncommitted edit')} in the working tree"
+    if pack.unreadable:
+        named = ", ".join(f"`{p}`" for p in pack.unreadable[:3]) + (" ..." if len(pack.unreadable) > 3 else "")
+        line += f"; {_n(len(pack.unreadable), 'record file')} unreadable, not in this pack ({named}: am check says why)"
     if pack.request.as_of_label:
         line += f" (as of {pack.request.as_of_label})"
     return line
@@ -515,7 +519,7 @@ def render_json(pack: Pack) -> str:
                   "notes": list(setup.notes), "clone": setup.clone, "history_commits": setup.history_size,
                   "include_pending": req.include_pending},
         "vault": {"name": pack.vault_name, "commit": pack.vault_commit, "as_of": req.as_of_label,
-                  "uncommitted_edits": pack.dirty},
+                  "uncommitted_edits": pack.dirty, "unreadable": list(pack.unreadable)},
         "scope": {"description": pack.scope, "topic": req.topic, "depth": req.depth if req.topic else None,
                   "query": req.query,
                   "retrieval": None if pack.retrieval is None else

@@ -258,7 +258,13 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
 
 def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: WorldSetup,
                 count_use: bool = True) -> Pack:
-    """Add what cross-vault links of the shown facts name, when asked to follow them; count the shown facts' use."""
+    """Add what cross-vault links of the shown facts name, when asked to follow them; count the shown facts' use.
+
+    Record files the cache could not read are named: a half-saved fact is in no pack, and an agent must know.
+    """
+    index = vault.cache() if request.as_of is None else None
+    if index is not None and hasattr(index, "unparsed_paths"):
+        pack.unreadable = tuple(index.unparsed_paths(notes=False))
     if count_use:
         shown = [f.id for f in pack.all_shown()]
         _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
