@@ -226,8 +226,9 @@ class CommitGraph:
                 from am.worlds.landed import Landings
 
                 folder = self._files.folder if self._files is not None else None
-                self._landings = Landings(PatchIds(Path(self.store.gitdir), repo=lambda: self.store.repo), self.tip,
-                                          self.history, folder=folder)
+                store = self.store  # not self: the landings would hold the graph that holds them
+                self._landings = Landings(PatchIds(Path(store.gitdir), repo=lambda: store.repo), self.tip, self.history,
+                                          folder=folder)
             self._landed[full] = self._landings.find(full)
         return self._landed[full]
 

@@ -50,7 +50,7 @@ log = logging.getLogger("am")
 CAP = 5000  # the newest non-merge commits of the world's history since the merge-base that are compared
 _PIDS = "patchids.txt"
 _FOUND = "landed.json"
-_ABSENT_LIMIT = 20000
+_KEEP = 2000  # the newest findings per kind kept on disk: the file is written again as each is learnt
 _NONE = "-"  # a commit whose diff is empty has no patch id
 
 SAME_PATCH = "same-patch"
@@ -91,7 +91,7 @@ class Landings:
         self.folder = folder
         self._pids: dict[str, str] | None = None
         self._found: dict[str, list[Landing]] | None = None
-        self._absent: set[str] = set()  # "C M": neither C's patch nor its branch's diff landed in M
+        self._absent: dict[str, None] = {}  # "C M" (newest last): neither C's patch nor its branch's diff landed in M
         self._tips: dict[str, str | None] = {}  # "T M": the commit of M that squashed branch tip T, or None
         self._since: dict[str | None, dict[str, str]] = {}  # merge-base -> {patch id: oldest candidate}
         self._dirty = False
@@ -131,7 +131,7 @@ class Landings:
                 whole = self._pid(f"{base}..{commit}", lambda: self.git.of_diff(base, commit))
                 if whole is not None and whole in candidates:
                     return Landing(candidates[whole], SQUASH)
-            self._absent.add(key)
+            self._absent[key] = None
             self._dirty = True
         for tip, ref in self._refs_containing(commit):
             if tip == commit or tip in self.history:
@@ -206,14 +206,14 @@ class Landings:
             pass
         try:
             data = json.loads((self.folder / _FOUND).read_text(encoding="utf-8"))
-            self._absent = {str(k) for k in data["absent"]}
+            self._absent = dict.fromkeys(str(k) for k in data["absent"])
             self._tips = {str(k): None if v is None else str(v) for k, v in data["tips"].items()}
             self._contained = {str(c): (str(stamp), [(str(t), str(r)) for t, r in refs])
                                for c, (stamp, refs) in data["refs"].items()}
             for commit, rows in data["found"].items():
                 self._found[str(commit)] = [Landing(str(c), str(h), None if r is None else str(r)) for c, h, r in rows]
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            self._absent, self._found, self._tips, self._contained = set(), {}, {}, {}
+            self._absent, self._found, self._tips, self._contained = {}, {}, {}, {}
 
     def _remember(self, pids: dict[str, str]) -> None:
         assert self._pids is not None
@@ -231,11 +231,11 @@ class Landings:
         if self.folder is None or self._found is None:
             return
         try:
-            absent = sorted(self._absent)[-_ABSENT_LIMIT:]
+            absent = list(self._absent)[-_KEEP:]  # the newest: older tips are asked no more
             found = {c: [x.to_json() for x in rows] for c, rows in sorted(self._found.items())}
             self.folder.mkdir(parents=True, exist_ok=True)
             tmp = self.folder / f".{_FOUND}.{os.getpid()}.tmp"
-            tips = dict(sorted(self._tips.items())[-_ABSENT_LIMIT:])
+            tips = dict(list(self._tips.items())[-_KEEP:])
             refs = {c: [stamp, [list(x) for x in listed]] for c, (stamp, listed) in
                     sorted(self._contained.items()) if stamp == self._stamp}  # older answers never serve again
             tmp.write_text(json.dumps({"found": found, "absent": absent, "tips": tips, "refs": refs}), encoding="utf-8")
