@@ -356,3 +356,17 @@ def test_pre_commit_refuses_conflict_markers_left_by_a_merge(hooked: object, vau
     assert proc.returncode != 0
     assert f"{fact}:10:" in proc.stderr and "[conflict-markers]" in proc.stderr and "am hooks install" in proc.stderr
     assert head(vault_path) == before
+
+
+@pytest.mark.parametrize("args", [("rebase",), ["rebase"], ("amend",), ()])
+def test_post_rewrite_completes_a_rebase_whatever_sequence_its_arguments_come_in(
+        args: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `am hook post-rewrite rebase` (click) passes a tuple, the light hook runner a list: both are a rebase.
+    import io
+
+    from am.upkeep import hooks, merges
+
+    seen: list[list[tuple[str, str]]] = []
+    monkeypatch.setattr(merges, "complete_rebase", lambda vault, pairs: seen.append(pairs))
+    hooks._complete_merge(object(), "post-rewrite", args, b"a1 b1\nbad\n", io.StringIO())  # type: ignore[arg-type]
+    assert seen == ([[("a1", "b1")]] if args and list(args)[0] == "rebase" else [])

@@ -356,7 +356,7 @@ def _complete_merge(vault: Any, name: str, args: Sequence[str], stdin: bytes, ou
     from am.upkeep.merges import complete_merge, complete_rebase
 
     if name == "post-rewrite":
-        if args[:1] != ["rebase"]:
+        if not args or args[0] != "rebase":  # args may be a tuple (click) or a list
             return
         rows = [line.split() for line in stdin.decode("utf-8", "replace").splitlines()]
         made = complete_rebase(vault, [(row[0], row[1]) for row in rows if len(row) >= 2])
