@@ -630,4 +630,9 @@ def test_an_unfinished_merge_in_a_linked_worktree_refuses_writes_there_only(alph
     with Vault.open(tmp_path / "side") as side:
         with pytest.raises(GitError, match="a git merge is in progress"):
             side.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"])
+    # The check before a sync or merge starts is given the work tree's .git, a file there: it is followed.
+    from am.git.checks import check_no_git_operation
+
+    with pytest.raises(GitError, match="a git merge is in progress"):
+        check_no_git_operation(tmp_path / "side" / ".git")
     assert alpha.add_fact("Alpha deploys on Mondays.", topics=["project-alpha"]).commit

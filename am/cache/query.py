@@ -18,6 +18,8 @@ from am.records.model import Record
 from am.cache.textseg import build_match
 
 __all__ = ["IndexQueries", "BM25"]
+_UNREADABLE = ("SELECT path FROM files WHERE path IN (SELECT value FROM json_each(?)) AND error IS NOT NULL "
+               "AND error != ? ORDER BY path")  # dirty files that are no record (and no note): by path, indexed
 
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 _WORLD = "status, repo, version, commit_id, until_commit, valid_from, valid_until"
@@ -61,9 +63,7 @@ class IndexQueries:
 
     def invalid_paths(self, record_id: str) -> list[PurePosixPath]:
         """Return files named after this id that do not parse as records."""
-        name = f"{record_id}.md"
-        return [PurePosixPath(p) for (p,) in self.conn.execute(
-            "SELECT path FROM files WHERE error IS NOT NULL ORDER BY path") if p.rsplit("/", 1)[-1] == name]
+        return [PurePosixPath(p) for p in self.unparsed_paths() if p.rsplit("/", 1)[-1] == f"{record_id}.md"]
 
     def get(self, record_id: str) -> tuple[PurePosixPath, Record] | None:
         """Return (path, record) for an id, or None."""
@@ -128,9 +128,10 @@ class IndexQueries:
         return [r for (r,) in self.conn.execute(
             "SELECT DISTINCT repo FROM records WHERE repo IS NOT NULL ORDER BY repo")]
 
-    def dirty_paths(self) -> list[str]:
-        """Return the record files whose working-tree content differs from the commit the cache reflects."""
-        return list(json.loads(self._meta().get("dirty") or "[]"))
+    def dirty_paths(self, *, unreadable: bool = False) -> list[str]:
+        """Return the record files whose working tree differs from HEAD's (``unreadable``: and that no longer parse)."""
+        dirty = self._meta().get("dirty") or "[]"
+        return [p for (p,) in self.conn.execute(_UNREADABLE, (dirty, NOTE_ERROR))] if unreadable else json.loads(dirty)
 
     def has_duplicate_facts(self) -> bool:
         """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
@@ -301,10 +302,9 @@ class IndexQueries:
         """Return {id: path} of every record (the first by path where two files share an id)."""
         return {i: p for i, p in self.conn.execute("SELECT id, path FROM records ORDER BY path DESC")}
 
-    def unparsed_paths(self, *, notes: bool = True) -> list[str]:
-        """Return the files that are not records (notes, or broken records; ``notes=False``: broken only), sorted."""
-        sql = "SELECT path FROM files WHERE error IS NOT NULL" + ("" if notes else " AND error != ?") + " ORDER BY path"
-        return [p for (p,) in self.conn.execute(sql, () if notes else (NOTE_ERROR,))]
+    def unparsed_paths(self) -> list[str]:
+        """Return the files that are not records (notes, or broken records), sorted."""
+        return [p for (p,) in self.conn.execute("SELECT path FROM files WHERE error IS NOT NULL ORDER BY path")]
 
     def resolve_name_key(self, key: str) -> str | None:
         """Return the id a name key names (file name, id, title, alias; first by path), or None."""

@@ -99,6 +99,10 @@ def check_no_git_operation(gitdir: Path) -> None:
     pending (a merge's other parent lost). A stat a name: ``gitdir`` is the
     work tree's own Git folder, where a linked worktree keeps them.
     """
+    if os.path.isfile(gitdir):  # a linked worktree's .git file names its own Git folder
+        with open(gitdir, encoding="utf-8", errors="replace") as handle:
+            named = handle.read().strip().removeprefix("gitdir:").strip()
+        gitdir = Path(os.path.join(os.path.dirname(gitdir), named))
     for name, what, finish, abort in _UNDER_WAY:
         if os.path.lexists(os.path.join(gitdir, name)):
             raise GitError(f"{what} is in progress in this work tree ({name} in {gitdir})",

@@ -188,9 +188,10 @@ def _blank_escapes(text: str) -> str:
     escaped backslash, then every quote (an escaped one is
     left as a backslash and a space, and becomes `` "``), then the letters.
     """
-    for escape in _DOUBLED:
-        if escape in text:
-            text = text.replace(escape, "   ")
+    if "\\\\" in text:  # JSON inside a JSON string: rare, so one scan decides
+        for escape in _DOUBLED:
+            if escape in text:
+                text = text.replace(escape, "   ")
     text = text.replace("\\\\", "  ").replace('"', " ").replace("\\ ", ' "')
     for escape in _ESCAPES:
         if escape in text:
