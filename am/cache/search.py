@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from am.cache.index import Hit, Index
     from am.cache.vectors import Embedder
 
-__all__ = ["HIDDEN_STATUSES", "SearchHit", "SearchResult", "search", "snippet", "now"]
+__all__ = ["HIDDEN_STATUSES", "SearchHit", "SearchResult", "search", "snippet", "now", "topic_named"]
 
 HIDDEN_STATUSES = ("superseded", "expired")
 _SNIPPET = 160
@@ -110,6 +110,11 @@ def _narrow(found: TimeRange | None, since: datetime | None, until: datetime | N
     return TimeRange(max(low) if low else None, min(high) if high else None, " + ".join(phrases))
 
 
+def topic_named(index: Index, topic: str) -> bool:
+    """Return whether a topic id names something: its own record, or a record about it (one row, not decoded)."""
+    return index.lookup(topic) is not None or bool(index.ids_with_prefix("", limit=1, topic=topic))
+
+
 def search(index: Index, query: str, *, topic: str | None = None, status: str | None = None,
            repo: str | None = None, since: str | datetime | None = None, until: str | datetime | None = None,
            include_superseded: bool = False, types: tuple[str, ...] | None = None, limit: int = 20,
@@ -148,7 +153,7 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         statuses = STATUSES
     else:
         statuses = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
-    if topic is not None and index.lookup(topic) is None and not index.records(topic=topic):
+    if topic is not None and not topic_named(index, topic):
         # A typo must not read as "nothing is known"; a topic that only facts or relations name still narrows.
         raise NotFoundError(f"no topic {topic!r} in the vault", hint="list them with: am topic list")
     filters = dict(statuses=statuses, topic=topic, repo=repo, types=types,

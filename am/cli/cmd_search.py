@@ -137,13 +137,16 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
 
 def _check_filters(vault: Any, repo: str | None, topic: str | None) -> None:
     """Refuse a --repo or --topic that names nothing (a typo would only find fewer records), suggesting the closest."""
+    from am.cache.search import topic_named
+
     if repo is not None:
         from am.worlds.checks import check_repo_known
 
         check_repo_known(repo, vault.known_repos())  # exit 13, as am slice
     cache = vault.cache() if topic is not None else None
-    # A topic only facts name (no file of its own) still narrows: am.cache.search refuses only an id nothing names.
-    if topic is not None and vault.locate(topic) is None and (cache is None or not cache.records(topic=topic)):
+    # A topic only facts name (no file of its own) still narrows: the rule am.cache.search applies, said here
+    # first with the closest topic.
+    if topic is not None and cache is not None and not topic_named(cache, topic):
         from am.errors import NotFoundError
 
         raise NotFoundError(f"unknown topic {topic!r}", hint=vault.topic_hint(topic) + "list them with: am topic list")
