@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from am.errors import InvalidIdError, InvalidRecordError
 
 __all__ = [
+    "is_device_name",
     "ID_PATTERN",
     "MAX_ID_LENGTH",
     "RECORD_DIRS",
@@ -46,6 +47,11 @@ _RESERVED = frozenset(
 )
 RECORD_DIRS = {"topic": "topics", "fact": "facts", "relation": "relations"}
 _KIND_OF_FOLDER = {folder: kind for kind, folder in RECORD_DIRS.items()}
+
+
+def is_device_name(name: str) -> bool:
+    """Return whether a file name is one Windows will not check out (CON, nul.txt, com1.jsonl ...)."""
+    return name.lower().split(".")[0] in _RESERVED
 
 
 def folder_problem(path: str | None, rtype: str) -> str | None:
@@ -187,7 +193,7 @@ def check_record_path(path: PurePosixPath | str) -> PurePosixPath:
         or not p.name.endswith(".md")
         or any(part in ("", ".", "..") or part.startswith(".") for part in parts)
         or any(_SAFE_PART.match(part) is None for part in parts)
-        or any(part.lower().split(".")[0] in _RESERVED for part in parts)
+        or any(is_device_name(part) for part in parts)
     ):
         raise InvalidRecordError(
             f"{str(path)!r} is not a safe record path",
@@ -205,7 +211,7 @@ def readable_name(title: str) -> str | None:
     stem = " ".join(_UNREADABLE.sub(" ", unicodedata.normalize("NFC", title)).split()).strip(". ")
     if len(stem.encode("utf-8")) > 180:
         stem = stem.encode("utf-8")[:180].decode("utf-8", "ignore").rstrip(". ")
-    if not stem or stem.lower().split(".")[0] in _RESERVED or stem.startswith("-"):
+    if not stem or is_device_name(stem) or stem.startswith("-"):
         return None
     return stem
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from am.errors import UsageError
-from am.records.ids import _RESERVED
+from am.records.ids import is_device_name
 
 __all__ = ["FORMATS", "Message", "SessionMeta", "detect", "messages", "read_meta", "safe_session_id", "session_topic_id"]
 
@@ -78,7 +78,7 @@ def session_topic_id(session_id: str) -> str:
 
 def safe_session_id(value: str) -> str | None:
     """Return the id if it is safe as a file name (letters, digits, ``_ . -``; no device name: CON.jsonl), else None."""
-    safe = _SAFE_ID.fullmatch(value) and ".." not in value and value.split(".")[0].lower() not in _RESERVED
+    safe = _SAFE_ID.fullmatch(value) and ".." not in value and not is_device_name(value)
     return value if safe else None
 
 
