@@ -143,7 +143,9 @@ def merge_bench(work: Path, runs: int, *, base: int = 100, upfront: bool = False
     from am.vault import Vault
 
     root = diverged(work, shared=base, each=500, conflicts=20)
-    git_times, done_times, am_times, warm_times = [], [], [], []
+    git_times, done_times, am_times, warm_times, floor_times = [], [], [], [], []
+    # The process floor: the interpreter and the modules a merge needs (pygit2 among them), doing nothing.
+    floor = (sys.executable, "-c", "import am.sync.engine, am.git.store, am.records.merge")
 
     def copies(n: int) -> tuple[Path, Path, Path]:
         return work / f"plain-{n}", work / f"am-{n}", work / f"warm-{n}"
@@ -182,6 +184,7 @@ def merge_bench(work: Path, runs: int, *, base: int = 100, upfront: bool = False
         def am_merge() -> None:
             am_times.append(timed(*AM, "--vault", str(ours), "merge", "theirs"))
             os.sync()
+            floor_times.append(timed(*floor))
 
         def in_process() -> None:  # a warm server's call: the modules imported, the vault open
             with Vault.open(warm) as vault:
@@ -207,7 +210,8 @@ def merge_bench(work: Path, runs: int, *, base: int = 100, upfront: bool = False
         for n in range(runs):
             for copy in copies(n):
                 shutil.rmtree(copy)
-    git_m, done_m, am_m, warm_m = (statistics.median(t) for t in (git_times, done_times, am_times, warm_times))
+    git_m, done_m, am_m, warm_m, floor_m = (statistics.median(t) for t in
+                                            (git_times, done_times, am_times, warm_times, floor_times))
     per_run = [a / g for a, g in zip(am_times, git_times)]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     how = "copies made up front" if upfront else "copies made and deleted run by run"
@@ -220,6 +224,8 @@ def merge_bench(work: Path, runs: int, *, base: int = 100, upfront: bool = False
     print(f"  per run, am / git merge        median {statistics.median(per_run):.2f}x   "
           f"({' '.join(f'{r:.2f}' for r in per_run)})")
     print(f"  merge_branch() in-process      {_ms(warm_m)}   {warm_m / git_m:.2f}x git merge   (a warm server's call)")
+    print(f"  process floor                  {_ms(floor_m)}   {floor_m / git_m:.2f}x git merge   "
+          "(python, importing the merge's modules and pygit2, merging nothing)")
     print(f"  fastest of each                git merge {_ms(min(git_times))}, + commit {_ms(min(done_times))}, "
           f"am merge {_ms(min(am_times))}")
 
