@@ -66,6 +66,30 @@ def test_reset_hard_then_recover_restores_5_of_5(alpha: Vault, vault_path: Path)
     assert again["lost"] == []
 
 
+def test_a_git_revert_lost_with_the_fact_it_undid_is_replayed_after_it(alpha: Vault, vault_path: Path) -> None:
+    base = fact_files(vault_path)
+    undone = alpha.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-undone").commit
+    run_git(vault_path, "revert", "--no-edit", "HEAD")  # the README's undo, made with plain Git
+    revert = run_git(vault_path, "rev-parse", "HEAD").strip()
+    alpha.add_fact("Pool size is 20.", topics=["project-alpha"], id="fact-kept")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~3")
+
+    listed = json.loads(ok("--vault", str(vault_path), "recover", "--format", "json"))
+    assert [(c["commit"], c["reverts"]) for c in listed["lost"]] == [
+        (undone, None), (revert, undone), (listed["lost"][2]["commit"], None)]
+    text = ok("--vault", str(vault_path), "recover")
+    assert f"git revert of {undone[:10]}, replayed after it" in text and "2 lost am commits (and 1 git revert of them)" in text
+
+    done = json.loads(ok("--vault", str(vault_path), "recover", "--apply", "--format", "json"))
+    assert [r["outcome"] for r in done["restored"]] == ["restored"] * 3
+    # The fact the person took back stays taken back; the one after it is restored.
+    assert {Path(p).stem for p in fact_files(vault_path) - base} == {"fact-kept"}
+    subjects = run_git(vault_path, "log", "-3", "--format=%s").splitlines()
+    assert subjects[1].startswith("Revert ") and len(subjects) == 3
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    assert json.loads(ok("--vault", str(vault_path), "recover", "--format", "json"))["lost"] == []
+
+
 def test_recover_without_reflogs_scans_objects(alpha: Vault, vault_path: Path) -> None:
     alpha.add_fact("Kept only as an object.", topics=["project-alpha"], id="fact-object")
     run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")

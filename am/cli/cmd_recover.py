@@ -18,7 +18,8 @@ def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> No
 
     Restoring replays the lost am commits on the current branch in order, each
     as a new commit (a cherry-pick; history is never rewritten). Commits made
-    by hand in the same lost history are listed and reported, not replayed.
+    by hand in the same lost history are listed and reported, not replayed,
+    except a git revert of a lost am commit, which is replayed after it.
 
     Example: am recover --apply
     """
@@ -31,14 +32,17 @@ def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> No
         emit_json({"lost": [c.to_json() for c in lost], "restored": [r.to_json() for r in results]})
     else:
         for c in lost:
-            by_hand = "  by hand: not replayed" if c.manual else ""
+            by_hand = ("" if not c.manual else "  by hand: not replayed" if c.reverts is None
+                       else f"  by hand: git revert of {c.reverts[:10]}, replayed after it")
             click.echo(f"{c.commit[:10]}  {c.time}  {c.actor:<14} {c.op:<16} {', '.join(c.records)}  "
                        f"({c.found_by}){by_hand}")
-        mine = [c for c in lost if not c.manual]
+        mine = sum(not c.manual for c in lost)
+        reverts = sum(c.manual and c.replayed for c in lost)
         if not mine:
             click.echo("no lost am commits")
         elif not apply_:
-            click.echo(f"{len(mine)} lost am commits; restore them with: am recover --apply")
+            also = f" (and {reverts} git revert{'s' if reverts > 1 else ''} of them)" if reverts else ""
+            click.echo(f"{mine} lost am commits{also}; restore them with: am recover --apply")
         for r in results:
             new = r.commit[:10] if r.commit else "-"
             click.echo(f"{r.outcome:<15} {r.lost[:10]} -> {new} {r.detail}")

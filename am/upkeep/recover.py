@@ -29,6 +29,7 @@ __all__ = ["LostCommit", "Restored", "Finding", "find_lost", "restore", "diagnos
 _TOPS = tuple(RECORD_DIRS.values())
 _TEMP = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.tmp$")
 _INDEX_TEMP = re.compile(r"^index\.(?P<pid>\d+)\.tmp$")
+_REVERTS = re.compile(r"^This reverts commit ([0-9a-f]{40})\b", re.MULTILINE)  # git revert's message
 _QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/git/spool.py
 
 
@@ -44,11 +45,18 @@ class LostCommit:
     records: tuple[str, ...]
     subject: str
     manual: bool = False
+    reverts: str | None = None  # a hand commit made by git revert of a lost am commit listed before it
+
+    @property
+    def replayed(self) -> bool:
+        """Whether restoring replays it: am's own writes, and git reverts of them lost with them."""
+        return not self.manual or self.reverts is not None
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable JSON shape of the lost commit."""
         return {"commit": self.commit, "found_by": self.found_by, "time": self.time, "actor": self.actor,
-                "op": self.op, "records": list(self.records), "subject": self.subject, "manual": self.manual}
+                "op": self.op, "records": list(self.records), "subject": self.subject, "manual": self.manual,
+                "reverts": self.reverts}
 
 
 @dataclass(frozen=True)
@@ -112,10 +120,12 @@ def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = F
     am_ids = {cid for cid, entry in entries.items() if not entry.manual}
     near = _with_am_commits([info for info, _ in lost], am_ids) if include_manual else set()
     tip = head  # the branch as restoring the commits listed so far would leave it (a commit or a tree id)
-    out = []
+    out: list[LostCommit] = []
     for info, how in lost:
         entry = entries[info.id]
-        if entry.manual:
+        reverted = _REVERTS.search(info.message) if entry.manual else None
+        reverts = reverted[1] if reverted and any(c.commit == reverted[1] and not c.manual for c in out) else None
+        if entry.manual and reverts is None:
             if info.id in near:
                 out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records,
                                       info.subject, manual=True))
@@ -129,7 +139,8 @@ def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = F
                 if picked == store.tree_id(tip):
                     continue  # its change is there already
                 tip = picked
-        out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records, info.subject))
+        out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records, info.subject,
+                              manual=entry.manual, reverts=reverts))
     return out
 
 
@@ -142,12 +153,14 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
     """Replay lost am commits on the current branch, oldest first, each as one new commit.
 
     Hand commits among them (``manual``) are not replayed; each is reported as ``not-replayed``.
+    A ``git revert`` of a lost am commit, lost with it, is replayed after it: the undo
+    a person made is history too, and the fact it took back stays taken back.
     """
     store = vault.store
     results = []
     with store.write_lock(op="recover"):
         for item in lost:
-            if item.manual:
+            if not item.replayed:
                 results.append(Restored(item.commit, None, "not-replayed",
                                         "made by hand (no Am-Op trailer): am replays only its own writes; "
                                         f"look at it with: git show {item.commit[:10]}, and if it is wanted: "
@@ -321,7 +334,7 @@ def diagnose(vault: Any) -> list[Finding]:
         lost = []
     if lost:
         findings.append(Finding("branch-moved-back", store.head_ref(),
-                                f"{len(lost)} am commits are no longer on any branch "
+                                f"{sum(not c.manual for c in lost)} am commits are no longer on any branch "
                                 f"(first: {lost[0].commit[:10]} {lost[0].subject}); am recover --apply restores them",
                                 True))
     from am.upkeep.health import hook_findings  # missing or broken hooks (a fresh clone has none)
