@@ -138,7 +138,8 @@ def test_expected_mistakes_print_one_line_and_change_nothing(cli_vault: Path, ca
     if case == "invalid-file":
         path = cli_vault / "topics" / "project-alpha.md"
         path.write_text(path.read_text().replace("kind: project\n", "kind: project\nkind: tool\n"))
-        run_git(cli_vault, "commit", "-q", "-am", "hand edit")
+        # The hooks am init installed refuse this commit; a client that runs none (isomorphic-git) takes it.
+        run_git(cli_vault, "commit", "-q", "--no-verify", "-am", "hand edit")
     if case == "dirty":
         (cli_vault / fact["path"]).write_text((cli_vault / fact["path"]).read_text() + "edit\n")
     head = _head(cli_vault)
@@ -216,6 +217,35 @@ def test_end_to_end_in_a_subprocess(tmp_path: Path, am_home: Path) -> None:
     assert run_git(root, "rev-parse", "HEAD") == head
     proc = _run("--vault", str(tmp_path), "fact", "list", am_home=am_home)
     assert proc.returncode == 3 and proc.stderr.startswith("Error: ") and proc.stderr.count("\n") == 1
+
+
+def test_init_installs_the_hooks_and_merge_driver_unless_told_not_to(tmp_path: Path, am_home: Path) -> None:
+    # The README's path never ran am hooks install in the vault: hand commits went unchecked and the
+    # first git pull of a fact edited on two machines left conflict markers in its frontmatter.
+    root, bare = tmp_path / "hooked", tmp_path / "bare"
+    proc = _run("init", str(root), am_home=am_home)
+    assert proc.returncode == 0 and "hooks installed" in proc.stdout, proc.stderr
+    hooks = {p.name for p in (root / ".git" / "hooks").iterdir() if not p.name.endswith(".sample")}
+    assert hooks == {"pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite"}
+    assert run_git(root, "config", "merge.am.driver").strip().endswith("merge-driver %O %A %B %P")
+    assert "merge=am" in run_git(root, "show", "HEAD:.gitattributes")
+    assert run_git(root, "status", "--porcelain").strip() == ""
+    doctor = _run("--vault", str(root), "doctor", am_home=am_home)
+    assert doctor.returncode == 0 and "hook-missing" not in doctor.stdout, doctor.stdout
+    # A hand commit of a broken record is refused by the real git CLI's pre-commit.
+    assert _run("--vault", str(root), "topic", "add", "tool-redis", "--title", "Redis", am_home=am_home).returncode == 0
+    topic = root / "topics" / "tool-redis.md"
+    topic.write_text(topic.read_text().replace("kind: tool\n", "kind: tool\nkind: project\n"))
+    head = run_git(root, "rev-parse", "HEAD")
+    refused = subprocess.run(["git", "-C", str(root), "commit", "-q", "-am", "hand edit"], capture_output=True,
+                             text=True, env=subprocess_env(AM_HOME=str(am_home)))
+    assert refused.returncode != 0 and "duplicate key 'kind'" in refused.stderr
+    assert run_git(root, "rev-parse", "HEAD") == head
+
+    proc = _run("init", str(bare), "--no-hooks", am_home=am_home)
+    assert proc.returncode == 0 and "hooks installed" not in proc.stdout
+    assert not [p for p in (bare / ".git" / "hooks").iterdir() if not p.name.endswith(".sample")]
+    assert run_git(bare, "ls-files").split() == [".gitignore"] or ".gitattributes" not in run_git(bare, "ls-files")
 
 
 def test_standard_input_that_is_not_utf8_is_one_error_line(tmp_path: Path, am_home: Path) -> None:

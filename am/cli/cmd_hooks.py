@@ -45,19 +45,16 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
 
     Example: am hooks install --code-repo ~/src/alpha --repo project-alpha
     """
-    from am.upkeep.hooks import CODE_HOOKS, VAULT_HOOKS, install_hooks
+    from am.upkeep.hooks import CODE_HOOKS, install_hooks
 
     vault = open_vault(ctx)
     if code_repo is None:
         if repo:
             raise click.UsageError("--repo goes with --code-repo")
-        actions = install_hooks(vault.root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])
-        # The record merge for git merge / git pull / obsidian-git (am/upkeep/merges.py).
-        from am.upkeep.hooks import HookAction, am_command
-        from am.upkeep.merges import register_merge_driver
+        # The hooks, and the record merge for git merge / git pull / obsidian-git (am/upkeep/merges.py).
+        from am.upkeep.merges import install_vault_hooks
 
-        for what in register_merge_driver(vault, command=am_command()):
-            actions.append(HookAction("merge-driver", what, "registered"))
+        actions = install_vault_hooks(vault)
     else:
         from am.errors import UsageError
         from am.records.ids import check_id

@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from am.cli.context import FORMAT_OPTION, emit_json
+
+NO_HOOKS_OPTION = click.option("--no-hooks", is_flag=True,
+                               help="Do not install am's Git hooks and merge driver (am hooks install does it later).")
+
+
+def _install_hooks(vault: Any) -> None:
+    """Install the vault's hooks and merge driver; a failure is a warning (the vault itself is ready)."""
+    from am.errors import AmError
+    from am.upkeep.merges import install_vault_hooks
+
+    try:
+        actions = install_vault_hooks(vault)
+    except (AmError, OSError) as err:
+        click.echo(f"warning: am's Git hooks were not installed ({err}); hand commits go unchecked and git pull "
+                   "merges records as text until: am hooks install", err=True)
+        return
+    hooks = [a.name for a in actions if a.name != "merge-driver"]
+    click.echo(f"hooks installed ({', '.join(hooks) or 'already there'}) and the record merge driver registered; "
+               "am hooks uninstall removes them")
 
 
 @click.command()
@@ -15,11 +35,14 @@ from am.cli.context import FORMAT_OPTION, emit_json
 @click.option("--obsidian", "for_obsidian", is_flag=True,
               help="Also add Obsidian templates and settings (as am obsidian setup does).")
 @click.option("--replace", is_flag=True, help="Point the name at PATH even if it is registered for another vault.")
+@NO_HOOKS_OPTION
 @click.pass_context
-def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, replace: bool) -> None:
+def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, replace: bool, no_hooks: bool) -> None:
     """Create a vault in PATH (default: here), or adopt the Git repository there.
 
-    Registers the vault by name in $AM_HOME (default ~/.am).
+    Registers the vault by name in $AM_HOME (default ~/.am), and installs am's
+    Git hooks and record merge driver (as am hooks install does), so hand
+    commits are checked and git pull merges record by record.
 
     Example: am init ~/vaults/alpha --name alpha --obsidian
     """
@@ -29,6 +52,8 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, r
     if for_obsidian:
         vault.setup_obsidian()
     click.echo(f"vault {vault.name} ready at {vault.root}")
+    if not no_hooks:
+        _install_hooks(vault)
     click.echo(f"next: am --vault {vault.name} topic add project-x --title 'Project X'")
 
 
@@ -96,7 +121,8 @@ def remove(name: str) -> None:
 @click.option("--code", "code", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to build the demo's code repository (default: PATH-code).")
 @click.option("--replace", is_flag=True, help="Re-point the names demo and project-alpha at this new demo.")
-def demo(path: Path, code: Path | None, replace: bool) -> None:
+@NO_HOOKS_OPTION
+def demo(path: Path, code: Path | None, replace: bool, no_hooks: bool) -> None:
     """Create the example vault in PATH (default: ./am-demo) with a short history.
 
     Also builds the code repository its facts are about (project-alpha, beside
@@ -110,6 +136,8 @@ def demo(path: Path, code: Path | None, replace: bool) -> None:
     commits = sum(1 for _ in v.store.walk())
     code_path = (code or path.with_name(path.name + "-code")).resolve()
     click.echo(f"demo vault ready at {v.root} ({commits} commits)")
+    if not no_hooks:
+        _install_hooks(v)
     click.echo(f"code repository project-alpha at {code_path} (branches main, feat-batch, feat-rate-limit)")
     click.echo("try:")
     for line in (

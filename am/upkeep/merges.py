@@ -63,6 +63,21 @@ def register_merge_driver(vault: Any, *, command: list[str]) -> list[str]:
     return done
 
 
+def install_vault_hooks(vault: Any) -> list[Any]:
+    """Install am's vault hooks and register the record merge driver; return what was done.
+
+    What ``am hooks install`` does in a vault, and what ``am init`` and ``am demo``
+    do by default, so hand commits (the git CLI, obsidian-git) are checked and
+    ``git pull`` merges record by record from the first day.
+    """
+    from am.upkeep.hooks import VAULT_HOOKS, HookAction, am_command, install_hooks
+
+    actions = install_hooks(vault.root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])
+    for what in register_merge_driver(vault, command=am_command()):
+        actions.append(HookAction("merge-driver", what, "registered"))
+    return actions
+
+
 def unregister_merge_driver(root: Path) -> list[str]:
     """Remove am's ``merge.am`` settings from the clone's config; return what changed.
 
