@@ -125,6 +125,36 @@ def test_unknown_branch_in_registered_clone_is_its_own_error(alpha: Any, code: P
     assert getattr(typo.exception, "exit_code", None) == 13 and "did you mean 'project-alpha'" in str(typo.exception)
 
 
+def test_a_shallow_clone_names_the_facts_it_cannot_judge(alpha: Any, code: Path, tmp_path: Path) -> None:
+    # A CI checkout (git clone --depth 1) lacks the commits beyond its depth: the facts observed there are
+    # judged by branch name, and the pack says how many, that the clone is shallow, and the fix.
+    _worked_example(alpha, code)
+    run_git(code, "merge", "-q", "--no-ff", "-m", "merge feat-batch", "feat-batch")
+    code_commit(code, "later.py", "later")
+    shallow = tmp_path / "shallow"
+    run_git(tmp_path, "clone", "-q", "--depth", "1", code.as_uri(), str(shallow))
+    assert run_git(shallow, "rev-parse", "--is-shallow-repository").strip() == "true"
+    am(alpha, "repo", "add", "project-alpha", str(shallow), "--replace")
+    main = am(alpha, "slice", "--repo", "project-alpha", "--branch", "main")
+    # By branch name, main still shows the old fact: the merged one is on feat-batch.
+    assert shown_ids(main) == {"fact-getuser"}
+    fix = f"git -C {shallow.resolve()} fetch --unshallow"
+    assert "the clone is shallow: 2 facts" in main and "1 holds, 1 does not" in main
+    assert "am check" in main and fix in main
+    assert "1 other branch, commit beyond the shallow clone" in main
+    data = json.loads(am(alpha, "slice", "--repo", "project-alpha", "--branch", "main", "--format", "json"))
+    assert data["world"]["shallow"] == {"facts": 2, "hold": 1, "not_held": 1, "list": "am check", "fix": fix}
+    assert data["holds"]["rules"] == {"branch-name (shallow clone)": 1}
+    check = am(alpha, "check")
+    assert check.count("the clone is shallow") == 2 and fix in check
+    # Deepened, the clone judges both by ancestry: the merged fact holds on main and hides the old one.
+    run_git(shallow, "fetch", "-q", "--unshallow")
+    main = am(alpha, "slice", "--repo", "project-alpha", "--branch", "main")
+    assert shown_ids(main) == {"fact-getusers"} and "shallow" not in main
+    data = json.loads(am(alpha, "slice", "--repo", "project-alpha", "--branch", "main", "--format", "json"))
+    assert data["world"]["shallow"] is None
+
+
 def test_repo_add_rejects_a_folder_that_is_no_repository(alpha: Any, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["repo", "add", "x", str(tmp_path)])
     assert result.exit_code != 0 and "is not a Git repository" in str(result.exception)

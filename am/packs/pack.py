@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
 from am.records.model import Fact, Record, Relation, Topic
-from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, Resolution
+from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, RULE_SHALLOW, WHY_SHALLOW, Resolution
 
 if TYPE_CHECKING:
     from am.packs.retrieval import Retrieved
@@ -292,10 +292,25 @@ def _rule_line(pack: Pack) -> str:
         fallback = pack.resolution.rules.get(RULE_BRANCH, 0)
         if fallback:
             line += f"; {fallback} fact{'s' * (fallback != 1)} judged by branch name (no commit, or one not in the clone)"
+        shallow = _shallow(pack)
+        if shallow is not None and shallow["facts"]:
+            line += (f"; the clone is shallow: {_n(shallow['facts'], 'fact')} observed at a commit beyond its depth "
+                     f"judged by branch name ({shallow['hold']} holds, {shallow['not_held']} does not; list them: "
+                     f"{shallow['list']}; fix: {shallow['fix']})")
         return line
     if setup.rule == RULE_BRANCH:
         return "branch name (records must name this branch or none)"
     return "no code repository: records that name no repo"
+
+
+def _shallow(pack: Pack) -> dict[str, Any] | None:
+    """Count the facts a shallow clone could not judge by ancestry (their commit is beyond its depth); None if not shallow."""
+    setup, res = pack.setup, pack.resolution
+    if setup.oracle is None or not getattr(setup.oracle, "shallow", False):
+        return None
+    held, excluded = res.rules.get(RULE_SHALLOW, 0), res.excluded.get(WHY_SHALLOW, 0)
+    return {"facts": held + excluded, "hold": held, "not_held": excluded, "list": "am check",
+            "fix": f"git -C {setup.clone} fetch --unshallow"}
 
 
 def _title(pack: Pack) -> str:
@@ -517,6 +532,7 @@ def render_json(pack: Pack) -> str:
         "world": {"repo": setup.world.repo, "branch": setup.world.branch, "commit": setup.world.commit,
                   "commit_source": setup.commit_source, "at": req.at_label, "rule": setup.rule,
                   "notes": list(setup.notes), "clone": setup.clone, "history_commits": setup.history_size,
+                  "shallow": _shallow(pack),
                   "include_pending": req.include_pending},
         "vault": {"name": pack.vault_name, "commit": pack.vault_commit, "as_of": req.as_of_label,
                   "uncommitted_edits": pack.dirty, "unreadable": list(pack.unreadable)},

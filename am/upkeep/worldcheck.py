@@ -10,7 +10,7 @@ branch not fetched here), it resolves once the clone is registered and fetched.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from am.records.model import Fact, Record, Relation
@@ -22,7 +22,7 @@ __all__ = ["world_issues"]
 
 def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Registry | None = None) -> list[Issue]:
     """Return a warning for every fact or relation whose repo, branch or commit cannot be resolved here."""
-    from am.worlds.ancestry import open_clone
+    from am.worlds.ancestry import is_shallow, open_clone
     from am.worlds.checks import branch_tip
 
     registry = registry or Registry.load()
@@ -62,8 +62,10 @@ def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Regi
             if key not in commits:
                 commits[key] = store.find_commit(record.commit) is not None
             if not commits[key]:
+                fix = "fetch it, or fix the id"
+                if is_shallow(Path(store.gitdir)):  # a CI checkout (--depth): the commit may be beyond its depth
+                    fix = f"the clone is shallow: git -C {store.root} fetch --unshallow, or fix the id"
                 issues.append(Issue("warning", "unresolved-world", where,
                                     f"commit {record.commit!r} is not in the clone of {repo}: the record is judged by "
-                                    "branch name, or on every branch when it names none (fetch it, or fix the id)",
-                                    "commit"))
+                                    f"branch name, or on every branch when it names none ({fix})", "commit"))
     return issues

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from am.worlds.landed import Landing, Landings
     from am.worlds.stale import Staleness
 
-__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "now", "records_at"]
+__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "is_shallow", "now", "records_at"]
 
 log = logging.getLogger("am")
 
@@ -60,7 +60,8 @@ class HistoryFiles:
         import hashlib  # OpenSSL's start-up only when a registered clone's history is cached
 
         self.store = store
-        self.folder = folder / hashlib.sha1(str(store.gitdir).encode()).hexdigest()[:16]
+        # A shallow clone's histories stop at its shallow commits: deepened, it is another clone.
+        self.folder = folder / hashlib.sha1(_clone_key(store).encode()).hexdigest()[:16]
         self._objects_dir: Path | None = None
 
     def _path(self, tip: str) -> Path:
@@ -175,7 +176,10 @@ class CommitGraph:
         self.tip = tip
         # The disk cache holds the histories and the commit ids resolved in this clone.
         self._files = HistoryFiles(cache_dir, store) if cache_dir is not None else None
-        key = (str(store.gitdir), tip)
+        clone = _clone_key(store)
+        # Whether the clone is shallow (git clone --depth): a commit it lacks may be beyond its depth.
+        self.shallow = clone != str(store.gitdir)
+        key = (clone, tip)
         history = _HISTORY_CACHE.get(key)
         if history is None:
             if self._files is not None:
@@ -284,6 +288,29 @@ class WorldSetup:
         return 0 if self.oracle is None else len(self.oracle.history)
 
 
+def shallow_points(gitdir: Path) -> str | None:
+    """Return the commits a shallow clone's history stops at (its ``shallow`` file, as git reads it), else None."""
+    try:  # a linked worktree shares the clone's common folder, where git keeps the file
+        gitdir = gitdir / (gitdir / "commondir").read_text().strip()
+    except OSError:
+        pass
+    try:
+        return (gitdir / "shallow").read_text("ascii", errors="replace")
+    except OSError:
+        return None
+
+
+def is_shallow(gitdir: Path) -> bool:
+    """Return whether a clone is shallow (git clone --depth): a commit it lacks may be beyond its depth."""
+    return shallow_points(gitdir) is not None
+
+
+def _clone_key(store: GitStore) -> str:
+    """Name a clone's histories: a shallow clone's change when it is deepened, so they are kept apart."""
+    points = shallow_points(Path(store.gitdir))
+    return str(store.gitdir) if points is None else f"{store.gitdir}\nshallow:{points}"
+
+
 def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | None, str | None]:
     """Open the registered clone of a code repository; return (store, why not)."""
     registry = registry or Registry.load()
@@ -304,7 +331,7 @@ def _cached_tip(store: GitStore, commit: str, cache_dir: Path | None) -> str | N
     """Return ``commit`` when it is a full id whose history is already kept (in memory or on disk), else None."""
     if len(commit) != 40 or not _HEX.fullmatch(commit):
         return None
-    if (str(store.gitdir), commit) in _HISTORY_CACHE:
+    if (_clone_key(store), commit) in _HISTORY_CACHE:
         return commit
     if cache_dir is not None and HistoryFiles(cache_dir, store).load(commit) is not None:
         return commit

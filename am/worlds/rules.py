@@ -12,7 +12,8 @@ decides, for every record, whether it holds there and, if not, why:
    equivalent commit (a squash, rebase or cherry-pick: ``am.worlds.landed``,
    which the oracle asks) — and its ``until_commit`` is not;
 4. branch name, the fallback (no clone, or the record's commit is not in the
-   clone): ``version`` must equal the branch or be absent;
+   clone): ``version`` must equal the branch or be absent; a commit a shallow
+   clone lacks is counted apart (``RULE_SHALLOW``, ``WHY_SHALLOW``);
 5. valid time: ``valid_from <= at < valid_until`` where set;
 6. per-world supersession: a record is hidden where a record that supersedes
    it holds (``supersedes`` on the new record or ``superseded_by`` on the old,
@@ -43,6 +44,8 @@ __all__ = [
     "RULE_ANCESTRY",
     "RULE_BRANCH",
     "RULE_NONE",
+    "RULE_SHALLOW",
+    "WHY_SHALLOW",
     "judge",
     "resolve",
     "to_moment",
@@ -52,6 +55,8 @@ __all__ = [
 RULE_ANCESTRY = "commit-ancestry"
 RULE_BRANCH = "branch-name"
 RULE_NONE = "repo-less"
+# A commit the clone lacks because it is shallow (git clone --depth): judged by branch name, and counted apart.
+RULE_SHALLOW = "branch-name (shallow clone)"
 
 # Reasons a record does not hold, as counted in a pack's header.
 WHY_PENDING = "pending-review"
@@ -59,6 +64,7 @@ WHY_REPO = "other repo"
 WHY_HISTORY = "not in this commit's history"
 WHY_UNTIL = "ended at an earlier commit"
 WHY_BRANCH = "other branch"
+WHY_SHALLOW = "other branch, commit beyond the shallow clone"
 WHY_TIME = "outside its valid time"
 WHY_SUPERSEDED = "superseded here"
 WHY_STATUS = "unknown status"
@@ -240,11 +246,13 @@ def judge(record: Fact | FactView | Relation, world: World, oracle: AncestryOrac
                 rule, decided = RULE_ANCESTRY, True
                 if not seen:
                     return _verdict(False, WHY_HISTORY, rule)
+            elif getattr(oracle, "shallow", False):
+                rule = RULE_SHALLOW
         if oracle is not None and record.until_commit:
             if oracle.contains(record.until_commit):
                 return _verdict(False, WHY_UNTIL, RULE_ANCESTRY)
         if not decided and record.version is not None and record.version != world.branch:
-            return _verdict(False, WHY_BRANCH, rule)
+            return _verdict(False, WHY_SHALLOW if rule == RULE_SHALLOW else WHY_BRANCH, rule)
     if (record.valid_from is not None or record.valid_until is not None) and not _time_ok(record, world.at):
         return _verdict(False, WHY_TIME, rule)
     return _verdict(True, None, rule, status == "contested")

@@ -18,6 +18,7 @@ from am.records.model import STATUSES, Fact
 from am.worlds.rules import (
     RULE_ANCESTRY,
     RULE_BRANCH,
+    RULE_SHALLOW,
     AncestryOracle,
     Verdict,
     World,
@@ -121,7 +122,9 @@ def explain(fact: Fact, world: World, oracle: AncestryOracle | None, *, supersed
         if oracle is not None and fact.commit:
             seen = oracle.contains(fact.commit)
             if seen is None:
-                add("ancestry", None, f"commit {_short(fact.commit)} is not in the clone: judged by branch name")
+                shallow = (" (the clone is shallow, and it may be beyond its depth: git fetch --unshallow in the clone)"
+                           if getattr(oracle, "shallow", False) else "")
+                add("ancestry", None, f"commit {_short(fact.commit)} is not in the clone{shallow}: judged by branch name")
             else:
                 decided = True
                 landed = _landing(oracle, fact.commit) if seen else None
@@ -181,7 +184,8 @@ def explain(fact: Fact, world: World, oracle: AncestryOracle | None, *, supersed
     if holds:
         section = ("contested" if status == "contested" else "pending-review" if status == "pending-review"
                    else "stale" if stale is not None else "pinned" if fact.pinned else "facts")
-    rule = {RULE_ANCESTRY: "commit ancestry", RULE_BRANCH: "branch name"}.get(verdict.rule, "repo-less")
+    rule = {RULE_ANCESTRY: "commit ancestry", RULE_BRANCH: "branch name",
+            RULE_SHALLOW: "branch name (shallow clone)"}.get(verdict.rule, "repo-less")
     data = {"repo": world.repo, "branch": world.branch, "commit": world.commit, "at": at_label, "rule": rule}
     return Explanation(fact.id, data, holds, section, tuple(steps))
 
