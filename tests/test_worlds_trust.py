@@ -373,3 +373,29 @@ def test_am_stale_says_it_cannot_tell_when_the_clone_is_gone(world: dict[str, An
     assert "cannot tell which facts are stale" in out and "cannot be read" in out
     assert json.loads(ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main",
                          "--format", "json"))["world"]["rule"] == "branch-name"
+
+
+def test_am_stale_json_names_the_facts_it_cannot_judge(world: dict[str, Any], tmp_path: Path) -> None:
+    """JSON said stale: [] when staleness could not be derived; it now lists those facts and why, as text does."""
+    vault, code = world["vault"], world["code"]
+    ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",
+       "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py")
+    # Observed at a commit this clone does not have (fetched elsewhere): judged by branch name, staleness unknown.
+    ok("--vault", vault, "fact", "add", "The pool holds 10.", "--topic", "project-alpha", "--id", "fact-pool",
+       "--repo", "project-alpha", "--branch", "main", "--commit", "ab" * 20, "--path", "src/db/pool.py",
+       "--unverified")
+    commit(code, "src/api/users.py", "def getUser(id, *, fields=None): ...\n", "users: fields")
+    where = ("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main")
+    data = json.loads(ok(*where, "--format", "json"))
+    assert [s["id"] for s in data["stale"]] == ["fact-users"]
+    assert [(c["id"], c["commit"]) for c in data["cannot_tell"]] == [("fact-pool", "ab" * 20)]
+    assert "is not in the clone" in data["cannot_tell"][0]["why"]
+    text = ok(*where)
+    assert "1 stale fact" in text and "cannot tell whether 1 fact is stale" in text and "fact-pool" in text
+    # The clone gone: nothing can be derived, and both outputs say so for every fact that watches code.
+    code.rename(tmp_path / "moved")
+    data = json.loads(ok(*where, "--format", "json"))
+    assert data["stale"] == [] and [c["id"] for c in data["cannot_tell"]] == ["fact-pool", "fact-users"]
+    assert all("cannot be read" in c["why"] for c in data["cannot_tell"])
+    text = ok(*where)
+    assert "no stale facts" not in text and "cannot tell which facts are stale" in text and "fact-users" in text

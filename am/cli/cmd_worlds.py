@@ -61,7 +61,10 @@ def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
 
     Staleness is derived from the code repository's graph per world (a commit on
     another branch never makes main's facts stale) and never written to the
-    vault; re-confirm a fact with `am fact confirm ID --commit C`.
+    vault; re-confirm a fact with `am fact confirm ID --commit C`. A fact that
+    holds and watches code but cannot be judged (no readable registered clone,
+    no commit, or one the clone lacks) is listed apart, with why ("cannot tell";
+    `cannot_tell` in JSON), never counted as fresh. The exit code is 0 either way.
 
     Example: am stale --repo project-alpha --branch main
     """
@@ -73,20 +76,29 @@ def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
         emit_json({"world": {"repo": world.repo, "branch": world.branch, "commit": world.commit,
                              "rule": report.setup.rule},
                    "stale": [{"id": s.fact.id, "commit": s.fact.commit, "paths": list(s.fact.paths),
-                              **{f"changed_{k}": v for k, v in s.mark.to_json().items()}} for s in report.facts]})
+                              **{f"changed_{k}": v for k, v in s.mark.to_json().items()}} for s in report.facts],
+                   "cannot_tell": [{"id": f.id, "commit": f.commit, "paths": list(f.paths), "why": why}
+                                   for f, why in report.cannot_tell]})
         return
     where = f"{world.repo or 'no repo'}" + (f" @ {world.branch}" if world.branch else "") + (
         f" ({world.commit[:10]})" if world.commit else "")
     if not report.facts and report.setup.oracle is None and world.repo is not None:
         # Staleness is derived from the registered clone's graph: without it nothing can be said.
         click.echo(f"cannot tell which facts are stale in {where}: " + "; ".join(report.setup.notes))
+        for f, _ in report.cannot_tell:
+            click.echo(f"  {f.id}  watches {', '.join(f.paths)}")
         return
-    if not report.facts:
+    if not report.facts and not report.cannot_tell:
         click.echo(f"no stale facts in {where}")
         return
-    click.echo(f"{len(report.facts)} stale fact{'s' * (len(report.facts) != 1)} in {where}:")
+    if report.facts:
+        click.echo(f"{len(report.facts)} stale fact{'s' * (len(report.facts) != 1)} in {where}:")
     for s in report.facts:
         click.echo(f"  {s.fact.id}  observed at {(s.fact.commit or '?')[:10]}; {s.mark.describe()}")
-
+    if report.cannot_tell:
+        n = len(report.cannot_tell)
+        click.echo(f"cannot tell whether {n} fact{'s' * (n != 1)} {'is' if n == 1 else 'are'} stale in {where}:")
+        for f, why in report.cannot_tell:
+            click.echo(f"  {f.id}  {why}")
 
 COMMANDS = [why, stale]

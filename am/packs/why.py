@@ -62,10 +62,11 @@ class StaleFact:
 
 @dataclass(frozen=True)
 class StaleReport:
-    """The facts stale in one world."""
+    """The facts stale in one world, and those that watch code but whose staleness cannot be derived (with why)."""
 
     setup: WorldSetup
     facts: tuple[StaleFact, ...]
+    cannot_tell: tuple[tuple[Fact, str], ...] = ()
 
     def ids(self) -> set[str]:
         """Return the ids of the stale facts."""
@@ -73,13 +74,32 @@ class StaleReport:
 
 
 def stale_in_world(vault: VaultReader, request: SliceRequest) -> StaleReport:
-    """Return the facts that hold in the world of ``request`` and whose watched code changed since."""
+    """Return the facts that hold in the world of ``request`` and whose watched code changed since.
+
+    A fact that holds and watches paths but whose staleness cannot be derived (no readable registered clone,
+    no commit, or one the clone lacks) is listed in ``cannot_tell`` with the reason, never counted as fresh.
+    """
     from am.packs.slice import slice_vault
 
     pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None))
     shown = {f.id: f for f in pack.all_shown()}
     found = tuple(StaleFact(shown[fid], mark) for fid, mark in sorted(pack.stale.items()) if fid in shown)
-    return StaleReport(pack.setup, found)
+    unknown = tuple((f, why) for f in sorted(shown.values(), key=lambda f: f.id)
+                    if f.paths and (why := _cannot_tell(pack.setup, f)) is not None)
+    return StaleReport(pack.setup, found, unknown)
+
+
+def _cannot_tell(setup: WorldSetup, fact: Fact) -> str | None:
+    """Return why a fact's staleness cannot be derived in the world (DESIGN §5.6), or None when it can."""
+    oracle = setup.oracle
+    if oracle is None or not hasattr(oracle, "full_id"):
+        return "; ".join(setup.notes) or "no registered clone of the world's repo"
+    if not fact.commit:
+        return "the fact names no commit (am fact confirm ID records one)"
+    if oracle.full_id(fact.commit) is None:
+        shallow = " (the clone is shallow: git fetch --unshallow in it)" if getattr(oracle, "shallow", False) else ""
+        return f"commit {fact.commit[:10]} is not in the clone{shallow} (fetch it, or fix the id)"
+    return None
 
 
 @dataclass(frozen=True)
