@@ -99,3 +99,40 @@ def test_since_lists_the_facts_a_code_merge_brought_into_the_world(tmp_path: Pat
     assert delta["pack_id"] == after["pack_id"]
     again = json.loads(run(root, "slice", *MAIN, "--since", delta["pack_id"], "--format", "json"))
     assert not any(again["changes"].values())
+
+
+def test_a_branch_of_the_clone_that_lands_a_fact_changes_the_pack_id(tmp_path: Path) -> None:
+    # main squash-merged feat (tip F2); a fact learned at F1 holds on main only while a branch containing F1
+    # is in the clone (DESIGN §5 rule 3, "squash-branch"). Fetching or deleting that branch moves no commit
+    # of main, yet changes the pack: the id must change, and --since must not say "nothing changed".
+    from tests.conftest import commit_file, run_git
+
+    code = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    commit_file(code, "m0.txt")
+    run_git(code, "switch", "-q", "-c", "feat")
+    f1 = commit_file(code, "a.py")
+    f2 = commit_file(code, "b.py")
+    run_git(code, "switch", "-q", "main")
+    run_git(code, "merge", "-q", "--squash", "feat")
+    run_git(code, "commit", "-q", "-m", "squash feat")
+    run_git(code, "branch", "-q", "-D", "feat")
+    root = tmp_path / "v"
+    Vault.init(root, name="v", actor="tester").close()
+    run(root, "repo", "add", "alpha", str(code))
+    run(root, "fact", "add", "a.py exists.", "--topic", "alpha", "--create-topic", "--repo", "alpha",
+        "--commit", f1, "--id", "fact-a", "--unverified")
+    world = ["--repo", "alpha", "--branch", "main"]
+    without = json.loads(run(root, "slice", *world, "--format", "json"))
+    assert not _fact_ids(without)
+    run_git(code, "branch", "feat", f2)  # as a git fetch of the feature branch would
+    landed = json.loads(run(root, "slice", *world, "--format", "json"))
+    assert _fact_ids(landed) == {"fact-a"}
+    assert landed["pack_id"] != without["pack_id"]
+    delta = run(root, "slice", *world, "--since", without["pack_id"])
+    assert "nothing changed" not in delta and "fact-a" in delta and "the clone changed" in delta
+    run_git(code, "branch", "-q", "-D", "feat")
+    gone = json.loads(run(root, "slice", *world, "--format", "json"))
+    assert not _fact_ids(gone) and gone["pack_id"] == without["pack_id"] != landed["pack_id"]
+    delta = json.loads(run(root, "slice", *world, "--since", landed["pack_id"], "--format", "json"))
+    assert delta["pack_id"] == gone["pack_id"] and delta["notes"] and "fact-a" in delta["notes"][0]

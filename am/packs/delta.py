@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from am.packs.reader import VaultReader
     from am.worlds.ancestry import WorldSetup
 
-__all__ = ["Delta", "pack_id", "since_commit", "slice_since", "render_delta_markdown", "render_delta_json"]
+__all__ = ["Delta", "pack_id", "outside_digest", "since_commit", "slice_since", "render_delta_markdown", "render_delta_json"]
 
-_PACK_ID = re.compile(r"p-([0-9a-f]{7,40})(?:-[0-9a-f]{6}(?:-([0-9a-f]{7,40}))?)?")
+_PACK_ID = re.compile(r"p-([0-9a-f]{7,40})(?:-[0-9a-f]{6}(?:-([0-9a-f]{7,40})(?:-([0-9a-f]{6}))?)?)?")
 KINDS = ("added", "superseded", "expired", "stale", "contested", "gone")
 
 
@@ -50,7 +50,20 @@ def pack_id(vault_commit: str | None, request: SliceRequest, setup: WorldSetup |
     # CRC-32, not hashlib: a slice must not load OpenSSL (tests/test_startup.py); this only tells questions apart.
     digest = f"{zlib.crc32(request.argv().encode('utf-8')):08x}"[:6]
     code = f"-{setup.world.commit[:12]}" if setup is not None and setup.oracle is not None and setup.world.commit else ""
-    return f"p-{(vault_commit or '0' * 12)[:12]}-{digest}{code}"
+    return f"p-{(vault_commit or '0' * 12)[:12]}-{digest}{code}{outside_digest(setup)}"
+
+
+def outside_digest(setup: WorldSetup | None) -> str:
+    """Return ``-<digest>`` of how the commits outside the world's history were judged, or "" when none were.
+
+    Whether such a commit is in the clone, and where it landed (a squash of a branch the clone has), changes
+    with a fetch or a deleted branch while the world's commit stays: the id must change with it.
+    """
+    outside = getattr(setup.oracle, "outside", None) if setup is not None else None
+    if not outside or not setup or not setup.world.commit:
+        return ""
+    text = "".join(f"{c} {o}\n" for c, o in sorted(outside.items()))
+    return f"-{zlib.crc32(text.encode('ascii', 'replace')):08x}"[:7]
 
 
 @dataclass
@@ -64,6 +77,7 @@ class Delta:
     request: SliceRequest
     vault_name: str
     changes: dict[str, list[tuple[Fact, str]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -113,10 +127,11 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
                         known_repos=getattr(vault, "known_repos", None))
     then_setup = setup
     found = _PACK_ID.fullmatch(ref.strip())
-    if found and found.group(2) and setup.oracle is not None and found.group(2) != (setup.world.commit or "")[:12]:
+    if found and found.group(2) and setup.oracle is not None:
         from am.errors import AmError
 
-        try:  # the world as that pack saw it: the code commit it names (gone after a rewrite: the world now)
+        try:  # the world as that pack saw it: the code commit it names (gone after a rewrite: the world now),
+            # with an oracle of its own, so that what it is asked does not enter this delta's id
             then_setup = setup_world(request.repo, setup.world.branch, found.group(2), at=setup.world.at,
                                      include_pending=request.include_pending,
                                      cache_dir=vault.root / ".am" / "cache" / "ancestry")
@@ -136,6 +151,9 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
     old = {r.id: r for r in before if isinstance(r, Fact)}
     new = {r.id: r for r in current if isinstance(r, Fact)}
     delta = Delta(ref, commit, head, setup, request, vault.name, {k: [] for k in KINDS})
+    if found and found.group(2) and then_setup is not setup and outside_digest(then_setup) != (
+            f"-{found.group(3)}" if found.group(3) else ""):
+        delta.notes.append(_clone_changed(setup, new, now_.facts.keys(), request.argv()))
     for fid in sorted(now_.facts.keys() - then.facts.keys()):
         fact = new[fid]
         if fid not in old:
@@ -167,6 +185,21 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
     return delta
 
 
+def _clone_changed(setup: WorldSetup, facts: dict[str, Fact], holding: Any, argv: str) -> str:
+    """Say that the clone changed since the pack, and name the facts judged by where their commit is (or landed)."""
+    outside = getattr(setup.oracle, "outside", {})
+    judged = sorted(fid for fid, f in facts.items() if f.repo == setup.world.repo and f.commit in outside)
+
+    def named(ids: list[str]) -> str:
+        return f"{len(ids)}" + (f" ({', '.join(ids[:10])}{' ...' if len(ids) > 10 else ''})" if ids else "")
+
+    held = [fid for fid in judged if fid in holding]
+    return (f"the clone changed since that pack (a branch fetched or deleted, commits fetched, or its depth), and "
+            f"with it the facts observed outside this world's history may hold where they did not then, or the "
+            f"reverse: {named(held)} hold now, {named([f for f in judged if f not in holding])} do not; "
+            f"read the whole pack again: {argv}")
+
+
 def _line(fact: Fact, note: str) -> str:
     meta = [f"`{fact.id}`", fact.confidence, clean_text(fact.provenance)]
     if fact.created:
@@ -184,11 +217,12 @@ def render_delta_markdown(delta: Delta) -> str:
     """Render the changes for an agent's context."""
     world = delta.setup.world
     title = (world.repo or "vault-wide") + (f" @ {world.branch}" if world.branch else "")
-    counts = ", ".join(f"{len(v)} {k}" for k, v in delta.changes.items() if v) or "nothing changed"
+    counts = ", ".join(f"{len(v)} {k}" for k, v in delta.changes.items() if v) or (
+        "no record changed, but see the note" if delta.notes else "nothing changed")
     lines = [f"# Changes since {clean_text(delta.ref)}: {title}", "",
              f"- Vault: `{delta.vault_name}` from commit `{delta.since[:12]}` to `{(delta.until or 'none')[:12]}`",
              f"- Pack: `{delta.id}` (pass it to --since next time)",
-             f"- Changes: {counts}", ""]
+             f"- Changes: {counts}", *(f"- Note: {note}" for note in delta.notes), ""]
     body = []
     for kind in KINDS:
         items = delta.changes[kind]
@@ -203,6 +237,7 @@ def render_delta_json(delta: Delta) -> str:
     world = delta.setup.world
     data: dict[str, Any] = {
         "pack_id": delta.id, "since": {"ref": delta.ref, "commit": delta.since}, "until": delta.until,
+        "notes": list(delta.notes),
         "world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
         "changes": {k: [{"id": f.id, "text": clean_text(f.body), "status": f.status, "note": note}
                         for f, note in v] for k, v in delta.changes.items()},

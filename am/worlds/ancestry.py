@@ -194,6 +194,9 @@ class CommitGraph:
         self._sorted: list[str] | None = None
         self._landings: Landings | None = None  # built on the first commit the clone has and the history lacks
         self._landed: dict[str, Landing | None] = {}
+        # What each commit asked about outside the history came to: "?" not in the clone, "-" not landed,
+        # else the commit it landed as. It depends on the clone's refs and objects, not only on the tip.
+        self.outside: dict[str, str] = {}
 
     def contains(self, commit: str) -> bool | None:
         """Return whether a commit (id, prefix, tag) is in the history; None if the clone lacks it."""
@@ -213,8 +216,13 @@ class CommitGraph:
             self._resolved[commit] = full
         full = self._resolved[commit]
         if full is None:
+            self.outside[commit] = "?"
             return None
-        return full in self.history or self.landing(full) is not None
+        if full in self.history:
+            return True
+        landed = self.landing(full)
+        self.outside[commit] = "-" if landed is None else landed.commit
+        return landed is not None
 
     def landing(self, commit: str) -> Landing | None:
         """Return how a commit outside the history landed in it as an equivalent commit (am.worlds.landed), else None.
