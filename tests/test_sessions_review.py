@@ -219,6 +219,25 @@ def test_a_world_given_before_the_decision_is_refused_not_ignored(alpha, git) ->
     assert alpha.get_fact("fact-deploy").status == "active"
 
 
+def test_the_library_decide_refuses_a_world_for_any_decision_but_confirm(alpha, git) -> None:
+    """Only confirm has a world; the library refused nothing and dropped a world given to accept or reject."""
+    from am.errors import UsageError
+    from am.upkeep.review import decide
+
+    alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
+    alpha.set_fact_status("fact-deploy", "pending-review")
+    head = git("rev-parse", "HEAD").strip()
+    for decision, world in (("accept", {"repo": "project-alpha"}), ("reject", {"branch": "main", "commit": "9fceb02"}),
+                            ("expire", {"commit": "9fceb02"}), ("supersede", {"branch": "main"})):
+        with pytest.raises(UsageError) as refused:
+            decide(alpha, decision, "fact-deploy", reason="r", text="Deploys go out on Wednesdays.", **world)
+        assert f"{decision} takes no {', '.join(world)}: only confirm has a world" in refused.value.message
+        assert "fact_supersede" in (refused.value.hint or "")
+    assert git("rev-parse", "HEAD").strip() == head and alpha.get_fact("fact-deploy").status == "pending-review"
+    decide(alpha, "accept", "fact-deploy")
+    assert alpha.get_fact("fact-deploy").status == "active"
+
+
 def test_mcp_review_tools_list_and_decide_and_read_only_servers_cannot_decide(alpha, git, tmp_path) -> None:
     from am.mcp.server import Dispatcher, ServerOptions
     from am.mcp.tools import ToolOutput

@@ -180,8 +180,9 @@ def _interactive(ctx: click.Context, repo: str | None, branch: str | None, commi
             reason = (click.prompt("reason", default="" if decision != "expire" else None) or None
                       if decision in ("expire", "reject", "supersede") else None)
             try:
-                result = decide(vault, decision, target, reason=reason, text=text, repo=repo, branch=branch,
-                                commit=commit)
+                world = (repo, branch, commit) if decision == "confirm" else (None, None, None)  # only confirm has one
+                result = decide(vault, decision, target, reason=reason, text=text, repo=world[0], branch=world[1],
+                                commit=world[2])
             except AmError as err:
                 click.echo(f"error: {err.message}" + (f" ({err.hint})" if err.hint else ""))
                 continue

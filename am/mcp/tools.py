@@ -386,15 +386,14 @@ def _review_list(call: Call, args: dict[str, Any]) -> ToolOutput:
 def _review_decide(call: Call, args: dict[str, Any]) -> ToolOutput:
     from am.upkeep.review import decide
 
-    # As `am review`: only confirm takes a world; a supersede's new fact inherits the old one's (docs/sessions.md).
-    given = [name for name in ("repo", "branch", "commit") if args.get(name) is not None]
-    if given and args["decision"] != "confirm":
-        raise UsageError(f"review_decide {args['decision']} takes no {', '.join(given)}: only confirm has a world",
-                         hint="leave them out (a supersede's new fact inherits the old one's world), or use "
-                              "fact_supersede, which takes them")
-    repo, branch, commit = call.world(args)
+    # As `am review`: only confirm takes a world (decide() refuses one given to another decision), filled from
+    # the server's clone; the others get only what the agent gave.
+    if args["decision"] == "confirm":
+        repo, branch, commit = call.world(args)
+    else:
+        repo, branch, commit = args.get("repo"), args.get("branch"), args.get("commit")
     result = decide(call.vault, args["decision"], args["id"], reason=args.get("reason"), text=args.get("text"),
-                    repo=repo, branch=branch, commit=commit)
+                    repo=repo, branch=branch, commit=commit, door="review_decide")
     return _written(call, result, {"accept": "accepted", "confirm": "confirmed", "supersede": "superseded",
                                    "expire": "expired", "reject": "rejected"}[args["decision"]])
 

@@ -201,10 +201,21 @@ def _contested(vault: Any) -> list[ReviewItem]:
 
 
 def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None, text: str | None = None,
-           repo: str | None = None, branch: str | None = None, commit: str | None = None) -> WriteResult:
-    """Carry out one review decision on a fact, in one commit authored by the reviewer (the vault's actor)."""
+           repo: str | None = None, branch: str | None = None, commit: str | None = None,
+           door: str = "review") -> WriteResult:
+    """Carry out one review decision on a fact, in one commit authored by the reviewer (the vault's actor).
+
+    Only ``confirm`` takes a world (``repo``, ``branch``, ``commit``: where the fact is re-observed); given to
+    another decision it is refused (a supersede's new fact inherits the old one's world), never ignored.
+    ``door`` names the caller in that error (``review_decide`` for the MCP tool).
+    """
     if decision not in DECISIONS:
         raise UsageError(f"unknown decision {decision!r}", hint=f"use one of: {', '.join(DECISIONS)}")
+    given = [name for name, value in (("repo", repo), ("branch", branch), ("commit", commit)) if value is not None]
+    if given and decision != "confirm":
+        raise UsageError(f"{door} {decision} takes no {', '.join(given)}: only confirm has a world",
+                         hint="leave them out (a supersede's new fact inherits the old one's world), or supersede "
+                              "with a world: am fact supersede, or the MCP tool fact_supersede, which take them")
     fact = vault.get_fact(fact_id)
     if decision == "confirm":
         return _confirm(vault, fact, repo, branch, commit)
