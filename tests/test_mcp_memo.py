@@ -67,6 +67,27 @@ def test_a_moved_branch_tip_is_a_new_world(alpha: Vault, dispatcher: Dispatcher,
     assert "getUsers" in after and after == _fresh(alpha.root, repo="project-alpha", branch="main")
 
 
+def test_a_deleted_branch_that_landed_a_fact_is_seen(alpha: Vault, dispatcher: Dispatcher, tmp_path: Path) -> None:
+    # main squash-merged feat (tip F2): a fact at F1 holds on main while a branch containing F1 is in the clone.
+    # Deleting that branch moves no commit of main; the kept pack must not outlive it.
+    code = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    commit_file(code, "m0.txt")
+    run_git(code, "checkout", "-q", "-b", "feat")
+    f1 = commit_file(code, "a.py")
+    commit_file(code, "b.py")
+    run_git(code, "checkout", "-q", "main")
+    run_git(code, "merge", "-q", "--squash", "feat")
+    run_git(code, "commit", "-q", "-m", "squash feat")
+    Registry.load().add_repo("project-alpha", code)
+    alpha.add_fact("Feat adds a.py.", topics=["project-alpha"], repo="project-alpha", commit=f1)
+    world = {"repo": "project-alpha", "branch": "main"}
+    assert "Feat adds a.py." in _slice(dispatcher, **world)
+    run_git(code, "branch", "-q", "-D", "feat")
+    after = _slice(dispatcher, **world)
+    assert "Feat adds a.py." not in after and after == _fresh(alpha.root, repo="project-alpha", branch="main")
+
+
 def test_valid_time_passing_a_boundary_drops_the_kept_pack(alpha: Vault, dispatcher: Dispatcher,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     alpha.add_fact("The freeze holds until the release.", topics=["project-alpha"],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
@@ -230,14 +230,17 @@ def _pack_key(call: Call, request: Any, fmt: str) -> tuple[Any, ...] | None:
             # cache do not: a pack is kept against the cache's content, which their writes change)
     if call.vault.cache() is None:
         return None
-    from am.worlds.ancestry import setup_world
+    from am.worlds.ancestry import refs_stamp, setup_world
 
     setup = setup_world(request.repo, request.branch, request.commit, at=request.at,
                         include_pending=request.include_pending)
     world = setup.world
+    # A fetched or deleted branch changes where a commit outside the world's history landed (the pack id's
+    # last part), with the world's commit unchanged.
+    refs = refs_stamp(Path(setup.oracle.store.gitdir)) if setup.oracle is not None else ()
     return (fmt, request.repo, request.branch, request.commit, request.at, request.at_label, request.topic,
             request.depth, request.query, request.max_tokens, request.include_pending,
-            world.repo, world.branch, world.commit, setup.rule, setup.notes, setup.clone, setup.commit_source)
+            world.repo, world.branch, world.commit, setup.rule, setup.notes, setup.clone, setup.commit_source, refs)
 
 
 def _search(call: Call, args: dict[str, Any]) -> ToolOutput:

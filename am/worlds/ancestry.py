@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from am.worlds.landed import Landing, Landings
     from am.worlds.stale import Staleness
 
-__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "is_shallow", "now", "records_at"]
+__all__ = ["CommitGraph", "HistoryFiles", "WorldSetup", "setup_world", "open_clone", "is_shallow", "refs_stamp", "now", "records_at"]
 
 log = logging.getLogger("am")
 
@@ -311,6 +311,30 @@ def shallow_points(gitdir: Path) -> str | None:
 def is_shallow(gitdir: Path) -> bool:
     """Return whether a clone is shallow (git clone --depth): a commit it lacks may be beyond its depth."""
     return shallow_points(gitdir) is not None
+
+
+def refs_stamp(gitdir: Path) -> tuple[tuple[str, int, int], ...]:
+    """Stat the clone's refs and shallow file: a fetch or a deleted branch changes it, and with it where a commit
+    outside a world's history landed (am.worlds.landed), while the world's own commit stays."""
+    try:
+        common = gitdir / (gitdir / "commondir").read_text().strip()
+    except OSError:
+        common = gitdir
+    found: list[tuple[str, int, int]] = []
+    for name in ("packed-refs", "shallow"):
+        try:
+            st = (common / name).stat()
+            found.append((name, st.st_mtime_ns, st.st_size))
+        except OSError:
+            pass
+    for folder, _, files in os.walk(common / "refs"):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(folder, name))
+            except OSError:
+                continue
+            found.append((os.path.join(folder, name), st.st_mtime_ns, st.st_size))
+    return tuple(sorted(found))
 
 
 def _clone_key(store: GitStore) -> str:
