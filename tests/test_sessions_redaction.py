@@ -92,3 +92,34 @@ def test_the_pure_python_finder_gives_the_same_answer(monkeypatch: pytest.Monkey
     monkeypatch.setattr(redaction, "_FINDER", finder)
     slow = redact_log(data)
     assert slow.data == fast.data and slow.counts == fast.counts == {"GitHub token": 3, "password assignment": 3}
+
+
+def test_a_json_key_inside_a_json_string_is_an_assignment_too() -> None:
+    """A config file read by a tool, or pasted by a person, is JSON inside the log's JSON string: its keys are
+    written `\\"password\\": \\"...\\"` there, and the credential after one must be masked as any other."""
+    for text, secret, kind in (
+        ('{"user": "app", "password": "Zq8#rT5!mW2x"}', "Zq8#rT5!mW2x", "password assignment"),
+        ('use "password" : "Hq7!zz9#Lm2p" please', "Hq7!zz9#Lm2p", "password assignment"),
+        ('{\n  "api_token": "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9v"\n}', "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9v",
+         "high-entropy secret assignment"),
+    ):
+        line = json.dumps({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": text}]}})
+        out = redact_log(line.encode() + b"\n")
+        assert secret.encode() not in out.data, text
+        masked = json.loads(out.data)["message"]["content"][0]["content"]
+        assert f"[redacted:{kind}]" in masked and out.counts == {kind: 1}
+
+
+def test_a_json_key_in_json_inside_a_json_string_is_an_assignment_too() -> None:
+    """Codex writes a shell call's output as JSON inside a JSON string: `cat config.json` there is JSON a level
+    further down, its quotes `\\\\\\"`, and a password in it (or assigned in code) is masked all the same."""
+    for inner, secret in (('{\n  "db_password": "Zq8#rT5!mW2x"\n}\n', "Zq8#rT5!mW2x"),
+                          ('password = "Hq7!zz9#Lm2p"\n', "Hq7!zz9#Lm2p")):
+        output = json.dumps({"output": inner, "metadata": {"exit_code": 0}})
+        line = json.dumps({"type": "response_item", "payload": {"type": "function_call_output",
+                                                                 "call_id": "call_1", "output": output}})
+        out = redact_log(line.encode() + b"\n")
+        assert secret.encode() not in out.data, inner
+        masked = json.loads(json.loads(out.data)["payload"]["output"])["output"]
+        assert "[redacted:password assignment]" in masked and out.counts == {"password assignment": 1}

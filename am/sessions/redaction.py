@@ -71,13 +71,13 @@ _ASSIGN = "assignment"
 # separator (each spelling is a literal of its own, so "tokens" or "keyboard" never stop the scan), ...
 _NAME_WORDS = ("pass", "password", "passwd", "passphrase", "passcode", "pwd", "secret", "secrets", "token",
                "key", "credential", "credentials", "密码", "口令", "密钥", "秘钥", "令牌")
-_CLOSERS = ("", *(a + b for a in ("", '"', "'", "*", "\\") for b in ('"', "'", "*", "\\")), '\\\\"')
+_CLOSERS = ("", *(a + b for a in ("", '"', "'", "*", "\\") for b in ('"', "'", "*", "\\")), '\\\\"', '\\\\\\"')
 _NAMES: tuple[bytes, ...] = tuple(dict.fromkeys(
     f"{word}{closer}{space}{sep}".encode() for word in _NAME_WORDS for closer in _CLOSERS
     for space in ("", " ", "  ", "\t") for sep in (":", "=", "：", "是", "为")))
 # ... then at least the 8 characters any value secrets.py judges a credential has (no quote, backslash or
-# space among them: a value shorter than that, "= burst\\n", is never one).
-_VALUE = re.compile(rb"[ \t]{0,3}(?:\\?[\"'`])?[^\s\"'`\\]{8}")
+# space among them: a value shorter than that, "= burst\\n", is never one), its quote escaped once or twice.
+_VALUE = re.compile(rb"[ \t]{0,3}(?:\\{0,3}[\"'`])?[^\s\"'`\\]{8}")
 _ESCAPES = ("\\n", "\\t", "\\r", "\\/", "\\b", "\\f", "\\u")
 # The same escapes one level down: JSON inside a JSON string (Codex's shell output and arguments) writes a
 # newline as backslash, backslash, n, and the key after it must still be seen as a key.
@@ -185,14 +185,17 @@ def _blank_escapes(text: str) -> str:
 
     A chain of ``str.replace`` (fast in C) in an order that keeps escapes
     apart: the escapes of JSON inside a JSON string (``\\\\n``) first, then an
-    escaped backslash, then every quote (an escaped one is
-    left as a backslash and a space, and becomes `` "``), then the letters.
+    escaped backslash, then every quote (an escaped one is left as a
+    backslash and a space, and becomes ``" ``: the quote first, so that
+    ``\\"password\\": \\"...\\"`` reads ``" password" : " ..." ``, an
+    assignment; one level down, ``\\\\\\"`` reads ``"   ``), then the letters.
     """
     if "\\\\" in text:  # JSON inside a JSON string: rare, so one scan decides
         for escape in _DOUBLED:
             if escape in text:
                 text = text.replace(escape, "   ")
-    text = text.replace("\\\\", "  ").replace('"', " ").replace("\\ ", ' "')
+        text = text.replace('\\\\\\"', "\\   ")  # a quote one level down reads as one a level up
+    text = text.replace("\\\\", "  ").replace('"', " ").replace("\\ ", '" ')
     for escape in _ESCAPES:
         if escape in text:
             text = text.replace(escape, "  ")
