@@ -101,3 +101,15 @@ def test_the_tables_are_derived_a_deleted_cache_gives_the_same_answers(vault, tm
         if f.name.startswith("index.sqlite"):
             f.unlink()
     assert _search(root, "token bucket", "--session") == first
+
+
+def test_a_role_alone_lists_the_newest_session_lines_and_records_still_need_words(vault, tmp_path) -> None:
+    """docs/sessions.md: with no words left (a time phrase or --role alone), the newest messages come first."""
+    _setup(vault, tmp_path)
+    root = str(vault.root)
+    assert [h["line"] for h in _search(root, "--role", "user")] == [5, 3, 1]
+    assert [h["line"] for h in _search(root, "--role", "assistant", "--in-session", SID)] == [4, 2]
+    code, _, err = am("--vault", root, "search", "--session")
+    assert code == 2 and "nothing to search for" in err and "--role" in err
+    code, _, err = am("--vault", root, "search")
+    assert code == 2 and "Missing argument 'QUERY...'" in err

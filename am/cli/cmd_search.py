@@ -23,7 +23,7 @@ def _cache(ctx: click.Context) -> Any:
 
 
 @click.command("search")
-@click.argument("query", nargs=-1, required=True)
+@click.argument("query", nargs=-1, metavar="QUERY...")  # required but for session lines (a --role alone)
 @click.option("--topic", metavar="ID", help="Only records about this topic (a fact's topics, a relation's ends).")
 @click.option("--status", default=None, help="Only records with this status (default: all but superseded/expired).")
 @click.option("--repo", metavar="NAME",
@@ -70,6 +70,8 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         print_session_search(open_vault(ctx), " ".join(query), role=role, session=in_session, limit=limit, fmt=fmt)
         return
 
+    if not query:
+        raise click.MissingParameter(ctx=ctx, param=ctx.command.params[0])
     cache = _cache(ctx)
     vault = open_vault(ctx)
     _check_filters(vault, repo, topic)
