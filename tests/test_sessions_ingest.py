@@ -291,3 +291,19 @@ def test_a_log_of_one_unfinished_line_writes_nothing(vault, git, tmp_path) -> No
     code, _, err = am("--vault", str(vault.root), "ingest", str(src))
     assert code == 2 and "one unfinished line only" in err and str(src) in err
     assert git("rev-parse", "HEAD").strip() == head and git("status", "--porcelain") == ""
+
+
+def test_record_search_never_reads_a_stored_log_even_when_the_cache_took_in_the_ingest(vault, tmp_path) -> None:
+    """docs/sessions.md: session text is searched with --session only; record search never reads the logs. The
+    cache took in the ingest's commit path by path, the log too, as a note: raw JSON lines in `am search`."""
+    from am.sessions.ingest import ingest_file
+
+    root = str(vault.root)
+    code, _, err = am("--vault", root, "search", "anything", "--format", "json")  # the cache exists before
+    assert code == 0, err
+    ingest_file(vault, write_log(tmp_path / f"{CLAUDE_SESSION}.jsonl", claude_lines()))
+    code, out, err = am("--vault", root, "search", "token", "bucket", "--format", "json")
+    assert code == 0, err
+    assert [h["path"] for h in json.loads(out)["hits"] if h["type"] == "note"] == []
+    code, out, _ = am("--vault", root, "index", "status", "--format", "json")
+    assert json.loads(out)["notes"] == 0

@@ -455,7 +455,8 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         ``known``: records the write rendered (see ``_upsert``).
         """
         try:
-            trusted = [str(p) for p in paths]
+            # Only its record files: a session log (sessions/) or .am/vault.yml is no record and no note.
+            trusted = [str(p) for p in paths if is_record_path(str(p))]
             self._refresh(False, trusted_paths=trusted, began=time.perf_counter(), chain=(base, commit), written=blobs,
                           known=known)
         except (sqlite3.Error, OSError, AmError) as err:
