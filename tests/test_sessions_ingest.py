@@ -125,6 +125,14 @@ def test_a_plain_jsonl_log_and_a_folder_of_logs_through_the_cli(vault_path, tmp_
     assert run_git(vault_path, "show", "HEAD:sessions/2026/11/28/plain-1.jsonl").count("\n") == 2
     code, out, _ = am("--vault", str(vault_path), "ingest", str(folder))
     assert code == 0 and out.count("unchanged:") == 2
+    # A name a person gave is the title whole (a client's UUID shows its first 8 digits); one line is one line.
+    write_log(tmp_path / "one" / "solo-notes.jsonl", [json.dumps({"ts": "2026-11-28T10:00:00Z", "role": "user",
+                                                                  "text": "one line only"})])
+    code, out, err = am("--vault", str(vault_path), "ingest", str(tmp_path / "one" / "solo-notes.jsonl"))
+    titles = run_git(vault_path, "grep", "-h", "^title:", "HEAD", "--", "topics").splitlines()
+    assert "title: Agent session solo-notes" in titles and f"title: Claude Code session {CLAUDE_SESSION[:8]}" in [
+        t.split(" in ")[0] for t in titles], titles
+    assert code == 0 and ", 1 line, " in out and "solo-notes" in run_git(vault_path, "log", "-1", "--format=%B"), out
 
 
 def test_a_symbolic_link_in_a_folder_is_listed_as_skipped_not_followed(vault, git, tmp_path) -> None:

@@ -47,7 +47,7 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
         note = f", {sum(r.redacted.values())} secret(s) masked" if r.redacted else ""
         where = f" ({r.commit[:10]})" if r.commit else ""
         held = f"; 1 unfinished line held back ({r.held_back} bytes) until it is written" if r.held_back else ""
-        click.echo(f"{r.action}: {r.session} -> {r.path}, {r.lines} lines, {r.bytes} bytes{note}{where}{held}")
+        click.echo(f"{r.action}: {r.session} -> {r.path}, {r.lines} line{'' if r.lines == 1 else 's'}, {r.bytes} bytes{note}{where}{held}")
     for line in skipped:
         click.echo(f"skipped: {line}")
 

@@ -267,7 +267,9 @@ def _message(vault: Vault, subject: str, body: list[str], *, op: str, ids: list[
 def _topic(tid: str, sid: str, meta: SessionMeta, fmt: str, log_path: PurePosixPath, stored: bytes, lines: int,
            redacted: Counter[str], digest: str, created: str | None, old: Topic | None) -> Topic:
     where = f" in {Path(meta.project_dir).name}" if meta.project_dir else ""
-    title = f"{CLIENT_NAMES[fmt]} session {sid[:8]}{where}"
+    # A client's UUID is shown as its first 8 digits (as git shows a commit); a name a person gave, whole.
+    short = sid[:8] if len(sid) >= 32 and all(c in "0123456789abcdef-" for c in sid.lower()) else sid[:60]
+    title = f"{CLIENT_NAMES[fmt]} session {short}{where}"
     extra: dict[str, Any] = dict(old.extra) if old is not None else {}
     extra.update({"client": fmt, "session_id": sid, "file": str(log_path)})
     for key, value in (("project_dir", meta.project_dir), ("branch", meta.branch), ("commit", meta.commit),
