@@ -479,3 +479,24 @@ def test_sync_is_refused_while_a_git_merge_is_unfinished(pair: tuple[Vault, Vaul
         assert "git merge --abort" in str(caught.value.hint) and "has uncommitted changes" not in str(caught.value)
     assert run_git(b.root, "config", "--local", "--list") == config
     assert run_git(server[1], "rev-parse", "main") == tip and (b.root / ".git" / "MERGE_HEAD").exists()
+
+
+def test_a_merge_into_a_vault_of_a_newer_format_is_refused_a_fast_forward_is_not(
+        pair: tuple[Vault, Vault], server: tuple[str, Path]) -> None:
+    """A newer am raised the vault's format: this am does not merge (write) its records, as it writes none."""
+    a, b = pair
+    settings = a.root / ".am" / "vault.yml"
+    settings.write_text(settings.read_text().replace("format: 1", "format: 2"))
+    run_git(a.root, "commit", "-q", "-am", "a newer am: format 2")
+    sync(a)
+    b.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"])
+    head, tip = run_git(b.root, "rev-parse", "HEAD"), run_git(server[1], "rev-parse", "main")
+    with pytest.raises(UsageError, match="format 2") as caught:
+        sync(b)
+    assert caught.value.exit_code == 2 and "upgrade am" in str(caught.value.hint)
+    assert run_git(b.root, "rev-parse", "HEAD") == head and run_git(server[1], "rev-parse", "main") == tip
+    assert run_git(b.root, "status", "--porcelain").strip() == ""
+    # A fast-forward writes nothing of am's: the clone takes the newer vault as git pull would.
+    run_git(b.root, "reset", "-q", "--hard", "HEAD~1")
+    assert sync(b).action == "fast-forward"
+    assert "format: 2" in (b.root / ".am" / "vault.yml").read_text()

@@ -29,10 +29,18 @@ from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
 from am.records.model import Record
 from am.records.writes import WriteResult
 
-__all__ = ["FORMAT_VERSION", "VAULT_FILE", "Updating"]
+__all__ = ["FORMAT_VERSION", "VAULT_FILE", "Updating", "check_format"]
 
 VAULT_FILE = PurePosixPath(".am/vault.yml")
 FORMAT_VERSION = 1
+
+
+def check_format(settings: dict[str, Any]) -> None:
+    """Refuse to write to a vault whose ``.am/vault.yml`` says a format newer than this am's (or not a number)."""
+    fmt = settings.get("format", FORMAT_VERSION)
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt > FORMAT_VERSION:
+        raise UsageError(f"{VAULT_FILE}: format {fmt!r} is not one this am writes (it writes {FORMAT_VERSION})",
+                         hint="upgrade am to write to this vault; nothing was changed")
 
 
 class Updating:
@@ -49,10 +57,7 @@ class Updating:
 
     def _check_writable(self, changes: Sequence[Change]) -> None:
         """Refuse a write to a vault of a newer format, and a record file larger than a read accepts."""
-        fmt = self.settings.get("format", FORMAT_VERSION)
-        if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt > FORMAT_VERSION:
-            raise UsageError(f"{VAULT_FILE}: format {fmt!r} is not one this am writes (it writes {FORMAT_VERSION})",
-                             hint="upgrade am to write to this vault; nothing was changed")
+        check_format(self.settings)
         for c in changes:
             if len(c.data) > MAX_RECORD_BYTES:
                 raise InvalidRecordError(f"the record is {len(c.data) // 1024} KiB; a record may be at most "
