@@ -206,6 +206,21 @@ def test_a_fresh_clone_has_no_hooks_and_doctor_says_so(alpha: object, vault_path
     assert "hook-" not in CliRunner().invoke(cli, ["--vault", str(clone), "doctor"]).stdout
 
 
+def test_a_clone_without_the_merge_driver_its_gitattributes_names_is_reported_and_fixed(
+        alpha: object, vault_path: Path, tmp_path: Path) -> None:
+    am("--vault", str(vault_path), "hooks", "install")  # commits .gitattributes: merge=am for every clone
+    clone = tmp_path / "clone"
+    run_git(tmp_path, "clone", "-q", str(vault_path), str(clone))
+    result = CliRunner().invoke(cli, ["--vault", str(clone), "doctor"])
+    assert result.exit_code == 1 and "merge-driver-missing" in result.stdout and "merge.am.driver" in result.stdout
+    fixed = CliRunner().invoke(cli, ["--vault", str(clone), "doctor", "--fix"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "merge-driver %O %A %B %P" in run_git(clone, "config", "merge.am.driver")
+    assert run_git(clone, "status", "--porcelain").strip() == ""
+    assert run_git(clone, "rev-parse", "HEAD") == run_git(vault_path, "rev-parse", "HEAD")  # config only
+    assert "merge-driver" not in CliRunner().invoke(cli, ["--vault", str(clone), "doctor"]).stdout
+
+
 def test_post_commit_warnings_land_in_the_health_note(alpha: object, vault_path: Path) -> None:
     am("--vault", str(vault_path), "hooks", "install")
     (vault_path / "facts").mkdir(exist_ok=True)

@@ -26,7 +26,8 @@ from am.errors import AmError
 from am.git import Change
 from am.records.merge import is_record_path, merge_record, rival_files
 
-__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "complete_rebase", "register_merge_driver", "unregister_merge_driver"]
+__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "complete_rebase", "driver_missing", "register_merge_driver",
+           "unregister_merge_driver"]
 
 DRIVER = "am"
 ATTRIBUTES = (
@@ -44,8 +45,7 @@ def register_merge_driver(vault: Any, *, command: list[str]) -> list[str]:
     store = vault.store.opened()
     driver = " ".join(shlex.quote(w) for w in command) + " merge-driver %O %A %B %P"
     if store.config_value(f"merge.{DRIVER}.driver") != driver:
-        for key, value in ((f"merge.{DRIVER}.name", "am record-aware merge"), (f"merge.{DRIVER}.driver", driver)):
-            subprocess.run(["git", "-C", str(store.root), "config", key, value], check=True, capture_output=True)
+        set_driver(Path(store.root), command)
         store.__dict__.pop("_config", None)
         done.append("merge.am.driver")
     path = PurePosixPath(".gitattributes")
@@ -76,6 +76,30 @@ def install_vault_hooks(vault: Any) -> list[Any]:
     for what in register_merge_driver(vault, command=am_command()):
         actions.append(HookAction("merge-driver", what, "registered"))
     return actions
+
+
+def set_driver(root: Path, command: list[str]) -> None:
+    """Set the clone's ``merge.am`` settings to run ``command``'s merge-driver (config only, no commit)."""
+    driver = " ".join(shlex.quote(w) for w in command) + " merge-driver %O %A %B %P"
+    for key, value in ((f"merge.{DRIVER}.name", "am record-aware merge"), (f"merge.{DRIVER}.driver", driver)):
+        subprocess.run(["git", "-C", str(root), "config", key, value], check=True, capture_output=True)
+
+
+def driver_missing(root: Path) -> bool:
+    """Whether the committed ``.gitattributes`` names ``merge=am`` but this clone has no ``merge.am.driver``.
+
+    Config is per clone: a plain ``git clone`` of a vault carries the
+    attributes, not the setting, so Git merges records as text there.
+    """
+    try:
+        attributes = (root / ".gitattributes").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if not any(line.split()[1:] and f"merge={DRIVER}" in line.split()[1:] for line in attributes.splitlines()):
+        return False
+    found = subprocess.run(["git", "-C", str(root), "config", "--get", f"merge.{DRIVER}.driver"], check=False,
+                           capture_output=True, text=True)
+    return found.returncode != 0 or not found.stdout.strip()
 
 
 def unregister_merge_driver(root: Path) -> list[str]:

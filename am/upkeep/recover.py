@@ -340,6 +340,13 @@ def diagnose(vault: Any) -> list[Finding]:
     from am.upkeep.health import hook_findings  # missing or broken hooks (a fresh clone has none)
 
     findings += [Finding(h.kind, h.path, h.message, True) for h in hook_findings(vault.root)]
+    from am.upkeep.merges import driver_missing
+
+    if driver_missing(vault.root):
+        findings.append(Finding("merge-driver-missing", "merge.am.driver",
+                                ".gitattributes names merge=am but this clone has no merge.am.driver, so git merge "
+                                "and git pull merge records as text (conflict markers); register it with: "
+                                "am hooks install", True))
     return findings
 
 
@@ -418,6 +425,12 @@ def repair(vault: Any) -> list[str]:
         from am.upkeep.health import reinstall_hooks
 
         done += reinstall_hooks(vault.root)
+    if any(f.kind == "merge-driver-missing" for f in findings):
+        from am.upkeep.hooks import am_command
+        from am.upkeep.merges import set_driver
+
+        set_driver(vault.root, am_command())
+        done.append("registered the merge driver (merge.am.driver)")
     if any(f.kind == "branch-moved-back" for f in findings):
         results = restore(vault, find_lost(vault, scan_objects=False))
         ok = [r for r in results if r.outcome == "restored"]
