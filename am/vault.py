@@ -112,9 +112,11 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         else:
             text = str(where)
             candidate = Path(text).expanduser()
-            if is_valid_id(text) and not candidate.exists():
-                candidate = Registry.load().vault_path(text)
-            root = candidate.resolve()
+            registered = is_valid_id(text) and not candidate.exists()
+            root = (Registry.load().vault_path(text) if registered else candidate).resolve()
+            if registered and not (root / ".am" / "vault.yml").is_file():  # moved or removed: am init would make a new one
+                raise NotAVaultError(f"vault {text!r} is registered at {root}, no am vault now (moved or removed?)",
+                                     hint=f"am vault add {text} NEW-PATH --replace, or am vault remove {text}")
             if not (root / ".am" / "vault.yml").is_file():
                 raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {text}")
         if branch:

@@ -169,6 +169,16 @@ def test_not_a_vault(tmp_path: Path) -> None:
     assert code == 3 and "not an am vault" in line
 
 
+def test_a_registered_vault_whose_folder_moved_is_named_with_the_fix_not_am_init(cli_vault: Path) -> None:
+    moved = cli_vault.with_name("v-moved")
+    cli_vault.rename(moved)
+    code, out, err = am("--vault", "clivault", "topic", "list")
+    line = _one_error(code, out, err, "clivault", str(cli_vault), "am vault add clivault NEW-PATH --replace")
+    assert code == 3 and "am init" not in line and not cli_vault.exists()  # nothing made at the old place
+    assert am("vault", "add", "clivault", str(moved), "--replace")[0] == 0
+    assert am("--vault", "clivault", "topic", "list")[0] == 0
+
+
 def test_exit_codes_are_stable(cli_vault: Path) -> None:
     v = str(cli_vault)
     assert am("--vault", v, "fact", "add", "x", "--topic", "project-nope")[0] == 4
