@@ -500,3 +500,15 @@ def test_a_merge_into_a_vault_of_a_newer_format_is_refused_a_fast_forward_is_not
     run_git(b.root, "reset", "-q", "--hard", "HEAD~1")
     assert sync(b).action == "fast-forward"
     assert "format: 2" in (b.root / ".am" / "vault.yml").read_text()
+
+
+def test_a_dry_run_on_a_branch_the_remote_lacks_does_not_call_it_up_to_date(pair: tuple[Vault, Vault]) -> None:
+    a, _ = pair
+    run_git(a.root, "switch", "-q", "-c", "notes")  # a new branch: no upstream, origin has no such branch
+    a.add_fact("Only on notes.", topics=["project-alpha"])
+    ours = run_git(a.root, "rev-parse", "HEAD").strip()
+    out = CliRunner().invoke(cli, ["--vault", str(a.root), "sync", "--dry-run"])
+    assert out.exit_code == 0 and out.output == ("nothing to merge: origin/notes does not exist yet\n"
+                                                 f"would push {ours[:10]} to origin/notes\n")
+    out = CliRunner().invoke(cli, ["--vault", str(a.root), "sync"])
+    assert out.exit_code == 0 and out.output == f"pushed {ours[:10]} to origin/notes\n"

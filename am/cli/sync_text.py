@@ -22,6 +22,8 @@ def report_lines(report: SyncReport) -> list[str]:
     where = f"{report.remote}/{report.branch}" if report.remote != "." else f"branch {report.branch}"
     if report.action == "up-to-date" and report.pushed:
         pass  # said below
+    elif report.action == "up-to-date" and report.dry_run and report.remote != "." and report.remote_before is None:
+        lines.append(f"nothing to merge: {where} does not exist yet")  # the push would make it
     elif report.action == "up-to-date":  # a dry run names the remote's tip: its own may be ahead, to push
         theirs = (report.remote_before or "")[:10] if report.dry_run and report.remote != "." else ""
         lines.append(up_to_date_line(where, theirs or short))
