@@ -86,6 +86,23 @@ class Registry:
         """Raise CollisionError if ``name`` is registered for a vault other than ``path``."""
         _refuse_taken("vault", name, self.vaults.get(name), path)
 
+    def name_of(self, root: Path, own: str) -> str:
+        """The name this machine knows the vault at ``root`` by (``own``: its .am/vault.yml name, when free).
+
+        Two clones of one vault share one ``own`` name; linking a code repo
+        to it would point at whichever clone holds the name, so a clone
+        registered under another name is linked by that name, and one that
+        is not registered while its own name names another folder is refused.
+        """
+        for name, path in sorted(self.vaults.items()):
+            if _same(path, root):
+                return name
+        taken = self.vaults.get(own)
+        if taken is not None:
+            raise CollisionError(f"vault name {own!r} is registered for {taken}, not for this clone {root}",
+                                 hint=f"register this clone under a name of its own first: am vault add NAME {root}")
+        return own
+
     def add_repo(self, name: str, path: Path, *, vault: str | None = None, replace: bool = False) -> None:
         """Register a code repository name for a local clone (and the vault it belongs to)."""
         self._put("repos", name, path, replace=replace, vault=vault)

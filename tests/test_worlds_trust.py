@@ -399,3 +399,20 @@ def test_am_stale_json_names_the_facts_it_cannot_judge(world: dict[str, Any], tm
     assert all("cannot be read" in c["why"] for c in data["cannot_tell"])
     text = ok(*where)
     assert "no stale facts" not in text and "cannot tell which facts are stale" in text and "fact-users" in text
+
+
+def test_a_second_clone_links_its_code_repo_to_itself_not_to_the_first(world: dict[str, Any], tmp_path: Path) -> None:
+    """Two clones of one vault (one .am/vault.yml name) on one machine: a repo links to the clone it was added in."""
+    clone = tmp_path / "clone-b"
+    run_git(tmp_path, "clone", "-q", world["vault"], str(clone))
+    code_b = tmp_path / "code-b"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code_b))
+    code_, _, err = am("--vault", str(clone), "repo", "add", "code-b", str(code_b))
+    assert code_ == 6 and "am vault add" in err and str(clone.resolve()) in err  # 'test' names the first clone
+    assert "code-b" not in Registry.load().repos and "code-b" not in Registry.load().repo_vaults
+    ok("vault", "add", "test-b", str(clone))
+    ok("--vault", str(clone), "repo", "add", "code-b", str(code_b))
+    ok("--vault", str(clone), "hooks", "install", "--code-repo", str(code_b), "--repo", "code-c")
+    registry = Registry.load()
+    assert registry.repo_vaults["code-b"] == registry.repo_vaults["code-c"] == "test-b"
+    assert registry.repo_vaults["project-alpha"] == "test"

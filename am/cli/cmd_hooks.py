@@ -64,12 +64,13 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
             raise UsageError("--code-repo needs --repo NAME", hint="the name the vault's facts use in 'repo:'")
         check_id(repo, field="repo")
         root = code_repo.expanduser().resolve()
+        linked = Registry.load().name_of(vault.root, vault.name)  # before anything is installed
         vault_root = str(vault.root)
         actions = install_hooks(
             root, names=CODE_HOOKS,
             args_for=lambda name: ["--vault", vault_root, "hook", f"code-{name}", "--repo", repo],
         )
-        Registry.load().add_repo(repo, root, vault=vault.name)
+        Registry.load().add_repo(repo, root, vault=linked)
     _report(actions, fmt)
 
 

@@ -128,7 +128,9 @@ def repo_add(ctx: click.Context, name: str, path: Path, replace: bool) -> None:
         vault = open_vault(ctx)
     except NotAVaultError:
         vault = None
-    Registry.load().add_repo(name, store.root, vault=vault.name if vault is not None else None, replace=replace)
+    registry = Registry.load()
+    linked = registry.name_of(vault.root, vault.name) if vault is not None else None
+    registry.add_repo(name, store.root, vault=linked, replace=replace)
     click.echo(f"registered repo {name} -> {store.root}")
     if vault is None:
         click.echo("note: no vault here, so the repo names none; run it in a vault (or with --vault) to link them",
