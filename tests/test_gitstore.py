@@ -103,6 +103,19 @@ def test_detached_head_is_refused(store: GitStore) -> None:
     assert "detached" in str(err.value)
 
 
+def test_a_write_during_a_git_bisect_names_git_bisect_reset(store: GitStore) -> None:
+    first = _commit(store, "topics/a.md", b"a\n")
+    for name in "bde":
+        last = _commit(store, f"topics/{name}.md", b"b\n")
+    run_git(store.root, "bisect", "start", last, first)  # checks out a commit between, detached
+    assert run_git(store.root, "rev-parse", "--abbrev-ref", "HEAD").strip() == "HEAD"
+    with pytest.raises(GitError) as err:
+        _commit(store, "topics/c.md", b"c\n")
+    assert "git bisect is under way" in str(err.value) and err.value.hint == "finish it before writing: git bisect reset"
+    run_git(store.root, "bisect", "reset")
+    assert _commit(store, "topics/c.md", b"c\n")
+
+
 def test_open_refuses_non_repositories(tmp_path: Path) -> None:
     with pytest.raises(NotAVaultError):
         GitStore.open(tmp_path)

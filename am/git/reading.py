@@ -126,6 +126,9 @@ class Reader:
             if ref is None:
                 raise GitError("HEAD is missing")
             if not isinstance(ref.target, str):
+                if (self._common_dir() / "BISECT_LOG").exists():  # git bisect checks out commits detached
+                    raise GitError("HEAD is detached: a git bisect is under way",
+                                   hint="finish it before writing: git bisect reset")
                 raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
             target = ref.target
         # A branch may itself be a symbolic ref (git symbolic-ref refs/heads/a refs/heads/b): the
