@@ -418,6 +418,24 @@ def test_cache_and_file_scan_give_the_same_pack(demo: Any, monkeypatch: pytest.M
     assert [am(demo, *args), am(demo, *topic)] == with_cache
 
 
+def test_a_relation_type_outside_the_seven_never_holds(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hand-written relation of another type (am check's error) reached packs, unlike a status outside the five."""
+    path = demo.root / "relations" / "2026" / "10" / "project-alpha--related-to--tool-redis.md"
+    path.write_text("---\ntype: relation\nid: project-alpha--related-to--tool-redis\nrel: related-to\n"
+                    "from: project-alpha\nto: tool-redis\nstatus: active\ncreated: 2026-10-01T09:00:00+00:00\n"
+                    "---\n[[project-alpha]] related-to [[tool-redis]].\n", encoding="utf-8")
+    run_git(demo.root, "add", "-A")
+    run_git(demo.root, "commit", "-q", "--no-verify", "-m", "a client that runs no hooks")
+    args = ("slice", "--topic", "project-alpha", "--depth", "2", "--format", "json")
+    for served in ("cache", "files"):
+        if served == "files":
+            monkeypatch.setattr("am.packs.slice._open_index", lambda vault: None)
+        pack = json.loads(am(demo, *args))
+        rels = {r["id"] for r in pack["relations"]}
+        assert "project-alpha--depends-on--tool-redis" in rels, served
+        assert "project-alpha--related-to--tool-redis" not in rels, served
+
+
 def test_topic_and_query_together_is_a_usage_error(demo: Any) -> None:
     result = CliRunner().invoke(cli, ["--vault", str(demo.root), "slice", "--topic", "tool-redis", "--query", "x"])
     assert result.exit_code != 0 and "give one of them" in str(result.exception)

@@ -33,7 +33,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from am.cache.rows import record_from_json
-from am.records.model import Fact, Relation, Topic
+from am.records.model import RELATION_TYPES, Fact, Relation, Topic
 from am.packs.assemble import fill, ids_of, stale_lookup, topic_scope
 from am.packs.pack import Pack, SliceRequest, clean_text
 from am.worlds.rules import (
@@ -197,7 +197,7 @@ def _resolution(index: Index, world: World,
     res.topics = topics
     for rid, rel, src, dst, *fields in index.relation_world_rows():
         key = _key(fields)
-        if verdict(key).holds and src not in hidden and dst not in hidden:
+        if rel in RELATION_TYPES and verdict(key).holds and src not in hidden and dst not in hidden:
             res.relations[rid] = _RelationView(rid, rel, src, dst, key[0])  # type: ignore[assignment]
     return res, never, hidden
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, NamedTuple, Protocol
 
-from am.records.model import Fact, Record, Relation, Topic
+from am.records.model import RELATION_TYPES, Fact, Record, Relation, Topic
 
 __all__ = [
     "AncestryOracle",
@@ -288,6 +288,8 @@ def resolve(records: Iterable[Record | FactView], world: World, oracle: Ancestry
             continue
         # Most facts name no valid time, and no repo or this one on no branch or this one: they hold
         # without asking the judge (a slice sees 100k). With an oracle, the judge decides by ancestry.
+        if isinstance(record, Relation) and record.rel not in RELATION_TYPES:
+            continue  # a hand-written type outside the seven never holds (am check says so), as a status outside five
         if record.status == "active" and record.valid_from is None and record.valid_until is None and (
                 record.repo is None or (oracle is None and record.repo == here
                                         and (record.version is None or record.version == branch))):
