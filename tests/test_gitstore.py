@@ -212,3 +212,58 @@ def test_failpoint_after_commit_leaves_a_committed_write(store: GitStore) -> Non
     run_git(store.root, "commit", "-q", "--allow-empty", "-m", "hand")
     assert set(run_git(store.root, "ls-tree", "-r", "--name-only", "HEAD").split()) >= {"topics/b.md", "topics/c.md"}
     fsck_clean(store.root)
+
+
+def test_file_changes_are_libgit2s_diff_read_from_changed_folders_only(tmp_path: Path) -> None:
+    """file_changes (am log's diff) names diff_paths' files in its order; the git CLI's diff-tree is the oracle."""
+    root = tmp_path / "repo"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(root))
+    facts = root / "facts"
+    for rel in ("a-b.md", "a/x.md", "a/y.md", "a.md", "b/c/d.md", "b/c/e.md", "mode.md", "link.md", "was-link.md",
+                "folder-to-be.md", "gone/deep/f.md", "中文.md", "z.md"):
+        (facts / rel).parent.mkdir(parents=True, exist_ok=True)
+        (facts / rel).write_text(f"{rel}\n", encoding="utf-8")
+    (facts / "was-link.md").unlink()
+    (facts / "was-link.md").symlink_to("z.md")
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-qm", "base")
+    old = run_git(root, "rev-parse", "HEAD").strip()
+    (facts / "a" / "x.md").write_text("changed\n")  # modified, in a folder that sorts after "a-b.md"
+    (facts / "a-b.md").write_text("changed\n")
+    (facts / "b" / "c" / "e.md").unlink()  # deleted, deep
+    (facts / "b" / "c" / "new.md").write_text("added\n")
+    (facts / "mode.md").chmod(0o755)  # the mode alone
+    (facts / "link.md").unlink()
+    (facts / "link.md").symlink_to("z.md")  # a file that became a symlink
+    (facts / "was-link.md").unlink()
+    (facts / "was-link.md").write_text("z.md")  # a symlink that became a file, same bytes
+    (facts / "folder-to-be.md").unlink()
+    (facts / "folder-to-be.md").mkdir()
+    (facts / "folder-to-be.md" / "inner.md").write_text("a folder now\n")
+    for path in (facts / "gone" / "deep" / "f.md", facts / "gone" / "deep", facts / "gone"):
+        path.unlink() if path.is_file() else path.rmdir()
+    (facts / "中文.md").write_text("改了\n", encoding="utf-8")
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-qm", "changes")
+    new = run_git(root, "rev-parse", "HEAD").strip()
+
+    def oracle(a: str | None, b: str) -> list[tuple[str, str | None]]:
+        raw = run_git(root, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id",
+                      a or "4b825dc642cb6eb9a060e54bf8d69288fbee4904", b)  # git's empty tree
+        fields = raw.split("\0")
+        out: list[tuple[str, str | None]] = []
+        for meta, path in zip(fields[0:-1:2], fields[1::2]):
+            _, _, _, new_id, status = meta.lstrip(":").split()
+            if status in ("D", "T"):  # libgit2 splits a type change into a deletion and an addition
+                out.append((path, None))
+            if status != "D":
+                out.append((path, new_id))
+        return [(p, i) for p, i in out if p]
+
+    store = GitStore.open(root)
+    for a, b in ((old, new), (new, old), (None, new)):
+        got = store.file_changes(a, b)
+        assert got == store.diff_paths(a, b)
+        assert sorted(got, key=lambda c: (c[0], c[1] is not None)) == sorted(
+            oracle(a, b), key=lambda c: (c[0], c[1] is not None))
+    assert ("facts/mode.md", run_git(root, "rev-parse", f"{new}:facts/mode.md").strip()) in store.file_changes(old, new)

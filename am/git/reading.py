@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
 # Past this many entries in two versions of a folder, tree_changes leaves the comparison to libgit2.
 _BIG_FOLDER = 512
 _BLOB_MODES = frozenset((0o100644, 0o100755, 0o120000))
+# One raw tree entry: mode, name, 20-byte id (file_changes reads trees' bytes).
+_TREE_ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.DOTALL)
+_TREE_MODE = (b"40000", b"040000")
+_LINK, _GITLINK = b"120000", b"160000"
 
 
 class Reader:
@@ -311,6 +316,47 @@ class Reader:
         walk(tree_of(old), tree_of(new), "")
         return out
 
+    def file_changes(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
+        """Return what diff_paths does (its files, its order), reading only the folders that differ.
+
+        Each folder's entries are compared as raw tree bytes (mode, name, id) in
+        C, so an unchanged subtree or file costs nothing in Python: one commit
+        of a 10k vault costs the few folders on its paths, where libgit2's diff
+        reads every folder. As diff_paths: a file whose mode alone changed
+        counts, one that became or stopped being a symlink is deleted and added,
+        and a submodule is no file.
+        """
+        odb = self.repo.odb
+        out: list[tuple[str, str | None]] = []
+
+        def entries(tree: pygit2.Oid | None) -> set[tuple[bytes, bytes, bytes]]:
+            return set(_TREE_ENTRY.findall(odb.read(tree)[1])) if tree is not None else set()
+
+        def walk(a: pygit2.Oid | None, b: pygit2.Oid | None, prefix: str) -> None:
+            left, right = entries(a), entries(b)
+            was = {name: (mode, oid) for mode, name, oid in left - right}
+            now = {name: (mode, oid) for mode, name, oid in right - left}
+            for name in was.keys() | now.keys():
+                path = prefix + name.decode("utf-8", "surrogateescape")
+                ea, eb = was.get(name), now.get(name)
+                ka, kb = _kind(ea), _kind(eb)
+                if ka == "tree" or kb == "tree":
+                    walk(pygit2.Oid(raw=ea[1]) if ea is not None and ka == "tree" else None,
+                         pygit2.Oid(raw=eb[1]) if eb is not None and kb == "tree" else None, path + "/")
+                if ka in ("file", "link") and ka != kb:  # gone, or a folder, a submodule, a symlink now
+                    out.append((path, None))
+                if eb is not None and kb in ("file", "link"):
+                    out.append((path, eb[1].hex()))
+
+        def root(c: str | None) -> pygit2.Oid | None:
+            return None if c is None else self.repo[c].peel(pygit2.Tree).id
+
+        walk(root(old), root(new), "")
+        # Git's order: a folder sorts as its name and "/" ("a-b.md" before "a/x.md"); a path
+        # deleted and added keeps that order (the sort is stable).
+        out.sort(key=lambda change: change[0])
+        return out
+
     def commit_info(self, oid: str) -> CommitInfo:
         """Return one commit's metadata."""
         c = self.repo[oid].peel(pygit2.Commit)
@@ -402,6 +448,14 @@ class Reader:
             return str(config[key])
         except KeyError:
             return None
+
+
+def _kind(entry: tuple[bytes, bytes] | None) -> str | None:
+    """Return what a raw tree entry (mode, id) is: "tree", "file", "link", "submodule", or None for no entry."""
+    if entry is None:
+        return None
+    mode = entry[0]
+    return "tree" if mode in _TREE_MODE else "link" if mode == _LINK else "submodule" if mode == _GITLINK else "file"
 
 
 def tree_blob_ids(repo: pygit2.Repository, tree: pygit2.Tree | None, paths: Iterable[str], *,

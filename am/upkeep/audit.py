@@ -9,7 +9,7 @@ the author as actor and the records read from the files they changed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import PurePosixPath
 from typing import Any
@@ -62,28 +62,64 @@ def _iso(seconds: int, offset_minutes: int) -> str:
     return datetime.fromtimestamp(seconds, tz).isoformat(timespec="seconds")
 
 
-def _record_ids_changed(store: Any, info: Any) -> tuple[str, ...]:
-    """Return the ids of the records a commit changed against its first parent.
+def _record_files(store: Any, info: Any) -> list[tuple[str, str, str | None, bool]]:
+    """Return (path, file name's stem, blob, deleted) of each record file a commit changed against its first parent.
 
-    A file's name need not be its id (readable names, a rename by hand): the id
-    is read from its frontmatter at that commit (a deleted file's from the
-    parent), the file name standing in when there is none.
+    Read from the trees (names and ids, no file read), in git's order; the
+    blob of a deleted file is its parent's (what says whose it was).
     """
-    out = []
     parent = info.parents[0] if info.parents else None
-    for path, blob in store.changed_files(info.id):
+    out = []
+    for path, blob in store.file_changes(parent, info.id):
         p = PurePosixPath(path)
         if not p.parts or p.parts[0] not in _TOPS or p.suffix != ".md":
             continue
-        if blob is None and parent is not None:
+        deleted = blob is None
+        if deleted and parent is not None:
             blob = store.blob_id(path, commit=parent)
+        out.append((path, p.stem, blob, deleted))
+    return out
+
+
+def _record_ids(store: Any, files: list[tuple[str, str, str | None, bool]]) -> tuple[str, ...]:
+    """Return the ids of the records in these files, sorted: each file's frontmatter id, else its name.
+
+    A file's name need not be its id (readable names, a rename by hand): the
+    id is read from its frontmatter at that commit (a deleted file's from the
+    parent), the file name standing in when there is none.
+    """
+    out = []
+    for path, stem, blob, _ in files:
         rid = _parse_blob(store.read_object(blob), path)[0].get("id") if blob is not None else None
-        out.append(rid if isinstance(rid, str) and rid else p.stem)
+        out.append(rid if isinstance(rid, str) and rid else stem)
     return tuple(dict.fromkeys(sorted(out)))
 
 
-def entry_of(store: Any, info: Any) -> LogEntry:
-    """Return the audit view of one commit (trailers, or the files a hand commit changed)."""
+def _may_name(store: Any, files: list[tuple[str, str, str | None, bool]], record: str) -> bool:
+    """Return False when no file can be the record's, without parsing one (True: parse them to know).
+
+    A file is the record's by its name, or by an id in its frontmatter, whose
+    text is in the file's bytes unless YAML spells it with an escape (a
+    backslash) or folds it over lines (white space in the id).
+    """
+    if record.split() != [record]:
+        return True
+    needle = record.encode("utf-8")
+    for _, stem, blob, _ in files:
+        if stem == record:
+            return True
+        data = store.read_object(blob) if blob is not None else b""
+        if needle in data or b"\\" in data:
+            return True
+    return False
+
+
+def entry_of(store: Any, info: Any, *, records: bool = True) -> LogEntry:
+    """Return the audit view of one commit (trailers, or the files a hand commit changed).
+
+    ``records=False``: a hand commit's records are left out (who, when and what
+    op, without a diff).
+    """
     trailers: dict[str, list[str]] = {}
     for key, value in info.trailers():
         trailers.setdefault(key, []).append(value)
@@ -91,8 +127,8 @@ def entry_of(store: Any, info: Any) -> LogEntry:
     reason = trailers["Reason"][0] if trailers.get("Reason") else None
     extra = {k: v for k, v in trailers.items() if k.startswith("Am-") and k not in ("Am-Op", "Am-Record", "Am-Actor")}
     if op is None:
-        records = _record_ids_changed(store, info)
-        return LogEntry(info.id, _iso(info.time, info.offset), info.author, "manual", records, info.subject,
+        ids = _record_ids(store, _record_files(store, info)) if records else ()
+        return LogEntry(info.id, _iso(info.time, info.offset), info.author, "manual", ids, info.subject,
                         reason, True, extra)
     actor = (trailers.get("Am-Actor") or [info.author])[0]
     return LogEntry(info.id, _iso(info.time, info.offset), actor, op, tuple(trailers.get("Am-Record", [])),
@@ -120,15 +156,22 @@ def log_entries(vault: Any, *, actor: str | None = None, op: str | None = None, 
     """Return the vault's commits, newest first, filtered by actor, operation, record and time."""
     out: list[LogEntry] = []
     cutoff = since.timestamp() if since is not None else None
-    for info in vault.store.walk():
+    store = vault.store
+    for info in store.walk():
         if cutoff is not None and info.time < cutoff:
             # History is walked newest first by commit time; an older commit ends the range.
             break
-        entry = entry_of(vault.store, info)
+        # Who and what first: a hand commit's files are read only for an entry the filters keep.
+        entry = entry_of(store, info, records=False)
         if actor is not None and entry.actor != actor:
             continue
         if op is not None and not (entry.op == op or entry.op.startswith(op + ".")):
             continue
+        if entry.manual:
+            files = _record_files(store, info)
+            if record is not None and not _may_name(store, files, record):
+                continue
+            entry = replace(entry, records=_record_ids(store, files))
         if record is not None and record not in entry.records:
             continue
         out.append(entry)
@@ -192,20 +235,15 @@ def _versions(vault: Any, record_id: str) -> Iterator[Version]:
     store = vault.store
     needle = record_id.encode("utf-8")
     for info in store.walk():
-        entry = entry_of(store, info)
+        entry = entry_of(store, info, records=False)  # a hand commit's files are read below, once
         # An am commit names every record it wrote, so the others need no diff.
         if not entry.manual and record_id not in entry.records:
             continue
         found: list[Version] = []
-        for path, blob in store.changed_files(info.id):
-            p = PurePosixPath(path)
-            if not p.parts or p.parts[0] not in _TOPS or p.suffix != ".md":
-                continue
-            named = p.stem == record_id
-            if blob is None:
-                parent = info.parents[0] if info.parents else None
-                if named or (parent is not None and _holds(store, store.blob_id(path, commit=parent), needle, path,
-                                                          record_id)):
+        for path, stem, blob, deleted in _record_files(store, info):
+            named = stem == record_id
+            if deleted:
+                if named or _holds(store, blob, needle, path, record_id):
                     found.append(Version(info.id, entry.time, entry.actor, entry.op, path, True, {}, ""))
                 continue
             data = store.read_object(blob)
