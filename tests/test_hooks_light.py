@@ -201,3 +201,36 @@ def test_doctor_names_older_shims_and_fix_rewrites_them(hooked: Path) -> None:
     CliRunner().invoke(cli, ["--vault", str(hooked), "doctor", "--fix"])
     assert "# am-shim: 3" in shim.read_text()
     assert "hook-" not in CliRunner().invoke(cli, ["--vault", str(hooked), "doctor"]).stdout
+
+
+def test_pre_commit_reads_each_of_heads_files_once_at_most(hooked: Path) -> None:
+    """A commit that edits, deletes and turns records into notes reads HEAD's version of each file once, or never."""
+    import io
+
+    from am.upkeep.precommit import pre_commit
+
+    edited = write_fact(hooked, "fact-edited", "Before.")
+    gone = write_fact(hooked, "fact-gone", "Gone.")
+    noted = write_fact(hooked, "fact-noted", "A record for now.")
+    run_git(hooked, "add", "-A")
+    run_git(hooked, "-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", "three facts")
+    (hooked / edited).write_text(FACT.format(fid="fact-edited", body="After."), encoding="utf-8")
+    (hooked / noted).write_text("Just a note now.\n", encoding="utf-8")
+    run_git(hooked, "rm", "-q", gone, "topics/project-alpha.md")
+    run_git(hooked, "add", "-A")
+    head = {p: run_git(hooked, "rev-parse", f"HEAD:{p}").strip()
+            for p in (edited, gone, noted, "topics/project-alpha.md")}
+    reads: list[str] = []
+
+    class Counting(CliStore):
+        def read_object(self, oid: str) -> bytes:
+            reads.append(oid)
+            return super().read_object(oid)
+
+    out = io.StringIO()
+    with Counting.open(hooked) as store:
+        code = pre_commit(store, index_file=None, allow_secrets=False, out=out)
+    assert code == 1 and "names 'project-alpha', which this commit removes" in out.getvalue()
+    assert "fact-gone.md is deleted" in out.getvalue() and "was record fact-noted and is now a note" in out.getvalue()
+    assert reads.count(head[edited]) == 0  # an id-shaped fact's id is its name: HEAD's copy is not needed
+    assert all(reads.count(head[p]) == 1 for p in (gone, noted, "topics/project-alpha.md")), reads

@@ -19,6 +19,8 @@ from am.upkeep.hooks import _is_record_path, _secret_findings
 from am.upkeep.postcommit import forget_checked, remember_checked
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from am.packs.reader import VaultOpener
 
 __all__ = ["pre_commit"]
@@ -181,29 +183,39 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     if not allow_secrets:
         for p in changed:
             refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
+
+    @functools.cache
+    def was(p: str) -> bytes:  # HEAD's version of a file: read once, and only if needed
+        return bytes(store.read_object(head[p]))
+
+    @functools.cache
+    def was_id(p: str) -> str | None:  # its id (an id-shaped fact or relation name needs no read)
+        return _id_of(p, functools.partial(was, p))
+
     # A record whose frontmatter a slip lost (or made a person's own) is a note now: its id is gone.
     as_notes = {p for p in changed if p in head and note_text(p, blobs[p]) is not None
-                and note_text(p, store.read_object(head[p])) is None}
-    now_ids = set(others) | {_id_of(p, blobs[p]) for p in changed if p not in as_notes}
+                and note_text(p, was(p)) is None}
+    now_id = {p: _id_of(p, blobs[p]) for p in changed if p not in as_notes}
+    now_ids = set(others) | set(now_id.values())
     gone: dict[str, str] = {}  # id -> the path HEAD had it at
     gone_names: dict[str, str] = {}  # what links called it (file name, title, aliases) -> id
     for p in deleted + [p for p in changed if p in head]:
-        rid = _id_of(p, store.read_object(head[p]))
+        rid = was_id(p)
         if rid and rid not in now_ids:
             gone[rid] = p
-            gone_names.update((n, rid) for n in _names_of(p, rid, store.read_object(head[p])))
+            gone_names.update((n, rid) for n in _names_of(p, rid, was(p)))
     for n in list(gone_names):
         found = names.resolve(n)  # a note answering to the name is no topic, nor a relation's end
         if (found is not None and not found.startswith(NOTE_PREFIX)) or any(
-                n == name_key(_id_of(p, blobs[p]) or "") for p in changed if p not in as_notes):
+                n == name_key(now or "") for now in now_id.values()):
             del gone_names[n]  # another file answers to that name now
     for p in deleted:
-        if _id_of(p, store.read_object(head[p])) not in gone:
+        if was_id(p) not in gone:
             continue  # moved: the same id lives on in another file
         out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
                   "but Git history keeps it\n")
     for p in sorted(as_notes):
-        if (rid := _id_of(p, store.read_object(head[p]))) in gone:
+        if (rid := was_id(p)) in gone:
             out.write(f"am: warning: {p} was record {rid} and is now a note (no am frontmatter: it must start "
                       f"with ---, then type: and id:); to keep the record: git checkout HEAD -- '{p}'\n")
     if gone:
@@ -222,13 +234,18 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     return 0
 
 
-def _id_of(path: str, data: bytes) -> str | None:
-    """Return the id of a record file's bytes (by its id-shaped file name for facts and relations), or None."""
+def _id_of(path: str, data: bytes | Callable[[], bytes]) -> str | None:
+    """Return the id of a record file's bytes (by its id-shaped file name for facts and relations), or None.
+
+    ``data`` may be a function that reads them: called only when the name does not settle it.
+    """
     from am.records.ids import is_valid_id
 
     stem = PurePosixPath(path).stem
     if is_valid_id(stem) and not path.startswith("topics/"):
         return stem
+    if callable(data):
+        data = data()
     from am.records.codec import decode_record_bytes, parse_meta, split_frontmatter
 
     try:
