@@ -53,6 +53,19 @@ def test_the_older_format_spelling_still_names_the_log(vault_path, tmp_path) -> 
     assert code == 0 and out.startswith("unchanged: plain-9"), err
 
 
+def test_a_log_format_that_reads_none_of_the_lines_is_refused(vault_path, tmp_path) -> None:
+    """Forcing claude-code on plain lines stored them as a Claude Code session dated today, its times lost."""
+    _init(vault_path)
+    src = write_log(tmp_path / "plain-a.jsonl", [json.dumps({"ts": "2026-11-28T09:00:00Z", "role": "user",
+                                                             "text": "hi"})])
+    before = _count(vault_path)
+    code, out, err = am("--vault", str(vault_path), "ingest", str(src), "--log-format", "claude-code")
+    assert code == 2 and "is a jsonl log: none of its first lines reads as claude-code" in err, err
+    assert "--log-format jsonl" in err and "Traceback" not in err and _count(vault_path) == before
+    code, out, err = am("--vault", str(vault_path), "ingest", str(src), "--log-format", "jsonl")
+    assert code == 0 and "sessions/2026/11/28/" in out, err
+
+
 def test_two_log_formats_or_two_outputs_are_refused_and_nothing_is_written(vault_path, tmp_path) -> None:
     _init(vault_path)
     src = write_log(tmp_path / "x.jsonl", _LINES)

@@ -37,7 +37,7 @@ from typing import Any
 from am.errors import UsageError
 from am.records.ids import is_device_name
 
-__all__ = ["FORMATS", "Message", "SessionMeta", "detect", "messages", "read_meta", "safe_session_id", "session_topic_id"]
+__all__ = ["FORMATS", "Message", "SessionMeta", "detect", "messages", "read_meta", "readable_as", "safe_session_id", "session_topic_id"]
 
 FORMATS = ("claude-code", "codex", "jsonl")
 ROLES = ("user", "assistant", "tool", "system")
@@ -118,16 +118,31 @@ def _tail(data: bytes, count: int = _PROBE_LINES) -> Iterator[tuple[int, bytes]]
         end = start - 1
 
 
+def _line_format(obj: dict[str, Any]) -> str | None:
+    """Name the format one JSON line is written in, or None."""
+    kind = obj.get("type")
+    if kind in _CODEX_TYPES and "payload" in obj:
+        return "codex"
+    if "sessionId" in obj or (kind in _CLAUDE_TYPES and ("message" in obj or "leafUuid" in obj)):
+        return "claude-code"
+    if "role" in obj and ("text" in obj or "content" in obj):
+        return "jsonl"
+    return None
+
+
+def readable_as(data: bytes, fmt: str) -> bool:
+    """Whether some of a log's first lines read as ``fmt`` (a Claude Code line may also be a plain one)."""
+    plain = fmt == "jsonl"
+    return any(_line_format(obj) == fmt or (plain and "role" in obj and ("text" in obj or "content" in obj))
+               for _, obj in _objects(_head(data)))
+
+
 def detect(data: bytes) -> str:
     """Name the format of a log from its first lines; raise UsageError when it is none of the three."""
     for _, obj in _objects(_head(data)):
-        kind = obj.get("type")
-        if kind in _CODEX_TYPES and "payload" in obj:
-            return "codex"
-        if "sessionId" in obj or (kind in _CLAUDE_TYPES and ("message" in obj or "leafUuid" in obj)):
-            return "claude-code"
-        if "role" in obj and ("text" in obj or "content" in obj):
-            return "jsonl"
+        found = _line_format(obj)
+        if found is not None:
+            return found
     raise UsageError("not a session log am reads (Claude Code, Codex or {ts, role, text} JSON lines)",
                      hint="name the format with --log-format claude-code|codex|jsonl")
 

@@ -39,6 +39,7 @@ from am.records.sessionlog import (
     SessionMeta,
     detect,
     read_meta,
+    readable_as,
     safe_session_id,
     session_topic_id,
 )
@@ -134,6 +135,13 @@ def _complete_lines(data: bytes) -> tuple[bytes, int]:
     return data, 0
 
 
+def _recognised(data: bytes) -> str | None:
+    try:
+        return detect(data)
+    except UsageError:
+        return None
+
+
 def _line_count(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
@@ -156,6 +164,10 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     if not data or data.isspace():
         raise UsageError(f"{source} holds one unfinished line only (no newline, not JSON yet); nothing was written",
                          hint="ingest it again once the session has finished the line")
+    if fmt is not None and not readable_as(data, fmt) and (written_as := _recognised(data)) is not None:
+        # A format named for a log none of whose lines it reads: stored under it, the log's times and id were lost.
+        raise UsageError(f"{source} is a {written_as} log: none of its first lines reads as {fmt}; nothing was "
+                         "written", hint=f"leave out --log-format, or name --log-format {written_as}")
     fmt = fmt or detect(data)
     meta = read_meta(data, fmt, fallback_id=source.stem)
     sid = _session_id(meta, source)
