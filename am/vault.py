@@ -235,6 +235,9 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         cache = self.cache()
         if cache is not None:
             found = cache.lookup(record_id)
+            if found is not None and not (self.root / found).is_file():
+                cache.refresh()  # moved since its last refresh (a second ago at most): a hand git mv, Obsidian
+                found = cache.lookup(record_id)
             for broken in cache.invalid_paths(record_id) if found is None else ():
                 self.read_path(broken)
             return found
@@ -292,13 +295,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
     def list_facts(self, *, topic: str | None = None, status: str | None = None,
                    repo: str | None = None) -> list[Fact]:
         """Return facts, oldest first."""
-        out = [
-            r for _, r in self._record_pairs("fact")
-            if isinstance(r, Fact)
-            and (topic is None or topic in r.topics)
-            and (status is None or r.status == status)
-            and (repo is None or r.repo == repo)
-        ]
+        out = [r for _, r in self._record_pairs("fact") if isinstance(r, Fact) and (topic is None or topic in r.topics)
+               and (status is None or r.status == status) and (repo is None or r.repo == repo)]
         return sorted(out, key=lambda f: (f.created or "", f.id))
 
     def list_relations(self, *, topic: str | None = None, status: str | None = None) -> list[Relation]:

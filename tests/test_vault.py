@@ -198,6 +198,20 @@ def test_external_commit_right_after_a_write_keeps_ams_file(alpha: Vault, git: G
     assert git("diff-files", "--name-only") == ""
 
 
+def test_an_open_vault_finds_a_fact_renamed_by_hand_within_the_second(alpha: Vault, git: Git) -> None:
+    """A long-lived vault (an MCP server's) refreshes its cache at most once a second: a fact moved by hand
+    (git mv, Obsidian's readable names) within that second was looked up at its old path, and did not exist."""
+    alpha.add_fact("Alpha uses Redis.", topics=["project-alpha"], id="fact-redis")
+    assert alpha.locate("fact-redis") is not None  # the cache is open and fresh
+    old = alpha.locate("fact-redis")
+    run_git(alpha.root, "mv", str(old), "facts/Alpha uses Redis.md")
+    run_git(alpha.root, "commit", "-q", "-m", "a readable name")
+    assert str(alpha.locate("fact-redis")) == "facts/Alpha uses Redis.md"
+    alpha.set_fact_status("fact-redis", "contested", reason="saw otherwise")
+    assert "status: contested" in (alpha.root / "facts" / "Alpha uses Redis.md").read_text()
+    assert run_git(alpha.root, "status", "--porcelain").strip() == ""
+
+
 def test_a_fact_superseded_on_its_branch_only_is_not_superseded_twice(alpha: Vault, git: Git) -> None:
     # A supersede on another branch leaves the old fact active (per-world supersession) with its
     # superseded_by set; a second supersede used to overwrite that pointer, and am check then
