@@ -512,3 +512,32 @@ def test_a_dry_run_on_a_branch_the_remote_lacks_does_not_call_it_up_to_date(pair
                                                  f"would push {ours[:10]} to origin/notes\n")
     out = CliRunner().invoke(cli, ["--vault", str(a.root), "sync"])
     assert out.exit_code == 0 and out.output == f"pushed {ours[:10]} to origin/notes\n"
+
+
+@pytest.mark.parametrize("renamer", ["a", "b"])
+def test_a_fact_renamed_in_obsidian_and_superseded_elsewhere_stays_one_file(pair: tuple[Vault, Vault],
+                                                                          renamer: str) -> None:
+    a, b = pair
+    fid = a.add_fact("Users are stored in Postgres.", topics=["project-alpha"], id="fact-db").record.id
+    sync(a)
+    sync(b)
+    rel = fact_path(a.root, fid)
+    person, agent = (a, b) if renamer == "a" else (b, a)
+    readable = str(Path(rel).parent / "Users in Postgres.md")
+    text = (person.root / rel).read_text(encoding="utf-8").replace("in Postgres.", "in Postgres 16.")
+    (person.root / rel).unlink()
+    (person.root / readable).write_text(text, encoding="utf-8")  # an Obsidian edit and rename
+    run_git(person.root, "add", "-A")
+    run_git(person.root, "commit", "-q", "-m", "vault backup")
+    new = agent.supersede_fact(fid, "Users are stored in MySQL.", reason="migrated").record.id
+    sync(a)
+    sync(b)
+    sync(a)
+    for v in (a, b):
+        files = run_git(v.root, "ls-files", "facts").splitlines()
+        assert rel not in files and readable in files  # one file of the id, under the person's name
+        old = parse_record((v.root / readable).read_text(encoding="utf-8"), readable)
+        assert old.status == "superseded" and old.superseded_by == new  # the agent's supersession
+        assert "Postgres 16." in old.body  # the person's edit
+        assert check_vault(v).errors == []
+    assert run_git(a.root, "rev-parse", "HEAD^{tree}") == run_git(b.root, "rev-parse", "HEAD^{tree}")

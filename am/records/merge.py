@@ -377,7 +377,35 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
     decisions: list[Decision] = []
     contested: list[str] = []
     conflicts: list[str] = []
+
+    def merge_one(path: str, old: str | None, mine: str, new: str, *, at: str | None = None) -> None:
+        """Merge one record's two versions (blob ids) into ``path``; ``at`` is where they were (a rename)."""
+        base_text = None if old is None else decode_record_bytes(read(old), path=at or path)
+        result = merge_record(path, base_text, decode_record_bytes(read(mine), path=path),
+                              decode_record_bytes(read(new), path=path))
+        files[path] = result.text.encode("utf-8")
+        decisions.extend(result.decisions)
+        contested.extend(result.contested)
+        rivals.extend((loser, winner, PurePosixPath(at or path).stem) for loser, winner in result.rivals)
+        for extra_path, extra_text in result.extra:
+            data = extra_text.encode("utf-8")
+            if extra_path in files or exists(extra_path) is not None:
+                continue  # a merge made it already (the merge is deterministic)
+            files[extra_path] = data
+
+    # A record renamed on one side (Obsidian: a readable file name) and changed on the other is one record:
+    # merged into its new name, its old name gone, never two files of one id.
+    done: set[str] = set()
+    for path, renamed_by_ours, to in _renames(ours, theirs, base, read):
+        our_blob, their_blob = (ours[to], theirs[path]) if renamed_by_ours else (ours[path], theirs[to])
+        assert our_blob is not None and their_blob is not None
+        if not renamed_by_ours:
+            files[path] = None
+        merge_one(to, base[path], our_blob, their_blob, at=path)
+        done.update((path, to))
     for path, new in sorted(theirs.items()):
+        if path in done:
+            continue
         mine = ours.get(path, _ABSENT)
         if mine is _ABSENT:
             files[path] = new  # the other side's blob, as it is
@@ -396,20 +424,8 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
         if not is_record_path(path):
             conflicts.append(path)
             continue
-        old = base.get(path)
         assert isinstance(mine, str)
-        base_text = None if old is None else decode_record_bytes(read(old), path=path)
-        result = merge_record(path, base_text, decode_record_bytes(read(mine), path=path),
-                              decode_record_bytes(read(new), path=path))
-        files[path] = result.text.encode("utf-8")
-        decisions += result.decisions
-        contested += result.contested
-        rivals += [(loser, winner, PurePosixPath(path).stem) for loser, winner in result.rivals]
-        for extra_path, extra_text in result.extra:
-            data = extra_text.encode("utf-8")
-            if extra_path in files or exists(extra_path) is not None:
-                continue  # a merge made it already (the merge is deterministic)
-            files[extra_path] = data
+        merge_one(path, base.get(path), mine, new)
     for loser, winner, old_id in rivals:
         found = rival_files(loser, winner, old_id, ours, theirs, files, read)
         if found is not None:
@@ -417,6 +433,45 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
             decisions.append(Decision(loser, next(iter(found)), "rival", f"superseded {old_id} too; {winner} did first"))
             contested.append(loser)
     return TreeMerge(files, tuple(decisions), tuple(dict.fromkeys(contested)), tuple(conflicts))
+
+
+def _renames(ours: dict[str, str | None], theirs: dict[str, str | None], base: dict[str, str | None],
+             read: Reader) -> list[tuple[str, bool, str]]:
+    """Records one side renamed and the other changed: (old path, renamed by ours?, new path).
+
+    The renamed file is the one that side added with the same id in its frontmatter (read only for a record
+    deleted on one side and changed on the other, the rare case)."""
+    found: list[tuple[str, bool, str]] = []
+    taken: set[str] = set()
+    for path in sorted(base):
+        mine, new, old = ours.get(path), theirs.get(path), base[path]
+        if old is None or not is_record_path(path) or (mine is None) == (new is None):
+            continue
+        renamed_by_ours = mine is None
+        side, other = (ours, theirs) if renamed_by_ours else (theirs, ours)
+        try:
+            rid = _parse(decode_record_bytes(read(old), path=path), path)[0].get("id")
+        except (InvalidRecordError, UnicodeDecodeError):
+            continue
+        if not isinstance(rid, str) or not rid:
+            continue
+        folder = path.partition("/")[0]
+        for to, blob in sorted(side.items()):
+            if blob is None or to in base or to in other or to in taken or not to.startswith(folder + "/") \
+                    or not is_record_path(to):
+                continue
+            data = read(blob)
+            if rid.encode("utf-8") not in data:
+                continue
+            try:
+                if _parse(decode_record_bytes(data, path=to), to)[0].get("id") != rid:
+                    continue
+            except (InvalidRecordError, UnicodeDecodeError):
+                continue
+            found.append((path, renamed_by_ours, to))
+            taken.add(to)
+            break
+    return found
 
 
 def rival_files(loser: str, winner: str, old_id: str, ours: dict[str, str | None], theirs: dict[str, str | None],
