@@ -209,6 +209,32 @@ def test_repo_add_records_vault_and_remote_and_never_repoints_silently(world: di
 # ------------------------------------------------------------------ 3. staleness per world
 
 
+def test_the_supersede_the_stale_message_names_leaves_the_new_fact_fresh(world: dict[str, Any],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from tests.conftest import subprocess_env
+
+    vault, code = world["vault"], world["code"]
+    ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",
+       "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py", "--commit", world["c1"])
+    ok("--vault", vault, "hooks", "install", "--code-repo", str(code), "--repo", "project-alpha")
+    (code / "src/api/users.py").write_text("def getUser(id, *, fields=None): ...\n")
+    proc = subprocess.run(["git", "-C", str(code), "commit", "-q", "-am", "users: fields"], check=False,
+                          capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    # The message names a supersede that observes the new fact where the code is now, not at the old commit
+    # (a plain supersede inherits the old world, so its new fact would be stale at once, with the same diff).
+    hint = re.search(r"supersede them[^:]*: (am fact supersede ID TEXT .*?)\)?$", proc.stderr, re.MULTILINE)
+    assert hint is not None, proc.stderr
+    words = hint.group(1).split()
+    assert words[:3] == ["am", "fact", "supersede"] and "--here" in words
+    ok("--vault", vault, "fact", "supersede", "fact-users", "getUser takes an id and optional fields.",
+       "--reason", "fields came in", "--here", cwd=code, monkeypatch=monkeypatch)
+    stale = json.loads(ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main", "--format", "json"))
+    assert stale["stale"] == []
+
+
 def test_experiment_commit_leaves_main_unchanged_and_flags_the_branch(world: dict[str, Any], tmp_path: Path) -> None:
     vault, code = world["vault"], world["code"]
     ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",

@@ -476,7 +476,9 @@ TOOLS: tuple[Tool, ...] = (
          _obj({"text": _s("The statement, 1-3 sentences, understandable on its own."), **_FACT_FIELDS},
               ("text", "topics")), _WRITE_OUT, _fact_add, writes=True),
     Tool("fact_supersede", "Replace a fact that no longer holds with a new one (one commit touching both). "
-         "The new fact inherits the old one's topics and world unless given.",
+         "The new fact inherits the old one's topics and world unless given: pass here=true when the new text "
+         "describes the code at the server's clone, else it stays observed at the old fact's commit (and stale "
+         "wherever the old one was).",
          _obj({"old_id": _s("The fact being replaced."), "text": _s("The new statement."),
                "reason": _s("What changed."), **_FACT_FIELDS}, ("old_id", "text", "reason")),
          _WRITE_OUT, _fact_supersede, writes=True),

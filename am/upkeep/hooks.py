@@ -481,8 +481,8 @@ def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str
                 where = f"{repo}@{branch or head[:10]}"
                 listed = ", ".join(f"{s.fact.id} ({s.mark.path})" for s in new)
                 out.write(f"am: this commit makes {len(new)} fact{'s' * (len(new) != 1)} stale on {where}: {listed}\n"
-                          f"am: check them, then re-confirm with: am fact confirm ID --commit {head[:10]} "
-                          "(or supersede them)\n")
+                          f"am: check them, then re-confirm with: am fact confirm ID --commit {head[:10]}\n"
+                          "am: or supersede them where the code is now: am fact supersede ID TEXT --reason WHY --here\n")
         except AmError as err:
             out.write(f"am: {name}: could not check watched paths: {err}\n")
     return run_chained(store.gitdir, name, args, stdin)
