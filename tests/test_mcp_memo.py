@@ -97,3 +97,12 @@ def test_valid_time_passing_a_boundary_drops_the_kept_pack(alpha: Vault, dispatc
     monkeypatch.setenv("AM_NOW", "2030-01-01T01:00:00+00:00")
     later = _slice(dispatcher)
     assert "The freeze holds" not in later and later == _fresh(alpha.root)
+
+
+def test_an_error_names_the_tools_arguments_not_the_command_lines_options(dispatcher: Dispatcher) -> None:
+    """An unknown topic told the agent to 'pass --create-topic'; the tool's argument is create_topics."""
+    out = dispatcher.call_sync("fact_add", {"text": "About a new topic.", "topics": ["tool-nope"]}, "x")
+    assert isinstance(out, str) and out.startswith("Error: unknown topic 'tool-nope'"), out
+    assert "pass create_topics: true" in out and "--create-topic" not in out, out
+    out = dispatcher.call_sync("fact_supersede", {"old_id": "fact-none", "text": "x", "reason": " "}, "x")
+    assert isinstance(out, str) and "--reason" not in out and "argument 'reason'" in out, out

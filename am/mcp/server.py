@@ -161,7 +161,7 @@ class Dispatcher:
                     vault.__dict__.pop("actor", None)  # $AM_ACTOR, else git's user
             return tool.run(Call(vault, self.here, self.memo, self.fill), args)
         except AmError as err:
-            return f"Error: {err}"
+            return f"Error: {in_tool_words(str(err), tool)}"
         except Exception as err:
             log.exception("tool %s failed", name)
             return f"Error: am failed unexpectedly in {name}: {type(err).__name__}: {err}"
@@ -185,6 +185,24 @@ class Dispatcher:
             for vault in self._opened:
                 vault.close()
             self._opened.clear()
+
+
+_OPTION = re.compile(r"--([a-z][a-z-]*)")
+
+
+def in_tool_words(text: str, tool: Tool | None) -> str:
+    """Say the command line's options an error names as the tool's arguments (``--create-topic`` is
+    ``create_topics: true`` to an agent); an option the tool has no argument for is left as it is."""
+    props = tool.input_schema.get("properties", {}) if tool is not None else {}
+
+    def swap(match: re.Match[str]) -> str:
+        name = match[1].replace("-", "_")
+        for key in (name, name + "s"):
+            if key in props:
+                return f"{key}: true" if props[key].get("type") == "boolean" else f"argument '{key}'"
+        return match[0]
+
+    return _OPTION.sub(swap, text)
 
 
 INSTRUCTIONS = (
