@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from am.cache.timephrases import parse_query, parse_time
+from tests.conftest import subprocess_env
 
 TZ = timezone(timedelta(hours=8))
 NOW = datetime(2026, 11, 29, 15, 30, tzinfo=TZ)
@@ -285,3 +286,41 @@ def test_an_unreadable_am_now_is_one_line_naming_it(dated_vault: Path, fixed: st
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
         assert out.stderr.startswith(f"Error: $AM_NOW is {fixed!r}, not an ISO 8601 date-time"), out.stderr
     assert "never written" not in _am("search", "never", "written", cwd=dated_vault).stdout
+
+
+def test_a_stored_time_without_offset_is_utc_whoever_built_the_cache(tmp_path: Path) -> None:
+    """Hand-written times without an offset mean one moment (UTC) on every machine: the answer does not
+    depend on the time zone of the process that built the cache, nor on the offset `--at` is written in."""
+    root = tmp_path / "v"
+    env = subprocess_env(AM_ACTOR="tester", AM_HOME=str(tmp_path / "home"))
+
+    def am(tz: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "am.cli.main", *args], check=False, cwd=root,
+                              env={**env, "TZ": tz}, capture_output=True, text=True, timeout=120)
+
+    subprocess.run([sys.executable, "-m", "am.cli.main", "init", str(root)], env=env, check=True, capture_output=True)
+    assert am("UTC", "topic", "add", "project-zoo", "--title", "Zoo").returncode == 0
+    folder = root / "facts" / "2026" / "10" / "12"
+    folder.mkdir(parents=True)
+    (folder / "f-wombat.md").write_text("---\ntype: fact\nid: f-wombat\ntopics: [project-zoo]\nstatus: active\n"
+                                        "confidence: high\nprovenance: human\ncreated: 2026-10-12T02:00\n"
+                                        "valid_from: 2026-10-12T13:00\n---\nThe wombat sleeps.\n")
+    for args in (("add", "-A"), ("commit", "-qm", "a fact by hand")):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+    answers = []
+    for builder in ("Asia/Tokyo", "UTC", "America/New_York"):
+        assert am(builder, "index", "rebuild").returncode == 0
+        found = am("UTC", "search", "wombat", "2026-10-12", "--format", "json")
+        assert found.returncode == 0, found.stderr
+        data = json.loads(found.stdout)
+        answers.append(([h["id"] for h in data["hits"]], data.get("without_range")))
+        for at in ("2026-10-12T12:00:00-04:00", "2026-10-12T16:00:00+00:00", "2026-10-13T01:00:00+09:00"):
+            pack = am("America/New_York", "slice", "--at", at, "--format", "json")
+            assert pack.returncode == 0, pack.stderr
+            held = [f["id"] for t in json.loads(pack.stdout)["topics"] for f in t["facts"]]
+            assert held == ["f-wombat"], (builder, at)  # 16:00 UTC is after 13:00 UTC, in any offset
+        early = am("Asia/Tokyo", "slice", "--at", "2026-10-12T12:59:00+00:00", "--format", "json")
+        assert [f["id"] for t in json.loads(early.stdout)["topics"] for f in t["facts"]] == []
+    # 02:00 UTC on 2026-10-12 is in that UTC day, whoever indexed it.
+    assert answers == [(["f-wombat"], None)] * 3

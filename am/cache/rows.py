@@ -17,8 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from am.errors import InvalidRecordError
-from am.records.ids import RECORD_DIRS, parse_timestamp
+from am.records.ids import RECORD_DIRS, stored_moment
 from am.records.model import Fact, Record, Relation, Topic
 from am.cache.terms import _STEMS, stem
 from am.cache.textseg import _CJK_RANGES
@@ -29,7 +28,7 @@ __all__ = [
     "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "note_row",
 ]
 
-SCHEMA_VERSION = 14  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 15  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -228,15 +227,8 @@ def body_links(body: str) -> list[tuple[str, str | None]]:
 
 
 def _timestamp(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        moment = parse_timestamp(value)
-    except InvalidRecordError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return moment.timestamp()
+    moment = stored_moment(value)
+    return None if moment is None else moment.timestamp()
 
 
 _CLASSES: dict[str, type[Record]] = {"topic": Topic, "fact": Fact, "relation": Relation}

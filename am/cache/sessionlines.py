@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from am.cache.textseg import _CJK_RANGES
 from am.git import hash_blob
+from am.records.ids import stored_moment
 
 if TYPE_CHECKING:
     from am.cache.index import Index
@@ -139,13 +140,9 @@ def messages_with_offsets(data: bytes, client: str, *, first_line: int = 1,
 
 def _epoch(ts: str | None, fallback: str | None) -> float | None:
     for value in (ts, fallback):
-        if not value:
-            continue
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            continue
-        return (moment if moment.tzinfo else moment.astimezone()).timestamp()
+        moment = stored_moment(value)
+        if moment is not None:
+            return moment.timestamp()
     return None
 
 

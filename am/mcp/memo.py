@@ -55,5 +55,5 @@ class PackMemo:
 def _next_bound(values: list[str], now: datetime) -> datetime | None:
     from am.worlds.rules import to_moment
 
-    later = [m for m in (to_moment(v, like=now) for v in values) if m is not None and m > now]
+    later = [m for m in (to_moment(v) for v in values) if m is not None and m > now]
     return min(later) if later else None

@@ -60,14 +60,8 @@ _RANK_OF = attrgetter("rank")
 
 
 def _created(record: Fact | FactView) -> datetime:
-    """Return when a fact was written, as an aware moment (naive: local time; unknown: long ago)."""
-    if not record.created:
-        return _NO_TIME
-    try:
-        moment = datetime.fromisoformat(record.created)
-    except ValueError:
-        moment = to_moment(record.created) or _NO_TIME
-    return moment if moment.tzinfo is not None else moment.astimezone()
+    """Return when a fact was written, as an aware moment (no offset: UTC; unknown: long ago)."""
+    return (to_moment(record.created) if record.created else None) or _NO_TIME
 
 
 def _rank(facts: list[Fact | FactView], order: Mapping[str, int], signals: UseSignals | None = None) -> None:

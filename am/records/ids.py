@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime
+from datetime import UTC, datetime
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -34,6 +34,7 @@ __all__ = [
     "readable_name",
     "readable_path",
     "parse_timestamp",
+    "stored_moment",
     "format_timestamp",
 ]
 
@@ -135,12 +136,16 @@ def relation_id(from_id: str, rel: str, to_id: str) -> str:
 
 
 def parse_timestamp(value: str, *, field: str = "created", path: str | None = None) -> datetime:
-    """Parse an ISO 8601 date or date-time as written in frontmatter."""
+    """Parse an ISO 8601 date or date-time as written in frontmatter or a session log, as an aware moment.
+
+    The one rule for stored times (docs/decisions.md): a date or date-time without an offset is UTC,
+    so it names the same moment on every machine, whatever time zone built the cache or asks.
+    """
     text = value.strip()
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
     try:
-        return datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidRecordError(
             f"{value!r} is not an ISO 8601 date or date-time",
@@ -148,6 +153,17 @@ def parse_timestamp(value: str, *, field: str = "created", path: str | None = No
             field=field,
             hint="write it like 2026-09-23T12:00:00+08:00 or 2026-09-23",
         ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def stored_moment(value: str | None) -> datetime | None:
+    """Read a stored time by parse_timestamp's rule (no offset: UTC); None when missing or unreadable."""
+    if not value:
+        return None
+    try:
+        return parse_timestamp(value)
+    except InvalidRecordError:
+        return None
 
 
 def format_timestamp(moment: datetime) -> str:

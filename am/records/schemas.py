@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from am.errors import InvalidRecordError
-from am.records.ids import is_valid_id
+from am.records.ids import is_valid_id, parse_timestamp
 from am.records.properties import split_link
 from am.records.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Record, Relation, Topic
 
@@ -121,9 +121,8 @@ def _need(ok: bool, field: str, message: str, path: str | None) -> None:
 
 
 def _moment(value: str) -> datetime:
-    """Read a checked date or date-time; a naive one is local time, as the world rules read it against a clock."""
-    moment = datetime.fromisoformat(value)
-    return moment if moment.tzinfo is not None else moment.astimezone()
+    """Read a checked date or date-time as the world rules do (no offset: UTC)."""
+    return parse_timestamp(value)
 
 
 def _plain(text: str, field: str, path: str | None) -> None:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from am.clock import now as _now
 from am.errors import AmError, NotFoundError, UsageError
-from am.records.ids import format_timestamp, record_path
+from am.records.ids import format_timestamp, record_path, stored_moment
 from am.records.model import CONFIDENCES, Fact, Topic
 from am.records.sessionlog import Message, messages
 
@@ -188,10 +188,7 @@ def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
 
 def proposal_id(session_id: str, text: str, started: str | None) -> str:
     """Return a proposal's fact id: shaped like a generated one, drawn from the session and the text (stable)."""
-    try:
-        day = datetime.fromisoformat(started or "").astimezone(UTC)
-    except ValueError:
-        day = datetime(1970, 1, 1, tzinfo=UTC)
+    day = (stored_moment(started) or datetime(1970, 1, 1, tzinfo=UTC)).astimezone(UTC)
     digest = hashlib.sha256(f"{session_id}\n{' '.join(text.split()).casefold()}".encode()).hexdigest()[:6]
     return f"f-{day:%Y%m%d-%H%M}-{digest}"
 

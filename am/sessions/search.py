@@ -17,11 +17,11 @@ first).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from am.clock import now as _now
 from am.errors import UsageError
+from am.records.ids import stored_moment
 from am.records.sessionlog import ROLES, messages
 
 if TYPE_CHECKING:
@@ -64,16 +64,6 @@ class SessionSearch:
     total: int
     sessions_read: int
     ranked: bool = False  # ranked through the cache (False: the logs were scanned, newest first)
-
-
-def _moment(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.astimezone()
 
 
 def _snippet(text: str, term: str | None) -> str:
@@ -183,7 +173,7 @@ def _scan(vault: Vault, parsed: Any, topics: list[Any], role: str | None, limit:
             text = m.text.casefold()
             if not all(t in text for t in terms):
                 continue
-            moment = _moment(m.ts or started)
+            moment = stored_moment(m.ts or started)
             if parsed.range is not None and (moment is None or not parsed.range.contains(moment)):
                 continue
             hit = SessionHit(sid, topic.id, log, m.line, m.role, m.ts, _snippet(m.text, terms[0] if terms else None))

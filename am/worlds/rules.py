@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, NamedTuple, Protocol
 
+from am.records.ids import stored_moment
 from am.records.model import RELATION_TYPES, Fact, Record, Relation, Topic
 
 __all__ = [
@@ -182,31 +183,20 @@ class Resolution:
         return len(self.facts), sum(1 for f in self.facts.values() if f.status == "contested")
 
 
-def to_moment(value: str, *, like: datetime | None = None) -> datetime | None:
-    """Read a frontmatter date or date-time; a naive value takes ``like``'s timezone."""
-    text = value.strip()
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=like.tzinfo if like is not None else None)
-        if moment.tzinfo is None:
-            moment = moment.astimezone()
-    return moment
+def to_moment(value: str) -> datetime | None:
+    """Read a frontmatter date or date-time (None if unreadable); one without an offset is UTC (stored_moment)."""
+    return stored_moment(value)
 
 
 def _time_ok(record: Fact | FactView | Relation, at: datetime | None) -> bool:
     if at is None or (record.valid_from is None and record.valid_until is None):
         return True
     if record.valid_from is not None:
-        start = to_moment(record.valid_from, like=at)
+        start = to_moment(record.valid_from)
         if start is not None and at < start:
             return False
     if record.valid_until is not None:
-        end = to_moment(record.valid_until, like=at)
+        end = to_moment(record.valid_until)
         if end is not None and at >= end:
             return False
     return True

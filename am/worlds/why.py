@@ -201,11 +201,11 @@ def _time_ok(fact: Fact, world: World) -> bool:
     if at is None:
         return True
     if fact.valid_from is not None:
-        start = to_moment(fact.valid_from, like=at)
+        start = to_moment(fact.valid_from)
         if start is not None and at < start:
             return False
     if fact.valid_until is not None:
-        end = to_moment(fact.valid_until, like=at)
+        end = to_moment(fact.valid_until)
         if end is not None and at >= end:
             return False
     return True
