@@ -293,8 +293,12 @@ def test_ties_past_the_first_cut_are_all_read(alpha: Vault, vault_path: Path, gi
 @pytest.mark.parametrize("query", ['"', 'a AND', 'NEAR(a b)', '*', 'col:x', '(((', "'; DROP TABLE records; --",
                                    "限流 OR", "-x", "^a", "\u200b", "x" * 500, "🙂 emoji"])
 def test_hostile_queries_never_crash(corpus: Vault, query: str) -> None:
-    result = search(corpus.cache(), query, at=NOW)
-    assert isinstance(result.hits, tuple)
+    try:
+        result = search(corpus.cache(), query, at=NOW)
+    except UsageError as err:  # '"', '*', '(((' and the like hold no word: said so, not a crash
+        assert "has no word to search for" in str(err)
+    else:
+        assert isinstance(result.hits, tuple)
 
 
 def test_search_refuses_a_repo_or_topic_that_does_not_exist(corpus: Vault, vault_path: Path) -> None:
@@ -309,3 +313,28 @@ def test_search_refuses_a_repo_or_topic_that_does_not_exist(corpus: Vault, vault
     code, out, err = am("--vault", v, "search", "查询", "--repo", "project-beta", "--topic", "tool-redis", "--format", "json")
     assert code == 0, err
     assert [h["id"] for h in json.loads(out)["hits"]] == ["fact-other-topic"]
+
+
+@pytest.mark.parametrize("query", ["?", "🙂", "*", "  ", "... !!"])
+def test_a_query_without_a_word_is_a_usage_error(corpus: Vault, vault_path: Path, query: str) -> None:
+    """"?", "🙂" or "*" listed the 20 newest records, as if they matched; a time phrase alone still lists."""
+    from am.mcp.server import Dispatcher, ServerOptions
+    from test_cli import am
+
+    with pytest.raises(UsageError, match="has no word to search for"):
+        search(corpus.cache(), query, at=NOW)
+    code, out, err = am("--vault", str(vault_path), "search", query)
+    assert code == 2 and out == "" and "Traceback" not in err, err
+    assert err.startswith(f"Error: the query {query!r} has no word to search for"), err
+    assert "search for a word, or give a time phrase like 'yesterday'" in err
+    code, out, err = am("--vault", str(vault_path), "slice", "--query", query)
+    assert code == 2 and out == "" and f"--query {query!r} has no word to search for" in err, err
+    dispatcher = Dispatcher(ServerOptions(vault_root=vault_path, folder=vault_path))
+    try:
+        said = dispatcher.call_sync("search", {"query": query}, "word-client")
+        assert isinstance(said, str) and said.startswith("Error: ") and "has no word to search for" in said, said
+    finally:
+        dispatcher.close()
+    # A time phrase or --since names what to list.
+    assert [h.id for h in search(corpus.cache(), f"{query} yesterday", at=NOW).hits] == ["fact-zh-limit"]
+    assert "fact-zh-limit" in [h.id for h in search(corpus.cache(), query, since="2026-11-28", at=NOW).hits]

@@ -145,6 +145,13 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         raise UsageError(f"--since {since} is not before --until {until}: no time lies between them",
                          hint="give the earlier moment as --since (swap them)")
     window = _narrow(parsed.range, since_at, until_at)
+    from am.cache.terms import analyse
+
+    analysed = analyse(parsed.text)
+    if not analysed.units and window is None:
+        # Nothing to match and no period to list: the newest records would read as an answer.
+        raise UsageError(f"the query {query!r} has no word to search for",
+                         hint="search for a word, or give a time phrase like 'yesterday'")
     if status is not None:
         if status not in STATUSES:
             raise UsageError(f"unknown status {status!r}", hint=f"use one of: {', '.join(STATUSES)}")
@@ -182,9 +189,6 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         hits = index.search(parsed.text, limit=limit, sort=sort, mode=mode, **wider)  # type: ignore[arg-type]
         without = len(hits)
     records = {(r.id, str(p)): r for p, r in index.records(ids=[h.id for h in hits])}
-    from am.cache.terms import analyse
-
-    analysed = analyse(parsed.text)
     terms = [u.text for u in analysed.units]
     out = []
     for hit in hits:

@@ -199,6 +199,12 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
         raise UsageError("--depth must be 0 or more")
     if request.topic and request.query:
         raise UsageError("--topic and --query choose the scope in two ways; give one of them")
+    if request.query:
+        from am.cache.terms import analyse
+
+        if not analyse(request.query).units:  # it would list the newest records, "served by: full-text"
+            raise UsageError(f"--query {request.query!r} has no word to search for",
+                             hint="give --query a word to look for, or leave it out for the whole world")
     at = request.at or now()
     setup = world_of(vault, request, at=at)
     commit = vault.store.head()
