@@ -91,3 +91,18 @@ def test_what_is_a_note() -> None:
     assert note_text("x.md", b"---\ntype: fact\nid: f\n---\nbody\n") is None  # a record (broken or not)
     assert note_text("x.md", b"---\ntype: factt\nid: fact-x\n---\nbody\n") is None  # an am id: a broken record
     assert note_text("x.md", b"\xff\xfe") is None
+
+
+def test_a_time_phrase_that_leaves_nothing_falls_back_to_notes_too(alpha: object, vault_path: Path) -> None:
+    # Only a note says "quokkas": the fallback searched records only and said "nothing matches without it either".
+    _vault_with_notes(alpha, vault_path)
+    out = json.loads(am("--vault", str(vault_path), "search", "quokkas", "yesterday", "--format", "json"))
+    assert [h["id"] for h in out["hits"]] == ["note:facts/reading.md"] and out["without_range"] == 1
+    assert out["notes"][0].endswith("and nothing in that range matches; 1 note matches without it, shown below")
+    out = json.loads(am("--vault", str(vault_path), "search", "zebracorn", "yesterday", "--format", "json"))
+    assert {h["id"] for h in out["hits"]} == {"fact-zebracorn", "note:topics/Untitled.md", "note:facts/reading.md"}
+    assert out["notes"][0].endswith("; 1 record and 2 notes match without it, shown below")
+    # Narrowed to records besides the phrase, the fallback stays with records.
+    out = json.loads(am("--vault", str(vault_path), "search", "quokkas", "yesterday", "--status", "active",
+                        "--format", "json"))
+    assert out["hits"] == [] and out["notes"][0].endswith("; nothing matches without it either")

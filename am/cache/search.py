@@ -91,8 +91,7 @@ class SearchResult:
         out = [f"only the first time phrase narrows the range; ignored {p!r}" for p in self.ignored]
         if self.range is not None and (not self.hits or self.without_range is not None):
             more = "" if self.without_range is None else (
-                f"; {self.without_range} record{'s' * (self.without_range != 1)} match{'es' * (self.without_range == 1)} "
-                "without it, shown below"
+                f"; {_matching(self.without_range, sum(h.type == 'note' for h in self.hits))} without it, shown below"
                 if self.without_range else "; nothing matches without it either")
             out.append(f"the time phrase {self.range.phrase!r} was read as {self.range.describe()}, "
                        f"and nothing in that range matches{more}")
@@ -201,10 +200,13 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
             matched=hit.matched, terms=hit.terms, tier=hit.tier,
             found=found.get((hit.id, str(hit.path)), "full-text"),
         ))
-    if (notes and sort == "rank" and mode == "ranked" and window is None and status is None and topic is None
-            and repo is None and (types is None or "note" in types)):
+    if (notes and sort == "rank" and mode == "ranked" and status is None and topic is None and repo is None
+            and (types is None or "note" in types)
+            and (window is None or (without is not None and since_at is None and until_at is None))):
         # Notes (no am frontmatter) are searched too, labelled as notes; never records, never in a pack.
+        # A time narrows to records; the fallback without the query's phrase searches what the search would.
         out = _with_notes(out, index.search_notes(parsed.text, limit=limit), terms, limit)
+        without = None if without is None else len(out)
     return SearchResult(query=query, text=parsed.text, range=window, ignored=parsed.ignored,
                         statuses=statuses, hits=tuple(out), terms=tuple(terms), dropped=analysed.dropped,
                         without_range=without, levels=tuple(levels))
@@ -244,6 +246,12 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
         found[k] = how
         out.append(key[k])
     return out[:limit], notes
+
+
+def _matching(count: int, notes: int) -> str:
+    """Return "3 records match", "1 note matches" or "1 record and 2 notes match"."""
+    said = [f"{n} {what}{'s' * (n != 1)}" for n, what in ((count - notes, "record"), (notes, "note")) if n]
+    return f"{' and '.join(said)} match{'es' * (count == 1)}"
 
 
 def _with_notes(hits: list[SearchHit], notes: list[tuple[str, str, float, int]], terms: list[str],
