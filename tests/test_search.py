@@ -207,6 +207,16 @@ def test_snippet_marks_the_match() -> None:
     assert "**needle**" in cut and cut.startswith("…") and cut.endswith("…") and len(cut) < 200
 
 
+def test_snippet_bolds_whole_words_only() -> None:
+    # am search f-2026 showed "**f**alls": with no whole word, a substring was bolded.
+    assert snippet("The cache falls back to the replica.", ["f", "2026"]) == "The cache falls back to the replica."
+    assert snippet("Use the x860 build, not x86.", ["x86"]) == "Use the x860 build, not **x86**."
+    assert snippet("Use x86_64.", ["x86"]) == "Use **x86**_64."  # _ parts words, as in the index
+    assert snippet("Alpha 在feat分支上启用了限流", ["feat", "限流"]) == "Alpha 在**feat**分支上启用了限流"
+    assert snippet("Über cafés: café au lait.", ["café"]) == "Über cafés: **café** au lait."
+    assert snippet("会话缓存三十分钟过期。", ["缓存"]) == "会话**缓存**三十分钟过期。"  # CJK has no spaces: a piece
+
+
 def test_search_command_json_and_text(corpus: Vault, vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AM_NOW", NOW.isoformat())
     runner = CliRunner()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from am.clock import now
 from am.errors import NotFoundError, UsageError
 from am.records.model import STATUSES, Fact, Record, Relation, Topic
-from am.cache.textseg import id_prefix_terms
+from am.cache.textseg import _CJK_RANGES, id_prefix_terms
 from am.cache.timephrases import TimeRange, parse_query, parse_time
 
 if TYPE_CHECKING:
@@ -34,6 +34,9 @@ __all__ = ["HIDDEN_STATUSES", "SearchHit", "SearchResult", "search", "snippet", 
 HIDDEN_STATUSES = ("superseded", "expired")
 _SNIPPET = 160
 _WORD = re.compile(r"[^\W_]+")
+# A word of a spaced script: letters and digits, up to a Chinese or Japanese character (as the index splits them).
+_SPACED_WORD = re.compile("(?:(?![{}])[^\\W_])+".format(
+    "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in _CJK_RANGES)))
 
 
 @dataclass(frozen=True)
@@ -295,17 +298,20 @@ def _text(record: Record) -> str:
 
 
 def _find(folded: str, term: str) -> tuple[int, int]:
-    """Return where a term first occurs in folded text: an English word in any form of its stem."""
+    """Return where a term first occurs in folded text as a whole word (an English one in any form of its
+    stem), or (-1, -1); a Chinese or Japanese term anywhere, as those scripts have no spaces."""
     from am.cache.terms import stem
+    from am.cache.textseg import _is_cjk
 
-    if term.isascii() and term.isalpha():
-        wanted = stem(term)
-        for m in _WORD.finditer(folded):
-            word = m.group(0)
-            if word.isascii() and stem(word) == wanted:
-                return m.start(), m.end()
-    at = folded.find(term)
-    return at, at + len(term)
+    if any(_is_cjk(c) for c in term):
+        at = folded.find(term)
+        return at, at + len(term)
+    wanted = stem(term) if term.isascii() and term.isalpha() else term
+    for m in _SPACED_WORD.finditer(folded):  # "f" is not in "falls", "feat" is in "在feat分支"
+        word = m.group(0)
+        if word == term or (word.isascii() and stem(word) == wanted):
+            return m.start(), m.end()
+    return -1, -1
 
 
 def snippet(text: str, terms: list[str], *, width: int = _SNIPPET) -> str:
