@@ -333,6 +333,34 @@ def test_fuse_by_reciprocal_rank() -> None:
     assert vectors.levels_of([("x", "full-text")]) == "full-text"
 
 
+@pytest.mark.parametrize("head", [b"\xff" * 8 + b"garbage", b"\x10\x00\x00\x00\x00\x00\x00\x00{}",
+                                  b"\x04\x00\x00\x00\x00\x00\x00\x00[1] ", b"\x02\x00\x00\x00\x00\x00\x00\x00{}",
+                                  b"\x03"])
+def test_weights_that_are_not_safetensors_are_named_not_allocated(tmp_path: Path, head: bytes) -> None:
+    """A garbage header's first 8 bytes were taken as the header's size: 'failed to load (MemoryError: )'."""
+    from am.packs.embedding import WordLlamaEmbedder
+
+    weights = tmp_path / "weights" / "l2_supercat_256.safetensors"
+    weights.parent.mkdir()
+    weights.write_bytes(head)
+    with pytest.raises(ValueError, match=r"is not a safetensors file") as said:
+        WordLlamaEmbedder(tmp_path, "0.0")
+    assert str(weights) in str(said.value) and "pip install --force-reinstall wordllama" in str(said.value)
+
+
+def test_weights_whose_table_the_file_does_not_hold_are_named(tmp_path: Path) -> None:
+    from am.packs.embedding import WordLlamaEmbedder
+
+    weights = tmp_path / "weights" / "l2_supercat_256.safetensors"
+    weights.parent.mkdir()
+    header = json.dumps({"embedding.weight": {"dtype": "F16", "shape": [4, 2], "data_offsets": [0, 16]}}).encode()
+    weights.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 16)
+    assert WordLlamaEmbedder(tmp_path, "0.0").dim == 2
+    weights.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 15)  # cut short
+    with pytest.raises(ValueError, match=r"is not a safetensors file .*cut short"):
+        WordLlamaEmbedder(tmp_path, "0.0")
+
+
 def test_the_architecture_keeps_numpy_out_of_a_plain_search(filled: Any, site: Path) -> None:
     """Without a vector level, a search process never imports numpy or a model."""
     code = ("import sys; from am.cli.main import main; sys.argv = ['am', '--vault', sys.argv[1], 'search', 'Alpha'];\n"

@@ -212,6 +212,35 @@ def _pieces_of(text: str) -> list[str]:
     return out
 
 
+def _table_of(weights: Path) -> tuple[str, int, tuple[int, int]]:
+    """Return the dtype, byte offset and shape of a safetensors file's embedding table, checked against the file
+    (a garbage header's first 8 bytes, read as its size, asked for exabytes: "MemoryError")."""
+
+    def refuse(why: str) -> ValueError:
+        return ValueError(f"{weights} is not a safetensors file ({why}); "
+                          "reinstall: pip install --force-reinstall wordllama")
+
+    total = weights.stat().st_size
+    with open(weights, "rb") as handle:
+        head = handle.read(8)
+        size = int.from_bytes(head, "little")
+        if len(head) < 8 or not 2 <= size <= total - 8:
+            raise refuse(f"its header claims {size} bytes; the file has {total}")
+        try:
+            entry = json.loads(handle.read(size))["embedding.weight"]
+            kind, (start, end), (rows, dim) = str(entry["dtype"]), entry["data_offsets"], entry["shape"]
+            start, end, rows, dim = int(start), int(end), int(rows), int(dim)
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise refuse("its header names no embedding.weight table") from None
+    if kind not in _KINDS:
+        raise ValueError(f"{weights}: unsupported dtype {kind}")
+    if not 0 <= start <= end or end - start != rows * dim * (2 if kind == "F16" else 4) or rows < 1 or dim < 1:
+        raise refuse(f"its table of {rows} x {dim} {kind} does not fit bytes {start}..{end}")
+    if 8 + size + end > total:
+        raise refuse(f"the table is cut short: it ends at byte {8 + size + end}; the file has {total}")
+    return kind, 8 + size + start, (rows, dim)
+
+
 class WordLlamaEmbedder:
     """WordLlama's static embeddings (``l2_supercat``, 256 dimensions) from the files its wheel ships.
 
@@ -224,17 +253,8 @@ class WordLlamaEmbedder:
 
     def __init__(self, folder: Path, version: str) -> None:
         weights = folder / _WEIGHTS
-        with open(weights, "rb") as handle:
-            size = int.from_bytes(handle.read(8), "little")
-            header = json.loads(handle.read(size))
-            entry = header["embedding.weight"]
-            if entry["dtype"] not in _KINDS:
-                raise ValueError(f"{weights}: unsupported dtype {entry['dtype']}")
-            start, _ = entry["data_offsets"]
         self.weights = weights
-        self._kind = str(entry["dtype"])
-        self._offset = 8 + size + start
-        self._shape = (int(entry["shape"][0]), int(entry["shape"][1]))
+        self._kind, self._offset, self._shape = _table_of(weights)
         self._table: Any = None  # numpy's map of the table, made when numpy embeds
         self.folder = folder
         self._pieces: Any = None  # the tokenizer, read when a piece's ids are neither learned nor taught
