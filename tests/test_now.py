@@ -152,6 +152,24 @@ def test_a_damaged_use_count_file_is_set_aside_and_counting_starts_again(hot: Pa
     assert (cache / "aside" / "usage.sqlite").read_bytes().startswith(b"not a database")
 
 
+def test_a_use_count_file_damaged_past_its_header_is_set_aside_too(hot: Path) -> None:
+    """A good header over a damaged page opened fine, then every count failed, each failure ignored, for good."""
+    cache = hot / ".am" / "cache"
+    log = UsageLog(cache)
+    log.record([f"fact-{i:05d}" for i in range(3000)], repo=None, branch=None, at=_moment(DAY0))
+    log.close()
+    data = (cache / "usage.sqlite").read_bytes()
+    page = int.from_bytes(data[16:18], "big")
+    assert data.startswith(b"SQLite format 3\0") and len(data) > 4 * page and not (cache / "usage.sqlite-wal").exists()
+    (cache / "usage.sqlite").write_bytes(data[:page] + b"\xa5" * (len(data) - page))  # page 1 (the schema) intact
+    for args in (("fact", "show", "fact-old-high"), ("now",), ("search", "old", "fact")):
+        out = am(hot, *args)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    counts = UsageLog(cache).counts(repo=None, branch=None, days=6, at=_moment(DAY0), today=True)
+    assert counts == {"fact-old-high": 2, "fact-old-med": 1, "fact-new-low": 1}
+    assert (cache / "aside" / "usage.sqlite").read_bytes()[page:page + 4] == b"\xa5" * 4
+
+
 def test_uses_are_per_world(hot: Path) -> None:
     log = UsageLog(hot / ".am" / "cache")
     at = _moment(DAY0)

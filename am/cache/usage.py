@@ -21,8 +21,9 @@ deleted, and pinned facts are never demoted.
 
 Counting must never cost a reader its answer: every failure (a read-only
 folder, a locked or damaged file) is logged at debug level and ignored. A file
-that is not a database (or is malformed) is set aside to ``aside/`` and counting
-starts afresh, so damage costs the counts so far, not all counting to come.
+that is not a database (or is malformed, found when it is opened or when a damaged
+page is read) is set aside to ``aside/`` and counting starts afresh, so damage
+costs the counts so far, not all counting to come.
 """
 
 from __future__ import annotations
@@ -116,13 +117,7 @@ class UsageLog:
             except sqlite3.DatabaseError as err:
                 if isinstance(err, sqlite3.OperationalError):  # locked, read-only: the file itself is fine
                     raise
-                # Not a database, or malformed: its counts are lost either way; counting nothing from now on
-                # would stop every promotion for good. The file goes to aside/ (the latest one kept).
-                log.debug("use counts were damaged (%s); set aside, counting afresh", err)
-                (self.path.parent / "aside").mkdir(exist_ok=True)
-                for suffix in ("", "-wal", "-shm"):
-                    if (source := self.path.with_name(DB_NAME + suffix)).exists():
-                        os.replace(source, self.path.parent / "aside" / source.name)
+                self._set_aside(err)
                 conn = self._open()
         except (sqlite3.Error, OSError) as err:
             log.debug("use counts are not available (%s)", err)
@@ -130,6 +125,30 @@ class UsageLog:
             return None
         self._conn = conn
         return conn
+
+    def _set_aside(self, err: Exception) -> None:
+        """Move a damaged file to aside/ (the latest one kept): its counts are lost either way, and counting
+        nothing from now on would stop every promotion for good."""
+        log.debug("use counts were damaged (%s); set aside, counting afresh", err)
+        self.close()
+        (self.path.parent / "aside").mkdir(exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            if (source := self.path.with_name(DB_NAME + suffix)).exists():
+                os.replace(source, self.path.parent / "aside" / source.name)
+
+    def _damaged(self, err: Exception) -> bool:
+        """Set the file aside when an error says it is damaged past its header (a page is malformed), so the
+        next use starts afresh; return whether it did. Locked or read-only (OperationalError) is not damage."""
+        import sqlite3
+
+        if not isinstance(err, sqlite3.DatabaseError) or isinstance(err, sqlite3.OperationalError):
+            return False
+        try:
+            self._set_aside(err)
+        except OSError as failed:
+            log.debug("use counts could not be set aside (%s)", failed)
+            self._failed = True
+        return True
 
     def _open(self) -> sqlite3.Connection:
         import sqlite3
@@ -157,26 +176,30 @@ class UsageLog:
         wanted = sorted(set(ids))
         if not wanted:
             return
-        conn = self._connect(create=True)
-        if conn is None:
-            return
-        import sqlite3  # loaded by _connect
-
         key, moment = world_key(repo, branch), at.timestamp()
         day = int(moment // _DAY)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(
-                "INSERT INTO uses(world, id, day, n, last) VALUES (?, ?, ?, 1, ?) ON CONFLICT(world, id, day) "
-                "DO UPDATE SET n = n + 1, last = max(last, excluded.last)",
-                [(key, i, day, moment) for i in wanted])
-            conn.execute("COMMIT")
-        except sqlite3.Error as err:
-            log.debug("could not count uses (%s)", err)
+        for _ in range(2):  # a file found damaged by the count is set aside, and the count made in a new one
+            conn = self._connect(create=True)
+            if conn is None:
+                return
+            import sqlite3  # loaded by _connect
+
             try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(
+                    "INSERT INTO uses(world, id, day, n, last) VALUES (?, ?, ?, 1, ?) ON CONFLICT(world, id, day) "
+                    "DO UPDATE SET n = n + 1, last = max(last, excluded.last)",
+                    [(key, i, day, moment) for i in wanted])
+                conn.execute("COMMIT")
+                return
+            except sqlite3.Error as err:
+                log.debug("could not count uses (%s)", err)
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                if not self._damaged(err):
+                    return
 
     def _rows(self, sql: str, args: Sequence[object]) -> list[tuple[object, ...]]:
         conn = self._connect(create=False)
@@ -188,6 +211,7 @@ class UsageLog:
             return conn.execute(sql, args).fetchall()
         except sqlite3.Error as err:
             log.debug("could not read use counts (%s)", err)
+            self._damaged(err)  # a malformed page: the next count starts a new file
             return []
 
     def counts(self, *, repo: str | None, branch: str | None, days: int, at: datetime,
