@@ -152,14 +152,18 @@ def test_a_fact_stale_on_a_branch_shows_the_diff_and_confirm_makes_it_fresh_ther
     alpha.add_fact("getUser takes one id.", topics=["project-alpha"], id="fact-users", repo="project-alpha",
                    branch="main", commit=first, paths=("src/users.py",))
     run_git(code_repo, "checkout", "-q", "-b", "feat-batch")
+    alpha.add_fact("The batch work starts from getUser.", topics=["project-alpha"], id="fact-batch",
+                   repo="project-alpha", branch="feat-batch", paths=("src/users.py",))
     second = commit_file(code_repo, "src/users.py", "def get_users(ids): pass")
     world = ("--repo", "project-alpha", "--branch", "feat-batch")
     code, out, err = am("--vault", str(alpha.root), "review", "list", *world, "--format", "json")
     assert code == 0, err
     queue = json.loads(out)
     assert queue["world"]["commit"] == second
-    (item,) = [i for i in queue["items"] if i["kind"] == "stale"]
-    assert item["id"] == "fact-users" and item["choices"] == ["confirm", "supersede", "expire"]
+    stale = {i["id"]: i for i in queue["items"] if i["kind"] == "stale"}
+    assert set(stale) == {"fact-batch", "fact-users"}
+    item = stale["fact-batch"]
+    assert item["choices"] == ["confirm", "supersede", "expire"]
     diff = "\n".join(item["evidence"])
     assert "-def get_user(id): pass" in diff and "+def get_users(ids): pass" in diff
     # Main's world never saw that commit: nothing stale there.
@@ -167,14 +171,17 @@ def test_a_fact_stale_on_a_branch_shows_the_diff_and_confirm_makes_it_fresh_ther
                       "--format", "json")
     assert [i for i in json.loads(out)["items"] if i["kind"] == "stale"] == []
     head = git("rev-parse", "HEAD").strip()
+    # Main's fact is not confirmed at feat-batch's commit: that would take it off main.
     code, _, err = am("--vault", str(alpha.root), "--actor", "bob", "review", "confirm", "fact-users", *world)
+    assert code == 13 and "--branch feat-batch" in err and git("rev-parse", "HEAD").strip() == head
+    code, _, err = am("--vault", str(alpha.root), "--actor", "bob", "review", "confirm", "fact-batch", *world)
     assert code == 0, err
     assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"
-    assert alpha.get_fact("fact-users").commit == second
+    assert alpha.get_fact("fact-batch").commit == second and alpha.get_fact("fact-users").commit == first
     code, out, _ = am("--vault", str(alpha.root), "review", "list", *world, "--format", "json")
-    assert json.loads(out)["items"] == []
+    assert [i["id"] for i in json.loads(out)["items"]] == ["fact-users"]
     code, out, _ = am("--vault", str(alpha.root), "stale", *world, "--format", "json")
-    assert json.loads(out)["stale"] == []
+    assert [s["id"] for s in json.loads(out)["stale"]] == ["fact-users"]
 
 
 def test_hand_set_pending_and_a_contested_pair_are_in_the_queue_and_accept_resolves_the_pair(alpha, git) -> None:

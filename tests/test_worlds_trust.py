@@ -267,13 +267,18 @@ def test_experiment_commit_leaves_main_unchanged_and_flags_the_branch(world: dic
     on_exp = json.loads(ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "exp", "--format", "json"))
     assert [(s["id"], s["changed_path"], s["changed_commit"]) for s in on_exp["stale"]] == [
         ("fact-users", "src/api/users.py", exp_tip)]
-    # Re-confirming at the new commit is one commit, and the fact is fresh on exp again.
-    ok("--vault", vault, "fact", "confirm", "fact-users", "--commit", exp_tip[:8])
+    # Re-confirming main's fact at exp's commit would take it off main: refused, nothing written.
+    code_, _, err = am("--vault", vault, "fact", "confirm", "fact-users", "--commit", exp_tip[:8])
+    assert code_ == 13 and "am fact supersede fact-users" in err and "--branch exp" in err, err
+    assert head(vault) == vault_head
+    # Superseding it on exp is one commit: exp's pack has the new fact, fresh; main's is what it was.
+    ok("--vault", vault, "fact", "supersede", "fact-users", "getUser takes fields.", "--branch", "exp",
+       "--id", "fact-users-exp", "--reason", "exp added fields")
     assert run_git(Path(vault), "rev-list", "--count", f"{vault_head}..HEAD").strip() == "1"
-    assert run_git(Path(vault), "log", "-1", "--format=%s").startswith("fact: confirm fact-users at")
-    assert "## Stale here" not in ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "exp")
-    # ... and holds on main only once exp is merged (it was re-observed there).
-    assert "fact-users" not in shown_ids(ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "main"))
+    exp = ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "exp")
+    assert "## Stale here" not in exp and "fact-users-exp" in shown_ids(exp) and "fact-users" not in shown_ids(exp)
+    main_after = ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "main")
+    assert shown_ids(main_after) == shown_ids(main_before) and "fact-users" in shown_ids(main_after)
 
 
 def test_a_merge_changes_nothing_itself(world: dict[str, Any]) -> None:
@@ -287,6 +292,77 @@ def test_a_merge_changes_nothing_itself(world: dict[str, Any]) -> None:
     commit(code, "src/api/batch.py", "def getUsers(ids, limit=100): ...\n", "cap")
     stale = json.loads(ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main", "--format", "json"))
     assert [s["id"] for s in stale["stale"]] == ["fact-batch"]
+
+
+def test_confirm_never_takes_a_fact_off_its_branch(world: dict[str, Any]) -> None:
+    """A commit of a branch forked from main is refused for main's fact, by every door; --unverified records it."""
+    from am.errors import UnknownWorldError
+    from am.mcp.server import Dispatcher, ServerOptions
+    from am.upkeep.review import decide
+
+    vault, code, v = world["vault"], world["code"], world["v"]
+    ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",
+       "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py")
+    run_git(code, "switch", "-q", "-c", "exp2")
+    x = commit(code, "src/api/users.py", "def getUser(id, *, fields=None): ...\n", "users: fields")
+    run_git(code, "switch", "-q", "main")
+    before = head(vault)
+    code_, out, err = am("--vault", vault, "fact", "confirm", "fact-users", "--commit", x[:8])
+    assert code_ == 13 and out == ""
+    assert f"fact-users is a fact of branch 'main', and commit {x[:10]} (on exp2) is not on it" in err
+    assert 'am fact supersede fact-users "what holds there" --branch exp2 --reason' in err
+    assert "confirm it at a commit of main" in err
+    code_, _, err = am("--vault", vault, "review", "confirm", "fact-users", "--repo", "project-alpha",
+                       "--branch", "exp2")
+    assert code_ == 13 and "--branch exp2" in err
+    with pytest.raises(UnknownWorldError):
+        v.confirm_fact("fact-users", commit=x)
+    with pytest.raises(UnknownWorldError):
+        decide(v, "confirm", "fact-users", repo="project-alpha", branch="exp2")
+    dispatcher = Dispatcher(ServerOptions(vault_root=Path(vault), folder=code))
+    try:
+        refused = dispatcher.call_sync("fact_confirm", {"id": "fact-users", "commit": x}, "mcp-client")
+        assert isinstance(refused, str) and refused.startswith("Error: ") and "--branch exp2" in refused
+    finally:
+        dispatcher.close()
+    assert head(vault) == before  # nothing written by any door
+    why = json.loads(ok("--vault", vault, "why", "fact-users", "--repo", "project-alpha", "--branch", "main",
+                        "--format", "json"))
+    assert why["holds"] is True
+    # A commit of main itself is fine, and so is --unverified (recorded as given, as for fact add).
+    m2 = commit(code, "src/api/users.py", "def getUser(id: int): ...\n", "users: typed")
+    ok("--vault", vault, "fact", "confirm", "fact-users", "--commit", m2[:8])
+    assert run_git(Path(vault), "show", "HEAD:" + v.locate("fact-users").as_posix()).count(f"commit: {m2}") == 1
+    ok("--vault", vault, "fact", "confirm", "fact-users", "--commit", x, "--unverified")
+
+
+def test_confirm_follows_a_merged_or_deleted_branch(world: dict[str, Any]) -> None:
+    """A feature fact is confirmed at main's commit once its branch is merged there, or once the branch is gone."""
+    vault, code = world["vault"], world["code"]
+    ok("--vault", vault, "fact", "add", "Batch takes ids.", "--topic", "project-alpha", "--id", "fact-batch",
+       "--repo", "project-alpha", "--branch", "feat", "--path", "src/api/batch.py")
+    run_git(code, "switch", "-q", "feat")
+    f2 = commit(code, "src/api/batch.py", "def getUsers(ids, limit=10): ...\n", "batch: limit")
+    ok("--vault", vault, "fact", "confirm", "fact-batch", "--commit", f2[:8])  # a commit of its own branch
+    run_git(code, "switch", "-q", "main")
+    run_git(code, "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
+    m = commit(code, "src/api/batch.py", "def getUsers(ids, limit=100): ...\n", "batch: bigger limit")
+    ok("--vault", vault, "fact", "confirm", "fact-batch", "--commit", m[:8])  # feat is merged into main
+    data = json.loads(ok("--vault", vault, "why", "fact-batch", "--repo", "project-alpha", "--branch", "main",
+                         "--format", "json"))
+    assert data["holds"] is True and data["section"] == "facts"
+    # A branch forked from an unmerged one, which is then deleted: nothing is left to take the fact out of.
+    run_git(code, "switch", "-q", "-c", "spike", "main")
+    s1 = commit(code, "src/db/pool.py", "POOL = 20\n", "pool: 20")
+    ok("--vault", vault, "fact", "add", "The pool has 20.", "--topic", "project-alpha", "--id", "fact-pool",
+       "--repo", "project-alpha", "--branch", "spike", "--path", "src/db/pool.py")
+    run_git(code, "switch", "-q", "-c", "spike2")
+    s2 = commit(code, "src/db/pool.py", "POOL = 30\n", "pool: 30")
+    run_git(code, "switch", "-q", "main")
+    assert am("--vault", vault, "fact", "confirm", "fact-pool", "--commit", s2[:8])[0] == 13  # spike still there
+    run_git(code, "branch", "-D", "spike")
+    ok("--vault", vault, "fact", "confirm", "fact-pool", "--commit", s2[:8])
+    assert s1 != s2
 
 
 # ------------------------------------------------------------------ 4. am why

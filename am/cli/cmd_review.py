@@ -127,7 +127,9 @@ _decision("accept", """Accept a proposal or pending fact (it becomes active), or
 _decision("confirm", """Re-observe a fact at the world's commit: no longer stale there (a pending fact becomes active).
 
     The world is the current clone's branch, or --repo/--branch/--commit; the
-    new commit must descend from the fact's.
+    new commit must descend from the fact's and be on the fact's branch (or that
+    branch be merged into it): a fact of another branch is superseded on yours
+    instead (am fact supersede ID TEXT --branch B).
 
     Example: am review confirm fact-alpha-getuser-main --branch feat-batch
     """, world=True)

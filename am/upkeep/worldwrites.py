@@ -63,8 +63,10 @@ class WorldWrites:
     def confirm_fact(self, fact_id: str, *, commit: str | None = None, unverified: bool = False) -> WriteResult:
         """Re-observe a fact at a newer commit (default: its branch's tip), in one commit.
 
-        The new commit must descend from the old one (else the fact would stop
-        holding where it held: supersede it instead); a pending-review fact
+        The new commit must descend from the old one and be on the fact's branch
+        (or that branch be merged into it, or gone from the clone), else the fact
+        would stop holding where it held: supersede it instead, on the other
+        branch (``am fact supersede ID TEXT --branch B``). A pending-review fact
         becomes active again.
         """
         from am.records.model import Fact, replace
@@ -80,16 +82,20 @@ class WorldWrites:
         new_commit = checked.commit
         if new_commit is None:
             raise UsageError(f"no commit to confirm {fact_id} at", hint="pass --commit C")
-        if checked.verified and fact.commit:
+        if checked.verified:
             from am.worlds.ancestry import open_clone
+            from am.worlds.checks import check_confirm
 
             store, _ = open_clone(fact.repo)
-            old = store.find_commit(fact.commit) if store is not None else None
-            if old is not None and not store.is_ancestor(old, new_commit):  # type: ignore[union-attr]
-                raise UsageError(
-                    f"{new_commit[:10]} does not descend from {fact_id}'s commit {old[:10]}",
-                    hint="confirming there would stop the fact holding where it held; supersede it instead "
-                         "(am fact supersede), or pass --unverified")
+            if store is not None:
+                # The commit must keep the fact in the worlds it held in: on its branch (or that branch merged) ...
+                check_confirm(store, fact_id, fact.version, new_commit)
+                old = store.find_commit(fact.commit) if fact.commit else None
+                if old is not None and not store.is_ancestor(old, new_commit):  # ... and after its commit
+                    raise UsageError(
+                        f"{new_commit[:10]} does not descend from {fact_id}'s commit {old[:10]}",
+                        hint="confirming there would stop the fact holding where it held; supersede it instead "
+                             "(am fact supersede), or pass --unverified")
         if fact.commit == new_commit and fact.status != "pending-review":
             raise UsageError(f"{fact_id} is already observed at {new_commit[:10]}")
         status = "active" if fact.status == "pending-review" else fact.status

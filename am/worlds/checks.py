@@ -21,8 +21,8 @@ from am.registry import Registry
 if TYPE_CHECKING:
     from am.git import GitStore
 
-__all__ = ["CheckedWorld", "branch_names", "branch_tip", "check_repo_known", "did_you_mean", "known_list",
-           "verify_world"]
+__all__ = ["CheckedWorld", "branch_names", "branch_tip", "branches_with", "check_confirm", "check_repo_known",
+           "did_you_mean", "keeps_branch", "known_list", "verify_world"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,66 @@ def branch_tip(store: GitStore, branch: str) -> str | None:
     return None
 
 
+def _on_branch(store: GitStore, tip: str, commit: str) -> bool:
+    """Whether ``commit`` is on a branch whose tip is ``tip`` (the tip or an ancestor of it)."""
+    return commit == tip or store.is_ancestor(commit, tip)
+
+
+def _merged_into(store: GitStore, tip: str, commit: str) -> bool:
+    """Whether a branch whose tip is ``tip`` was merged into ``commit``'s line, rather than that line forked from it.
+
+    Both put the tip in the commit's history; a merge brings it in beside the
+    line (off the commit's first-parent chain), a fork has it on that chain.
+    """
+    if not store.is_ancestor(tip, commit):
+        return False
+    current: str | None = commit
+    while current is not None and current != tip:
+        if not store.is_ancestor(tip, current):
+            return True  # the first-parent chain left the tip's history: a merge brought the tip in
+        parents = store.commit_info(current).parents
+        current = parents[0] if parents else None
+    return current is None
+
+
+def keeps_branch(store: GitStore, branch: str | None, commit: str) -> bool:
+    """Whether a fact of ``branch`` re-observed at ``commit`` stays in the worlds it held in (DESIGN §5.6).
+
+    The one rule of a confirm: the commit is on the branch, or the branch is
+    already merged into the commit's line (a feature fact confirmed on main after
+    the merge), or the clone has no such branch (nothing left to take it out of).
+    A fact that names no branch keeps none.
+    """
+    if branch is None:
+        return True
+    tip = branch_tip(store, branch)
+    return tip is None or _on_branch(store, tip, commit) or _merged_into(store, tip, commit)
+
+
+def branches_with(store: GitStore, commit: str) -> list[str]:
+    """Return the local branches (else origin's) whose history holds ``commit``, as `git branch --contains` does."""
+    for prefix in ("refs/heads/", "refs/remotes/origin/"):
+        names = [ref[len(prefix):] for ref in store.ref_names() if ref.startswith(prefix) and ref != prefix + "HEAD"]
+        found = [n for n in names if _on_branch(store, store.find_commit(prefix + n) or "", commit)]
+        if found:
+            return found
+    return []
+
+
+def check_confirm(store: GitStore, fact_id: str, branch: str | None, commit: str) -> None:
+    """Refuse to confirm a fact of ``branch`` at a commit that would take it off that branch (UnknownWorldError)."""
+    if keeps_branch(store, branch, commit):
+        return
+    others = [b for b in branches_with(store, commit) if b != branch]
+    other = others[0] if len(others) == 1 else "OTHER"
+    on = f" (on {known_list(others)})" if others else ""
+    raise UnknownWorldError(
+        f"{fact_id} is a fact of branch {branch!r}, and commit {commit[:10]}{on} is not on it: confirming there "
+        f"would take the fact off {branch}",
+        hint=f"confirm it at a commit of {branch} (am fact confirm {fact_id}: its tip), or, if it no longer holds "
+             f"on {other}: am fact supersede {fact_id} \"what holds there\" --branch {other} --reason \"...\"")
+
+
 def verify_world(repo: str | None, branch: str | None, commit: str | None, *, unverified: bool = False,
                  registry: Registry | None = None) -> CheckedWorld:
     """Check a write's world against the registered clone; return what to record."""
@@ -122,7 +182,7 @@ def verify_world(repo: str | None, branch: str | None, commit: str | None, *, un
             raise UnknownWorldError(
                 f"commit {commit!r} is not in the clone of {repo} at {store.root}",
                 hint="give a commit id the clone has (git log --oneline), fetch it, or pass --unverified")
-        if tip is not None and full != tip and not store.is_ancestor(full, tip):
+        if tip is not None and not _on_branch(store, tip, full):
             # The fact would name a branch it does not hold on: it holds only where its commit is.
             raise UnknownWorldError(
                 f"commit {full[:10]} is not on branch {branch!r} of {repo} (its tip is {tip[:10]})",
