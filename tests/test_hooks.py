@@ -258,6 +258,48 @@ def test_code_commit_reports_exactly_the_watching_facts(alpha: object, vault_pat
     assert not (code_repo / ".git" / "hooks" / "post-commit").exists()
 
 
+def test_the_stale_advice_never_takes_a_fact_off_its_branch(alpha: object, vault_path: Path, code_repo: Path) -> None:
+    """On an experiment branch: confirm for that branch's facts, a branch-scoped supersede for main's; both work."""
+    vault = str(vault_path)
+    am("--vault", vault, "hooks", "install", "--code-repo", str(code_repo), "--repo", "project-alpha")
+    am("--vault", vault, "fact", "add", "Users are fetched one by one.", "--topic", "project-alpha", "--id",
+       "fact-main", "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py")
+    run_git(code_repo, "switch", "-q", "-c", "exp2")
+    am("--vault", vault, "fact", "add", "exp2 is trying batches.", "--topic", "project-alpha", "--id", "fact-exp",
+       "--repo", "project-alpha", "--branch", "exp2", "--path", "src/api/users.py")
+    write(code_repo, "src/api/users.py", "def get_users(ids): ...\n")
+    run_git(code_repo, "add", "-A")
+    proc = git_commit(code_repo, "batch users")
+    assert proc.returncode == 0, proc.stderr
+    x = head(code_repo)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("am: ")]
+    assert lines[0] == ("am: this commit makes 2 facts stale on project-alpha@exp2: fact-exp (src/api/users.py), "
+                        "fact-main (src/api/users.py)")
+    assert lines[1] == f"am: check fact-exp, then re-confirm with: am fact confirm ID --commit {x[:10]} (or supersede it)"
+    assert lines[2] == ("am: fact-main is main's: check it on exp2; if it no longer holds there: am fact supersede ID "
+                        "\"what holds there\" --branch exp2 --reason \"...\" (confirming it here would take it off main)")
+    # Following the advice: both are one commit each, and main keeps its fact.
+    am("--vault", vault, "fact", "confirm", "fact-exp", "--commit", x[:10])
+    am("--vault", vault, "fact", "supersede", "fact-main", "Users are fetched in batches.", "--branch", "exp2",
+       "--id", "fact-exp2-batch", "--reason", "exp2 batches")
+    assert json.loads(am("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "exp2",
+                         "--format", "json"))["stale"] == []
+    why = json.loads(am("--vault", vault, "why", "fact-main", "--repo", "project-alpha", "--branch", "main",
+                        "--format", "json"))
+    assert why["holds"] is True
+    # Merged into main, exp2's fact is confirmed on main: a main commit says so.
+    run_git(code_repo, "switch", "-q", "main")
+    run_git(code_repo, "merge", "-q", "--no-ff", "-m", "merge exp2", "exp2")
+    write(code_repo, "src/api/users.py", "def get_users(ids, limit=100): ...\n")
+    run_git(code_repo, "add", "-A")
+    proc = git_commit(code_repo, "limit")
+    m = head(code_repo)
+    assert f"am: check them, then re-confirm with: am fact confirm ID --commit {m[:10]} (or supersede them)" in (
+        proc.stderr), proc.stderr
+    assert "fact-exp" in proc.stderr and "am fact supersede" not in proc.stderr
+    am("--vault", vault, "fact", "confirm", "fact-exp", "--commit", m[:10])
+
+
 def test_install_refuses_a_hooks_path_inside_the_vault(alpha: object, vault_path: Path) -> None:
     from am.errors import UsageError
 

@@ -162,6 +162,10 @@ def test_a_fact_stale_on_a_branch_shows_the_diff_and_confirm_makes_it_fresh_ther
     assert queue["world"]["commit"] == second
     stale = {i["id"]: i for i in queue["items"] if i["kind"] == "stale"}
     assert set(stale) == {"fact-batch", "fact-users"}
+    # Main's fact is not offered a confirm here: the item says how to settle it on feat-batch instead.
+    assert stale["fact-users"]["choices"] == ["supersede", "expire"]
+    assert ('a fact of main: check it on feat-batch, and if it no longer holds here: am fact supersede fact-users '
+            '"what holds here" --branch feat-batch') in stale["fact-users"]["note"]
     item = stale["fact-batch"]
     assert item["choices"] == ["confirm", "supersede", "expire"]
     diff = "\n".join(item["evidence"])

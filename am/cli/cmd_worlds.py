@@ -61,7 +61,10 @@ def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
 
     Staleness is derived from the code repository's graph per world (a commit on
     another branch never makes main's facts stale) and never written to the
-    vault; re-confirm a fact with `am fact confirm ID --commit C`. A fact that
+    vault; re-confirm a fact of this branch (or of one merged into it) with
+    `am fact confirm ID --commit C`; one of another branch (main's, seen on an
+    experiment branch) that no longer holds here is superseded on this branch:
+    `am fact supersede ID TEXT --branch B --reason R`. A fact that
     holds and watches code but cannot be judged (no readable registered clone,
     no commit, or one the clone lacks) is listed apart, with why ("cannot tell";
     `cannot_tell` in JSON), never counted as fresh. The exit code is 0 either way.

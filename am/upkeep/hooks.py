@@ -480,9 +480,30 @@ def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str
             if new:
                 where = f"{repo}@{branch or head[:10]}"
                 listed = ", ".join(f"{s.fact.id} ({s.mark.path})" for s in new)
-                out.write(f"am: this commit makes {len(new)} fact{'s' * (len(new) != 1)} stale on {where}: {listed}\n"
-                          f"am: check them, then re-confirm with: am fact confirm ID --commit {head[:10]}\n"
-                          "am: or supersede them where the code is now: am fact supersede ID TEXT --reason WHY --here\n")
+                out.write(f"am: this commit makes {len(new)} fact{'s' * (len(new) != 1)} stale on {where}: {listed}\n")
+                _stale_advice(store, [s.fact for s in new], branch, head, out)
         except AmError as err:
             out.write(f"am: {name}: could not check watched paths: {err}\n")
     return run_chained(store.gitdir, name, args, stdin)
+
+
+def _stale_advice(store: Any, facts: Sequence[Any], branch: str | None, head: str, out: TextIO) -> None:
+    """Say how to settle each fact: confirm at this commit only where that keeps it on its branch (DESIGN §5.6)."""
+    from am.worlds.checks import keeps_branch
+
+    mine = [f.id for f in facts if keeps_branch(store, f.version, head)]
+    others: dict[str, list[str]] = {}
+    for f in facts:
+        if f.id not in mine:
+            others.setdefault(f.version, []).append(f.id)
+    if mine:
+        names, it = ("them", "them") if not others else (", ".join(mine), "it" if len(mine) == 1 else "them")
+        out.write(f"am: check {names}, then re-confirm with: am fact confirm ID --commit {head[:10]}\n"
+                  f"am: or supersede {it} where the code is now: am fact supersede ID TEXT --reason WHY --here\n")
+    here, flag = (branch, branch) if branch else (head[:10], "BRANCH")
+    for of, ids in sorted(others.items()):
+        one = len(ids) == 1
+        it = "it" if one else "them"
+        out.write(f"am: {', '.join(ids)} {'is' if one else 'are'} {of}'s: check {it} on {here}; if "
+                  f"{'it' if one else 'one'} no longer holds there: am fact supersede ID \"what holds there\" "
+                  f"--branch {flag} --reason \"...\" (confirming {it} here would take {it} off {of})\n")

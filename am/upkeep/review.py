@@ -56,10 +56,11 @@ class ReviewItem:
     facts: tuple[Fact, ...]
     evidence: tuple[str, ...] = ()
     note: str = ""
+    offered: tuple[str, ...] | None = None  # fewer choices than the kind's (a stale fact of another branch: no confirm)
 
     @property
     def choices(self) -> tuple[str, ...]:
-        return CHOICES[self.kind]
+        return CHOICES[self.kind] if self.offered is None else self.offered
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "id": self.id, "note": self.note, "choices": list(self.choices),
@@ -134,12 +135,26 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
     world = report.setup.world
     where = {"repo": world.repo, "branch": world.branch, "commit": world.commit, "rule": report.setup.rule}
     items = []
+    store = None
+    if report.facts and world.commit:
+        from am.worlds.ancestry import open_clone
+        from am.worlds.checks import keeps_branch
+
+        store = open_clone(repo)[0]
     for s in report.facts:
         evidence = [s.mark.describe()]
         if diff and s.fact.commit and world.commit:
             evidence += _diff(repo, s.fact.commit, world.commit, s.fact.paths)
-        items.append(ReviewItem("stale", s.fact.id, (s.fact,), tuple(evidence),
-                                note=f"code it watches changed since {s.fact.commit[:10] if s.fact.commit else '?'}"))
+        note = f"code it watches changed since {s.fact.commit[:10] if s.fact.commit else '?'}"
+        offered = None
+        if store is not None and world.commit and not keeps_branch(store, s.fact.version, world.commit):
+            # Confirming here would take the fact off its own branch (am fact confirm refuses it): say what does.
+            b = s.fact.version
+            note += (f"; a fact of {b}: check it on {world.branch or 'this branch'}, and if it no longer holds here: "
+                     f"am fact supersede {s.fact.id} \"what holds here\" --branch {world.branch or 'BRANCH'} "
+                     f"--reason \"...\" (confirming it here would take it off {b})")
+            offered = tuple(c for c in CHOICES["stale"] if c != "confirm")
+        items.append(ReviewItem("stale", s.fact.id, (s.fact,), tuple(evidence), note=note, offered=offered))
     return items, where
 
 
