@@ -275,8 +275,9 @@ def test_the_stale_advice_never_takes_a_fact_off_its_branch(alpha: object, vault
     lines = [line for line in proc.stderr.splitlines() if line.startswith("am: ")]
     assert lines[0] == ("am: this commit makes 2 facts stale on project-alpha@exp2: fact-exp (src/api/users.py), "
                         "fact-main (src/api/users.py)")
-    assert lines[1] == f"am: check fact-exp, then re-confirm with: am fact confirm ID --commit {x[:10]} (or supersede it)"
-    assert lines[2] == ("am: fact-main is main's: check it on exp2; if it no longer holds there: am fact supersede ID "
+    assert lines[1] == f"am: check fact-exp, then re-confirm with: am fact confirm ID --commit {x[:10]}"
+    assert lines[2] == "am: or supersede it where the code is now: am fact supersede ID TEXT --reason WHY --here"
+    assert lines[3] == ("am: fact-main is main's: check it on exp2; if it no longer holds there: am fact supersede ID "
                         "\"what holds there\" --branch exp2 --reason \"...\" (confirming it here would take it off main)")
     # Following the advice: both are one commit each, and main keeps its fact.
     am("--vault", vault, "fact", "confirm", "fact-exp", "--commit", x[:10])
@@ -287,16 +288,18 @@ def test_the_stale_advice_never_takes_a_fact_off_its_branch(alpha: object, vault
     why = json.loads(am("--vault", vault, "why", "fact-main", "--repo", "project-alpha", "--branch", "main",
                         "--format", "json"))
     assert why["holds"] is True
-    # Merged into main, exp2's fact is confirmed on main: a main commit says so.
+    # Merged into main while exp2 is still there, exp2's fact stays exp2's: confirming at main's commit is
+    # refused (it would take the fact off exp2), and says to delete the merged branch first.
     run_git(code_repo, "switch", "-q", "main")
     run_git(code_repo, "merge", "-q", "--no-ff", "-m", "merge exp2", "exp2")
     write(code_repo, "src/api/users.py", "def get_users(ids, limit=100): ...\n")
     run_git(code_repo, "add", "-A")
     proc = git_commit(code_repo, "limit")
     m = head(code_repo)
-    assert f"am: check them, then re-confirm with: am fact confirm ID --commit {m[:10]} (or supersede them)" in (
-        proc.stderr), proc.stderr
-    assert "fact-exp" in proc.stderr and "am fact supersede" not in proc.stderr
+    assert "fact-exp" in proc.stderr and "are exp2's: check them on main" in proc.stderr, proc.stderr
+    result = CliRunner().invoke(cli, ["--vault", vault, "fact", "confirm", "fact-exp", "--commit", m[:10]])
+    assert result.exit_code != 0 and "git branch -d exp2" in str(result.exception), result.output
+    run_git(code_repo, "branch", "-d", "exp2")  # merged, so git deletes it; nothing is left to take the fact out of
     am("--vault", vault, "fact", "confirm", "fact-exp", "--commit", m[:10])
 
 

@@ -337,7 +337,8 @@ def test_confirm_never_takes_a_fact_off_its_branch(world: dict[str, Any]) -> Non
 
 
 def test_confirm_follows_a_merged_or_deleted_branch(world: dict[str, Any]) -> None:
-    """A feature fact is confirmed at main's commit once its branch is merged there, or once the branch is gone."""
+    """A feature fact is confirmed at main's commit once its merged branch is deleted (while the branch is there,
+    the confirm would take the fact off it), or once a branch is gone."""
     vault, code = world["vault"], world["code"]
     ok("--vault", vault, "fact", "add", "Batch takes ids.", "--topic", "project-alpha", "--id", "fact-batch",
        "--repo", "project-alpha", "--branch", "feat", "--path", "src/api/batch.py")
@@ -347,7 +348,10 @@ def test_confirm_follows_a_merged_or_deleted_branch(world: dict[str, Any]) -> No
     run_git(code, "switch", "-q", "main")
     run_git(code, "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
     m = commit(code, "src/api/batch.py", "def getUsers(ids, limit=100): ...\n", "batch: bigger limit")
-    ok("--vault", vault, "fact", "confirm", "fact-batch", "--commit", m[:8])  # feat is merged into main
+    code_, _, err = am("--vault", vault, "fact", "confirm", "fact-batch", "--commit", m[:8])
+    assert code_ == 13 and "git branch -d feat" in err  # merged, but still there: it would leave feat's packs
+    run_git(code, "branch", "-d", "feat")
+    ok("--vault", vault, "fact", "confirm", "fact-batch", "--commit", m[:8])
     data = json.loads(ok("--vault", vault, "why", "fact-batch", "--repo", "project-alpha", "--branch", "main",
                          "--format", "json"))
     assert data["holds"] is True and data["section"] == "facts"

@@ -128,7 +128,7 @@ _decision("confirm", """Re-observe a fact at the world's commit: no longer stale
 
     The world is the current clone's branch, or --repo/--branch/--commit; the
     new commit must descend from the fact's and be on the fact's branch (or that
-    branch be merged into it): a fact of another branch is superseded on yours
+    branch be gone from the clone): a fact of another branch is superseded on yours
     instead (am fact supersede ID TEXT --branch B).
 
     Example: am review confirm fact-alpha-getuser-main --branch feat-batch

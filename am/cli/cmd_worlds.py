@@ -61,7 +61,7 @@ def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
 
     Staleness is derived from the code repository's graph per world (a commit on
     another branch never makes main's facts stale) and never written to the
-    vault; re-confirm a fact of this branch (or of one merged into it) with
+    vault; re-confirm a fact of this branch (or of one the clone no longer has) with
     `am fact confirm ID --commit C`; one of another branch (main's, seen on an
     experiment branch) that no longer holds here is superseded on this branch:
     `am fact supersede ID TEXT --branch B --reason R`. A fact that

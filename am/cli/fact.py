@@ -195,7 +195,7 @@ def confirm(ctx: click.Context, fact_id: str, commit_: str | None, unverified: b
     """Re-confirm a fact at a newer commit (one commit): it is no longer stale where the code changed before.
 
     The commit must descend from the fact's and be on the fact's branch (or that
-    branch be merged into it, or gone); a fact of another branch made stale on
+    branch be gone from the clone: delete a merged one); a fact of another branch made stale on
     yours is superseded there instead: am fact supersede ID TEXT --branch B.
 
     Example: am fact confirm f-20261002-0915-c4f1a5 --commit 743299d

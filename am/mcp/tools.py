@@ -487,7 +487,7 @@ TOOLS: tuple[Tool, ...] = (
          _WRITE_OUT, _fact_expire, writes=True),
     Tool("fact_confirm", "Re-confirm a fact at a newer commit (one commit): after checking that it still holds "
          "where its code changed, so it is no longer stale there. The commit must be on the fact's branch (or that "
-         "branch merged into it); for a fact of another branch, fact_supersede with your branch instead.",
+         "branch gone from the clone); for a fact of another branch, fact_supersede with your branch instead.",
          _obj({"id": _s("The fact's id."),
                "commit": _s("The commit it was re-observed at (default: the tip of the fact's branch)."),
                "unverified": {"type": "boolean", "description": "Record the commit as given, without the clone."}},

@@ -64,7 +64,7 @@ class WorldWrites:
         """Re-observe a fact at a newer commit (default: its branch's tip), in one commit.
 
         The new commit must descend from the old one and be on the fact's branch
-        (or that branch be merged into it, or gone from the clone), else the fact
+        (or that branch be gone from the clone), else the fact
         would stop holding where it held: supersede it instead, on the other
         branch (``am fact supersede ID TEXT --branch B``). A pending-review fact
         becomes active again.

@@ -90,35 +90,20 @@ def _on_branch(store: GitStore, tip: str, commit: str) -> bool:
     return commit == tip or store.is_ancestor(commit, tip)
 
 
-def _merged_into(store: GitStore, tip: str, commit: str) -> bool:
-    """Whether a branch whose tip is ``tip`` was merged into ``commit``'s line, rather than that line forked from it.
-
-    Both put the tip in the commit's history; a merge brings it in beside the
-    line (off the commit's first-parent chain), a fork has it on that chain.
-    """
-    if not store.is_ancestor(tip, commit):
-        return False
-    current: str | None = commit
-    while current is not None and current != tip:
-        if not store.is_ancestor(tip, current):
-            return True  # the first-parent chain left the tip's history: a merge brought the tip in
-        parents = store.commit_info(current).parents
-        current = parents[0] if parents else None
-    return current is None
-
-
 def keeps_branch(store: GitStore, branch: str | None, commit: str) -> bool:
     """Whether a fact of ``branch`` re-observed at ``commit`` stays in the worlds it held in (DESIGN §5.6).
 
-    The one rule of a confirm: the commit is on the branch, or the branch is
-    already merged into the commit's line (a feature fact confirmed on main after
-    the merge), or the clone has no such branch (nothing left to take it out of).
-    A fact that names no branch keeps none.
+    The one rule of a confirm: the commit is on the branch, or the clone has no
+    such branch (nothing left to take it out of). A branch merged into another
+    still takes the fact out while it is there: the commit graph cannot tell a
+    feature merged into main from main merged into the feature to keep it
+    current, so a merged branch is deleted first (git branch -d refuses an
+    unmerged one). A fact that names no branch keeps none.
     """
     if branch is None:
         return True
     tip = branch_tip(store, branch)
-    return tip is None or _on_branch(store, tip, commit) or _merged_into(store, tip, commit)
+    return tip is None or _on_branch(store, tip, commit)
 
 
 def branches_with(store: GitStore, commit: str) -> list[str]:
@@ -141,8 +126,9 @@ def check_confirm(store: GitStore, fact_id: str, branch: str | None, commit: str
     raise UnknownWorldError(
         f"{fact_id} is a fact of branch {branch!r}, and commit {commit[:10]}{on} is not on it: confirming there "
         f"would take the fact off {branch}",
-        hint=f"confirm it at a commit of {branch} (am fact confirm {fact_id}: its tip), or, if it no longer holds "
-             f"on {other}: am fact supersede {fact_id} \"what holds there\" --branch {other} --reason \"...\"")
+        hint=f"confirm it at a commit of {branch} (am fact confirm {fact_id}: its tip); if {branch} is merged, "
+             f"delete it first (git branch -d {branch}); or, if it no longer holds on {other}: "
+             f"am fact supersede {fact_id} \"what holds there\" --branch {other} --reason \"...\"")
 
 
 def verify_world(repo: str | None, branch: str | None, commit: str | None, *, unverified: bool = False,
