@@ -231,7 +231,7 @@ def test_a_world_given_before_the_decision_is_refused_not_ignored(alpha, git) ->
 
 
 def test_the_library_decide_refuses_a_world_for_any_decision_but_confirm(alpha, git) -> None:
-    """Only confirm has a world; the library refused nothing and dropped a world given to accept or reject."""
+    """Only confirm and supersede have a world; the library refused nothing and dropped one given to accept."""
     from am.errors import UsageError
     from am.upkeep.review import decide
 
@@ -239,11 +239,11 @@ def test_the_library_decide_refuses_a_world_for_any_decision_but_confirm(alpha, 
     alpha.set_fact_status("fact-deploy", "pending-review")
     head = git("rev-parse", "HEAD").strip()
     for decision, world in (("accept", {"repo": "project-alpha"}), ("reject", {"branch": "main", "commit": "9fceb02"}),
-                            ("expire", {"commit": "9fceb02"}), ("supersede", {"branch": "main"})):
+                            ("expire", {"commit": "9fceb02"})):
         with pytest.raises(UsageError) as refused:
             decide(alpha, decision, "fact-deploy", reason="r", text="Deploys go out on Wednesdays.", **world)
-        assert f"{decision} takes no {', '.join(world)}: only confirm has a world" in refused.value.message
-        assert "fact_supersede" in (refused.value.hint or "")
+        assert f"{decision} takes no {', '.join(world)}: only confirm and supersede have a world" in (
+            refused.value.message)
     assert git("rev-parse", "HEAD").strip() == head and alpha.get_fact("fact-deploy").status == "pending-review"
     decide(alpha, "accept", "fact-deploy")
     assert alpha.get_fact("fact-deploy").status == "active"
@@ -275,8 +275,10 @@ def test_mcp_review_tools_list_and_decide_and_read_only_servers_cannot_decide(al
         writer.close()
 
 
-def test_mcp_review_decide_refuses_a_world_for_a_supersede_as_the_cli_has_none(alpha, git, tmp_path) -> None:
-    """`am review supersede` takes no world: the new fact inherits the old one's; MCP must not drop one silently."""
+def test_mcp_review_decide_refuses_a_world_for_an_expire_and_a_supersede_inherits_without_one(alpha, git,
+                                                                                               tmp_path) -> None:
+    """Only confirm and supersede take a world; MCP must not drop one silently, and without one a supersede's new
+    fact inherits the old one's (a proposal's supersede is not moved to the server's clone)."""
     from am.mcp.server import Dispatcher, ServerOptions
     from am.mcp.tools import ToolOutput
 
@@ -285,11 +287,6 @@ def test_mcp_review_decide_refuses_a_world_for_a_supersede_as_the_cli_has_none(a
     writer = Dispatcher(ServerOptions(vault_root=alpha.root, folder=tmp_path))
     try:
         head = git("rev-parse", "HEAD").strip()
-        for world in ({"repo": "project-alpha"}, {"branch": "feat-batch", "commit": "9fceb02"}):
-            refused = writer.call_sync("review_decide", {"decision": "supersede", "id": "fact-deploy",
-                                                         "text": "Deploys go out on Wednesdays.", **world}, "agent")
-            assert isinstance(refused, str) and refused.startswith("Error: review_decide supersede takes no "), refused
-            assert all(name in refused for name in world) and "fact_supersede" in refused
         refused = writer.call_sync("review_decide", {"decision": "expire", "id": "fact-deploy", "reason": "gone",
                                                      "repo": "project-alpha"}, "agent")
         assert isinstance(refused, str) and "takes no repo" in refused
@@ -298,6 +295,7 @@ def test_mcp_review_decide_refuses_a_world_for_a_supersede_as_the_cli_has_none(a
                                                   "text": "Deploys go out on Wednesdays."}, "agent")
         assert isinstance(done, ToolOutput), done
         assert git("rev-list", f"{head}..HEAD").split() == [done.data["commit"]]
+        assert [r.get("repo") for r in done.data["records"]] == [None, None]
     finally:
         writer.close()
 

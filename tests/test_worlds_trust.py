@@ -481,6 +481,23 @@ def test_am_stale_says_it_cannot_tell_when_the_clone_is_gone(world: dict[str, An
                          "--format", "json"))["world"]["rule"] == "branch-name"
 
 
+def test_a_review_supersede_of_a_stale_fact_is_observed_where_the_code_is_now(world: dict[str, Any]) -> None:
+    """am review supersede kept the old fact's commit, so the corrected fact was stale at once; with the queue's
+    world (as the interactive queue passes for a stale item) it is observed at the branch's tip."""
+    vault, code = world["vault"], world["code"]
+    ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",
+       "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py")
+    tip = commit(code, "src/api/users.py", "def getUser(id, *, fields=None): ...\n", "users: fields")
+    where = ("--repo", "project-alpha", "--branch", "main")
+    stale = json.loads(ok("--vault", vault, "stale", *where, "--format", "json"))["stale"]
+    assert [s["id"] for s in stale] == ["fact-users"]
+    out = json.loads(ok("--vault", vault, "review", "supersede", "fact-users", "--text", "getUser takes an id and "
+                        "fields.", *where, "--format", "json"))
+    new = out["records"][0] if out["records"][0]["id"] != "fact-users" else out["records"][1]
+    assert new["commit"] == tip and new["version"] == "main"
+    assert json.loads(ok("--vault", vault, "stale", *where, "--format", "json"))["stale"] == []
+
+
 def test_am_stale_json_names_the_facts_it_cannot_judge(world: dict[str, Any], tmp_path: Path) -> None:
     """JSON said stale: [] when staleness could not be derived; it now lists those facts and why, as text does."""
     vault, code = world["vault"], world["code"]

@@ -50,7 +50,7 @@ def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         if given:  # a subcommand has its own world options (list, confirm) or takes none: never ignore them
             raise UsageError(f"{'/'.join(given)} before {ctx.invoked_subcommand!r} is the queue's world, not the "
                              f"decision's", hint=f"put it after the subcommand: am review {ctx.invoked_subcommand} ... "
-                             f"{' '.join(given)} (only list and confirm take a world)")
+                             f"{' '.join(given)} (list, confirm and supersede take a world)")
         return
     if interactive or (sys.stdin.isatty() and sys.stdout.isatty()):
         _interactive(ctx, *here_world(repo, branch, commit_))
@@ -92,12 +92,12 @@ def list_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
 
 
 def _decision(name: str, doc: str, *, reason: bool = False, text: bool = False,
-              world: bool = False) -> click.Command:
+              world: bool = False, fill: bool = True) -> click.Command:
     def run(ctx: click.Context, /, fact_id: str, fmt: str, **kw: Any) -> None:
         from am.upkeep.review import decide
 
         repo, branch, commit = kw.get("repo"), kw.get("branch"), kw.get("commit_")
-        if world:
+        if world and fill:  # confirm: the current clone's world; supersede: only the one given
             repo, branch, commit = here_world(repo, branch, commit)
         result = decide(open_vault(ctx), name, fact_id, reason=kw.get("reason"), text=kw.get("text"),
                         repo=repo, branch=branch, commit=commit)
@@ -133,10 +133,14 @@ _decision("confirm", """Re-observe a fact at the world's commit: no longer stale
 
     Example: am review confirm fact-alpha-getuser-main --branch feat-batch
     """, world=True)
-_decision("supersede", """Replace a fact with a corrected text (it inherits topics and world).
+_decision("supersede", """Replace a fact with a corrected text (it inherits topics, and world unless given).
+
+    For a stale fact, give the world where the code is now (--branch B, or
+    --repo/--commit): the new fact inherits the old one's commit otherwise, and
+    is stale at once. Another branch than the fact's supersedes it there only.
 
     Example: am review supersede f-20261130-1000-3f0e99 --text "getUser allows 200 requests a minute"
-    """, reason=True, text=True)
+    """, reason=True, text=True, world=True, fill=False)
 _decision("expire", """Expire a fact: it no longer holds anywhere (it stays in the vault).
 
     Example: am review expire fact-alpha-getuser-main --reason "the endpoint was removed"
@@ -182,7 +186,9 @@ def _interactive(ctx: click.Context, repo: str | None, branch: str | None, commi
             reason = (click.prompt("reason", default="" if decision != "expire" else None) or None
                       if decision in ("expire", "reject", "supersede") else None)
             try:
-                world = (repo, branch, commit) if decision == "confirm" else (None, None, None)  # only confirm has one
+                # Confirm at the queue's world; a stale fact's supersede is observed there too (it is stale there).
+                kept = decision == "confirm" or (decision == "supersede" and item.kind == "stale")
+                world = (repo, branch, commit) if kept else (None, None, None)
                 result = decide(vault, decision, target, reason=reason, text=text, repo=world[0], branch=world[1],
                                 commit=world[2])
             except AmError as err:

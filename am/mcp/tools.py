@@ -389,8 +389,8 @@ def _review_list(call: Call, args: dict[str, Any]) -> ToolOutput:
 def _review_decide(call: Call, args: dict[str, Any]) -> ToolOutput:
     from am.upkeep.review import decide
 
-    # As `am review`: only confirm takes a world (decide() refuses one given to another decision), filled from
-    # the server's clone; the others get only what the agent gave.
+    # As `am review`: confirm's world is filled from the server's clone; a supersede's is what the agent gave
+    # (else the old fact's); decide() refuses one given to another decision.
     if args["decision"] == "confirm":
         repo, branch, commit = call.world(args)
     else:
@@ -515,7 +515,9 @@ TOOLS: tuple[Tool, ...] = (
          _obj({"decision": _s("What to do.", enum=["accept", "confirm", "supersede", "expire", "reject"]),
                "id": _s("The fact's id."), "reason": _s("Why (needed to expire)."),
                "text": _s("The corrected text (to supersede)."),
-               **{k: _s(f"{v['description']} Only to confirm.") for k, v in _WORLD.items()}}, ("decision", "id")),
+               **{k: _s(f"{v['description']} To confirm; to supersede, where the new fact is observed (for a "
+                        "stale fact, your branch: else the new fact is stale at once).") for k, v in _WORLD.items()}},
+              ("decision", "id")),
          _WRITE_OUT, _review_decide, writes=True),
 )
 

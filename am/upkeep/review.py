@@ -220,24 +220,24 @@ def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None
            door: str = "review") -> WriteResult:
     """Carry out one review decision on a fact, in one commit authored by the reviewer (the vault's actor).
 
-    Only ``confirm`` takes a world (``repo``, ``branch``, ``commit``: where the fact is re-observed); given to
-    another decision it is refused (a supersede's new fact inherits the old one's world), never ignored.
-    ``door`` names the caller in that error (``review_decide`` for the MCP tool).
+    ``confirm`` and ``supersede`` take a world (``repo``, ``branch``, ``commit``: where the fact is re-observed,
+    or where the new fact is observed; a supersede without one inherits the old fact's world). Given to another
+    decision it is refused, never ignored. ``door`` names the caller in that error (``review_decide`` for MCP).
     """
     if decision not in DECISIONS:
         raise UsageError(f"unknown decision {decision!r}", hint=f"use one of: {', '.join(DECISIONS)}")
-    given = [name for name, value in (("repo", repo), ("branch", branch), ("commit", commit)) if value is not None]
-    if given and decision != "confirm":
-        raise UsageError(f"{door} {decision} takes no {', '.join(given)}: only confirm has a world",
-                         hint="leave them out (a supersede's new fact inherits the old one's world), or supersede "
-                              "with a world: am fact supersede, or the MCP tool fact_supersede, which take them")
+    world = {name: value for name, value in (("repo", repo), ("branch", branch), ("commit", commit)) if value}
+    if world and decision not in ("confirm", "supersede"):
+        raise UsageError(f"{door} {decision} takes no {', '.join(world)}: only confirm and supersede have a world",
+                         hint="leave them out")
     fact = vault.get_fact(fact_id)
     if decision == "confirm":
         return _confirm(vault, fact, repo, branch, commit)
     if decision == "supersede":
         if not text or not text.strip():
             raise UsageError("a supersede needs the corrected text", hint="pass --text 'what holds now'")
-        return vault.supersede_fact(fact_id, text, reason=reason or "corrected in review")  # type: ignore[no-any-return]
+        return vault.supersede_fact(fact_id, text, reason=reason or "corrected in review",  # type: ignore[no-any-return]
+                                    **world)
     if decision == "expire":
         if not reason or not reason.strip():
             raise UsageError("expiring a fact needs a reason", hint="pass --reason 'why it no longer holds'")
