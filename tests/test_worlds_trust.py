@@ -498,6 +498,18 @@ def test_a_review_supersede_of_a_stale_fact_is_observed_where_the_code_is_now(wo
     assert json.loads(ok("--vault", vault, "stale", *where, "--format", "json"))["stale"] == []
 
 
+def test_am_stale_without_a_repository_is_a_usage_error_not_no_stale_facts(world: dict[str, Any],
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in the vault folder with --branch only, it said 'no stale facts in no repo @ main' (exit 0)."""
+    vault = world["vault"]
+    ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",
+       "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py")
+    commit(world["code"], "src/api/users.py", "def getUser(id, *, fields=None): ...\n", "users: fields")
+    code_, out, err = am("stale", "--branch", "main", cwd=Path(vault), monkeypatch=monkeypatch)
+    assert code_ == 2 and "am stale needs a code repository" in err and "--repo NAME" in err, (out, err)
+    assert "no stale facts" not in out
+
+
 def test_am_stale_json_names_the_facts_it_cannot_judge(world: dict[str, Any], tmp_path: Path) -> None:
     """JSON said stale: [] when staleness could not be derived; it now lists those facts and why, as text does."""
     vault, code = world["vault"], world["code"]

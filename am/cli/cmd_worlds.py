@@ -71,10 +71,14 @@ def stale(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
 
     Example: am stale --repo project-alpha --branch main
     """
+    from am.errors import UsageError
     from am.packs.why import stale_in_world
 
     report = stale_in_world(open_vault(ctx), _request(repo, branch, commit_, at, include_pending))
     world = report.setup.world
+    if world.repo is None:  # staleness is judged against a code repository's graph: no repo, nothing to say
+        raise UsageError("am stale needs a code repository, and none was given or found here",
+                         hint="pass --repo NAME (see: am repo list), or run it in a registered clone")
     if fmt == "json":
         emit_json({"world": {"repo": world.repo, "branch": world.branch, "commit": world.commit,
                              "rule": report.setup.rule},
