@@ -143,8 +143,20 @@ def test_changes_deleted_on_one_side_and_edited_on_the_other_keep_the_edit() -> 
 words = st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=4, unique=True)
 
 
-@settings(deadline=None)  # a property of the merge, not of its speed: a loaded machine must not fail it on time
+def test_a_decision_names_a_readable_file_by_its_records_id() -> None:
+    """A record added on one side under Obsidian's readable name was named by its file name in the trailers."""
+    readable = "facts/Alpha offers getUser.md"
+    blobs = {"b1": BASE.encode(), "b2": BASE.replace("getUser", "getUsers").encode()}
+    merged = merge_changes({}, {readable: "b1", PATH: "b2"}, base={}, read=blobs.__getitem__, exists=lambda p: None)
+    assert sorted((d.id, d.path, d.how) for d in merged.decisions) == [("fact-x", PATH, "union"),
+                                                                       ("fact-x", readable, "union")]
+    gone = merge_changes({readable: None}, {readable: "b2"}, base={readable: "b1"}, read=blobs.__getitem__,
+                         exists=lambda p: None)
+    assert [(d.id, d.how) for d in gone.decisions] == [("fact-x", "kept")]
+
+
 @given(base=words, ours=words, theirs=words)
+@settings(deadline=None)  # a property of the merge, not of its speed: a loaded machine must not fail it on time
 def test_list_merge_is_symmetric_and_keeps_every_addition(base: list[str], ours: list[str], theirs: list[str]) -> None:
     def text(tags: list[str]) -> str:
         return BASE.replace("tags: [a, b]", f"tags: [{', '.join(tags)}]" if tags else "tags: []")

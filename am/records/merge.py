@@ -152,6 +152,18 @@ def _stem(path: str) -> str:
     return name[:-3] if name.endswith(".md") and len(name) > 3 else PurePosixPath(name).stem
 
 
+def _named(path: str, blob: str | None, read: Reader) -> str:
+    """The id a decision names: the file name when it is one, else (a readable name: Obsidian's) the frontmatter's."""
+    stem = _stem(path)
+    if is_valid_id(stem) or blob is None:
+        return stem
+    try:
+        rid = _parse(decode_record_bytes(read(blob), path=path), path)[0].get("id")
+    except (InvalidRecordError, UnicodeDecodeError):
+        return stem
+    return rid if isinstance(rid, str) and rid else stem
+
+
 def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
@@ -410,7 +422,7 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
         if mine is _ABSENT:
             files[path] = new  # the other side's blob, as it is
             if is_record_path(path):
-                decisions.append(Decision(_stem(path), path, "union" if new else "deleted"))
+                decisions.append(Decision(_named(path, new, read), path, "union" if new else "deleted"))
             continue
         if mine == new:
             continue
@@ -419,7 +431,8 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
             if mine is None:
                 files[path] = new
             if is_record_path(path):
-                decisions.append(Decision(_stem(path), path, "kept", "changed on one side, deleted on the other"))
+                decisions.append(Decision(_named(path, new or mine, read), path, "kept",
+                                          "changed on one side, deleted on the other"))
             continue
         if not is_record_path(path):
             conflicts.append(path)
