@@ -431,7 +431,8 @@ def merge_changes(ours: dict[str, str | None], theirs: dict[str, str | None], *,
             if mine is None:
                 files[path] = new
             if is_record_path(path):
-                decisions.append(Decision(_named(path, new or mine, read), path, "kept",
+                kept = new if new is not None else mine
+                decisions.append(Decision(_named(path, kept if isinstance(kept, str) else None, read), path, "kept",
                                           "changed on one side, deleted on the other"))
             continue
         if not is_record_path(path):
