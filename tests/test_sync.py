@@ -541,3 +541,25 @@ def test_a_fact_renamed_in_obsidian_and_superseded_elsewhere_stays_one_file(pair
         assert "Postgres 16." in old.body  # the person's edit
         assert check_vault(v).errors == []
     assert run_git(a.root, "rev-parse", "HEAD^{tree}") == run_git(b.root, "rev-parse", "HEAD^{tree}")
+
+
+def test_a_sync_after_a_git_reset_says_what_the_reset_left_off_the_branch(pair: tuple[Vault, Vault]) -> None:
+    """Unpushed am commits dropped by git reset --hard: the sync (a no-op, answered before click) said nothing."""
+    a, _ = pair
+    for i in range(2):
+        a.add_fact(f"Not pushed {i}.", topics=["project-alpha"], id=f"fact-unpushed-{i}")
+    run_git(a.root, "reset", "-q", "--hard", "HEAD~2")
+
+    def am_sync() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PYTHON, "-m", "am.cli.entry", "--vault", str(a.root), "sync"], capture_output=True,
+                              text=True, env=subprocess_env())
+
+    proc = am_sync()
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: 2 am commits left main in a git reset" in proc.stderr and "am recover --apply" in proc.stderr
+    ok = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(a.root), "recover", "--apply"],
+                        capture_output=True, text=True, env=subprocess_env())
+    assert ok.returncode == 0, ok.stderr
+    proc = am_sync()
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    assert {"fact-unpushed-0", "fact-unpushed-1"} <= ids_in(a.root, "origin/main")

@@ -41,8 +41,27 @@ def sync(ctx: click.Context, remote: str | None, dry_run: bool, set_upstream: st
     """
     from am.sync import sync as run_sync
 
-    report = run_sync(open_vault(ctx), remote, dry_run=dry_run, set_upstream=set_upstream)
+    vault = open_vault(ctx)
+    report = run_sync(vault, remote, dry_run=dry_run, set_upstream=set_upstream)
     _report(report, fmt)
+    _lost_by_a_reset(vault)
+
+
+def _lost_by_a_reset(vault: Any) -> None:
+    """Say so when the branch was last moved by a git reset that left am commits off it (none is pushed again)."""
+    from am.git.refs import reset_last
+
+    store = vault.store
+    branch = store.head_ref().removeprefix("refs/heads/")
+    if not reset_last(store.gitdir, branch):
+        return
+    from am.upkeep.recover import find_lost
+
+    lost = [c for c in find_lost(vault, scan_objects=False) if not c.manual]
+    if lost:
+        click.echo(f"warning: {len(lost)} am commit{'s' * (len(lost) != 1)} left {branch} in a git reset and "
+                   f"{'are' if len(lost) != 1 else 'is'} not on the remote either (first: {lost[0].commit[:10]} "
+                   f"{lost[0].subject}); am recover lists them, am recover --apply restores them", err=True)
 
 
 @click.command("merge")

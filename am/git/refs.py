@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["UNKNOWN", "failpoint", "read_ref"]
+__all__ = ["UNKNOWN", "failpoint", "read_ref", "reset_last"]
 
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 # read_ref's answer when the files do not settle it (ask pygit2).
@@ -73,3 +73,23 @@ def read_ref(gitdir: Path, name: str = "HEAD") -> str:
     except (OSError, UnicodeError):
         pass
     return UNKNOWN  # an unborn branch, most likely: pygit2 says so for certain
+
+
+def reset_last(gitdir: Path, branch: str) -> bool:
+    """Whether the last move of a branch, by its reflog, was a ``git reset`` to another commit.
+
+    Read from the log file's tail (no git process): a reset is how commits are
+    lost from a branch, and a sync after one has nothing to say about them
+    unless it looks (``am recover`` lists them).
+    """
+    try:
+        with open(gitdir / "logs" / "refs" / "heads" / branch, "rb") as log:
+            size = log.seek(0, os.SEEK_END)
+            log.seek(max(0, size - 4096))
+            last = log.read().rstrip(b"\n").rpartition(b"\n")[2]
+    except OSError:
+        return False
+    head, _, message = last.partition(b"\t")
+    old, _, rest = head.partition(b" ")
+    new = rest.partition(b" ")[0]
+    return message.startswith(b"reset: moving to") and old != new

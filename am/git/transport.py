@@ -20,7 +20,7 @@ from pathlib import Path
 
 from am.errors import GitError, UsageError
 from am.git.prewrite import SAFE_GIT
-from am.git.refs import UNKNOWN, failpoint, read_ref
+from am.git.refs import UNKNOWN, failpoint, read_ref, reset_last
 
 TYPE_CHECKING = False  # not typing's: see above
 if TYPE_CHECKING:
@@ -277,6 +277,8 @@ def settled(root: Path, remote: str | None = None) -> tuple[str, str, str] | Non
     ours = read_ref(gitdir, f"refs/heads/{branch}")
     if ours == UNKNOWN or read_ref(gitdir, f"refs/remotes/{name}/{remote_branch}") != ours:
         return None
+    if reset_last(gitdir, branch):
+        return None  # the full sync says what a reset left off the branch
     try:
         _check_names(name, remote_branch)
     except UsageError:
