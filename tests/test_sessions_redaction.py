@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -37,17 +38,23 @@ def test_a_secret_anywhere_in_a_json_string_is_masked_and_the_line_stays_json(se
         assert out.counts == {kind: 1}
 
 
+def _through_codex_output(inner: str) -> tuple[Any, str]:
+    """Redact a Codex function_call_output line whose output (JSON in a JSON string) is ``inner``; return the
+    result and the output text as it was stored."""
+    output = json.dumps({"output": inner, "metadata": {"exit_code": 0}})
+    line = json.dumps({"type": "response_item", "payload": {"type": "function_call_output",
+                                                             "call_id": "call_1", "output": output}})
+    out = redact_log(line.encode() + b"\n")
+    return out, json.loads(json.loads(out.data)["payload"]["output"])["output"]
+
+
 def test_a_secret_in_json_inside_a_json_string_is_masked() -> None:
     """Codex writes a shell call's output (and arguments) as JSON inside a JSON string: a newline or tab before
     a key is `\\\\n` or `\\\\t` in the log, and the key after it is still a key."""
     for secret, kind in (("AKIAQ7R3XW5TZB2KJ4NP", "AWS access key id"), (GITHUB, "GitHub token")):
         for inner in (f"line one\n{secret}\n", f"ACCESSKEY\t{secret}\tActive", f"x\r\n{secret}"):
-            output = json.dumps({"output": inner, "metadata": {"exit_code": 0}})
-            line = json.dumps({"type": "response_item", "payload": {"type": "function_call_output",
-                                                                     "call_id": "call_1", "output": output}})
-            out = redact_log(line.encode() + b"\n")
+            out, masked = _through_codex_output(inner)
             assert secret.encode() not in out.data, inner
-            masked = json.loads(json.loads(out.data)["payload"]["output"])["output"]
             assert f"[redacted:{kind}]" in masked and out.counts == {kind: 1}
 
 
@@ -116,10 +123,6 @@ def test_a_json_key_in_json_inside_a_json_string_is_an_assignment_too() -> None:
     further down, its quotes `\\\\\\"`, and a password in it (or assigned in code) is masked all the same."""
     for inner, secret in (('{\n  "db_password": "Zq8#rT5!mW2x"\n}\n', "Zq8#rT5!mW2x"),
                           ('password = "Hq7!zz9#Lm2p"\n', "Hq7!zz9#Lm2p")):
-        output = json.dumps({"output": inner, "metadata": {"exit_code": 0}})
-        line = json.dumps({"type": "response_item", "payload": {"type": "function_call_output",
-                                                                 "call_id": "call_1", "output": output}})
-        out = redact_log(line.encode() + b"\n")
+        out, masked = _through_codex_output(inner)
         assert secret.encode() not in out.data, inner
-        masked = json.loads(json.loads(out.data)["payload"]["output"])["output"]
         assert "[redacted:password assignment]" in masked and out.counts == {"password assignment": 1}
