@@ -324,3 +324,27 @@ def test_a_stored_time_without_offset_is_utc_whoever_built_the_cache(tmp_path: P
         assert [f["id"] for t in json.loads(early.stdout)["topics"] for f in t["facts"]] == []
     # 02:00 UTC on 2026-10-12 is in that UTC day, whoever indexed it.
     assert answers == [(["f-wombat"], None)] * 3
+
+
+def test_a_day_named_in_winter_has_that_days_summer_offset(tmp_path: Path) -> None:
+    """Typed in New York in December, 2026-10-12 is that day as New York lived it (-04:00, daylight saving),
+    not today's -05:00: a record made at 00:30 that night is in it, one made at 23:30 the night before is not."""
+    root = tmp_path / "v"
+    env = subprocess_env(AM_ACTOR="tester", AM_HOME=str(tmp_path / "home"), TZ="America/New_York",
+                         AM_NOW="2026-12-01T10:00:00-05:00")
+    subprocess.run([sys.executable, "-m", "am.cli.main", "init", "--no-hooks", str(root)], env=env, check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "am.cli.main", "topic", "add", "project-zoo", "--title", "Zoo"], cwd=root,
+                   env=env, check=True, capture_output=True)
+    folder = root / "facts" / "2026" / "10" / "12"
+    folder.mkdir(parents=True)
+    for fid, created in (("f-early", "2026-10-12T03:30:00+00:00"), ("f-late", "2026-10-12T04:30:00+00:00")):
+        (folder / f"{fid}.md").write_text(f"---\ntype: fact\nid: {fid}\ntopics: [project-zoo]\nstatus: active\n"
+                                          f"confidence: high\nprovenance: human\ncreated: {created}\n---\n"
+                                          "The wombat woke.\n")
+    for args in (("add", "-A"), ("commit", "-qm", "facts by hand")):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    found = subprocess.run([sys.executable, "-m", "am.cli.main", "search", "wombat", "2026-10-12", "--format", "json"],
+                           cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    assert [h["id"] for h in json.loads(found.stdout)["hits"]] == ["f-late"], found.stdout
