@@ -111,5 +111,8 @@ def test_a_role_alone_lists_the_newest_session_lines_and_records_still_need_word
     assert [h["line"] for h in _search(root, "--role", "assistant", "--in-session", SID)] == [4, 2]
     code, _, err = am("--vault", root, "search", "--session")
     assert code == 2 and "nothing to search for" in err and "--role" in err
+    for query in ("?", "🙂"):  # no word: an error, as record search's, not 'no session lines found'
+        code, _, err = am("--vault", root, "search", "--session", query)
+        assert code == 2 and f"the query {query!r} has no word to search for" in err, err
     code, _, err = am("--vault", root, "search")
     assert code == 2 and "Missing argument 'QUERY...'" in err

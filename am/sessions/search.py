@@ -83,9 +83,13 @@ def search_sessions(vault: Vault, query: str, *, role: str | None = None, sessio
 
     if role is not None and role not in ROLES:
         raise UsageError(f"unknown role {role!r}", hint=f"use one of: {', '.join(ROLES)}")
+    from am.cache.terms import analyse
+
     parsed = parse_query(query, now=_now())
-    if not parsed.text.split() and parsed.range is None and role is None:
-        raise UsageError("nothing to search for", hint="give words, a time phrase or --role")
+    if not analyse(parsed.text).units and parsed.range is None and role is None:
+        # "?" or an emoji leaves no word: answering "no session lines found" would read as a search made.
+        what = f"the query {query!r} has no word to search for" if query.strip() else "nothing to search for"
+        raise UsageError(what, hint="give words, a time phrase or --role")
     every = vault.list_topics(kind="session")
     topics = every
     if session is not None:
