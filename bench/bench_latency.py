@@ -8,7 +8,8 @@ baselines are measured in the same rounds: ``python -c pass``, ``am --version``
 and a one-file ``git add`` + ``git commit`` in a clone of the vault (the same
 number of files in Git's index). With ``--before REV`` every round also runs the
 code of that revision of this repository (a ``git worktree``), alternating, so
-both see the same load. Figures are medians; ratios are to the git commit.
+both see the same load. Figures are medians of wall time and of CPU time (user +
+system: steadier on a busy machine); ratios are to the git commit's.
 
 The writes go to the vault given: pass a copy (``cp -a``). ``R`` is a repo the
 records name (default ``project-alpha``, bench/corpus.py's); leave it unregistered
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -40,10 +42,21 @@ def _env(code: Path, cache: Path) -> dict[str, str]:
     return env
 
 
+CPU: dict[str, list[float]] = {}  # CPU seconds (user + system) of each timed process, by the caller's key
+
+
 def _timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    """Return the wall time of one process; its CPU time is left in ``_LAST_CPU``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, check=True)
-    return time.perf_counter() - began
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall
+
+
+_LAST_CPU = [0.0]
 
 
 def main() -> None:
@@ -70,6 +83,7 @@ def main() -> None:
 
     def note(key: str, seconds: float) -> None:
         times.setdefault(key, []).append(seconds)
+        CPU.setdefault(key, []).append(_LAST_CPU[0])
 
     for env in envs.values():  # compile once, and let the cache catch up with anything before the run
         subprocess.run([*am, "search", args.word], env=env, capture_output=True, check=True)
@@ -96,18 +110,22 @@ def main() -> None:
             note(f"{name}: am slice, again", _timed(slice_cmd, env))
         loads.append(os.getloadavg()[0])
     git_commit = statistics.median(times["git add + commit (one file)"])
-    print(f"vault {vault} ({args.runs} rounds, load average {min(loads):.1f}-{max(loads):.1f})")
+    git_cpu = statistics.median(CPU["git add + commit (one file)"])
+    print(f"vault {vault} ({args.runs} rounds, load average {min(loads):.1f}-{max(loads):.1f}); "
+          "medians of wall and of CPU (user + system), each also as a ratio to the git commit's")
     for key, values in times.items():
-        med = statistics.median(values)
-        print(f"  {key:45s} {med * 1000:7.0f} ms  {med / git_commit:5.2f}x git commit")
+        med, cpu = statistics.median(values), statistics.median(CPU[key])
+        print(f"  {key:45s} wall {med * 1000:6.0f} ms {med / git_commit:5.2f}x   "
+              f"CPU {cpu * 1000:6.0f} ms {cpu / git_cpu:5.2f}x")
     if args.before:
-        print("  now / before:")
+        print("  now / before (wall, CPU):")
         for key in [k for k in times if k.startswith("now: ")]:
-            old = times.get("before: " + key[5:])
-            if old:
-                print(f"    {key[5:]:41s} {statistics.median(times[key]) / statistics.median(old):5.2f}")
+            old = "before: " + key[5:]
+            if old in times:
+                print(f"    {key[5:]:41s} {statistics.median(times[key]) / statistics.median(times[old]):5.2f}  "
+                      f"{statistics.median(CPU[key]) / statistics.median(CPU[old]):5.2f}")
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(work / "before")],
-                       capture_output=True)
+                       capture_output=True, check=False)
     shutil.rmtree(work, ignore_errors=True)
 
 
