@@ -422,6 +422,18 @@ class Staging(Reader):
     def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
         """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
         lock = self._ref_lock(ref)
+        # libgit2 appends the reflog lines before it renames the lock into place: a move that fails takes them back,
+        # or the reflog names a commit the branch never had, and doctor --fix would bring back a failed write.
+        logs = [Path(str(lock)[: -len(ref + ".lock")]) / "logs" / ref, self.gitdir / "logs" / "HEAD"]
+        sizes = [p.stat().st_size if p.is_file() else None for p in logs]
+        try:
+            self._move_ref_once(ref, tip, oid, reflog, lock)
+        except BaseException:
+            for path, size in zip(logs, sizes):
+                _take_back_reflog(path, size, str(oid))
+            raise
+
+    def _move_ref_once(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str, lock: Path) -> None:
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
@@ -456,3 +468,15 @@ class Staging(Reader):
                     raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
             finally:
                 os.close(fd)
+
+
+def _take_back_reflog(path: Path, size: int | None, new: str) -> None:
+    """Drop the lines a failed branch move appended to a reflog: the tail after ``size``, if every line is a move to ``new``."""
+    try:
+        with open(path, "r+b") as f:
+            f.seek(size or 0)
+            lines = f.read().splitlines()
+            if lines and all(line.split(b" ", 2)[1:2] == [new.encode()] for line in lines):
+                f.truncate(size or 0)
+    except OSError:
+        pass

@@ -259,3 +259,31 @@ def test_an_immutable_git_folder_is_one_line_and_nothing_changed(alpha: Vault) -
     line = one_line_error(proc)
     assert proc.returncode == 12 and "not permitted" in line, line
     _unchanged(root, head)
+
+
+def test_a_failed_branch_move_leaves_no_reflog_entry_for_doctor_to_restore(alpha: Vault) -> None:
+    # libgit2 appends the reflog lines (the branch's and HEAD's) before it renames the branch's lock
+    # into place; when that rename fails (a full disk, an immutable ref file), the reflog named a
+    # commit the branch never had, and doctor --fix / recover --apply brought back a failed write.
+    root = alpha.root
+    alpha.close()
+    ref = root / ".git" / "refs" / "heads" / "main"
+    assert ref.is_file()
+    if subprocess.run(["chattr", "+i", str(ref)], capture_output=True, check=False).returncode != 0:
+        print("chattr +i is not permitted here: skipping")
+        pytest.skip("setting the immutable attribute needs root on a file system that has it")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    reflogs = {name: run_git(root, "reflog", "show", "--format=%H", name) for name in ("HEAD", "main")}
+    try:
+        proc = add_fact(root, "A write whose branch move fails.", AM_GIT_LOCK_WAIT="0.5")
+    finally:
+        subprocess.run(["chattr", "-i", str(ref)], check=False)
+    assert proc.returncode != 0, proc.stdout
+    one_line_error(proc)
+    _unchanged(root, head)
+    assert {name: run_git(root, "reflog", "show", "--format=%H", name) for name in reflogs} == reflogs
+    # (Its commit object stays, unreachable: only recover's scan of every object can still list it.)
+    listed = json.loads(am(root, "recover", "--format", "json").stdout)
+    assert [c for c in listed["lost"] if c["found_by"] == "reflog"] == [], listed
+    assert am(root, "doctor", "--fix").returncode == 0
+    _unchanged(root, head)
