@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import queue
 import shutil
@@ -15,7 +16,7 @@ from typing import Protocol
 
 import pygit2
 
-from am.errors import AmError, GitError, LockTimeoutError
+from am.errors import AmError, GitError, LockTimeoutError, storage_error
 from am.git import common, inflight, packs
 from am.git.common import _Moved, _StatEntry, failpoint, hash_blob, log
 from am.git.gitindex import GitIndex, IndexUnsupported
@@ -451,6 +452,9 @@ class Staging(Reader):
             except (pygit2.GitError, OSError) as err:
                 if "does not match" in str(err) or self.branch_tip(ref) != tip:
                     raise _Moved() from None
+                for code in (errno.ENOSPC, errno.EDQUOT, errno.EIO):  # libgit2 words the errno; name the fix
+                    if os.strerror(code) in str(err):
+                        raise storage_error(OSError(code, os.strerror(code)), f"move {ref}") from None
                 if "lock" not in str(err):
                     raise GitError(f"could not move {ref}: {err}") from None
                 self._wait_git_lock(lock, deadline, error=err)

@@ -287,3 +287,35 @@ def test_a_failed_branch_move_leaves_no_reflog_entry_for_doctor_to_restore(alpha
     assert [c for c in listed["lost"] if c["found_by"] == "reflog"] == [], listed
     assert am(root, "doctor", "--fix").returncode == 0
     _unchanged(root, head)
+
+
+def test_a_full_disk_at_the_branch_move_is_a_storage_error(alpha: Vault, tmp_path: Path) -> None:
+    # The branch's folder on a full file system of its own: objects and reflogs are written, and the disk
+    # fills exactly at the ref's lock file. Exit 12 with the fix, as ENOSPC anywhere else; no reflog entry.
+    root = alpha.root
+    alpha.close()
+    heads = root / ".git" / "refs" / "heads"
+    tip = (heads / "main").read_bytes()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(heads)], capture_output=True,
+                      check=False).returncode != 0:
+        print("cannot mount a tmpfs here: skipping")
+        pytest.skip("mounting a file system needs root (CI runs as root)")
+    try:
+        (heads / "main").write_bytes(tip)
+        with open(heads / "filler", "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 512)
+            except OSError:
+                pass
+        head = run_git(root, "rev-parse", "HEAD").strip()
+        proc = add_fact(root, "Written when the branch's disk is full.", AM_GIT_LOCK_WAIT="0.5")
+        (heads / "filler").unlink()
+        line = one_line_error(proc)
+        assert proc.returncode == 12 and "no space left" in line.lower() and "free some disk space" in line, line
+        _unchanged(root, head)
+        doctor = json.loads(am(root, "doctor", "--format", "json").stdout)
+        assert [f for f in doctor["findings"] if f["kind"] == "branch-moved-back"] == [], doctor
+        assert fact_id(add_fact(root, "The next write, once there is space."))
+    finally:
+        subprocess.run(["umount", "-l", str(heads)], check=False)
