@@ -116,3 +116,56 @@ def test_load_backend_ignores_the_vault_in_process(planted: tuple[Path, Path], m
     backend, note = load_backend({})
     assert backend is not None and note == "vector: planted"
     assert backend.search("x", limit=1) == [("fact-planted", 1.0)]
+
+
+HOOK_NAMES = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "reference-transaction",
+              "pre-push", "post-checkout", "post-merge", "pre-auto-gc", "post-rewrite", "post-index-change")
+
+
+def test_planted_git_config_runs_nothing(alpha: Vault, tmp_path: Path) -> None:
+    """A vault's core.hooksPath, core.fsmonitor, filters and textconv: am's writes, sync and repairs run none."""
+    root = alpha.root
+    mark = tmp_path / "mark"
+    mark.mkdir()
+    bare = tmp_path / "remote.git"
+    run_git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    run_git(root, "push", "-q", str(bare), "HEAD:refs/heads/main")
+    other = tmp_path / "other"
+    run_git(tmp_path, "clone", "-q", str(bare), str(other))
+    (other / "notes.md").write_text("a change on the other side\n")
+    run_git(other, "add", "notes.md")
+    run_git(other, "-c", "user.name=Other", "-c", "user.email=o@example.com", "commit", "-qm", "other side")
+    run_git(other, "push", "-q", "origin", "HEAD:main")
+
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in HOOK_NAMES:
+        (hooks / name).write_text(f"#!/bin/sh\ntouch {mark}/hook-{name}\nexit 0\n")
+        (hooks / name).chmod(0o755)
+    for key, value in {"core.hooksPath": str(hooks), "core.fsmonitor": f"touch {mark}/fsmonitor; false",
+                       "filter.planted.clean": f"touch {mark}/clean; cat",
+                       "filter.planted.smudge": f"touch {mark}/smudge; cat",
+                       "filter.planted.process": f"touch {mark}/process; false",
+                       "diff.planted.textconv": f"touch {mark}/textconv; cat",
+                       "remote.origin.url": str(bare),
+                       "remote.origin.fetch": "+refs/heads/*:refs/remotes/origin/*",
+                       "branch.main.remote": "origin", "branch.main.merge": "refs/heads/main"}.items():
+        run_git(root, "config", key, value)
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "attributes").write_text("* filter=planted diff=planted\n")
+
+    def am(*args: str) -> None:
+        proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), *args], capture_output=True,
+                              text=True, env=subprocess_env(), timeout=120, check=False)
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+
+    alpha.close()
+    am("fact", "add", "Written under a planted config.", "--topic", "project-alpha", "--id", "fact-planted-1")
+    am("fact", "supersede", "fact-planted-1", "Rewritten under a planted config.", "--reason", "test")
+    am("sync")
+    am("undo", "HEAD~1")
+    am("doctor", "--fix")
+    am("recover")
+    am("index", "rebuild")
+    assert sorted(p.name for p in mark.iterdir()) == []
+    assert (root / "notes.md").read_text() == "a change on the other side\n"  # the sync did merge
