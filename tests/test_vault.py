@@ -492,6 +492,8 @@ def test_cli_git_sees_fsync_durable_objects_after_kill(alpha: Vault, tmp_path: P
     (lambda t: t.replace("kind: project\n", "kind: !!python/object/apply:os.system ['touch /tmp/pwned']\n"), "tag"),
     (lambda t: t.replace("kind: project\n", "kind: project\ntitle: " + "x" * 70_000 + "\n"), "KiB"),
     (lambda t: t.replace("kind: project\n", "kind: [unclosed\n"), "invalid YAML"),
+    # Past Python's 4,300-digit limit for int(): the fast loader raised ValueError (a traceback in every command).
+    (lambda t: t.replace("kind: project\n", "kind: project\nx: " + "9" * 5000 + "\n"), "not a valid int"),
     (lambda t: t.replace("---\n", "", 1), "---"),
 ])
 def test_hostile_yaml_in_a_hand_edited_file(alpha: Vault, git: Git, corrupt: Callable[[str], str],

@@ -453,7 +453,10 @@ def _fast_scalar(text: str, *, raw: bool) -> tuple[bool, Any]:
     tag = _resolve_plain(text)
     if raw:
         return True, None if tag == _NULL else text
-    return True, _scalar_value(tag, text)
+    try:
+        return True, _scalar_value(tag, text)
+    except ValueError:  # an int past Python's digit limit: the strict loader names the line
+        return False, None
 
 
 def fast_load(text: str) -> dict[str, Any] | None:
