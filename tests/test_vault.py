@@ -492,6 +492,8 @@ def test_cli_git_sees_fsync_durable_objects_after_kill(alpha: Vault, tmp_path: P
     (lambda t: t.replace("kind: project\n", "kind: !!python/object/apply:os.system ['touch /tmp/pwned']\n"), "tag"),
     (lambda t: t.replace("kind: project\n", "kind: project\ntitle: " + "x" * 70_000 + "\n"), "KiB"),
     (lambda t: t.replace("kind: project\n", "kind: [unclosed\n"), "invalid YAML"),
+    # A long plain key takes the fast loader, which had no size cap: accepted in LF, refused in CRLF.
+    (lambda t: t.replace("kind: project\n", "kind: project\n" + "x" * 200_000 + ": 1\n"), "KiB"),
     # Past Python's 4,300-digit limit for int(): the fast loader raised ValueError (a traceback in every command).
     (lambda t: t.replace("kind: project\n", "kind: project\nx: " + "9" * 5000 + "\n"), "not a valid int"),
     (lambda t: t.replace("---\n", "", 1), "---"),

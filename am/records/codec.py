@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from am.errors import InvalidRecordError
-from am.records.frontmatter import LIST_FIELDS, dump, fast_load, strict_load
+from am.records.frontmatter import LIST_FIELDS, MAX_FRONTMATTER_BYTES, dump, fast_load, strict_load
 from am.records.ids import check_id, folder_problem
 from am.records.model import Fact, Record, Relation, Topic
 from am.records.properties import LINK_KEYS, link_target, link_value, update_frontmatter
@@ -93,7 +93,7 @@ def split_frontmatter(text: str, *, path: str | None = None) -> tuple[str, str, 
 
 def parse_meta(front: str, eol: str, *, path: str | None = None) -> dict[str, Any]:
     """Load a frontmatter block: the fast path for canonical text, else the strict loader."""
-    if eol == "\n":
+    if eol == "\n" and len(front) <= MAX_FRONTMATTER_BYTES // 4:  # the strict loader's size cap holds here too
         meta = fast_load(front)
         if meta is not None:
             return meta
