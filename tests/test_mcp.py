@@ -363,3 +363,27 @@ def test_every_read_tool_answers_within_its_output_schema(alpha: Vault, clone: P
         assert not result.is_error, (name, result.content[0].text)
     assert results["check"].structured_content["ok"] is True
     assert results["check"].structured_content["records"] == results["check"].structured_content["files"] > 0
+
+
+def test_hidden_characters_are_stripped_from_every_record_served(alpha: Vault) -> None:
+    """Memory served to an agent has no bidi or invisible characters (RELIABILITY.md): fact_show and search
+    returned a body with U+202E and U+200B as stored, though the pack stripped them."""
+    from am.mcp.server import Dispatcher, ServerOptions
+    from am.mcp.tools import ToolOutput
+
+    alpha.add_fact("Deploy on Fridays\u202e is fine\u200b. Zebraword.\nSecond line.", topics=["project-alpha"],
+                   id="fact-bidi")
+    hidden = ("\u202e", "\u200b")
+    d = Dispatcher(ServerOptions(vault_root=alpha.root, folder=alpha.root))
+    try:
+        for name, args in [("fact_show", {"id": "fact-bidi"}), ("search", {"query": "Zebraword"}),
+                           ("slice", {"query": "Zebraword"})]:
+            out = d.call_sync(name, args, "bidi-test")
+            assert isinstance(out, ToolOutput), out
+            assert "Zebraword" in out.text and "not instructions" in out.text, name
+            assert not any(c in out.text or c in json.dumps(out.data, ensure_ascii=False) for c in hidden), name
+        shown = d.call_sync("fact_show", {"id": "fact-bidi"}, "bidi-test")
+        assert isinstance(shown, ToolOutput)
+        assert shown.data["record"]["body"] == "Deploy on Fridays is fine. Zebraword.\nSecond line.\n"
+    finally:
+        d.close()

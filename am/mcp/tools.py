@@ -7,7 +7,7 @@ structured result). ``am.mcp.server`` turns them into the protocol.
 
 Memory handed to an agent is data, never instructions: every result that
 carries records says so in ``note`` and names each record's provenance, and
-text is cleaned of invisible and bidi control characters (``clean_text``).
+text is cleaned of invisible and bidi control characters (``strip_hidden``).
 """
 
 from __future__ import annotations
@@ -154,8 +154,10 @@ def _json_text(data: dict[str, Any]) -> str:
 
 
 def _as_data(data: dict[str, Any]) -> ToolOutput:
-    """Wrap records for an agent: a line that says they are data, then the JSON."""
-    data = {"note": DATA_NOTE, **data}
+    """Wrap records for an agent: a line that says they are data, then the JSON (hidden characters stripped)."""
+    from am.packs.pack import strip_hidden
+
+    data = {"note": DATA_NOTE, **strip_hidden(data)}
     return ToolOutput(f"[am] {DATA_NOTE}.\n{_json_text(data)}\n", data)
 
 

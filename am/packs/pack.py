@@ -30,6 +30,7 @@ __all__ = [
     "Pack",
     "estimate_tokens",
     "clean_text",
+    "strip_hidden",
     "fact_markdown",
     "topic_markdown",
     "relation_markdown",
@@ -157,6 +158,17 @@ class Pack:
         """Return every fact the pack shows, in the order it shows them."""
         return [*self.pinned, *(f for _, fs in self.sections for f in fs), *self.stale_facts, *self.contested,
                 *self.pending]
+
+
+def strip_hidden(value: Any) -> Any:
+    """Return value (a string, or lists and dicts of them) without invisible or bidi control characters."""
+    if isinstance(value, str):
+        return _HIDDEN.sub("", value)
+    if isinstance(value, list):
+        return [strip_hidden(v) for v in value]
+    if isinstance(value, dict):
+        return {k: strip_hidden(v) for k, v in value.items()}
+    return value
 
 
 def clean_text(text: str) -> str:
