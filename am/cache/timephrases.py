@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
+from am.clock import wall
 from am.errors import UsageError
 
 __all__ = ["TimeRange", "ParsedQuery", "parse_query", "parse_time"]
@@ -103,24 +104,9 @@ class _Found:
 
 def _midnight(day: date, tz: tzinfo | None) -> datetime:
     # combine() rather than now - timedelta: a day is not always 24 hours (DST).
-    return _wall(datetime.combine(day, time(0)), tz)
+    return wall(datetime.combine(day, time(0)), tz)
 
 
-def _wall(naive: datetime, tz: tzinfo | None) -> datetime:
-    """A wall-clock time where the user is: in the machine's own zone, with that zone's offset on that day
-    (a date in October named in December has October's daylight-saving offset); else in ``tz`` as it is."""
-    if tz is not None and _is_local(tz):
-        return naive.astimezone()
-    return naive.replace(tzinfo=tz)
-
-
-def _is_local(tz: tzinfo) -> bool:
-    """Whether ``tz`` is the machine's local zone, by its offset now ($AM_NOW's moment when set): a moment
-    given with another offset keeps it."""
-    from am.clock import now
-
-    moment = now()
-    return tz.utcoffset(None) == moment.utcoffset() == moment.astimezone().utcoffset()
 
 
 def _days_ago(n: int, now: datetime) -> _Bounds:
@@ -595,7 +581,7 @@ def parse_time(value: str, *, now: datetime) -> datetime:
             pass
         else:
             # A date or a naive datetime means wall-clock time where the user is.
-            return moment if moment.tzinfo is not None else _wall(moment, now.tzinfo)
+            return moment if moment.tzinfo is not None else wall(moment, now.tzinfo)
     parsed = parse_query(stripped, now=now)
     if parsed.range is None or parsed.text or parsed.ignored:
         raise UsageError(f"cannot read {value!r} as a time", hint=_ACCEPTED)
