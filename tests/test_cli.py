@@ -279,6 +279,9 @@ def test_demo_from_the_command_line(tmp_path: Path, am_home: Path) -> None:
     proc = _run("demo", str(tmp_path / "demo"), am_home=am_home)
     assert proc.returncode == 0, proc.stderr
     assert "demo vault ready" in proc.stdout and "am fact list" in proc.stdout
+    # The count it prints is git's, the hooks' own commit included.
+    commits = run_git(tmp_path / "demo", "rev-list", "--count", "HEAD").strip()
+    assert f"({commits} commits)" in proc.stdout and "hooks installed" in proc.stdout, proc.stdout
     proc = _run("--vault", "demo", "topic", "list", "--format", "json", am_home=am_home)
     assert proc.returncode == 0 and "project-alpha" in proc.stdout
     assert REPO_ROOT.is_dir()

@@ -13,8 +13,9 @@ NO_HOOKS_OPTION = click.option("--no-hooks", is_flag=True,
                                help="Do not install am's Git hooks and merge driver (am hooks install does it later).")
 
 
-def _install_hooks(vault: Any) -> None:
-    """Install the vault's hooks and merge driver; a failure is a warning (the vault itself is ready)."""
+def _install_hooks(vault: Any) -> str | None:
+    """Install the vault's hooks and merge driver; return the line that says so, or None after a warning (a
+    failure is one: the vault itself is ready)."""
     from am.errors import AmError
     from am.upkeep.merges import install_vault_hooks
 
@@ -23,10 +24,10 @@ def _install_hooks(vault: Any) -> None:
     except (AmError, OSError) as err:
         click.echo(f"warning: am's Git hooks were not installed ({err}); hand commits go unchecked and git pull "
                    "merges records as text until: am hooks install", err=True)
-        return
+        return None
     hooks = [a.name for a in actions if a.name != "merge-driver"]
-    click.echo(f"hooks installed ({', '.join(hooks) or 'already there'}) and the record merge driver registered; "
-               "am hooks uninstall removes them")
+    return (f"hooks installed ({', '.join(hooks) or 'already there'}) and the record merge driver registered; "
+            "am hooks uninstall removes them")
 
 
 @click.command()
@@ -52,8 +53,8 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, r
     if for_obsidian:
         vault.setup_obsidian()
     click.echo(f"vault {vault.name} ready at {vault.root}")
-    if not no_hooks:
-        _install_hooks(vault)
+    if not no_hooks and (said := _install_hooks(vault)):
+        click.echo(said)
     click.echo(f"next: am --vault {vault.name} topic add project-x --title 'Project X'")
 
 
@@ -133,11 +134,12 @@ def demo(path: Path, code: Path | None, replace: bool, no_hooks: bool) -> None:
     from am.demo import materialise_demo
 
     v = materialise_demo(path, code=code, replace_names=replace)
+    said = None if no_hooks else _install_hooks(v)  # its commit is counted with the rest
     commits = sum(1 for _ in v.store.walk())
     code_path = (code or path.with_name(path.name + "-code")).resolve()
     click.echo(f"demo vault ready at {v.root} ({commits} commits)")
-    if not no_hooks:
-        _install_hooks(v)
+    if said:
+        click.echo(said)
     click.echo(f"code repository project-alpha at {code_path} (branches main, feat-batch, feat-rate-limit)")
     click.echo("try:")
     for line in (
