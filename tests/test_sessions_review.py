@@ -162,8 +162,9 @@ def test_a_fact_stale_on_a_branch_shows_the_diff_and_confirm_makes_it_fresh_ther
     assert queue["world"]["commit"] == second
     stale = {i["id"]: i for i in queue["items"] if i["kind"] == "stale"}
     assert set(stale) == {"fact-batch", "fact-users"}
-    # Main's fact is not offered a confirm here: the item says how to settle it on feat-batch instead.
-    assert stale["fact-users"]["choices"] == ["supersede", "expire"]
+    # Main's fact is not offered a confirm here (nor an expire, which would end it on main too): the item says
+    # how to settle it on feat-batch instead.
+    assert stale["fact-users"]["choices"] == ["supersede"]
     assert ('a fact of main: check it on feat-batch, and if it no longer holds here: am fact supersede fact-users '
             '"what holds here" --branch feat-batch') in stale["fact-users"]["note"]
     item = stale["fact-batch"]
@@ -186,6 +187,15 @@ def test_a_fact_stale_on_a_branch_shows_the_diff_and_confirm_makes_it_fresh_ther
     assert [i["id"] for i in json.loads(out)["items"]] == ["fact-users"]
     code, out, _ = am("--vault", str(alpha.root), "stale", *world, "--format", "json")
     assert [s["id"] for s in json.loads(out)["stale"]] == ["fact-users"]
+    # Superseded on feat-batch by the review, with its world: main keeps its fact, feat-batch has the new one.
+    code, out, err = am("--vault", str(alpha.root), "review", "supersede", "fact-users", "--text",
+                        "get_users takes ids.", *world, "--format", "json")
+    assert code == 0, err
+    new = next(r for r in json.loads(out)["records"] if r["id"] != "fact-users")
+    assert (new["version"], new["commit"]) == ("feat-batch", second)
+    assert alpha.get_fact("fact-users").status == "active"
+    code, out, _ = am("--vault", str(alpha.root), "stale", *world, "--format", "json")
+    assert json.loads(out)["stale"] == []
 
 
 def test_hand_set_pending_and_a_contested_pair_are_in_the_queue_and_accept_resolves_the_pair(alpha, git) -> None:

@@ -153,7 +153,8 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
             note += (f"; a fact of {b}: check it on {world.branch or 'this branch'}, and if it no longer holds here: "
                      f"am fact supersede {s.fact.id} \"what holds here\" --branch {world.branch or 'BRANCH'} "
                      f"--reason \"...\" (confirming it here would take it off {b})")
-            offered = tuple(c for c in CHOICES["stale"] if c != "confirm")
+            # Nor an expire: it would end the fact on its own branch too, where it may well hold.
+            offered = tuple(c for c in CHOICES["stale"] if c not in ("confirm", "expire"))
         items.append(ReviewItem("stale", s.fact.id, (s.fact,), tuple(evidence), note=note, offered=offered))
     return items, where
 
