@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,23 +118,24 @@ def _tail(data: bytes, count: int = _PROBE_LINES) -> Iterator[tuple[int, bytes]]
         end = start - 1
 
 
+# What makes one JSON line a line of each format, in the order a log's format is recognised.
+_LINE_FORMATS: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+    ("codex", lambda obj: obj.get("type") in _CODEX_TYPES and "payload" in obj),
+    ("claude-code", lambda obj: "sessionId" in obj or (obj.get("type") in _CLAUDE_TYPES
+                                                       and ("message" in obj or "leafUuid" in obj))),
+    ("jsonl", lambda obj: "role" in obj and ("text" in obj or "content" in obj)),
+)
+
+
 def _line_format(obj: dict[str, Any]) -> str | None:
     """Name the format one JSON line is written in, or None."""
-    kind = obj.get("type")
-    if kind in _CODEX_TYPES and "payload" in obj:
-        return "codex"
-    if "sessionId" in obj or (kind in _CLAUDE_TYPES and ("message" in obj or "leafUuid" in obj)):
-        return "claude-code"
-    if "role" in obj and ("text" in obj or "content" in obj):
-        return "jsonl"
-    return None
+    return next((name for name, reads in _LINE_FORMATS if reads(obj)), None)
 
 
 def readable_as(data: bytes, fmt: str) -> bool:
     """Whether some of a log's first lines read as ``fmt`` (a Claude Code line may also be a plain one)."""
-    plain = fmt == "jsonl"
-    return any(_line_format(obj) == fmt or (plain and "role" in obj and ("text" in obj or "content" in obj))
-               for _, obj in _objects(_head(data)))
+    reads = dict(_LINE_FORMATS)[fmt]
+    return any(reads(obj) for _, obj in _objects(_head(data)))
 
 
 def detect(data: bytes) -> str:

@@ -43,8 +43,7 @@ def register_merge_driver(vault: Any, *, command: list[str]) -> list[str]:
     """Set ``merge.am.driver`` in the clone's config and commit the attribute lines; return what changed."""
     done = []
     store = vault.store.opened()
-    driver = " ".join(shlex.quote(w) for w in command) + " merge-driver %O %A %B %P"
-    if store.config_value(f"merge.{DRIVER}.driver") != driver:
+    if store.config_value(f"merge.{DRIVER}.driver") != _driver_line(command):
         set_driver(Path(store.root), command)
         store.__dict__.pop("_config", None)
         done.append("merge.am.driver")
@@ -78,10 +77,21 @@ def install_vault_hooks(vault: Any) -> list[Any]:
     return actions
 
 
+def _driver_line(command: list[str]) -> str:
+    return " ".join(shlex.quote(w) for w in command) + " merge-driver %O %A %B %P"
+
+
+def _configured_driver(root: Path) -> str:
+    """The clone's ``merge.am.driver`` setting, or "" when there is none."""
+    found = subprocess.run(["git", "-C", str(root), "config", "--get", f"merge.{DRIVER}.driver"], check=False,
+                           capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+
 def set_driver(root: Path, command: list[str]) -> None:
     """Set the clone's ``merge.am`` settings to run ``command``'s merge-driver (config only, no commit)."""
-    driver = " ".join(shlex.quote(w) for w in command) + " merge-driver %O %A %B %P"
-    for key, value in ((f"merge.{DRIVER}.name", "am record-aware merge"), (f"merge.{DRIVER}.driver", driver)):
+    for key, value in ((f"merge.{DRIVER}.name", "am record-aware merge"), (f"merge.{DRIVER}.driver",
+                                                                           _driver_line(command))):
         subprocess.run(["git", "-C", str(root), "config", key, value], check=True, capture_output=True)
 
 
@@ -97,9 +107,7 @@ def driver_missing(root: Path) -> bool:
         return False
     if not any(line.split()[1:] and f"merge={DRIVER}" in line.split()[1:] for line in attributes.splitlines()):
         return False
-    found = subprocess.run(["git", "-C", str(root), "config", "--get", f"merge.{DRIVER}.driver"], check=False,
-                           capture_output=True, text=True)
-    return found.returncode != 0 or not found.stdout.strip()
+    return not _configured_driver(root)
 
 
 def unregister_merge_driver(root: Path) -> list[str]:
@@ -111,9 +119,7 @@ def unregister_merge_driver(root: Path) -> list[str]:
     a record run a program that is not there. A ``merge.am.driver`` that is
     not am's (no ``merge-driver %O %A %B %P``) is left alone.
     """
-    found = subprocess.run(["git", "-C", str(root), "config", "--get", f"merge.{DRIVER}.driver"], check=False,
-                           capture_output=True, text=True)
-    if found.returncode != 0 or not found.stdout.strip().endswith(" merge-driver %O %A %B %P"):
+    if not _configured_driver(root).endswith(" merge-driver %O %A %B %P"):
         return []
     subprocess.run(["git", "-C", str(root), "config", "--remove-section", f"merge.{DRIVER}"], check=True,
                    capture_output=True)
