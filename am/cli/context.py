@@ -95,13 +95,9 @@ def check_output(path: Path) -> None:
 
 def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, Any]:
     """Return the stable JSON shape of a record: its frontmatter, body and path."""
-    from am.records.codec import record_to_meta
+    from am.records import codec  # imported on use: commands that print no record never load it
 
-    data = record_to_meta(record)
-    data["body"] = record.body
-    if path is not None:
-        data["path"] = str(path)
-    return data
+    return codec.record_dict(record, path)
 
 
 def emit_json(data: Any) -> None:

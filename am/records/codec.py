@@ -8,6 +8,7 @@ are kept (``record.eol``); a UTF-8 BOM is dropped.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from am.errors import InvalidRecordError
@@ -282,3 +283,12 @@ def render_update(old_text: str, record: Record, *, path: str | None = None,
     if eol != "\n":
         text = text.replace("\n", eol)
     return f"---{eol}{text}---{eol}{record.body}"
+
+
+def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, Any]:
+    """Return the stable JSON shape of a record (as `am ... show --format json` and the MCP tools give it)."""
+    data = record_to_meta(record)
+    data["body"] = record.body
+    if path is not None:
+        data["path"] = str(path)
+    return data

@@ -22,6 +22,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from am.errors import AmError, ConflictError, InvalidRecordError
+from am.git.inflight import pid_alive
 from am.records.ids import RECORD_DIRS
 
 __all__ = ["LostCommit", "Restored", "Finding", "find_lost", "restore", "diagnose", "repair"]
@@ -197,18 +198,6 @@ class Finding:
         return {"kind": self.kind, "path": self.path, "message": self.message, "fixable": self.fixable}
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
     """Return the bytes of a work-tree record file am may commit, or None and why not."""
     from am.git.workfiles import read_work_file
@@ -275,12 +264,12 @@ def diagnose(vault: Any) -> list[Finding]:
     if am_dir.is_dir():
         for tmp in am_dir.iterdir():
             m = _INDEX_TEMP.match(tmp.name)
-            if m and not _pid_alive(int(m["pid"])):
+            if m and not pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", str(tmp), "temporary index of a killed am process", True))
         queue = am_dir / "queue"
         for item in sorted(queue.iterdir()) if queue.is_dir() else ():
             m = _QUEUED.match(item.name)
-            if m and not _pid_alive(int(m["pid"])):
+            if m and not pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", str(item), "queued write of a killed am process", True))
     try:
         head, staged, status = _candidates(vault)
@@ -292,7 +281,7 @@ def diagnose(vault: Any) -> list[Finding]:
         p = PurePosixPath(path)
         m = _TEMP.match(p.name)
         if m and p.parts and p.parts[0] in _TOPS:
-            if not _pid_alive(int(m["pid"])):
+            if not pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", path, "half-written file of a killed am process", True))
             continue
         if not (p.parts and p.parts[0] in _TOPS and p.suffix == ".md"):
