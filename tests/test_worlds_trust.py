@@ -551,3 +551,32 @@ def test_a_second_clone_links_its_code_repo_to_itself_not_to_the_first(world: di
     registry = Registry.load()
     assert registry.repo_vaults["code-b"] == registry.repo_vaults["code-c"] == "test-b"
     assert registry.repo_vaults["project-alpha"] == "test"
+
+
+def test_check_names_a_fact_its_rewritten_branch_left_behind(world: dict[str, Any]) -> None:
+    """A force-pushed branch whose commit was amended: the fact holds nowhere, and am check says so."""
+    vault, code = world["vault"], world["code"]
+    ok("--vault", vault, "fact", "add", "Batch lookups exist.", "--topic", "project-alpha", "--repo", "project-alpha",
+       "--branch", "feat", "--id", "fact-batch")
+
+    def warned() -> list[dict[str, Any]]:
+        _, out, _ = am("--vault", vault, "check", "--format", "json")
+        return [i for i in json.loads(out)["issues"] if i["code"] == "unresolved-world"]
+
+    assert warned() == []
+    # Rebased onto main with its patch unchanged: the fact still holds on feat (landed), no warning.
+    commit(code, "src/db/more.py", "MORE = 1\n", "main moves on")
+    run_git(code, "rebase", "-q", "main", "feat")
+    run_git(code, "switch", "-q", "main")
+    assert "fact-batch" in shown_ids(ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "feat"))
+    assert warned() == []
+    # Amended (its patch changed) and force-pushed: feat no longer has the fact's commit nor its change.
+    run_git(code, "switch", "-q", "feat")
+    (code / "src/api/batch.py").write_text("def getUsers(ids, limit): ...\n")
+    run_git(code, "commit", "-q", "-a", "--amend", "-m", "batch, with a limit")
+    run_git(code, "switch", "-q", "main")
+    assert "fact-batch" not in shown_ids(ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "feat"))
+    issues = warned()
+    assert len(issues) == 1 and issues[0]["field"] == "commit", issues
+    assert "does not hold on its own branch 'feat'" in issues[0]["message"]
+    assert "am fact supersede fact-batch" in issues[0]["message"]

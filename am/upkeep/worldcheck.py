@@ -3,7 +3,11 @@
 A record naming a repo that is not registered here, a branch its clone does
 not have, or a commit it does not have is judged by the branch-name fallback
 (or not at all), so a slice may silently leave it out: each is a warning that
-names the record, the field and the fix. Written with ``--unverified`` (a
+names the record, the field and the fix. So is a record whose branch and commit
+both resolve but whose commit the branch no longer has, as such or landed (an
+amend, a rebase that changed the patch, a force-push): it holds nowhere on its
+own branch, and `am fact confirm` cannot move it (the new commit does not
+descend from the old), so the fix is a supersede there. Written with ``--unverified`` (a
 branch not fetched here), it resolves once the clone is registered and fetched.
 """
 
@@ -22,13 +26,14 @@ __all__ = ["world_issues"]
 
 def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Registry | None = None) -> list[Issue]:
     """Return a warning for every fact or relation whose repo, branch or commit cannot be resolved here."""
-    from am.worlds.ancestry import is_shallow, open_clone
+    from am.worlds.ancestry import CommitGraph, is_shallow, open_clone
     from am.worlds.checks import branch_tip
 
     registry = registry or Registry.load()
     clones: dict[str, Any] = {}
-    tips: dict[tuple[str, str], bool] = {}
+    tips: dict[tuple[str, str], str | None] = {}
     commits: dict[tuple[str, str], bool] = {}
+    graphs: dict[tuple[str, str], Any] = {}  # (repo, branch tip) -> its history, for facts a rewrite left behind
     issues: list[Issue] = []
     for path, record in records:
         if not isinstance(record, (Fact, Relation)) or record.repo is None:
@@ -52,8 +57,8 @@ def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Regi
         if record.version is not None:
             key = (repo, record.version)
             if key not in tips:
-                tips[key] = branch_tip(store, record.version) is not None
-            if not tips[key]:
+                tips[key] = branch_tip(store, record.version)
+            if tips[key] is None:
                 issues.append(Issue("warning", "unresolved-world", where,
                                     f"branch {record.version!r} is not in the clone of {repo} (fetch it, or fix the "
                                     "branch)", "version"))
@@ -68,4 +73,24 @@ def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Regi
                 issues.append(Issue("warning", "unresolved-world", where,
                                     f"commit {record.commit!r} is not in the clone of {repo}: the record is judged by "
                                     f"branch name, or on every branch when it names none ({fix})", "commit"))
+            elif record.version is not None and (tip := tips[(repo, record.version)]) is not None:
+                # The branch was rewritten (an amend, a rebase that changed the patch, a force-push): its
+                # commit is neither in the branch's history nor landed there: it does not hold on its branch.
+                if (repo, tip) not in graphs:
+                    graphs[(repo, tip)] = CommitGraph(store, tip)
+                if graphs[(repo, tip)].contains(record.commit) is False:
+                    issues.append(Issue("warning", "unresolved-world", where,
+                                        f"commit {record.commit[:10]} is not in the history of branch {record.version!r} "
+                                        "and its change did not land there (was the branch rewritten? an amend, a "
+                                        f"rebase that changed the patch, a force-push), so the record does not hold on its own branch "
+                                        f"{record.version!r} ({_refile(record)})", "commit"))
     return issues
+
+
+def _refile(record: Record) -> str:
+    """Say how to file again, on its own branch, a record whose branch was rewritten under it."""
+    if isinstance(record, Fact):
+        return (f"re-file it there: am fact supersede {record.id} \"what holds now\" --branch {record.version} "
+                "--reason \"...\"")
+    return (f"re-file it there: am relation add ... --repo {record.repo} --branch {record.version}, "
+            f"then am relation expire {record.id}")
