@@ -369,6 +369,49 @@ def test_confirm_follows_a_merged_or_deleted_branch(world: dict[str, Any]) -> No
     assert s1 != s2
 
 
+def test_confirm_keeps_a_fact_on_the_main_line_once_its_branch_is_gone(world: dict[str, Any]) -> None:
+    """Main renamed to trunk, or a merged feature deleted: the fact still holds on the main line by its commit, and a
+    confirm (or the review queue, or the hook's advice) at a commit off that line would take it off: refused."""
+    from am.upkeep.review import review_queue
+
+    vault, code = world["vault"], world["code"]
+    ok("--vault", vault, "fact", "add", "getUser takes one id.", "--topic", "project-alpha", "--id", "fact-users",
+       "--repo", "project-alpha", "--branch", "main", "--path", "src/api/users.py")
+    ok("--vault", vault, "fact", "add", "Batch takes ids.", "--topic", "project-alpha", "--id", "fact-batch",
+       "--repo", "project-alpha", "--branch", "feat", "--path", "src/api/batch.py")
+    run_git(code, "merge", "-q", "--no-ff", "-m", "merge feat", "feat")
+    run_git(code, "branch", "-d", "feat")
+    run_git(code, "branch", "-m", "main", "trunk")
+    run_git(code, "switch", "-q", "-c", "exp")
+    x = commit(code, "src/api/users.py", "def getUser(id, *, fields=None): ...\n", "users: fields")
+    commit(code, "src/api/batch.py", "def getUsers(ids, limit=5): ...\n", "batch: limit")
+    before = head(vault)
+    for fact_id, why in (("fact-users", "its branch 'main' is not in the clone"),
+                         ("fact-batch", "its branch 'feat' is not in the clone")):
+        code_, _, err = am("--vault", vault, "fact", "confirm", fact_id, "--commit", x[:8])
+        assert code_ == 13, err
+        assert f"{fact_id} is a fact that holds on 'trunk' ({why}), and commit {x[:10]} (on exp) is not on it" in err
+        assert f"--branch exp" in err and "git branch -d" not in err
+    assert head(vault) == before
+    items = review_queue(world["v"], repo="project-alpha", branch="exp").items
+    stale = {i.id: i for i in items if i.kind == "stale"}
+    assert set(stale) == {"fact-users", "fact-batch"}
+    assert all("confirm" not in (i.offered or ()) and "off trunk" in i.note for i in stale.values())
+    # On trunk itself the confirm is what it was: the fact stays where it held.
+    run_git(code, "switch", "-q", "trunk")
+    t = commit(code, "src/api/users.py", "def getUser(id: int): ...\n", "users: typed")
+    ok("--vault", vault, "fact", "confirm", "fact-users", "--commit", t[:8])
+    pack = ok("--vault", vault, "slice", "--repo", "project-alpha", "--branch", "trunk")
+    assert {"fact-users", "fact-batch"} <= shown_ids(pack)
+    # Nor does am check ask to fetch a branch that is gone while the main line holds the fact: nothing to fetch.
+    ok("--vault", vault, "fact", "add", "A spike.", "--topic", "project-alpha", "--id", "fact-spike",
+       "--repo", "project-alpha", "--branch", "exp")
+    run_git(code, "branch", "-D", "exp")
+    out = am("--vault", vault, "check", "--format", "json")[1]
+    warned = {i["path"].rsplit("/", 1)[-1] for i in json.loads(out)["issues"] if i["code"] == "unresolved-world"}
+    assert warned == {"fact-spike.md"}  # its branch is gone unmerged: it holds nowhere
+
+
 # ------------------------------------------------------------------ 4. am why
 
 

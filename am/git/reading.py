@@ -181,6 +181,12 @@ class Reader:
             return None
         return str(reference.resolve().target)
 
+    def symbolic_target(self, ref: str) -> str | None:
+        """Return the ref a symbolic ref names (``refs/remotes/origin/HEAD`` -> ``refs/remotes/origin/main``), or None."""
+        reference = self.repo.references.get(ref)
+        target = None if reference is None else reference.target
+        return target if isinstance(target, str) else None
+
     def resolve(self, rev: str) -> str:
         """Resolve a revision (sha, branch, tag, HEAD~2) to a commit id."""
         try:

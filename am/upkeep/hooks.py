@@ -489,13 +489,13 @@ def run_code_hook(name: str, args: Sequence[str], *, cwd: Path, vault_where: str
 
 def _stale_advice(store: Any, facts: Sequence[Any], branch: str | None, head: str, out: TextIO) -> None:
     """Say how to settle each fact: confirm at this commit only where that keeps it on its branch (DESIGN §5.6)."""
-    from am.worlds.checks import keeps_branch
+    from am.worlds.checks import home_branch, keeps_branch
 
-    mine = [f.id for f in facts if keeps_branch(store, f.version, head)]
+    mine = [f.id for f in facts if keeps_branch(store, f.version, f.commit, head)]
     others: dict[str, list[str]] = {}
     for f in facts:
         if f.id not in mine:
-            others.setdefault(f.version, []).append(f.id)
+            others.setdefault(home_branch(store, f.version, f.commit) or "?", []).append(f.id)
     if mine:
         names, it = ("them", "them") if not others else (", ".join(mine), "it" if len(mine) == 1 else "them")
         out.write(f"am: check {names}, then re-confirm with: am fact confirm ID --commit {head[:10]}\n"

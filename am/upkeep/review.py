@@ -138,7 +138,7 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
     store = None
     if report.facts and world.commit:
         from am.worlds.ancestry import open_clone
-        from am.worlds.checks import keeps_branch
+        from am.worlds.checks import home_branch, keeps_branch
 
         store = open_clone(repo)[0]
     for s in report.facts:
@@ -147,9 +147,9 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
             evidence += _diff(repo, s.fact.commit, world.commit, s.fact.paths)
         note = f"code it watches changed since {s.fact.commit[:10] if s.fact.commit else '?'}"
         offered = None
-        if store is not None and world.commit and not keeps_branch(store, s.fact.version, world.commit):
-            # Confirming here would take the fact off its own branch (am fact confirm refuses it): say what does.
-            b = s.fact.version
+        if store is not None and world.commit and not keeps_branch(store, s.fact.version, s.fact.commit, world.commit):
+            # Confirming here would take the fact off its home branch (am fact confirm refuses it): say what does.
+            b = home_branch(store, s.fact.version, s.fact.commit)
             note += (f"; a fact of {b}: check it on {world.branch or 'this branch'}, and if it no longer holds here: "
                      f"am fact supersede {s.fact.id} \"what holds here\" --branch {world.branch or 'BRANCH'} "
                      f"--reason \"...\" (confirming it here would take it off {b})")

@@ -8,7 +8,9 @@ both resolve but whose commit the branch no longer has, as such or landed (an
 amend, a rebase that changed the patch, a force-push): it holds nowhere on its
 own branch, and `am fact confirm` cannot move it (the new commit does not
 descend from the old), so the fix is a supersede there. Written with ``--unverified`` (a
-branch not fetched here), it resolves once the clone is registered and fetched.
+branch not fetched here), it resolves once the clone is registered and fetched. A
+branch gone from the clone whose commit the main line holds (merged and deleted,
+renamed) is no warning: the record holds there by its commit, nothing to fetch.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Regi
             key = (repo, record.version)
             if key not in tips:
                 tips[key] = branch_tip(store, record.version)
-            if tips[key] is None:
+            if tips[key] is None and not _on_main_line(store, repo, record.commit, graphs):
                 issues.append(Issue("warning", "unresolved-world", where,
                                     f"branch {record.version!r} is not in the clone of {repo} (fetch it, or fix the "
                                     "branch)", "version"))
@@ -94,3 +96,18 @@ def _refile(record: Record) -> str:
                 "--reason \"...\"")
     return (f"re-file it there: am relation add ... --repo {record.repo} --branch {record.version}, "
             f"then am relation expire {record.id}")
+
+
+def _on_main_line(store: Any, repo: str, commit: str | None, graphs: dict[tuple[str, str], Any]) -> bool:
+    """Whether the clone's main line holds a commit (its branch merged and deleted, or renamed): nothing to fetch."""
+    from am.worlds.ancestry import CommitGraph
+    from am.worlds.checks import branch_tip, main_line
+
+    main = main_line(store) if commit else None
+    tip = branch_tip(store, main) if main is not None else None
+    if tip is None or commit is None:
+        return False
+    key = (repo, tip)
+    if key not in graphs:
+        graphs[key] = CommitGraph(store, tip)
+    return graphs[key].contains(commit) is True

@@ -89,7 +89,7 @@ class WorldWrites:
             store, _ = open_clone(fact.repo)
             if store is not None:
                 # The commit must keep the fact in the worlds it held in: on its branch (or that branch merged) ...
-                check_confirm(store, fact_id, fact.version, new_commit)
+                check_confirm(store, fact_id, fact.version, fact.commit, new_commit)
                 old = store.find_commit(fact.commit) if fact.commit else None
                 if old is not None and not store.is_ancestor(old, new_commit):  # ... and after its commit
                     raise UsageError(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from am.git import GitStore
 
 __all__ = ["CheckedWorld", "branch_names", "branch_tip", "branches_with", "check_confirm", "check_repo_known",
-           "did_you_mean", "keeps_branch", "known_list", "verify_world"]
+           "did_you_mean", "home_branch", "keeps_branch", "known_list", "main_line", "verify_world"]
 
 
 @dataclass(frozen=True)
@@ -90,19 +90,49 @@ def _on_branch(store: GitStore, tip: str, commit: str) -> bool:
     return commit == tip or store.is_ancestor(commit, tip)
 
 
-def keeps_branch(store: GitStore, branch: str | None, commit: str) -> bool:
-    """Whether a fact of ``branch`` re-observed at ``commit`` stays in the worlds it held in (DESIGN §5.6).
+def main_line(store: GitStore) -> str | None:
+    """Return the clone's main line: what origin/HEAD names, else the first of main, master, trunk it has."""
+    target = store.symbolic_target("refs/remotes/origin/HEAD")
+    if target is not None and target.startswith("refs/remotes/origin/") and store.find_commit(target) is not None:
+        return target[len("refs/remotes/origin/"):]
+    return next((name for name in ("main", "master", "trunk") if branch_tip(store, name) is not None), None)
 
-    The one rule of a confirm: the commit is on the branch, or the clone has no
-    such branch (nothing left to take it out of). A branch merged into another
+
+def home_branch(store: GitStore, branch: str | None, observed: str | None) -> str | None:
+    """Return the branch a fact must stay on when it is observed again, or None (DESIGN §5.6).
+
+    Its own branch while the clone has it. Once that branch is gone (merged and
+    deleted, or renamed: main -> trunk) or the fact names none, the fact still
+    holds by its commit on the main line, where that line holds the commit (in
+    its history, or landed by a squash): the main line, then. Else none.
+    """
+    if branch is not None and branch_tip(store, branch) is not None:
+        return branch
+    main = main_line(store)
+    if main is None or observed is None:
+        return None
+    from am.worlds.ancestry import CommitGraph
+
+    tip = branch_tip(store, main)
+    held = CommitGraph(store, tip).contains(observed) if tip is not None else False
+    return main if held is not False else None  # a commit the clone lacks (shallow): keep it on the main line
+
+
+def keeps_branch(store: GitStore, branch: str | None, observed: str | None, commit: str) -> bool:
+    """Whether a fact of ``branch`` observed at ``observed``, re-observed at ``commit``, keeps its worlds (DESIGN §5.6).
+
+    The one rule of a confirm: the commit is on the fact's home branch
+    (home_branch: its own, or the main line once its own is gone), or the fact
+    has none (nothing left to take it out of). A branch merged into another
     still takes the fact out while it is there: the commit graph cannot tell a
     feature merged into main from main merged into the feature to keep it
     current, so a merged branch is deleted first (git branch -d refuses an
-    unmerged one). A fact that names no branch keeps none.
+    unmerged one).
     """
-    if branch is None:
+    home = home_branch(store, branch, observed)
+    if home is None:
         return True
-    tip = branch_tip(store, branch)
+    tip = branch_tip(store, home)
     return tip is None or _on_branch(store, tip, commit)
 
 
@@ -116,18 +146,22 @@ def branches_with(store: GitStore, commit: str) -> list[str]:
     return []
 
 
-def check_confirm(store: GitStore, fact_id: str, branch: str | None, commit: str) -> None:
-    """Refuse to confirm a fact of ``branch`` at a commit that would take it off that branch (UnknownWorldError)."""
-    if keeps_branch(store, branch, commit):
+def check_confirm(store: GitStore, fact_id: str, branch: str | None, observed: str | None, commit: str) -> None:
+    """Refuse to confirm a fact at a commit that would take it off its home branch (UnknownWorldError)."""
+    if keeps_branch(store, branch, observed, commit):
         return
-    others = [b for b in branches_with(store, commit) if b != branch]
+    home = home_branch(store, branch, observed) or "?"
+    others = [b for b in branches_with(store, commit) if b != home]
     other = others[0] if len(others) == 1 else "OTHER"
     on = f" (on {known_list(others)})" if others else ""
+    whose = (f"a fact of branch {home!r}" if home == branch else
+             f"a fact that holds on {home!r} ({'its branch ' + repr(branch) + ' is not in the clone' if branch else 'it names no branch'})")
     raise UnknownWorldError(
-        f"{fact_id} is a fact of branch {branch!r}, and commit {commit[:10]}{on} is not on it: confirming there "
-        f"would take the fact off {branch}",
-        hint=f"confirm it at a commit of {branch} (am fact confirm {fact_id}: its tip); if {branch} is merged, "
-             f"delete it first (git branch -d {branch}); or, if it no longer holds on {other}: "
+        f"{fact_id} is {whose}, and commit {commit[:10]}{on} is not on it: confirming there "
+        f"would take the fact off {home}",
+        hint=f"confirm it at a commit of {home} (am fact confirm {fact_id} --commit {home}); "
+             + (f"if {home} is merged, delete it first (git branch -d {home}); " if home == branch else "")
+             + f"or, if it no longer holds on {other}: "
              f"am fact supersede {fact_id} \"what holds there\" --branch {other} --reason \"...\"")
 
 
