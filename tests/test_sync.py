@@ -208,6 +208,43 @@ def test_git_pull_rebase_through_the_merge_driver_keeps_both_versions(pair: tupl
         assert check_vault(vb).errors == []
 
 
+@pytest.mark.parametrize("how", ["cherry-pick", "stash-pop", "revert"])
+def test_a_git_command_no_hook_completes_gets_a_text_conflict_not_a_split(alpha: Any, how: str) -> None:
+    """Only a merge or a rebase has a hook that commits a split's contested copy; elsewhere Git's conflict stands."""
+    vault: Vault = alpha
+    root = vault.root
+    fid = vault.add_fact("The cache is Redis 6.", topics=["project-alpha"], id="fact-cache").record.id
+    rel = fact_path(root, fid)
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "hooks", "install"],
+                          check=False, capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    if how == "cherry-pick":
+        run_git(root, "switch", "-q", "-c", "side")
+        edit(root, rel, "side edits", body="The cache is Redis 7.\n")
+        run_git(root, "switch", "-q", "main")
+        edit(root, rel, "main edits", body="The cache is Valkey 8.\n")
+        command = ["cherry-pick", "side"]
+    elif how == "stash-pop":
+        text = record_at(root, rel)
+        (root / rel).write_text(render_record(replace(text, body="The cache is Redis 7.\n")), encoding="utf-8")
+        run_git(root, "stash", "-q")
+        edit(root, rel, "main edits", body="The cache is Valkey 8.\n")
+        command = ["stash", "pop"]
+    else:
+        edit(root, rel, "first edit", body="The cache is Redis 7.\n")
+        edit(root, rel, "second edit", body="The cache is Valkey 8.\n")
+        command = ["revert", "--no-edit", "HEAD~1"]
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    done = subprocess.run(["git", "-C", str(root), *command], check=False, capture_output=True, text=True,
+                          env=subprocess_env())
+    # Before: the driver kept one side as "contested" and named a copy no hook ever wrote, so the
+    # other side's text was gone (cherry-pick and revert even committed that, with the picked am trailers).
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
+    text = (root / rel).read_text(encoding="utf-8")
+    assert "<<<<<<<" in text and "Valkey 8" in text and ("Redis 7" in text or "Redis 6" in text)
+
+
 def test_expire_against_supersede_takes_the_later_lifecycle_state(pair: tuple[Vault, Vault]) -> None:
     a, b = pair
     fid = a.add_fact("Alpha has no rate limit.", topics=["project-alpha"], id="fact-limit", tags=["api"]).record.id

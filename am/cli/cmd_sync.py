@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -93,7 +94,9 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> None
     Registered by am hooks install in .gitattributes and merge.am.driver, so
     git merge, git pull and obsidian-git merge records as am sync does. Exits
     0 when merged; 1 (OURS left as it was, Git reports a conflict) when a side
-    is not a readable record.
+    is not a readable record; 1 with Git's conflict markers when a fact's text
+    changed on both sides outside a merge or rebase (cherry-pick, revert,
+    stash pop), where no hook commits the other version as a contested fact.
 
     Example: git config merge.am.driver 'am merge-driver %O %A %B %P'
     """
@@ -103,10 +106,7 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> None
 
     name = path or ours.name
     if path is not None and not is_record_path(path):
-        # Not a record: Git's own line merge (markers and all), as if no driver were set.
-        proc = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
-                               str(ours), str(base), str(theirs)], check=False)
-        sys.exit(0 if proc.returncode == 0 else 1)
+        _text_merge(base, ours, theirs)  # not a record: Git's own line merge, as if no driver were set
     try:
         old = base.read_bytes()
         result = merge_record(name, decode_record_bytes(old, path=name) if old else None,
@@ -115,11 +115,41 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> None
     except AmError as err:
         click.echo(f"am merge-driver: {err}", err=True)
         sys.exit(1)
+    if (result.extra or result.rivals) and not _split_completed_by_a_hook():
+        click.echo(f"am merge-driver: {name}: changed on both sides; only a git merge or rebase has a hook that "
+                   "commits the other version as a contested fact, so Git's conflict markers stand: edit the "
+                   "file, or use git merge", err=True)
+        _text_merge(base, ours, theirs)
     ours.write_bytes(result.text.encode("utf-8"))
     for d in result.decisions:
         if d.how == "split":
             click.echo(f"am: {d.id}: {d.detail}", err=True)
     sys.exit(0)
+
+
+def _text_merge(base: Path, ours: Path, theirs: Path) -> None:
+    """Git's own line merge into OURS (conflict markers and all), and exit as a driver does."""
+    proc = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
+                           str(ours), str(base), str(theirs)], check=False)
+    sys.exit(0 if proc.returncode == 0 else 1)
+
+
+def _split_completed_by_a_hook() -> bool:
+    """Whether the Git command running the driver has a hook that commits a split's other files.
+
+    A driver writes one file; the contested copy and its relation are committed by
+    post-merge / post-commit (a merge: git merge, git pull) or post-rewrite (a
+    rebase). A cherry-pick, revert, stash pop, checkout -m or git am runs no such
+    hook, so a split there would keep one side and lose the other's text.
+    """
+    if os.environ.get("GIT_REFLOG_ACTION", "").startswith(("merge", "pull")):
+        return True
+    found = subprocess.run(["git", "rev-parse", "--git-dir"], check=False, capture_output=True, text=True)
+    gitdir = Path(found.stdout.strip()) if found.returncode == 0 else None
+    if gitdir is None:
+        return False
+    return (gitdir / "rebase-merge").is_dir() or ((gitdir / "rebase-apply").is_dir()
+                                                 and not (gitdir / "rebase-apply" / "applying").exists())
 
 
 COMMANDS = [sync, merge, merge_driver]
