@@ -122,9 +122,13 @@ class Updating:
             base = self._base_of(path)
             if base is None:
                 raise UsageError(f"{path} is not committed yet", hint="commit it first (git add/commit), then retry")
-            # Compared as git compares: after its filters (an autocrlf clone has CRLF in the work tree).
-            if hash_blob(data) == base or self.store.blob_as_git_stores(path, data) == base:
+            if hash_blob(data) == base:
                 return path, record, base
+            # Compared as git compares: after its filters. An autocrlf clone has CRLF in the work tree that the
+            # repository does not; the update is of the committed bytes, so the commit keeps the repository's ends.
+            if self.store.blob_as_git_stores(path, data) == base:
+                committed = self.store.read_object(base)
+                return path, parse_record(decode_record_bytes(committed, path=str(path)), str(path)), base
         raise DirtyFileError(f"{path} has uncommitted changes",
                              hint="commit or discard them first, then retry")
 

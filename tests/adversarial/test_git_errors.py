@@ -81,6 +81,23 @@ def test_an_autocrlf_clone_is_compared_as_git_compares(alpha: Vault, tmp_path: P
     assert staged_differences(clone) == ""
 
 
+def test_an_autocrlf_clone_commits_the_line_ends_the_repository_has(alpha: Vault, tmp_path: Path) -> None:
+    fid = alpha.add_fact("Line endings differ in the clone.", topics=["project-alpha"]).record.id
+    clone = tmp_path / "crlf"
+    subprocess.run(["git", "clone", "-q", "-c", "core.autocrlf=true", str(alpha.root), str(clone)], check=True)
+    rel = run_git(clone, "ls-files", "facts").split()[0]
+    for command in (["fact", "edit", fid, "Line endings stay as the repository has them."],
+                    ["fact", "status", fid, "contested"]):
+        proc = am(clone, *command)
+        assert proc.returncode == 0, proc.stderr
+        # Before: the CRLF that git's checkout filter put in the work tree was committed (the frontmatter's
+        # lines; the new text kept LF), so every rewrite in such a clone turned the whole file over in Git.
+        blob = subprocess.run(["git", "-C", str(clone), "cat-file", "blob", f"HEAD:{rel}"], check=True,
+                              capture_output=True).stdout
+        assert b"\r" not in blob, blob
+        assert run_git(clone, "status", "--porcelain").strip() == ""
+
+
 def test_a_damaged_index_checksum_gets_a_hint_and_doctor_rebuilds_it(alpha: Vault) -> None:
     root = alpha.root
     index = root / ".git" / "index"
