@@ -535,6 +535,18 @@ def test_crlf_file_keeps_crlf_when_am_rewrites_it(alpha: Vault, git: Git) -> Non
     assert git("rev-parse", f"HEAD:{fact.paths[0]}").strip() == git("hash-object", str(fact.paths[0])).strip()
 
 
+def test_a_crlf_fact_s_edited_text_gets_crlf_too(alpha: Vault, git: Git) -> None:
+    fact = alpha.add_fact("line endings", topics=["project-alpha"])
+    path = alpha.root / fact.paths[0]
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    git("commit", "-q", "-am", "edited on Windows")
+    alpha.edit_fact(fact.record.id, "line endings, two lines\nof them")
+    data = path.read_bytes()
+    # Before: the frontmatter kept CRLF and the new text was LF (one file, two kinds of line end).
+    assert data.endswith(b"two lines\r\nof them\r\n") and b"\n" not in data.replace(b"\r\n", b"")
+    assert alpha.get_fact(fact.record.id).body.replace("\r\n", "\n") == "line endings, two lines\nof them\n"
+
+
 def test_git_s_cached_trees_never_go_stale_across_am_and_hand_commits(alpha: Vault, git: Git) -> None:
     # A hand commit leaves a TREE extension in Git's index; am's index writer must
     # invalidate it along each path it writes, or `git commit` would reuse old trees.

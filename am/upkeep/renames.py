@@ -30,7 +30,7 @@ def edit_fact(vault: Any, fact_id: str, text: str, *, allow_secrets: bool = Fals
     if not text.strip():
         raise UsageError("the fact's text is empty", hint="say it in one to three sentences")
     path, fact, base = vault._existing_for_update(fact_id, Fact, "fact")
-    body = text.strip("\n") + "\n"
+    body = (text.replace("\r\n", "\n").strip("\n") + "\n").replace("\n", fact.eol)  # the file's line ends
     if fact.body == body:
         raise UsageError(f"{fact_id} already says that", hint="nothing to change")
     result: WriteResult = vault._write([(path, replace(fact, body=body), base)], noun="fact", verb="edit",
