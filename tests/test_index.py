@@ -91,6 +91,25 @@ def test_lookup_and_lists_go_through_the_cache(seeded: Vault, vault_path: Path) 
     assert sorted((str(p), r) for p, r in cache.records()) == scanned
 
 
+def test_filtered_lists_narrow_in_the_cache_and_equal_a_scan_of_the_files(seeded: Vault) -> None:
+    # list_facts/list_relations hand topic and status to the cache's SQL (a 20k-fact vault decoded every fact to
+    # keep a few hundred); what they return must stay what filtering a scan of the files returns.
+    seeded.add_topic(title="Billing", kind="project", id="project-billing")
+    seeded.add_fact("Billing runs nightly.", topics=["project-billing", "tool-redis"], id="fact-billing")
+    seeded.expire_fact("fact-ja", reason="no longer true")
+    seeded.add_relation("project-billing", "depends-on", "tool-redis")
+    facts = [r for _, r in seeded.iter_records() if isinstance(r, Fact)]
+    for topic in (None, "project-alpha", "tool-redis", "project-billing", "nothing"):
+        for status in (None, "active", "expired", "superseded"):
+            want = sorted(f.id for f in facts if (topic is None or topic in f.topics)
+                          and (status is None or f.status == status))
+            assert sorted(f.id for f in seeded.list_facts(topic=topic, status=status)) == want, (topic, status)
+    assert [f.id for f in seeded.list_facts(topic="tool-redis", status="active")] == ["fact-billing"]
+    assert [r.id for r in seeded.list_relations(topic="tool-redis", status="active")] == [
+        "project-alpha--depends-on--tool-redis", "project-billing--depends-on--tool-redis"]
+    assert seeded.list_relations(topic="project-alpha", status="expired") == []
+
+
 def test_own_write_updates_the_cache_in_the_same_step(seeded: Vault, git: Callable[..., str]) -> None:
     cache = seeded.cache()
     result = seeded.add_fact("Batch lookups landed.", topics=["project-alpha"], id="fact-batch")
