@@ -203,6 +203,22 @@ def test_doctor_names_older_shims_and_fix_rewrites_them(hooked: Path) -> None:
     assert "hook-" not in CliRunner().invoke(cli, ["--vault", str(hooked), "doctor"]).stdout
 
 
+def test_doctor_names_shims_from_before_shim_versions(hooked: Path) -> None:
+    # The shim am wrote before `# am-shim:` lines (2026-11-30): a pinned interpreter starting the whole CLI.
+    from am.upkeep.hooks import MARKER
+
+    shim = hooked / ".git" / "hooks" / "post-commit"
+    code = f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); from am.cli.main import main; main()"
+    shim.write_text(f"#!/bin/sh\n{MARKER}\nexec {sys.executable} -I -c \"{code}\" hook post-commit \"$@\"\n")
+    portable = hooked / ".git" / "hooks" / "pre-commit"
+    portable.write_text((REPO_ROOT / "hooks" / "pre-commit").read_text())  # the copy to install by hand: not old
+    result = CliRunner().invoke(cli, ["--vault", str(hooked), "doctor", "--format", "json"])
+    found = [(Path(f["path"]).name, f["kind"]) for f in json.loads(result.stdout)["findings"]]
+    assert found == [("post-commit", "hook-old")] and result.exit_code == 1
+    CliRunner().invoke(cli, ["--vault", str(hooked), "doctor", "--fix"])
+    assert "# am-shim: 3" in shim.read_text()
+
+
 def test_pre_commit_reads_each_of_heads_files_once_at_most(hooked: Path) -> None:
     """A commit that edits, deletes and turns records into notes reads HEAD's version of each file once, or never."""
     import io

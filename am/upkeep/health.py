@@ -71,11 +71,20 @@ def hook_findings(root: Path, *, names: Sequence[str] = VAULT_HOOKS) -> list[Hoo
         if problem:
             out.append(HookFinding("hook-broken", str(path), f"{problem}; {fix}"))
             continue
-        version = _SHIM_LINE.search(text)
-        if version is not None and int(version.group(1)) < SHIM_VERSION:
+        if _shim_is_old(text):
             out.append(HookFinding("hook-old", str(path), f"{name} is an older am hook: it works, but starts the "
                                    f"whole command line on every commit; {fix}"))
     return out
+
+
+def _shim_is_old(text: str) -> bool:
+    """Return whether a shim is older than this am's: a lower ``am-shim`` version, or none at all on a
+    shim that runs a pinned interpreter (those came before versions; the portable ``am hook`` copy has none)."""
+    version = _SHIM_LINE.search(text)
+    if version is not None:
+        return int(version.group(1)) < SHIM_VERSION
+    runs = _RUN_LINE.findall(text)
+    return bool(runs) and shlex.split(runs[0])[0] != "am"
 
 
 def _shim_problem(text: str) -> str | None:
