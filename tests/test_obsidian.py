@@ -221,6 +221,23 @@ def test_a_clone_without_the_merge_driver_its_gitattributes_names_is_reported_an
     assert "merge-driver" not in CliRunner().invoke(cli, ["--vault", str(clone), "doctor"]).stdout
 
 
+def test_a_merge_driver_whose_am_is_gone_is_reported_and_fixed(alpha: object, vault_path: Path) -> None:
+    # An upgrade into a new virtualenv: the hooks fall back to am on PATH, the driver line does not.
+    am("--vault", str(vault_path), "hooks", "install")
+    gone = "/nonexistent/venv/bin/python3 -I -c 'from am.cli.main import main; main()' merge-driver %O %A %B %P"
+    run_git(vault_path, "config", "merge.am.driver", gone)
+    result = CliRunner().invoke(cli, ["--vault", str(vault_path), "doctor"])
+    assert result.exit_code == 1 and "merge-driver-broken" in result.stdout
+    assert "/nonexistent/venv/bin/python3" in result.stdout and "am hooks install" in result.stdout
+    fixed = CliRunner().invoke(cli, ["--vault", str(vault_path), "doctor", "--fix"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "/nonexistent" not in run_git(vault_path, "config", "merge.am.driver")
+    assert "merge-driver" not in CliRunner().invoke(cli, ["--vault", str(vault_path), "doctor"]).stdout
+    # A driver that is not am's is not ours to judge.
+    run_git(vault_path, "config", "merge.am.driver", "/nonexistent/tool %A %B")
+    assert "merge-driver" not in CliRunner().invoke(cli, ["--vault", str(vault_path), "doctor"]).stdout
+
+
 def test_post_commit_warnings_land_in_the_health_note(alpha: object, vault_path: Path) -> None:
     am("--vault", str(vault_path), "hooks", "install")
     (vault_path / "facts").mkdir(exist_ok=True)

@@ -26,8 +26,8 @@ from am.errors import AmError
 from am.git import Change
 from am.records.merge import is_record_path, merge_record, rival_files
 
-__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "complete_rebase", "driver_missing", "register_merge_driver",
-           "unregister_merge_driver"]
+__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "complete_rebase", "driver_gone", "driver_missing",
+           "register_merge_driver", "unregister_merge_driver"]
 
 DRIVER = "am"
 ATTRIBUTES = (
@@ -108,6 +108,28 @@ def driver_missing(root: Path) -> bool:
     if not any(line.split()[1:] and f"merge={DRIVER}" in line.split()[1:] for line in attributes.splitlines()):
         return False
     return not _configured_driver(root)
+
+
+def driver_gone(root: Path) -> str | None:
+    """Return the program am's ``merge.am.driver`` runs when it is gone (an am removed or reinstalled elsewhere).
+
+    Git cannot run such a driver and takes every record changed on both sides
+    as a conflict, leaving our side's text in the file with no markers. None
+    when the driver runs, names a program found on PATH, or is not am's.
+    """
+    import os
+    import shutil
+
+    line = _configured_driver(root)
+    if not line.endswith(" merge-driver %O %A %B %P"):
+        return None
+    try:
+        program = shlex.split(line)[0]
+    except (ValueError, IndexError):
+        return line
+    if os.sep in program:
+        return None if os.access(program, os.X_OK) else program
+    return None if shutil.which(program) else program
 
 
 def unregister_merge_driver(root: Path) -> list[str]:

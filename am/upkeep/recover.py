@@ -329,8 +329,14 @@ def diagnose(vault: Any) -> list[Finding]:
     from am.upkeep.health import hook_findings  # missing or broken hooks (a fresh clone has none)
 
     findings += [Finding(h.kind, h.path, h.message, True) for h in hook_findings(vault.root)]
-    from am.upkeep.merges import driver_missing
+    from am.upkeep.merges import driver_gone, driver_missing
 
+    gone = driver_gone(vault.root)
+    if gone is not None:
+        findings.append(Finding("merge-driver-broken", "merge.am.driver",
+                                f"the merge driver runs {gone}, which is gone, so git merge and git pull take every "
+                                "record changed on both sides as a conflict and keep only this side's text; "
+                                "register it again with: am hooks install", True))
     if driver_missing(vault.root):
         findings.append(Finding("merge-driver-missing", "merge.am.driver",
                                 ".gitattributes names merge=am but this clone has no merge.am.driver, so git merge "
@@ -414,7 +420,7 @@ def repair(vault: Any) -> list[str]:
         from am.upkeep.health import reinstall_hooks
 
         done += reinstall_hooks(vault.root)
-    if any(f.kind == "merge-driver-missing" for f in findings):
+    if any(f.kind in ("merge-driver-missing", "merge-driver-broken") for f in findings):
         from am.upkeep.hooks import am_command
         from am.upkeep.merges import set_driver
 
