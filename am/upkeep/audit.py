@@ -406,6 +406,7 @@ def undo(vault: Any, rev: str) -> UndoResult:
     lines += [f"Am-Record: {i}" for i in ids]
     lines.append(f"Am-Actor: {vault.actor}")
     message = "\n".join(lines) + "\n"
+    vault._check_writable(())
     with store.write_lock(op="undo"):
         new = store.commit_tree(lambda tip: store.revert_tree(commit, tip), message=message,
                                 author=vault._author(), committer=vault._committer())

@@ -52,6 +52,7 @@ def register_merge_driver(vault: Any, *, command: list[str]) -> list[str]:
     lines = current.decode("utf-8", "replace").splitlines()
     missing = [line for line in ATTRIBUTES if line not in lines]
     if missing:
+        vault._check_writable(())
         sep = "" if not current or current.endswith(b"\n") else "\n"
         data = current + (sep + "\n".join(missing) + "\n").encode("utf-8")
         message = vault._message("hooks", "install", [], subject="hooks: register the record merge driver")
@@ -71,6 +72,7 @@ def install_vault_hooks(vault: Any) -> list[Any]:
     """
     from am.upkeep.hooks import VAULT_HOOKS, HookAction, am_command, install_hooks
 
+    vault._check_writable(())  # its hooks and driver would judge records of a format it does not know
     actions = install_hooks(vault.root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])
     for what in register_merge_driver(vault, command=am_command()):
         actions.append(HookAction("merge-driver", what, "registered"))

@@ -149,6 +149,7 @@ def setup_obsidian(vault: Any) -> tuple[str | None, list[str]]:
 
     from am.git import hash_blob
 
+    vault._check_writable(())
     changes = obsidian_changes(read)
     skipped: list[str] = []
     for path in sorted(changes):

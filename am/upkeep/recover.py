@@ -159,6 +159,8 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
     """
     store = vault.store
     results = []
+    if lost:
+        vault._check_writable(())  # a vault of a newer format: nothing replayed
     with store.write_lock(op="recover"):
         for item in lost:
             if not item.replayed:
@@ -378,6 +380,11 @@ def repair(vault: Any) -> list[str]:
 
     store = vault.store
     done: list[str] = []
+    try:
+        vault._check_writable(())
+        refusal = ""
+    except AmError as err:  # a vault of a newer format: local repairs only, no commit of this am's
+        refusal = str(err)
     with store.write_lock(op="doctor"):
         for lock in store.clear_stale_git_locks():
             done.append(f"moved stale lock aside: {lock}")
@@ -407,7 +414,9 @@ def repair(vault: Any) -> list[str]:
                     continue
                 changes.append(Change(PurePosixPath(path), data, base=store.blob_id(path)))
                 ids.append(PurePosixPath(path).stem)
-            if changes:
+            if changes and refusal:
+                done.append(f"could not commit {len(changes)} orphan record files: {refusal}")
+            elif changes:
                 message = vault._message("doctor", "adopt", ids,
                                          subject=f"doctor: commit {len(changes)} record files left uncommitted")
                 commit = store.commit(changes, message=message, author=vault._author(),
@@ -426,7 +435,9 @@ def repair(vault: Any) -> list[str]:
 
         set_driver(vault.root, am_command())
         done.append("registered the merge driver (merge.am.driver)")
-    if any(f.kind == "branch-moved-back" for f in findings):
+    if any(f.kind == "branch-moved-back" for f in findings) and refusal:
+        done.append(f"could not restore the lost am commits: {refusal}")
+    elif any(f.kind == "branch-moved-back" for f in findings):
         results = restore(vault, find_lost(vault, scan_objects=False))
         ok = [r for r in results if r.outcome == "restored"]
         done.append(f"restored {len(ok)} of {len(results)} lost am commits")

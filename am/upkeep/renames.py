@@ -147,6 +147,7 @@ def _commit(vault: Any, edits: list[tuple[PurePosixPath, PurePosixPath, Record]]
     from am.records.schemas import check_record
     from am.upkeep.forms import link_names
 
+    vault._check_writable(())  # a vault of a newer format: refused before anything is read or written
     writes: dict[str, bytes] = {}
     removes: list[str] = []
     for old, new, record in edits:

@@ -122,6 +122,7 @@ class WorldWrites:
         from am.records.vaultfile import repos_of, with_repo
 
         vault_file = PurePosixPath(".am/vault.yml")
+        self._check_writable(())  # type: ignore[attr-defined]
         if repos_of(self.settings).get(name) == (remote or "") and "repos" in self.settings:
             return None
         text = (self.root / vault_file).read_text(encoding="utf-8")

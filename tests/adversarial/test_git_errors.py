@@ -62,6 +62,45 @@ def test_a_newer_vault_format_is_refused_for_writes(alpha: Vault) -> None:
     _unchanged(root, head)
 
 
+def test_a_newer_vault_format_is_refused_by_every_write_not_only_record_writes(alpha: Vault, tmp_path: Path) -> None:
+    # topic rename, undo, obsidian setup, hooks install (.gitattributes), repo add (.am/vault.yml) and
+    # recover --apply committed into a vault of a newer format; doctor --fix committed an orphan and replayed
+    # a lost write there.
+    root = alpha.root
+    fact_id(add_fact(root, "A write the branch will lose."))
+    run_git(root, "reset", "-q", "--hard", "HEAD~1")
+    fid = fact_id(add_fact(root, "An orphan to be."))
+    [path] = [p for p in head_files(root) if p.endswith(f"/{fid}.md")]
+    saved = (root / path).read_bytes()
+    run_git(root, "rm", "-q", path)
+    run_git(root, "-c", "core.hooksPath=/dev/null", "commit", "-qm", "gone")
+    run_git(root, "config", "--unset", "merge.am.driver", check=False)
+    settings = root / ".am" / "vault.yml"
+    settings.write_text(settings.read_text().replace("format: 1", "format: 99"))
+    run_git(root, "-c", "core.hooksPath=/dev/null", "commit", "-qam", "a vault from the future")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    hooks = sorted(p.name for p in (root / ".git" / "hooks").iterdir())
+    code = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    run_git(code, "commit", "-q", "--allow-empty", "-m", "c1")
+    for args in (("topic", "rename", "project-alpha", "project-beta"), ("undo", "HEAD~1"),
+                 ("obsidian", "setup"), ("hooks", "install"), ("repo", "add", "code-x", str(code)),
+                 ("recover", "--apply")):
+        proc = am(root, *args, AM_HOME=str(tmp_path / "home"))
+        line = one_line_error(proc)
+        assert proc.returncode == 2 and "format 99" in line and "upgrade am" in line, (args, line)
+        _unchanged(root, head)
+        assert sorted(p.name for p in (root / ".git" / "hooks").iterdir()) == hooks
+        assert "code-x" not in ((tmp_path / "home" / "registry.yml").read_text()
+                                if (tmp_path / "home" / "registry.yml").exists() else "")
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_bytes(saved)
+    proc = am(root, "doctor", "--fix")
+    said = proc.stdout + proc.stderr
+    assert "could not commit 1 orphan" in said and "could not restore" in said and "format 99" in said, said
+    assert run_git(root, "rev-parse", "HEAD").strip() == head and (root / path).read_bytes() == saved
+
+
 def test_a_record_larger_than_reads_accept_is_refused_at_write(alpha: Vault) -> None:
     head = run_git(alpha.root, "rev-parse", "HEAD").strip()
     with pytest.raises(InvalidRecordError, match="at most 1024 KiB"):
