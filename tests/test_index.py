@@ -364,6 +364,17 @@ def test_older_format_is_rebuilt(seeded: Vault, vault_path: Path) -> None:
         assert v.cache().lookup("fact-zh") is not None
 
 
+def test_newer_format_is_rebuilt_and_called_newer(seeded: Vault, vault_path: Path) -> None:
+    # An older am on the same machine (hooks it installed) meets the cache a newer am built: it said "older format".
+    cache = seeded.cache()
+    cache.conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema'")
+    seeded.close()
+    with Vault.open(vault_path) as v:
+        assert (v.cache().rebuilt or "").startswith("newer format 999, written by a newer am")
+        assert v.cache().lookup("fact-zh") is not None
+    assert not (vault_path / ".am/cache/aside").exists()
+
+
 def test_missing_cache_folder_is_rebuilt(seeded: Vault, vault_path: Path) -> None:
     seeded.close()
     shutil.rmtree(vault_path / ".am/cache")

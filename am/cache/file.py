@@ -234,7 +234,7 @@ class CacheFile:
         one worth looking at. A missing or older-format file is not damage: it is
         removed, not kept.
         """
-        keep = reason != "missing" and not reason.startswith("older format")
+        keep = reason != "missing" and not reason.startswith(("older format", "newer format"))
         if keep:
             log.info("the search cache %s was %s; moved it aside and rebuilding", self.path, reason)
         aside = self.path.parent / "aside"
