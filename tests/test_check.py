@@ -95,6 +95,23 @@ def test_each_rule_is_reported(alpha: object, vault_path: Path) -> None:
     assert report.exit_code() != 0
 
 
+def test_a_bare_value_names_a_record_by_id_not_by_title(alpha: object, vault_path: Path) -> None:
+    # A sync merged a fact naming topic 'redis' after the topic was renamed tool-redis (title Redis): check said
+    # ok, reading 'redis' as the title, while the slice (the cache reads a bare value as an id) showed the fact
+    # under no topic file. A [[link]] by title still resolves.
+    alpha.add_topic(title="Redis", kind="tool", id="tool-redis")  # type: ignore[attr-defined]
+    day = "facts/2026/09/23"
+    write(vault_path, f"{day}/fact-bare.md", fact_text("fact-bare", topics="[redis]"))
+    write(vault_path, f"{day}/fact-link.md", fact_text("fact-link", topics='["[[Redis]]"]'))
+    write(vault_path, "relations/2026/09/project-alpha--depends-on--redis.md",
+          relation_text("project-alpha--depends-on--redis", "depends-on", "project-alpha", "redis"))
+    found = codes(check_vault(alpha))
+    assert found["unknown-topic"] == {f"{day}/fact-bare.md"}
+    assert found["missing-target"] == {"relations/2026/09/project-alpha--depends-on--redis.md"}
+    pack = CliRunner().invoke(cli, ["--vault", str(vault_path), "slice", "--topic", "tool-redis"]).stdout
+    assert "fact-link" in pack and "fact-bare" not in pack
+
+
 def test_warnings_fail_only_under_strict(alpha: object, vault_path: Path) -> None:
     write(vault_path, "facts/2026/09/23/fact-links.md", fact_text("fact-links", body="See [[ghost]]."))
     runner = CliRunner()

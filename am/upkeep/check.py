@@ -272,13 +272,19 @@ def _check_references(path: str, record: Record, resolve: Callable[[str], str | 
         issues.append(Issue("warning", "merged-text", path,
                             "holds two versions of its text kept by a merge; edit them into one text "
                             "and delete the am:merged lines", "body"))
-    def exists(ref: str) -> bool:
+    def by_value(ref: str) -> str | None:
+        # A property value: a [[link]] resolves as Obsidian does, a bare value is an id (as the cache reads it:
+        # "postgres" is not the topic titled Postgres, and a slice would show its fact under no topic file).
         found = resolve(ref)
+        return found if ref.startswith("[[") or found == ref else None
+
+    def exists(ref: str) -> bool:
+        found = by_value(ref)
         return found is not None and not found.startswith(NOTE_PREFIX)
 
     if isinstance(record, Fact):
         for topic in record.topics:
-            found = resolve(topic)
+            found = by_value(topic)
             if found is None:
                 issues.append(Issue("warning", "unknown-topic", path,
                                     f"topic {topic!r} does not exist; create it with: am topic add "
