@@ -199,7 +199,8 @@ def test_review_and_numbers(server: Server, demo: tuple[Path, Path]) -> None:  #
     assert [f["id"] for f in review["pending"]] == [f["id"] for f in facts if f["status"] == "pending-review"]
     stale = json.loads(am(demo, "stale", "--repo", "project-alpha", "--branch", "main", "--format", "json"))
     assert [f["id"] for f in review["stale"]] == [s["id"] for s in stale["stale"]]
-    assert review["contested"][0]["commands"][0].startswith("am fact status ")
+    assert review["contested"][0]["choices"] == ["accept", "supersede", "expire"]  # the CLI queue's (am review)
+    assert review["contested"][0]["commands"][0] == f"am review accept {review['contested'][0]['id']}"
     numbers = server.json("/api/numbers")
     counts: dict[str, int] = {}
     for fact in facts:
@@ -212,6 +213,45 @@ def test_review_and_numbers(server: Server, demo: tuple[Path, Path]) -> None:  #
         assert world["bytes"] == len(pack.encode("utf-8"))
     index = json.loads(am(demo, "index", "status", "--format", "json"))
     assert numbers["cache"]["ok"] and numbers["cache"]["records"] == index["records"]
+
+
+def test_review_offers_the_cli_queue_s_choices_by_its_rule(alpha, am_home: Path, tmp_path: Path) -> None:
+    from conftest import commit_file
+
+    from am.registry import Registry
+
+    code_repo = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code_repo))
+    first = commit_file(code_repo, "users.py", "def get_user(id): pass")
+    Registry.load().add_repo("project-alpha", code_repo)
+    alpha.add_fact("getUser takes one id.", topics=["project-alpha"], id="fact-users", repo="project-alpha",
+                   branch="main", commit=first, paths=("users.py",))
+    run_git(code_repo, "checkout", "-q", "-b", "feat-batch")
+    alpha.add_fact("The batch work starts from getUser.", topics=["project-alpha"], id="fact-batch",
+                   repo="project-alpha", branch="feat-batch", paths=("users.py",))
+    commit_file(code_repo, "users.py", "def get_users(ids): pass")
+    alpha.add_fact("Maybe it caches.", topics=["project-alpha"], id="fact-pending")
+    alpha.set_fact_status("fact-pending", "pending-review")
+    root = alpha.root
+    head = run_git(root, "rev-parse", "HEAD")
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "review", "list", "--repo",
+                           "project-alpha", "--branch", "feat-batch", "--no-diff", "--format", "json"],
+                          capture_output=True, text=True, env=subprocess_env(AM_HOME=str(am_home)), check=True)
+    cli = {i["id"]: i["choices"] for i in json.loads(proc.stdout)["items"]}
+    server = Server(root, am_home)
+    try:
+        review = server.json("/api/review?repo=project-alpha&branch=feat-batch")
+    finally:
+        server.stop()
+    web = {f["id"]: f for f in review["stale"] + review["pending"]}
+    assert {fid: f["choices"] for fid, f in web.items()} == cli
+    # Main's fact, stale on feat-batch: no confirm (it would take it off main), a supersede on feat-batch only.
+    assert cli["fact-users"] == ["supersede"]
+    assert web["fact-users"]["commands"] == [
+        "am why fact-users", "am review supersede fact-users --text '...' --repo project-alpha --branch feat-batch"]
+    assert "confirming it here would take it off main" in web["fact-users"]["note"]
+    assert "am review confirm fact-batch --repo project-alpha --branch feat-batch" in web["fact-batch"]["commands"]
+    assert run_git(root, "rev-parse", "HEAD") == head
 
 
 def test_a_taken_port_is_one_line(server: Server, demo: tuple[Path, Path]) -> None:  # noqa: F811

@@ -36,7 +36,8 @@ from am.records.model import Fact, Relation
 if TYPE_CHECKING:
     from am.records.writes import WriteResult
 
-__all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_lines", "decide", "proposals", "review_queue"]
+__all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_lines", "decide", "proposals", "review_queue",
+           "stale_choices"]
 
 DECISIONS = ("accept", "confirm", "supersede", "expire", "reject")
 CHOICES = {
@@ -138,7 +139,6 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
     store = None
     if report.facts and world.commit:
         from am.worlds.ancestry import open_clone
-        from am.worlds.checks import home_branch, keeps_branch
 
         store = open_clone(repo)[0]
     for s in report.facts:
@@ -146,17 +146,29 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
         if diff and s.fact.commit and world.commit:
             evidence += _diff(repo, s.fact.commit, world.commit, s.fact.paths)
         note = f"code it watches changed since {s.fact.commit[:10] if s.fact.commit else '?'}"
-        offered = None
-        if store is not None and world.commit and not keeps_branch(store, s.fact.version, s.fact.commit, world.commit):
-            # Confirming here would take the fact off its home branch (am fact confirm refuses it): say what does.
-            b = home_branch(store, s.fact.version, s.fact.commit)
-            note += (f"; a fact of {b}: check it on {world.branch or 'this branch'}, and if it no longer holds here: "
-                     f"am fact supersede {s.fact.id} \"what holds here\" --branch {world.branch or 'BRANCH'} "
-                     f"--reason \"...\" (confirming it here would take it off {b})")
-            # Nor an expire: it would end the fact on its own branch too, where it may well hold.
-            offered = tuple(c for c in CHOICES["stale"] if c not in ("confirm", "expire"))
-        items.append(ReviewItem("stale", s.fact.id, (s.fact,), tuple(evidence), note=note, offered=offered))
+        offered, why = stale_choices(store, s.fact, world.branch, world.commit)
+        note += f"; {why}" if why else ""
+        items.append(ReviewItem("stale", s.fact.id, (s.fact,), tuple(evidence), note=note,
+                                offered=offered if why else None))
     return items, where
+
+
+def stale_choices(store: Any, fact: Fact, branch: str | None, commit: str | None) -> tuple[tuple[str, ...], str]:
+    """Return the decisions a fact stale at ``commit`` (of ``branch``, in the clone ``store``) takes, and why fewer.
+
+    The rule is ``am fact confirm``'s (am.worlds.checks.keeps_branch): a confirm there must keep the fact on its
+    home branch (its own, or the main line once its own is gone). When it would not (another branch's fact), only a supersede scoped to this world is offered: an
+    expire would end the fact on its own branch too, where it may well hold. Shared by the CLI queue and the web view.
+    """
+    from am.worlds.checks import home_branch, keeps_branch
+
+    if store is None or not commit or keeps_branch(store, fact.version, fact.commit, commit):
+        return CHOICES["stale"], ""
+    b = home_branch(store, fact.version, fact.commit)
+    why = (f"a fact of {b}: check it on {branch or 'this branch'}, and if it no longer holds here: "
+           f"am fact supersede {fact.id} \"what holds here\" --branch {branch or 'BRANCH'} "
+           f"--reason \"...\" (confirming it here would take it off {b})")
+    return tuple(c for c in CHOICES["stale"] if c not in ("confirm", "expire")), why
 
 
 def _diff(repo: str, old: str, new: str, paths: tuple[str, ...]) -> list[str]:

@@ -11,6 +11,7 @@ per vault commit, world and scope, so a second look costs no layout.
 from __future__ import annotations
 
 import json
+import shlex
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime
@@ -125,6 +126,8 @@ class Views:
         from am.packs.pack import clean_text
         from am.packs.slice import slice_vault
         from am.records.model import Fact
+        from am.upkeep.review import CHOICES, stale_choices
+        from am.worlds.ancestry import open_clone
 
         pack = slice_vault(self.vault, replace(request, topic=None, query=None, max_tokens=0, include_pending=True),
                            count_use=False)
@@ -135,23 +138,35 @@ class Views:
                     "topics": list(f.topics), "repo": f.repo, "branch": f.version, "commit": f.commit,
                     "provenance": clean_text(f.provenance), "created": f.created, "reason": f.reason}
 
-        stale = [{**fact(shown[fid]), "changed": mark.to_json(), "evidence": mark.describe(),
-                  "commands": [f"am why {fid}", f"am fact confirm {fid} --commit COMMIT"]}
-                 for fid, mark in sorted(pack.stale.items()) if fid in shown]
-        contested = [{**fact(f), "commands": [f"am fact status {f.id} active --reason '...'",
-                                              f"am fact expire {f.id} --reason '...'"]}
+        world = pack.setup.world
+        where = [f"--{k} {shlex.quote(v)}" for k, v in (("repo", world.repo), ("branch", world.branch),
+                                                         ("commit", request.commit and world.commit)) if v]
+        store = open_clone(world.repo)[0] if pack.stale and world.repo and world.commit else None
+        stale = []
+        for fid, mark in sorted(pack.stale.items()):
+            if fid in shown:
+                # The CLI queue's choices, by its rule (a fact of another branch: no confirm, no expire here).
+                choices, note = stale_choices(store, shown[fid], world.branch, world.commit)
+                stale.append({**fact(shown[fid]), "changed": mark.to_json(), "evidence": mark.describe(),
+                              "choices": list(choices), "note": note,
+                              "commands": [f"am why {fid}", *_decisions(fid, choices, where)]})
+        contested = [{**fact(f), "choices": list(CHOICES["contested"]),
+                      "commands": _decisions(f.id, CHOICES["contested"], [])}
                      for f in self.vault.list_facts(status="contested")]
-        pending = [{**fact(f), "commands": [f"am fact status {f.id} active --reason 'reviewed'"]}
-                   for f in self.vault.list_facts(status="pending-review")]
+        proposals = self._proposals()
+        proposed = {p["id"] for p in proposals}
+        pending = []
+        for f in self.vault.list_facts(status="pending-review"):
+            choices = CHOICES["proposal" if f.id in proposed else "pending"]
+            pending.append({**fact(f), "choices": list(choices), "commands": _decisions(f.id, choices, [])})
         pairs = []
         for rel in self.vault.list_relations(status="active"):
             if rel.rel == "conflicts-with":
                 pairs.append({"id": rel.id, "from": rel.from_, "to": rel.to, "note": clean_text(rel.body),
                               "texts": {end: self._text_of(end) for end in (rel.from_, rel.to)}})
-        world = pack.setup.world
         return {"world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
                 "stale": stale, "contested": contested, "pending": pending, "pairs": pairs,
-                "proposals": self._proposals()}
+                "proposals": proposals}
 
     def _text_of(self, record_id: str) -> str | None:
         from am.errors import AmError
@@ -239,6 +254,13 @@ class Views:
             branches = _branches(store)
             repos.append({"name": name, "branches": branches, "note": why})
         return {"vault": self.vault.name, "commit": self.vault.store.head(), "repos": repos}
+
+
+def _decisions(fact_id: str, choices: tuple[str, ...], world: list[str]) -> list[str]:
+    """Return the `am review` command of each decision offered (confirm and supersede in the item's world)."""
+    forms = {"accept": "", "confirm": " ".join(["", *world]), "supersede": " ".join([" --text '...'", *world]),
+             "expire": " --reason '...'", "reject": " --reason '...'"}
+    return [f"am review {choice} {fact_id}{forms[choice]}" for choice in choices]
 
 
 def _branches(store: Any) -> list[str]:

@@ -171,7 +171,10 @@
       var root = $("review");
       while (root.firstChild) { root.removeChild(root.firstChild); }
       var sections = [
-        ["Stale in this world", data.stale, function (f, box) { h("div", "meta", f.evidence, box); }],
+        ["Stale in this world", data.stale, function (f, box) {
+          h("div", "meta", f.evidence, box);
+          if (f.note) { h("div", "meta", f.note, box); }
+        }],
         ["Contested", data.contested, null],
         ["Pending review", data.pending, null],
       ];
