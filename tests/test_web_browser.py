@@ -93,3 +93,20 @@ def test_the_timeline_lists_the_demo_commits_by_actor(server: Server, demo: tupl
     assert [c for c, _ in rows] == run_git(demo[0], "log", "--format=%H").split()
     assert page.count("am undo ") >= len(rows) - 1
     screenshot(server, "tab=activity", "am-serve-activity.png", tmp_path)
+
+
+def test_a_record_the_topic_view_cannot_read_is_named_as_am_slice_names_it(alpha, am_home: Path) -> None:
+    alpha.add_fact("Alpha answers in JSON.", topics=["project-alpha"], id="fact-json")
+    alpha.add_fact("Alpha logs to stdout.", topics=["project-alpha"], id="fact-logs")
+    broken = alpha.root / alpha.locate("fact-logs")
+    broken.write_text("---\ntype: fact\nid: fact-logs\nstatus: [broken\n---\nAlpha logs to stdout.\n")
+    started = Server(alpha.root, am_home)
+    try:
+        page = dom(started, "topic=project-alpha&depth=0")
+    finally:
+        started.stop()
+    assert "Alpha answers in JSON." in page and "Alpha logs to stdout." not in page
+    # The fact is missing from the view: the view says so and names the file, as the CLI's slice does.
+    aside = re.search(r'<aside id="facts"[^>]*>(.*?)</aside>', page, re.DOTALL)
+    assert aside is not None and "unreadable" in aside.group(1)
+    assert str(broken.relative_to(alpha.root)) in aside.group(1)

@@ -150,6 +150,11 @@
       html("div", "meta", "world: " + (w.repo || "no repo") + (w.branch ? " @ " + w.branch : "") +
         (w.commit ? " (" + w.commit.slice(0, 10) + ")" : "") + "; at " + (w.at || "now"), aside);
     }
+    var unreadable = (data.vault && data.vault.unreadable) || [];
+    if (unreadable.length) {  // as am slice says it: a fact of this topic may be missing from what follows
+      html("div", "meta bad", unreadable.length + " record file" + (unreadable.length > 1 ? "s" : "") +
+        " unreadable, not shown (am check says why): " + unreadable.join(", "), aside);
+    }
     var groups = [["pinned", data.pinned], ["facts", topic ? topic.facts : []], ["stale", data.stale],
       ["contested", data.contested], ["pending review", data.pending]];
     var shown = 0;
