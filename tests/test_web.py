@@ -140,6 +140,9 @@ def test_the_page_fetches_nothing_from_elsewhere(server: Server) -> None:
         assert status == 200 and headers["x-content-type-options"] == "nosniff"
         assert re.findall(r"https?://[^\s\"']+", body.decode()) in ([], ["http://www.w3.org/2000/svg"])
         assert "innerHTML" not in body.decode()  # vault text goes in as text, never as markup
+    # The exported file runs its own inline script, which this server's CSP forbids: it is a download, never a page.
+    status, headers, _ = server.request("/export/graph.html")
+    assert status == 200 and headers["content-disposition"] == 'attachment; filename="am-graph.html"'
     assert server.request("/static/../vault.py")[0] == 404
     assert server.request("/static/nothing.js")[0] == 404
 

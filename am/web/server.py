@@ -81,7 +81,7 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
                              at=query.get("at"), topic=query.get("topic") if topic else None, depth=depth,
                              include_pending=_flag(query.get("pending")))
 
-    async def answer(work: Callable[[], Any]) -> Response:
+    async def answer(work: Callable[[], Any], *, extra: dict[str, str] | None = None) -> Response:
         loop = asyncio.get_running_loop()
         try:
             data = await loop.run_in_executor(worker, work)
@@ -90,7 +90,7 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
         except AmError as err:
             return JSONResponse({"error": err.message, "hint": err.hint}, status_code=400, headers=_HEADERS)
         if isinstance(data, str):
-            return Response(data, media_type="text/html; charset=utf-8", headers=_HEADERS)
+            return Response(data, media_type="text/html; charset=utf-8", headers={**_HEADERS, **(extra or {})})
         body = json.dumps(data, ensure_ascii=False, sort_keys=True)
         return Response(body, media_type="application/json; charset=utf-8", headers=_HEADERS)
 
@@ -134,7 +134,9 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
     async def export(request: Request) -> Response:
         from am.web.export import render_html
 
-        return await answer(lambda: render_html(views().topic_graph(request_of(request.query_params))))
+        # A download, never a page here: its inline script is what this server's CSP refuses (opened here: blank).
+        return await answer(lambda: render_html(views().topic_graph(request_of(request.query_params))),
+                            extra={"content-disposition": 'attachment; filename="am-graph.html"'})
 
     get = ["GET"]  # HEAD is answered with every GET route; no route takes another method
     routes = [
