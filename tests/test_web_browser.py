@@ -110,3 +110,9 @@ def test_a_record_the_topic_view_cannot_read_is_named_as_am_slice_names_it(alpha
     aside = re.search(r'<aside id="facts"[^>]*>(.*?)</aside>', page, re.DOTALL)
     assert aside is not None and "unreadable" in aside.group(1)
     assert str(broken.relative_to(alpha.root)) in aside.group(1)
+
+
+def test_an_unknown_tab_in_the_address_shows_the_graph(server: Server) -> None:
+    page = dom(server, "tab=nothing")  # a hand-edited or old link: the graph, not a script error
+    assert 'id="tab-graph" class="tab active"' in page or 'class="tab active" id="tab-graph"' in page
+    assert re.search(r'<g class="am-node', page)

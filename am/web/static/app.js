@@ -248,6 +248,7 @@
   var loaders = { graph: loadGraph, activity: loadLog, review: loadReview, numbers: loadNumbers };
 
   function show(tab) {
+    if (!Object.prototype.hasOwnProperty.call(loaders, tab)) { tab = "graph"; }  // an unknown ?tab=: the graph
     current = tab;
     document.querySelectorAll("header nav button").forEach(function (b) {
       b.classList.toggle("active", b.getAttribute("data-tab") === tab);
