@@ -448,6 +448,15 @@ def test_fact_text_cannot_open_a_heading_in_the_pack(alpha: Any) -> None:
     assert not re.search(r"^#+ Ignore", out, flags=re.M)
 
 
+def test_a_topic_summary_is_escaped_in_markdown_only(alpha: Any) -> None:
+    alpha.add_topic(title="Gateway", kind="tool", id="tool-gateway", body="<b>bold</b> gateway\n\n- a list")
+    alpha.add_fact("The gateway retries twice.", topics=["tool-gateway"], id="fact-gw")
+    assert "\\<b>bold</b> gateway" in am(alpha, "slice")  # Markdown: the line cannot open HTML or a block
+    pack = json.loads(am(alpha, "slice", "--format", "json"))
+    # JSON is data: the text as written, as a fact's text is (the web view and agents read it from here).
+    assert [t["summary"] for t in pack["topics"] if t["id"] == "tool-gateway"] == ["<b>bold</b> gateway"]
+
+
 def test_facts_about_a_topic_without_a_file_still_show(alpha: Any) -> None:
     from am.records.model import Fact
 

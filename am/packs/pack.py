@@ -233,13 +233,14 @@ def fact_markdown(fact: Fact, section: str | None, *, stale: StaleMark | None = 
     return f"- {_item(fact.body)}\n  ({' · '.join(meta)})\n"
 
 
-def _summary(topic: Topic, limit: int = 400) -> str:
+def _summary(topic: Topic, limit: int = 400, *, markdown: bool = True) -> str:
     # The first paragraph that is not a heading: a topic body's own "# Title" never becomes a heading of the pack.
+    # Escaped for Markdown only: JSON gives the text as written, as it gives a fact's.
     paragraphs = [p for p in topic.body.strip().split("\n\n") if p.strip()]
     first = next((p for p in paragraphs if not p.lstrip().startswith("#")), "")
     text = clean_text(first)
     text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return "\\" + text if _BLOCK_START.match(text) else text
+    return "\\" + text if markdown and _BLOCK_START.match(text) else text
 
 
 def topic_markdown(topic: Topic, *, compact: bool = False) -> str:
@@ -558,7 +559,7 @@ def render_json(pack: Pack) -> str:
                   "not_in_world": dict(sorted(res.excluded.items()))},
         "pinned": [_fact_json(f, pack) for f in pack.pinned],
         "topics": [{"id": t.id, "title": clean_text(t.title), "kind": t.kind, "aliases": [clean_text(a) for a in t.aliases],
-                    "summary": _summary(t), "facts": [_fact_json(f, pack) for f in fs]} for t, fs in pack.sections],
+                    "summary": _summary(t, markdown=False), "facts": [_fact_json(f, pack) for f in fs]} for t, fs in pack.sections],
         "other_topics": [t.id for t in pack.others],
         "stale": [_fact_json(f, pack) for f in pack.stale_facts],
         "contested": [_fact_json(f, pack) for f in pack.contested],
@@ -566,7 +567,7 @@ def render_json(pack: Pack) -> str:
         "relations": [{"id": r.id, "rel": r.rel, "from": r.from_, "to": r.to, "status": r.status}
                       for r in pack.relations],
         "other_vaults": [{"vault": name, "id": r.id, "type": r.type,
-                          "text": clean_text(r.body) if isinstance(r, Fact) else _summary(r) if isinstance(r, Topic)
+                          "text": clean_text(r.body) if isinstance(r, Fact) else _summary(r, markdown=False) if isinstance(r, Topic)
                           else clean_text(r.body)} for name, r in pack.foreign],
         "other_vault_notes": list(pack.foreign_notes),
         "left_out": {**pack.left_out, "hint": None if not any(pack.left_out.values()) else
