@@ -539,6 +539,53 @@ def test_a_merge_into_a_vault_of_a_newer_format_is_refused_a_fast_forward_is_not
     assert "format: 2" in (b.root / ".am" / "vault.yml").read_text()
 
 
+def _newer_format_branch_and_both_edit(v: Vault) -> str:
+    """A branch ``newer`` where a newer am raised the format and edited fact-cache; main edited it too."""
+    root = v.root
+    v.add_fact("The cache is Redis 6.", topics=["project-alpha"], id="fact-cache")
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), "hooks", "install"],
+                          check=False, capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    rel = fact_path(root, "fact-cache")
+    run_git(root, "switch", "-q", "-c", "newer")
+    settings = root / ".am" / "vault.yml"
+    settings.write_text(settings.read_text().replace("format: 1", "format: 2"))
+    edit(root, rel, "a newer am: format 2", body="The cache is Redis 7.\n")
+    run_git(root, "switch", "-q", "main")
+    edit(root, rel, "ours", body="The cache is Valkey 8.\n")
+    return rel
+
+
+def test_git_merge_of_a_newer_format_is_a_conflict_the_driver_leaves_as_git_would(alpha: Any) -> None:
+    """The merge driver refuses as am merge does: Git's line merge in the file, marked as a conflict, no commit."""
+    root = alpha.root
+    rel = _newer_format_branch_and_both_edit(alpha)
+    head = run_git(root, "rev-parse", "HEAD")
+    proc = subprocess.run(["git", "-C", str(root), "merge", "newer", "-m", "merge"], check=False,
+                          capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 1 and "format 2" in proc.stderr and "upgrade am" in proc.stderr, proc.stderr
+    assert run_git(root, "rev-parse", "HEAD") == head and (root / ".git" / "MERGE_HEAD").exists()
+    assert run_git(root, "diff", "--name-only", "--diff-filter=U").split() == [rel]
+    text = (root / rel).read_text()
+    assert "<<<<<<< ours\nThe cache is Valkey 8.\n=======\nThe cache is Redis 7.\n>>>>>>> theirs\n" in text
+    assert "status: active" in text  # not split into contested copies
+
+
+def test_the_post_merge_hook_writes_nothing_into_a_vault_of_a_newer_format(alpha: Any) -> None:
+    """A merge whose driver did not check (an older am's) is not completed with am's contested copies either."""
+    root = alpha.root
+    _newer_format_branch_and_both_edit(alpha)
+    driver = run_git(root, "config", "merge.am.driver").strip()
+    # The driver without the names git merge gives it of the other side: as an am that did not look.
+    run_git(root, "config", "merge.am.driver", f"env $(env | grep -o '^GITHEAD_[0-9a-f]*' | sed 's/^/-u /') {driver}")
+    proc = subprocess.run(["git", "-C", str(root), "merge", "newer", "-m", "merge"], check=False,
+                          capture_output=True, text=True, env=subprocess_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "post-merge: .am/vault.yml: format 2" in proc.stderr and "wrote nothing" in proc.stderr, proc.stderr
+    assert run_git(root, "log", "-1", "--format=%s").strip() == "merge"  # no am commit after Git's merge
+    assert run_git(root, "status", "--porcelain").strip() == ""
+
+
 def test_a_dry_run_on_a_branch_the_remote_lacks_does_not_call_it_up_to_date(pair: tuple[Vault, Vault]) -> None:
     a, _ = pair
     run_git(a.root, "switch", "-q", "-c", "notes")  # a new branch: no upstream, origin has no such branch

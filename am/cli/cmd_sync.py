@@ -96,17 +96,28 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> None
     0 when merged; 1 (OURS left as it was, Git reports a conflict) when a side
     is not a readable record; 1 with Git's conflict markers when a fact's text
     changed on both sides outside a merge or rebase (cherry-pick, revert,
-    stash pop), where no hook commits the other version as a contested fact.
+    stash pop), where no hook commits the other version as a contested fact;
+    1 (OURS holds Git's line merge, a conflict) when the vault on either side
+    is of a format newer than this am writes.
 
     Example: git config merge.am.driver 'am merge-driver %O %A %B %P'
     """
     from am.errors import AmError
     from am.records.codec import decode_record_bytes
     from am.records.merge import is_record_path, merge_record
+    from am.upkeep.merges import check_merge_formats
 
     name = path or ours.name
     if path is not None and not is_record_path(path):
         _text_merge(base, ours, theirs)  # not a record: Git's own line merge, as if no driver were set
+    try:
+        check_merge_formats(Path.cwd())
+    except AmError as err:
+        # A driver cannot stop Git's merge; a non-zero exit makes the file a conflict, and Git keeps what the
+        # driver left in OURS: Git's own line merge, so the other side's change is not silently dropped.
+        click.echo(f"am merge-driver: {err.message}; upgrade am to merge its records. {name} holds Git's line "
+                   f"merge, marked as a conflict: check it and git add it, or git merge --abort", err=True)
+        _text_merge(base, ours, theirs, conflict=True)
     try:
         old = base.read_bytes()
         result = merge_record(name, decode_record_bytes(old, path=name) if old else None,
@@ -127,11 +138,12 @@ def merge_driver(base: Path, ours: Path, theirs: Path, path: str | None) -> None
     sys.exit(0)
 
 
-def _text_merge(base: Path, ours: Path, theirs: Path) -> None:
-    """Git's own line merge into OURS (conflict markers and all), and exit as a driver does."""
+def _text_merge(base: Path, ours: Path, theirs: Path, *, conflict: bool = False) -> None:
+    """Git's own line merge into OURS (conflict markers and all), and exit as a driver does (``conflict``: 1
+    even where the lines merged cleanly, so Git stops for the user)."""
     proc = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
                            str(ours), str(base), str(theirs)], check=False)
-    sys.exit(0 if proc.returncode == 0 else 1)
+    sys.exit(1 if conflict or proc.returncode != 0 else 0)
 
 
 def _split_completed_by_a_hook() -> bool:

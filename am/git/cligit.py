@@ -153,6 +153,14 @@ class CliStore:
         """Return the bytes of a blob by id."""
         return self._object(oid)[1]
 
+    def read_blob(self, path: object, commit: str = "HEAD") -> bytes | None:
+        """Return the bytes of the file at ``path`` in ``commit``, or None when it has none."""
+        try:
+            kind, data = self._object(f"{commit}:{path}")
+        except GitError:
+            return None
+        return data if kind == "blob" else None
+
     def parents(self, commit: str) -> list[str]:
         """Return a commit's parents."""
         kind, data = self._object(commit)

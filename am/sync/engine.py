@@ -79,7 +79,9 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         return MergePlan("up-to-date", ours, theirs)
     if ours is None or store.is_ancestor(ours, theirs):
         return MergePlan("fast-forward", ours, theirs)
-    _check_formats(store, ours, theirs)
+    from am.upkeep.updating import check_formats_at
+
+    check_formats_at(store, ours, theirs)
     base = remote.merge_base(store, ours, theirs)
     mine = dict(store.tree_changes(base, ours))
     other = dict(store.tree_changes(base, theirs))
@@ -107,18 +109,6 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
             hint="merge by hand (git merge), commit, then run am sync again; nothing was changed",
         )
     return MergePlan("merge", ours, theirs, base, merged)
-
-
-def _check_formats(store: GitStore, *commits: str) -> None:
-    """Refuse a merge commit when either side's vault is of a format newer than this am writes (a fast-forward
-    writes nothing of am's): merging records of a format it does not know is a write like any other."""
-    from am.records.frontmatter import load_settings
-    from am.upkeep.updating import VAULT_FILE, check_format
-
-    for commit in commits:
-        data = store.read_blob(VAULT_FILE, commit=commit)
-        if data is not None:
-            check_format(load_settings(data.decode("utf-8", "replace"), path=f"{VAULT_FILE} at {commit[:10]}"))
 
 
 def _message(vault: Vault, plan: MergePlan, what: str, op: str) -> str:

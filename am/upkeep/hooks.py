@@ -355,13 +355,18 @@ def _complete_merge(vault: Any, name: str, args: Sequence[str], stdin: bytes, ou
     """After Git's own merge or rebase: commit the contested copies its driver could not write (am/upkeep/merges.py)."""
     from am.upkeep.merges import complete_merge, complete_rebase
 
-    if name == "post-rewrite":
-        if not args or args[0] != "rebase":  # args may be a tuple (click) or a list
-            return
-        rows = [line.split() for line in stdin.decode("utf-8", "replace").splitlines()]
-        made = complete_rebase(vault, [(row[0], row[1]) for row in rows if len(row) >= 2])
-    else:
-        made = complete_merge(vault)
+    try:
+        if name == "post-rewrite":
+            if not args or args[0] != "rebase":  # args may be a tuple (click) or a list
+                return
+            rows = [line.split() for line in stdin.decode("utf-8", "replace").splitlines()]
+            made = complete_rebase(vault, [(row[0], row[1]) for row in rows if len(row) >= 2])
+        else:
+            made = complete_merge(vault)
+    except UsageError as err:  # a vault of a newer format: nothing written; the cache is still refreshed
+        out.write(f"am: {name}: {err.message}; upgrade am to complete Git's merge of its "
+                  f"records; this am wrote nothing\n")
+        return
     if made:
         out.write(f"am: the merge changed facts on both sides; both versions are kept as contested facts "
                   f"(commit {made[:10]}); resolve them with am fact supersede\n")

@@ -26,8 +26,8 @@ from am.errors import AmError
 from am.git import Change
 from am.records.merge import is_record_path, merge_record, rival_files
 
-__all__ = ["ATTRIBUTES", "DRIVER", "complete_merge", "complete_rebase", "driver_gone", "driver_missing",
-           "register_merge_driver", "unregister_merge_driver"]
+__all__ = ["ATTRIBUTES", "DRIVER", "check_merge_formats", "complete_merge", "complete_rebase", "driver_gone",
+           "driver_missing", "register_merge_driver", "unregister_merge_driver"]
 
 DRIVER = "am"
 ATTRIBUTES = (
@@ -150,6 +150,29 @@ def unregister_merge_driver(root: Path) -> list[str]:
     return [f"merge.{DRIVER}.driver"]
 
 
+def check_merge_formats(cwd: Path) -> None:
+    """Refuse (``UsageError``) when the vault on either side of Git's merge in progress is of a newer format.
+
+    Run by the merge driver, which Git hands only one file's three versions:
+    ours is HEAD (in ``git pull --rebase``, the upstream being rebased onto),
+    theirs each commit ``git merge``/``git pull`` names in its environment
+    (``GITHEAD_<commit>``). A cherry-pick names none: only HEAD is checked.
+    """
+    import os
+
+    from am.errors import NotAVaultError
+    from am.git.cligit import CliStore
+    from am.upkeep.updating import check_formats_at
+
+    theirs = [key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")]
+    try:
+        store = CliStore.open(cwd)
+    except NotAVaultError:
+        return  # not run by Git in a work tree (a test, git merge-file): no sides to read
+    with store:
+        check_formats_at(store, "HEAD", *theirs)
+
+
 def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     """Commit what Git's merge (through the driver) could not write: contested copies and their relations.
 
@@ -157,7 +180,8 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     am, the record merge of the parents is computed again, and for each fact
     the commit holds exactly as the driver wrote it, the new files of its split
     that the commit lacks are committed. A file someone merged by hand is left
-    as they made it. Returns the new commit, or None.
+    as they made it. Returns the new commit, or None. Refused (``UsageError``)
+    when either parent's vault is of a format newer than this am writes.
     """
     store = vault.store.opened()
     commit = commit or store.head()
@@ -169,6 +193,9 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     from am.git.remote import merge_base
 
     ours, theirs = info.parents
+    from am.upkeep.updating import check_formats_at
+
+    check_formats_at(store, ours, theirs, commit)  # a newer am's vault: this am writes nothing into it
     extra: dict[str, bytes] = {}
     _left_to_write(store, commit, merge_base(store, ours, theirs), ours, theirs, extra)
     return _commit_extra(vault, store, commit, extra)
@@ -184,6 +211,9 @@ def complete_rebase(vault: Any, rewritten: list[tuple[str, str]]) -> str | None:
     head = store.head()
     if head is None:
         return None
+    from am.upkeep.updating import check_formats_at
+
+    check_formats_at(store, head, *(old for old, _ in rewritten))
     extra: dict[str, bytes] = {}
     for old, new in rewritten:
         was, now = store.commit_info(old), store.commit_info(new)

@@ -29,7 +29,7 @@ from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
 from am.records.model import Record
 from am.records.writes import WriteResult
 
-__all__ = ["FORMAT_VERSION", "VAULT_FILE", "Updating", "check_format"]
+__all__ = ["FORMAT_VERSION", "VAULT_FILE", "Updating", "check_format", "check_formats_at"]
 
 VAULT_FILE = PurePosixPath(".am/vault.yml")
 FORMAT_VERSION = 1
@@ -42,6 +42,20 @@ def check_format(settings: dict[str, Any]) -> None:
         raise UsageError(f"{VAULT_FILE}: format {fmt!r} is not one this am writes (it writes {FORMAT_VERSION})",
                          hint="upgrade am to write to this vault; nothing was changed")
 
+
+
+def check_formats_at(store: Any, *commits: str) -> None:
+    """Refuse a merge when either side's vault is of a format newer than this am writes (a fast-forward
+    writes nothing of am's): merging records of a format it does not know is a write like any other.
+
+    ``store``: anything with ``read_blob(path, commit=...)`` (a GitStore, or the git CLI's CliStore in a driver).
+    """
+    from am.records.frontmatter import load_settings
+
+    for commit in commits:
+        data = store.read_blob(VAULT_FILE, commit=commit)
+        if data is not None:
+            check_format(load_settings(data.decode("utf-8", "replace"), path=f"{VAULT_FILE} at {commit[:10]}"))
 
 class Updating:
     """A mixin of ``Vault``: the checks and the base of a write that changes committed records."""
