@@ -48,13 +48,7 @@ from am.records.model import (
     replace,
 )
 from am.records.schemas import check_record
-from am.records.writes import (
-    FactDraft,
-    WriteResult,
-    batch_bounds,
-    one_line,
-    with_fresh_ids,
-)
+from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_line, one_line, with_fresh_ids
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
 from am.upkeep.forms import is_note_file, relation_body, render_for_write, topic_path
@@ -355,6 +349,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         """Add a topic; its id is ``<kind>-<slug of title>`` unless given."""
         if kind not in TOPIC_KINDS:
             raise InvalidRecordError(f"unknown kind {kind!r}; use one of: {', '.join(TOPIC_KINDS)}", field="kind")
+        check_one_line("--alias", *aliases)
+        check_one_line("--tag", *tags)
         tid = check_id(id) if id else topic_id(kind, title)
         self._ensure_new(tid)
         topic = Topic(id=tid, kind=kind, title=title.strip(), body=_body(body), aliases=tuple(aliases),

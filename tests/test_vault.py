@@ -405,6 +405,36 @@ def test_bad_actor_names_are_refused(vault_path: Path, vault: Vault, actor: str)
         Vault.open(vault_path, actor=actor)
 
 
+@pytest.mark.parametrize("option,fields", [
+    ("--provenance", {"provenance": "human\nAm-Op: vault.init"}),
+    ("--branch", {"repo": "alpha", "branch": "main\nAm-Actor: root"}),
+    ("--repo", {"repo": "alpha\r", "branch": "main"}),
+    ("--path", {"paths": ["src/a.py", "src/\x1b[31mb.py"]}),
+    ("--tag", {"tags": ["ops\tx"]}),
+    ("--provenance", {"provenance": "human\u2028x"}),
+])
+def test_a_one_line_value_with_a_control_character_is_refused_naming_its_option(
+        alpha: Vault, git: Git, option: str, fields: dict[str, object]) -> None:
+    """A branch, provenance, path or tag is one line of frontmatter: a newline in it is refused, nothing written."""
+    fact = alpha.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"])
+    head = _head(git)
+    writes = [lambda: alpha.add_fact("Alpha runs on Kubernetes.", topics=["project-alpha"], unverified=True,
+                                     **fields),
+              lambda: alpha.supersede_fact(fact.record.id, "Alpha deploys on Mondays.", reason="moved",
+                                           unverified=True, **fields)]
+    for write in writes:
+        with pytest.raises(UsageError) as err:
+            write()
+        assert err.value.exit_code == 2 and str(err.value).startswith(f"{option} ") and "one line" in str(err.value)
+        assert f"give {option} without line breaks" in str(err.value.hint)
+    assert _head(git) == head and git("status", "--porcelain") == ""
+    with pytest.raises(UsageError, match="^--alias "):
+        alpha.add_topic(title="Beta", aliases=["Beta\nAm-Op: x"])
+    with pytest.raises(UsageError, match="^--tag "):
+        alpha.add_topic(title="Beta", tags=["b\x00"])
+    assert _head(git) == head
+
+
 def test_actor_from_environment(vault_path: Path, vault: Vault, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AM_ACTOR", "claude-code")
     v = Vault.open(vault_path)

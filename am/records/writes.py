@@ -8,14 +8,14 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from am.errors import PathTakenError
+from am.errors import PathTakenError, UsageError
 from am.records.model import Fact, Record, Relation, Topic
 
 if TYPE_CHECKING:
     from am.records.secrets import SecretFinding
 
-__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "one_line", "scan_record",
-           "with_fresh_ids"]
+__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "check_one_line", "one_line",
+           "scan_record", "with_fresh_ids"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
 
@@ -37,6 +37,24 @@ def one_line(text: str, *, limit: int = 200) -> str:
     """Collapse text to one safe line for a commit message (no control or bidi characters)."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# What a one-line value (a branch, a provenance, a tag) may not hold: line breaks, tabs, other controls.
+_NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_one_line(option: str, *values: str | None) -> None:
+    """Refuse a value given for ``option`` that is not one line (a line break, tab or other control character).
+
+    Such a value is one line of frontmatter: a newline in it was written as an escape that Obsidian, ``am
+    check``'s messages and every reader of the field showed as a broken line.
+    """
+    for value in values:
+        found = _NOT_ONE_LINE.search(value) if value else None
+        if found is not None:
+            raise UsageError(f"{option} {value!r} holds the control character U+{ord(found.group()):04X}; "
+                             f"it must be one line", hint=f"give {option} without line breaks or control "
+                                                          f"characters; nothing was written")
 
 
 # A commit message is at most 64 KiB (am/git/checks.py). A batch's subject, Am-Op and Am-Actor take a few
@@ -117,6 +135,13 @@ class FactDraft:
                 raise TypeError(f"pass a FactDraft or keyword fields, not both: {sorted(fields)}")
             return draft
         return cls(text=draft, **fields)
+
+    def check_lines(self) -> None:
+        """Refuse a one-line field given with a line break or control character, naming its option."""
+        for option, values in (("--provenance", (self.provenance,)), ("--repo", (self.repo,)),
+                               ("--branch", (self.branch,)), ("--commit", (self.commit,)), ("--path", self.paths),
+                               ("--tag", self.tags)):
+            check_one_line(option, *values)
 
     def inheriting(self, old: Fact) -> FactDraft:
         """Fill what this draft leaves open from the fact it supersedes (topics, world, paths, tags, pin)."""

@@ -38,9 +38,13 @@ class WorldWrites:
         return verify_world(repo, branch, commit, unverified=unverified)
 
     def _checked_draft(self, draft: FactDraft, repo: str | None, *, unverified: bool) -> FactDraft:
-        """Return the draft with its world checked and filled (``repo``: the superseded fact's, inherited)."""
+        """Return the draft with its world checked and filled (``repo``: the superseded fact's, inherited).
+
+        Every new fact's draft passes here (add, supersede, session proposals): its one-line values are checked first.
+        """
         from dataclasses import replace
 
+        draft.check_lines()
         if not (draft.repo or draft.branch or draft.commit):
             return draft
         world = self._checked_world(draft.repo or repo, draft.branch, draft.commit, unverified=unverified)
