@@ -577,6 +577,23 @@ def test_a_crlf_fact_s_edited_text_gets_crlf_too(alpha: Vault, git: Git) -> None
     assert alpha.get_fact(fact.record.id).body.replace("\r\n", "\n") == "line endings, two lines\nof them\n"
 
 
+@pytest.mark.parametrize("crlf", [False, True])
+def test_a_bom_is_kept_when_am_rewrites_the_file(alpha: Vault, git: Git, crlf: bool) -> None:
+    fact = alpha.add_fact("byte order", topics=["project-alpha"])
+    path = alpha.root / fact.paths[0]
+    data = path.read_bytes().replace(b"\n", b"\r\n") if crlf else path.read_bytes()
+    path.write_bytes(b"\xef\xbb\xbf" + data)
+    git("commit", "-q", "-am", "saved by an editor that writes a BOM")
+    alpha.set_fact_status(fact.record.id, "contested")
+    alpha.pin_fact(fact.record.id)
+    blob = subprocess.run(["git", "-C", str(alpha.root), "cat-file", "blob", f"HEAD:{fact.paths[0]}"],
+                          capture_output=True, check=True).stdout
+    assert blob.startswith(b"\xef\xbb\xbf---") and blob.count(b"\xef\xbb\xbf") == 1
+    assert b"status: contested" in blob and b"pinned: true" in blob
+    assert (b"\n" not in blob.replace(b"\r\n", b"")) if crlf else (b"\r" not in blob)
+    assert alpha.get_fact(fact.record.id).status == "contested" and check_vault(alpha).errors == []
+
+
 def test_git_s_cached_trees_never_go_stale_across_am_and_hand_commits(alpha: Vault, git: Git) -> None:
     # A hand commit leaves a TREE extension in Git's index; am's index writer must
     # invalidate it along each path it writes, or `git commit` would reuse old trees.

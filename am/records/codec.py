@@ -3,7 +3,7 @@
 ``parse_record(text, path)`` reads a Markdown file with YAML frontmatter into a
 Topic, Fact or Relation; ``render_record(record)`` writes am's canonical form,
 and ``parse_record(render_record(r)) == r``. Line endings of a hand-written file
-are kept (``record.eol``); a UTF-8 BOM is dropped.
+are kept (``record.eol``); a UTF-8 BOM is skipped on read and kept by ``render_update``.
 """
 
 from __future__ import annotations
@@ -255,19 +255,22 @@ def render_update(old_text: str, record: Record, *, path: str | None = None,
 
     Keys whose value did not change keep their lines byte for byte (flow or
     block lists, link or plain values, comments); changed keys are written the
-    way the file wrote them. A file that does not parse is rendered anew.
+    way the file wrote them. A file that does not parse is rendered anew. A
+    UTF-8 BOM the file starts with is kept (an editor on Windows wrote it).
     """
+    bom = "\ufeff" if old_text.startswith("\ufeff") else ""
+    old_text = old_text[len(bom):]
     try:
         front, body, eol = split_frontmatter(old_text, path=path)
         old = parse_meta(front, eol, path=path)
         before = record_from_meta(old, body, eol=eol, path=path)
     except InvalidRecordError:
-        return render_record(record)
+        return bom + render_record(record)
     for links in (True, False):
         # A file in am's own form stays in it (keys in canonical order): only a person's form is kept key by key.
         # Links first: a file of "[[...]]" values renders the same either way, and must stay links.
         if render_record(before, links=links, names=names) == old_text:
-            return render_record(record, links=links, names=names)
+            return bom + render_record(record, links=links, names=names)
     normal = front.replace("\r\n", "\n") if eol == "\r\n" else front
     new = record_to_meta(record)
     if names:  # ids of records whose file names differ: new links name them by file name
@@ -282,7 +285,7 @@ def render_update(old_text: str, record: Record, *, path: str | None = None,
     text = update_frontmatter(normal, old, new, timestamp_fields=_TIMESTAMPS)
     if eol != "\n":
         text = text.replace("\n", eol)
-    return f"---{eol}{text}---{eol}{record.body}"
+    return f"{bom}---{eol}{text}---{eol}{record.body}"
 
 
 def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, Any]:
