@@ -213,6 +213,25 @@ def test_fresh_ref_lock_fails_clearly_and_changes_nothing(alpha: Vault, vault_pa
     assert _add(vault_path, "Next write.").returncode == 0
 
 
+def test_a_write_that_failed_to_move_the_branch_is_not_recovered(alpha: Vault, vault_path: Path) -> None:
+    """Its commit object exists, but its writer was told it failed (exit 8): recover must not replay it."""
+    lock = vault_path / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_text("")
+    proc = _add(vault_path, "Blocked by a fresh lock.", AM_GIT_LOCK_STALE="600", AM_GIT_LOCK_WAIT="0.5")
+    assert proc.returncode == 8, proc.stderr
+    lock.unlink()
+    blocked = [line for line in run_git(vault_path, "fsck", "--unreachable", "--no-reflogs").splitlines()
+               if line.startswith("unreachable commit")]
+    assert len(blocked) == 1  # the object the failed write left, as git sees it
+    assert json.loads(ok("--vault", str(vault_path), "recover", "--format", "json"))["lost"] == []
+    # A commit really lost (reset away, reflogs expired) is still found by the scan, the failed one still not.
+    alpha.add_fact("Kept only as an object.", topics=["project-alpha"], id="fact-object")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")
+    run_git(vault_path, "reflog", "expire", "--expire=now", "--all")
+    deep = json.loads(ok("--vault", str(vault_path), "recover", "--format", "json"))
+    assert [(c["records"], c["found_by"]) for c in deep["lost"]] == [(["fact-object"], "unreachable")]
+
+
 def test_fresh_index_lock_commits_and_doctor_repairs_the_index(alpha: Vault, vault_path: Path) -> None:
     lock = vault_path / ".git" / "index.lock"
     lock.write_text("")

@@ -23,9 +23,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-__all__ = ["Note", "clear", "lock_mark", "owned_by_dead_am", "pid_alive", "read", "write"]
+__all__ = ["Note", "clear", "failed_moves", "lock_mark", "note_failed_move", "owned_by_dead_am", "pid_alive", "read",
+           "write"]
 
 _NAME = "inflight"
+_FAILED = "failed-moves"
 _HOST = socket.gethostname()
 
 
@@ -89,6 +91,30 @@ def clear(am_dir: Path) -> None:
         os.unlink(am_dir / _NAME)
     except FileNotFoundError:
         pass
+
+
+def note_failed_move(am_dir: Path, new: str, tip: str | None) -> None:
+    """Note a branch move from ``tip`` to ``new`` that failed, its writer told so (``.git/am/failed-moves``).
+
+    The commits from ``tip`` (exclusive) to ``new`` are in the object database but were never on the
+    branch: ``am recover``'s object scan leaves them out, so a write reported as failed is not replayed.
+    Best effort: without the note, recover lists them as before (``unreachable``).
+    """
+    try:
+        with open(am_dir / _FAILED, "a", encoding="ascii") as f:
+            f.write(f"{new} {tip or '-'}\n")
+    except OSError:
+        pass
+
+
+def failed_moves(am_dir: Path) -> list[tuple[str, str | None]]:
+    """Return the (new, tip) of every noted failed branch move."""
+    try:
+        lines = (am_dir / _FAILED).read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [(parts[0], None if parts[1] == "-" else parts[1]) for parts in (ln.split() for ln in lines)
+            if len(parts) == 2]
 
 
 def lock_mark() -> bytes:

@@ -299,8 +299,9 @@ class Repairer(Writer):
                 collect(old, "reflog")
         if scan_objects:
             commit_type = pygit2.enums.ObjectType.COMMIT
+            failed = self._failed_writes(reachable)
             for oid in self.repo.odb:
-                if str(oid) in reachable or str(oid) in found:
+                if str(oid) in reachable or str(oid) in found or str(oid) in failed:
                     continue
                 try:
                     kind = self.repo.odb.read_header(oid)[0]
@@ -313,6 +314,23 @@ class Repairer(Writer):
         order = {cid: i for i, cid in enumerate(self._topo_order(found))}
         infos.sort(key=lambda i: order[i.id])
         return [(info, found[info.id]) for info in infos]
+
+    def _failed_writes(self, reachable: set[str]) -> set[str]:
+        """Return the commits of am writes whose branch move failed (noted by the writer, who reported the error)."""
+        chain: set[str] = set()
+        for new, tip in inflight.failed_moves(self._am_dir):
+            try:
+                walker = self.repo.walk(new, pygit2.enums.SortMode.NONE)
+                if tip is not None:
+                    walker.hide(pygit2.Oid(hex=tip))
+            except (pygit2.GitError, KeyError, ValueError):
+                continue
+            for c in walker:
+                if str(c.id) in reachable or str(c.id) in chain:
+                    walker.hide(c.id)
+                    continue
+                chain.add(str(c.id))
+        return chain
 
     def _topo_order(self, ids: dict[str, str]) -> list[str]:
         """Return ids so that every commit comes after its parents among them (ties by time)."""

@@ -432,6 +432,12 @@ class Staging(Reader):
         except BaseException:
             for path, size in zip(logs, sizes):
                 _take_back_reflog(path, size, str(oid))
+            try:
+                moved = self.branch_tip(ref) == str(oid)
+            except (pygit2.GitError, ValueError, OSError):
+                moved = True  # cannot tell: noted as nothing, recover lists it as before
+            if not moved:  # its commits are in the object database, never on the branch
+                inflight.note_failed_move(self._am_dir, str(oid), tip)
             raise
 
     def _move_ref_once(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str, lock: Path) -> None:
