@@ -391,7 +391,7 @@ def test_confirm_keeps_a_fact_on_the_main_line_once_its_branch_is_gone(world: di
         code_, _, err = am("--vault", vault, "fact", "confirm", fact_id, "--commit", x[:8])
         assert code_ == 13, err
         assert f"{fact_id} is a fact that holds on 'trunk' ({why}), and commit {x[:10]} (on exp) is not on it" in err
-        assert f"--branch exp" in err and "git branch -d" not in err
+        assert "--branch exp" in err and "git branch -d" not in err
     assert head(vault) == before
     items = review_queue(world["v"], repo="project-alpha", branch="exp").items
     stale = {i.id: i for i in items if i.kind == "stale"}
