@@ -89,7 +89,7 @@ def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Regi
     return issues
 
 
-def _refile(record: Record) -> str:
+def _refile(record: Fact | Relation) -> str:
     """Say how to file again, on its own branch, a record whose branch was rewritten under it."""
     if isinstance(record, Fact):
         return (f"re-file it there: am fact supersede {record.id} \"what holds now\" --branch {record.version} "
