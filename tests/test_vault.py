@@ -435,6 +435,17 @@ def test_a_one_line_value_with_a_control_character_is_refused_naming_its_option(
     assert _head(git) == head
 
 
+def test_a_path_out_of_the_code_repository_is_refused(alpha: Vault, git: Git) -> None:
+    """--path ../etc can never match a change in the repository: refused by name, nothing written; /src is fine."""
+    head = _head(git)
+    for path in ("../etc/passwd", "src/../../x", "..\\win"):
+        with pytest.raises(UsageError, match=r"^--path .* steps out of the code repository") as err:
+            alpha.add_fact("Alpha reads its config.", topics=["project-alpha"], paths=[path])
+        assert "from the repository's root" in str(err.value.hint)
+    assert _head(git) == head
+    alpha.add_fact("Alpha reads its config.", topics=["project-alpha"], paths=["/src/config..py", "src/a..b/"])
+
+
 def test_actor_from_environment(vault_path: Path, vault: Vault, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AM_ACTOR", "claude-code")
     v = Vault.open(vault_path)

@@ -142,6 +142,12 @@ class FactDraft:
                                ("--branch", (self.branch,)), ("--commit", (self.commit,)), ("--path", self.paths),
                                ("--tag", self.tags)):
             check_one_line(option, *values)
+        for path in self.paths:
+            if ".." in path.replace("\\", "/").split("/"):
+                raise UsageError(f"--path {path!r} steps out of the code repository ('..'), so no change there can "
+                                 "ever match it and the fact would never go stale",
+                                 hint="give the path from the repository's root (src/api/users.py, or a folder "
+                                      "or glob); nothing was written")
 
     def inheriting(self, old: Fact) -> FactDraft:
         """Fill what this draft leaves open from the fact it supersedes (topics, world, paths, tags, pin)."""
