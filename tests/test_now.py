@@ -134,6 +134,23 @@ def test_now_stays_within_fifty_lines(hot: Path) -> None:
     assert "… and 22 more" in out.stdout
 
 
+def test_judging_a_world_is_no_use_of_its_facts(hot: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """am stale, am review, the code hook (stale_in_world) and am search --branch (world_marks) judge every fact of
+    a world: none of that is an agent's use, so none may count (they counted every fact of the world, which made
+    "most used" mean "most judged"); am why neither."""
+    from am.packs.pack import SliceRequest
+    from am.packs.why import stale_in_world, world_marks
+
+    monkeypatch.setenv("AM_NOW", DAY0)
+    assert am(hot, "why", "fact-old-high").returncode == 0
+    with Vault.open(hot) as v:
+        stale_in_world(v, SliceRequest())
+        world_marks(v, SliceRequest())
+    assert UsageLog(hot / ".am" / "cache").counts(repo=None, branch=None, days=6, at=_moment(DAY0), today=True) == {}
+    assert am(hot, "slice").returncode == 0  # an agent's pack does count
+    assert UsageLog(hot / ".am" / "cache").counts(repo=None, branch=None, days=6, at=_moment(DAY0), today=True)
+
+
 def test_use_counts_survive_a_cache_rebuild(hot: Path) -> None:
     assert am(hot, "fact", "show", "fact-old-high").returncode == 0
     assert am(hot, "index", "rebuild").returncode == 0

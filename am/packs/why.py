@@ -81,7 +81,7 @@ def stale_in_world(vault: VaultReader, request: SliceRequest) -> StaleReport:
     """
     from am.packs.slice import slice_vault
 
-    pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None))
+    pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None), count_use=False)
     shown = {f.id: f for f in pack.all_shown()}
     found = tuple(StaleFact(shown[fid], mark) for fid, mark in sorted(pack.stale.items()) if fid in shown)
     unknown = tuple((f, why) for f in sorted(shown.values(), key=lambda f: f.id)
@@ -123,7 +123,7 @@ def world_marks(vault: VaultReader, request: SliceRequest) -> WorldMarks:
     """Judge the whole vault in one world, for filtering and marking search results (``am search --branch``)."""
     from am.packs.slice import slice_vault
 
-    pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None))
+    pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None), count_use=False)
     res = pack.resolution
     holding = {f.id for f in pack.all_shown()} | set(res.topics) | set(res.relations)
     marks = {old: f"superseded here by {new}" for old, new in res.superseded_here.items()}
