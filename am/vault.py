@@ -51,6 +51,7 @@ from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_line, one_line, with_fresh_ids
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
+from am.upkeep.duplicates import recorded, recorded_hint
 from am.upkeep.forms import is_note_file, relation_body, render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.upkeep.worldwrites import WorldWrites
@@ -63,14 +64,12 @@ __all__ = ["Vault", "FactDraft", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 log = logging.getLogger("am")
 
 
-
 def find_vault_root(start: Path) -> Path | None:
     """Return the nearest folder at or above ``start`` that holds a vault."""
     for folder in (start, *start.parents):
         if (folder / ".am" / "vault.yml").is_file():
             return folder
     return None
-
 
 
 class Vault(Updating, Authorship, WorldWrites, CountsUses):
@@ -432,10 +431,13 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         ``draft`` is a ``FactDraft``, or the fact's text with the draft's fields as keywords.
         Its world is checked first (DESIGN §5.7): a registered repo, a branch and
         commit its clone has, the commit stored in full; a branch without a commit
-        records that branch's tip. ``unverified`` records the world as given.
+        records that branch's tip. ``unverified`` records the world as given. A fact
+        already recorded (am/upkeep/duplicates.py) writes nothing: ``created`` False.
         """
         draft = self._checked_draft(FactDraft.of(draft, fields), None, unverified=unverified)
         new_topics = self._check_topics(draft.topics, create=create_topics)
+        if (known := recorded(self, draft.text, draft.topics, draft.repo, draft.branch)) is not None:
+            return WriteResult("", (known[1],), (known[0],), created=False, note=recorded_hint(known[1], draft))
         if draft.id:
             self._ensure_new(check_id(draft.id))
 

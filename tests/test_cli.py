@@ -61,7 +61,7 @@ def test_init_add_show_list(cli_vault: Path) -> None:
                         "--branch", "main", "--commit", "1a2b3c4", "--unverified", "--confidence", "high", "--format", "json")
     assert code == 0, err
     data = json.loads(out)
-    assert set(data) == {"commit", "records"}
+    assert set(data) == {"commit", "created", "records"} and data["created"] is True
     fact = data["records"][0]
     assert data["commit"] == _head(cli_vault)
     assert {"type", "id", "topics", "status", "confidence", "provenance", "repo", "version", "commit", "axis",
@@ -332,3 +332,24 @@ def test_a_mistyped_id_gets_the_nearest_id(cli_vault: Path) -> None:
         assert code == 4 and f"did you mean '{wanted}'?" in err, err
     code, _, err = am("--vault", v, "fact", "show", "zzz-nothing-like-it")
     assert code == 4 and "did you mean" not in err and "am fact list" in err
+
+
+def test_fact_add_of_a_fact_already_recorded_prints_its_id_exits_0_and_commits_nothing(cli_vault: Path) -> None:
+    v = str(cli_vault)
+    code, out, err = am("--vault", v, "fact", "add", "Alpha caches sessions.", "--topic", "project-alpha",
+                        "--format", "json")
+    assert code == 0, err
+    first = json.loads(out)
+    assert first["created"] is True and first["commit"] == _head(cli_vault)
+    fid, path = first["records"][0]["id"], first["records"][0]["path"]
+    code, out, err = am("--vault", v, "fact", "add", "Alpha caches\n sessions.", "--topic", "project-alpha")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [f"already recorded as fact {fid} ({path}); nothing written",
+                                f"  nothing to do; to change it: am fact supersede {fid} TEXT --reason ..."]
+    code, out, err = am("--vault", v, "fact", "add", "Alpha caches sessions.", "--topic", "project-alpha",
+                        "--format", "json")
+    again = json.loads(out)
+    assert code == 0 and (again["created"], again["commit"], again["id"]) == (False, None, fid)
+    assert again["records"][0]["path"] == path
+    assert run_git(cli_vault, "rev-parse", "HEAD").strip() == first["commit"]
+    assert run_git(cli_vault, "status", "--porcelain") == ""

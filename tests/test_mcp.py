@@ -99,6 +99,9 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
                                                                          "to": "tool-redis"})
             results["add"] = await client.call_tool("fact_add", {"text": "The MCP door records facts.",
                                                                  "topics": ["project-alpha"], "here": True})
+            # A retry after a dropped connection (the first call committed): nothing written, the same id back.
+            results["retry"] = await client.call_tool("fact_add", {"text": "The MCP door records facts.",
+                                                                   "topics": ["project-alpha"], "here": True})
             results["bad_args"] = await client.call_tool("fact_add", {"text": "no topic"})
             fact_id = results["add"].structured_content["records"][0]["id"]
             results["show"] = await client.call_tool("fact_show", {"id": fact_id})
@@ -151,6 +154,15 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
     assert run_git(root, "log", "-1", "--format=%an", add.structured_content["commit"]).strip() == "test-client"
     assert run_git(root, "show", "--format=", "--name-only", add.structured_content["commit"]).split() == [fact["path"]]
     assert fact["repo"] == "project-alpha" and fact["commit"] == _head(clone) and fact["version"] == "main"
+    assert add.structured_content["created"] is True
+    retry = results["retry"]
+    assert not retry.is_error, retry.content[0].text
+    assert {k: retry.structured_content[k] for k in ("commit", "created", "id")} == {
+        "commit": None, "created": False, "id": fact["id"]}
+    assert retry.structured_content["records"][0]["path"] == fact["path"]
+    assert retry.content[0].text.startswith(f"already recorded as fact {fact['id']} ({fact['path']}); nothing written")
+    assert run_git(root, "log", "--format=%H", f"--grep=^Am-Record: {fact['id']}$").split() == [
+        add.structured_content["commit"]]
     # Arguments that fail the input schema: a tool error naming the problem.
     assert results["bad_args"].is_error and "'topics' is a required property" in results["bad_args"].content[0].text
     shown = results["show"]

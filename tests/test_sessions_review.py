@@ -327,3 +327,20 @@ def test_the_interactive_queue_takes_single_keys_and_makes_one_commit_a_decision
     assert alpha.get_fact("fact-b").reason == "rejected in review: wrong region"
     assert alpha.get_fact("fact-c").status == "pending-review"
     assert set(git("log", "-2", "--format=%an").split()) == {"carol"}
+
+
+def test_the_clerk_does_not_propose_what_the_vault_already_holds(alpha, git, tmp_path) -> None:
+    """A proposal whose statement a holding fact of its world already says (about any topics: a proposal also
+    names its session) is skipped with that fact's id; an expired one does not count (docs/decisions.md)."""
+    from am.sessions.clerk import propose
+
+    known = alpha.add_fact("getUser is limited to 100  requests a minute per client.", topics=["project-alpha"])
+    ended = alpha.add_fact("the Alpha rate limits live in src/api/limits.py, not in the handlers.",
+                           topics=["project-alpha"]).record.id
+    alpha.expire_fact(ended, reason="moved")
+    _ingested(alpha, tmp_path)
+    report = propose(alpha, CLAUDE_SESSION)
+    assert [text for _, text, _ in report.proposed] == [
+        "the Alpha rate limits live in src/api/limits.py, not in the handlers."]
+    assert report.skipped == [("getUser is limited to 100 requests a minute per client.", (6,),
+                               f"already recorded as {known.record.id} (active)")]

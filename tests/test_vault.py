@@ -239,7 +239,8 @@ def test_a_person_at_the_command_line_writes_human_provenance(alpha: Vault, vaul
     assert person.get_fact(made.record.id).provenance == "human"
     person.close()
     for agent in (Vault.open(vault_path, actor="claude-code"), alpha):  # an agent named by --actor
-        fact = agent.get_fact(agent.add_fact("Said by an agent.", topics=["project-alpha"]).record.id)
+        # Each its own statement: the same one again would be the first agent's fact, already recorded.
+        fact = agent.get_fact(agent.add_fact(f"Said by {agent.actor}.", topics=["project-alpha"]).record.id)
         assert fact.provenance == f"session:{agent.actor}"
     monkeypatch.setenv("AM_ACTOR", "codex")
     by_env = Vault.open(vault_path)
@@ -724,3 +725,81 @@ def test_an_unfinished_merge_in_a_linked_worktree_refuses_writes_there_only(alph
     with pytest.raises(GitError, match="a git merge is in progress"):
         check_no_git_operation(tmp_path / "side" / ".git")
     assert alpha.add_fact("Alpha deploys on Mondays.", topics=["project-alpha"]).commit
+
+
+def test_a_fact_already_recorded_writes_nothing_and_returns_the_one_recorded(alpha: Vault, git: Git) -> None:
+    """A fact add that repeats a holding fact (same text up to whitespace, topics, repo and branch) is no error
+    and no commit: it returns the fact found, created False (docs/decisions.md, "Duplicates")."""
+    alpha.add_topic(title="Redis", kind="tool", id="tool-redis")
+    first = alpha.add_fact("Alpha keeps sessions in Redis.", topics=["project-alpha", "tool-redis"])
+    head, count = _head(git), _count(git)
+    again = alpha.add_fact("  Alpha keeps\n sessions   in Redis. ", topics=["tool-redis", "project-alpha"])
+    assert (again.created, again.commit, again.record.id, again.paths) == (False, "", first.record.id, first.paths)
+    assert again.note is not None and "am fact supersede" in again.note
+    # Another vault object (another process) finds it too, and so does a retry with the id the first call gave.
+    other = Vault.open(alpha.root, actor="other")
+    assert other.add_fact("Alpha keeps sessions in Redis.", topics=["project-alpha", "tool-redis"]).created is False
+    assert other.add_fact("Alpha keeps sessions in Redis.", topics=["project-alpha", "tool-redis"],
+                          id=first.record.id).created is False
+    other.close()
+    assert (_head(git), _count(git), git("status", "--porcelain")) == (head, count, "")
+    # Case counts; a different set of topics is a different fact.
+    assert alpha.add_fact("alpha keeps sessions in redis.", topics=["project-alpha", "tool-redis"]).created
+    assert alpha.add_fact("Alpha keeps sessions in Redis.", topics=["project-alpha"]).created
+    assert _count(git) == count + 2
+
+
+def test_an_ended_fact_said_again_is_a_new_fact_and_a_pending_one_is_not(alpha: Vault, git: Git) -> None:
+    old = alpha.add_fact("Alpha runs on Python 3.10.", topics=["project-alpha"]).record.id
+    alpha.supersede_fact(old, "Alpha runs on Python 3.12.", reason="upgraded")
+    back = alpha.add_fact("Alpha runs on Python 3.10.", topics=["project-alpha"])  # re-learnt after a rollback
+    assert back.created and back.record.id != old
+    alpha.expire_fact(back.record.id, reason="gone again")
+    assert alpha.add_fact("Alpha runs on Python 3.10.", topics=["project-alpha"]).created
+    # A proposal waiting for review, or a contested fact, still stands: the same statement is not added twice.
+    pending = alpha.add_fact("Alpha retries twice.", topics=["project-alpha"]).record.id
+    alpha.set_fact_status(pending, "pending-review")
+    count = _count(git)
+    again = alpha.add_fact("Alpha retries twice.", topics=["project-alpha"])
+    assert (again.created, again.record.id) == (False, pending)
+    assert again.note == f"it waits for review; accept it with: am review accept {pending}"
+    alpha.set_fact_status(pending, "contested")
+    assert alpha.add_fact("Alpha retries twice.", topics=["project-alpha"]).created is False
+    assert _count(git) == count + 1
+
+
+def test_a_duplicate_is_per_repo_and_branch_and_points_at_confirm(alpha: Vault, git: Git, tmp_path: Path) -> None:
+    from conftest import commit_file
+
+    from am.registry import Registry
+
+    code = tmp_path / "alpha-code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    first = commit_file(code, "a.txt")
+    run_git(code, "branch", "feat")
+    Registry.load().add_repo("project-alpha", code)
+    fact = alpha.add_fact("getUser takes an id.", topics=["project-alpha"], repo="project-alpha", branch="main")
+    assert fact.record.commit == first  # type: ignore[attr-defined]
+    count = _count(git)
+    same = alpha.add_fact("getUser takes an id.", topics=["project-alpha"], repo="project-alpha", branch="main")
+    assert same.created is False
+    assert same.note == f"nothing to do; to change it: am fact supersede {fact.record.id} TEXT --reason ..."
+    later = commit_file(code, "b.txt")
+    moved = alpha.add_fact("getUser takes an id.", topics=["project-alpha"], repo="project-alpha", branch="main")
+    assert moved.created is False
+    assert moved.note == f"to record that it still holds at {later[:10]}: am fact confirm {fact.record.id} --commit {later}"
+    assert _count(git) == count
+    # Another branch, no branch, or no repo: other worlds, other facts.
+    assert alpha.add_fact("getUser takes an id.", topics=["project-alpha"], repo="project-alpha", branch="feat").created
+    assert alpha.add_fact("getUser takes an id.", topics=["project-alpha"], repo="project-alpha").created
+    assert alpha.add_fact("getUser takes an id.", topics=["project-alpha"]).created
+    assert _count(git) == count + 3
+
+
+def test_the_duplicate_check_reads_the_files_when_the_cache_cannot_be_used(alpha: Vault, git: Git,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    first = alpha.add_fact("Alpha logs to stdout.", topics=["project-alpha"])
+    count = _count(git)
+    monkeypatch.setattr(Vault, "cache", lambda self: None)
+    again = alpha.add_fact("Alpha logs  to stdout.", topics=["project-alpha"])
+    assert (again.created, again.record.id, _count(git)) == (False, first.record.id, count)

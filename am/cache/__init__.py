@@ -3,7 +3,8 @@
 Floor 3. The only user of sqlite3 (in ``index.py``). Everything here is
 derived from the working tree and Git history and can be deleted: ``file``
 guards the database file, ``rows`` says what a record becomes in it, ``scan``
-finds what changed since the last refresh, ``query`` reads it back,
+finds what changed since the last refresh, ``query`` reads it back (``statements``:
+the facts that say a statement),
 ``textseg`` segments text (CJK bigrams), ``timephrases`` turns "last week" or
 "上周" into a range, ``search`` ranks hits, ``sessionlines`` indexes and ranks
 the lines of ingested session logs (tables of their own), ``vectors`` keeps the

@@ -64,6 +64,7 @@ from am.cache.rows import (_SCHEMA, NOTE_ERROR, SCHEMA_VERSION, TOPS, Hit, Index
                            body_links, check_known, file_slot, is_record_path, name_refs, note_row, rank_rowid, record_names,
                            record_rows, resolve_refs, segment)
 from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
+from am.cache.statements import StatementQueries
 from am.errors import AmError
 from am.git import hash_blob
 from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader
@@ -111,7 +112,7 @@ def open_cache(vault: VaultFiles) -> Index | None:
     return index
 
 
-class Index(IndexQueries, RecentQueries, FolderScans):
+class Index(IndexQueries, RecentQueries, StatementQueries, FolderScans):
     """A vault's cache: records, topic membership, links and a full-text index."""
 
     def __init__(self, vault: VaultFiles, path: Path) -> None:
@@ -403,7 +404,7 @@ class Index(IndexQueries, RecentQueries, FolderScans):
         self.conn.executemany("INSERT OR IGNORE INTO namerefs VALUES (?)", [(p,) for _, p, _ in pending])
         self._topics_changed = self._topics_changed or topics_changed
         self.conn.executemany("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", files)
-        self.conn.executemany("INSERT INTO records VALUES (" + ", ".join("?" * 25) + ")", records)
+        self.conn.executemany("INSERT INTO records VALUES (" + ", ".join("?" * 26) + ")", records)
         self.conn.executemany("INSERT OR IGNORE INTO members(rowid, topic) VALUES (?, ?)", members)
         self.conn.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?)", links)
         self.conn.executemany("INSERT INTO search(rowid, title, body, aliases, tags) VALUES (?, ?, ?, ?, ?)", texts)

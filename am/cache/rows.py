@@ -25,10 +25,10 @@ from am.cache.textseg import _CJK_RANGES
 __all__ = [
     "Known", "check_known", "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS", "rank_rowid",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
-    "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "note_row",
+    "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "note_row", "statement_key",
 ]
 
-SCHEMA_VERSION = 15  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 16  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -54,7 +54,7 @@ CREATE TRIGGER dirs_out AFTER DELETE ON dirs BEGIN UPDATE names_token SET n = ra
 CREATE TABLE records(rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, id TEXT NOT NULL, type TEXT NOT NULL,
   status TEXT, kind TEXT, title TEXT, rel TEXT, src TEXT, dst TEXT, repo TEXT, version TEXT, created TEXT, created_ts REAL,
   pinned INTEGER, conf TEXT, commit_id TEXT, until_commit TEXT, valid_from TEXT, valid_until TEXT, supersedes TEXT,
-  superseded_by TEXT, topics TEXT, paths TEXT, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
+  superseded_by TEXT, topics TEXT, paths TEXT, statement INTEGER, data TEXT NOT NULL);  -- world fields before data: reading them skips its pages
 CREATE INDEX records_id ON records(id, path);
 CREATE INDEX records_created ON records(created_ts);
 -- Covering indexes for a slice (am/packs/cache.py), which judges worlds from these and reads `data` only for
@@ -70,6 +70,8 @@ CREATE INDEX records_supersedes ON records(id, status, repo, version, commit_id,
 CREATE INDEX records_successor ON records(superseded_by, id, status, repo, version, commit_id, until_commit,
   valid_from, valid_until) WHERE type = 'fact' AND superseded_by IS NOT NULL;
 CREATE INDEX records_topic ON records(id, path, status) WHERE type = 'topic';
+-- A fact's statement_key: a fact add asks whether the vault already says the same (am/cache/statements.py).
+CREATE INDEX records_statement ON records(statement) WHERE type = 'fact';
 -- Facts that watch code paths (derived staleness, am/worlds/stale.py): few, and read with their world fields.
 CREATE INDEX records_watch ON records(repo, type, id, status, version, commit_id, until_commit, valid_from,
   valid_until, paths) WHERE type = 'fact' AND paths IS NOT NULL;  -- type too, or SQLite reads every row's page
@@ -289,11 +291,20 @@ def file_slot(path: str) -> int:
 def _world_columns(r: Record) -> tuple[Any, ...]:
     """Return a record's world fields that have no column of their own (a slice reads them without the JSON)."""
     if isinstance(r, Relation):
-        return (None, r.commit, r.until_commit, r.valid_from, r.valid_until, None, None, None, None)
+        return (None, r.commit, r.until_commit, r.valid_from, r.valid_until, None, None, None, None, None)
     if not isinstance(r, Fact):
-        return (None,) * 9
-    return (r.confidence, r.commit, r.until_commit, r.valid_from, r.valid_until,
-            _ids_json(r.supersedes), r.superseded_by, _ids_json(r.topics), _ids_json(r.paths) if r.paths else None)
+        return (None,) * 10
+    return (r.confidence, r.commit, r.until_commit, r.valid_from, r.valid_until, _ids_json(r.supersedes),
+            r.superseded_by, _ids_json(r.topics), _ids_json(r.paths) if r.paths else None, statement_key(r.body))
+
+
+def statement_key(text: str) -> int:
+    """Return the key of a fact's statement: the CRC-32 of its text with every run of whitespace made one space.
+
+    Case counts (``getUser`` and ``getuser`` are different code); two statements with one key
+    are compared in full before either is called the same (am/cache/statements.py).
+    """
+    return zlib.crc32(" ".join(text.split()).encode("utf-8"))
 
 
 def _ids_json(ids: tuple[str, ...]) -> str:

@@ -105,15 +105,24 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True))
 
 
-def report_write(result: WriteResult, fmt: str, verb: str) -> None:
-    """Tell the user what a write did."""
+def report_write(result: WriteResult, fmt: str, verb: str, *, adds: bool = False) -> None:
+    """Tell the user what a write did, or that a fact add found the fact already recorded (exit 0).
+
+    ``adds``: the write may find its record already there (fact add); its JSON says ``created``.
+    """
+    first = result.records[0]
     if fmt == "json":
         emit_json({
-            "commit": result.commit,
+            "commit": result.commit or None,
+            **({"created": result.created} if adds or not result.created else {}),
             "records": [record_dict(r, p) for r, p in zip(result.records, result.paths)],
+            **({} if result.created else {"id": first.id, "note": result.note}),
         })
         return
-    first = result.records[0]
+    if not result.created:
+        click.echo(f"already recorded as {first.type} {first.id} ({result.paths[0]}); nothing written")
+        click.echo(f"  {result.note}")
+        return
     click.echo(f"{verb} {first.type} {first.id} ({result.paths[0]}) in commit {result.commit[:10]}")
     for record, path in zip(result.records[1:], result.paths[1:]):
         click.echo(f"  also wrote {record.type} {record.id} ({path})")

@@ -78,13 +78,17 @@ def fact() -> None:
 def add(ctx: click.Context, /, text: str, confidence: str | None, fmt: str, **kw: Any) -> None:
     """Add a fact (one commit). TEXT is 1-3 sentences, or - to read standard input.
 
+    The same fact already recorded (the same text up to whitespace, the same topics, repo and
+    branch, and still active, contested or pending review) writes nothing: its id is printed, with
+    the command that records it still holds at a newer commit (am fact confirm ID --commit C); exit 0.
+
     Example: am fact add "Alpha on main only offers getUser(id)" --topic project-alpha --repo project-alpha --branch main
     """
     vault = open_vault(ctx)
     draft = _draft(text, confidence, kw)
     result = vault.add_fact(draft, create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"),
                             unverified=kw.pop("unverified"))
-    report_write(result, fmt, "added")
+    report_write(result, fmt, "added", adds=True)
 
 
 @fact.command("supersede")

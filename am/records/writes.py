@@ -22,11 +22,18 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u20
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What one write did: the commit and the records it wrote."""
+    """What one write did: the commit and the records it wrote.
+
+    ``created`` False: nothing was written (a fact add that found the fact already recorded,
+    am/upkeep/duplicates.py): ``commit`` is empty, ``records`` holds the fact found and
+    ``note`` says what to do instead.
+    """
 
     commit: str
     records: tuple[Record, ...]
     paths: tuple[PurePosixPath, ...]
+    created: bool = True
+    note: str | None = None
 
     @property
     def record(self) -> Record:

@@ -199,6 +199,7 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     """Run the clerk over a stored session: proposals as pending-review facts, one commit with the report."""
     from am.records.secrets import scan_fields
     from am.records.writes import FactDraft
+    from am.upkeep.duplicates import recorded
 
     session = find_session(vault, name)
     sid = str(session.extra.get("session_id") or session.id)
@@ -223,6 +224,8 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
         fid = proposal_id(sid, text, str(session.extra.get("started") or ""))
         if why is None and (fid in seen or vault.locate(fid) is not None):
             why = f"already proposed as {fid}"
+        if why is None and (known := recorded(vault, text, None, world.repo, world.branch)) is not None:
+            why = f"already recorded as {known[1].id} ({known[1].status})"  # about any topics: a proposal names its session too
         if why is None and scan_fields({"body": text}):
             why = "it looks like it holds a credential"
         if why is not None:

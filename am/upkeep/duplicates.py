@@ -1,0 +1,57 @@
+"""A fact already recorded: what a fact add finds instead of writing a twin (docs/decisions.md, "Duplicates").
+
+A new fact repeats an existing one when both say the same statement (every run of
+whitespace one space; case counts), about the same set of topics, in the same repo
+and branch (absent equals absent), and the existing one still holds or waits to:
+``active``, ``contested`` or ``pending-review``. A superseded or expired (rejected)
+fact ended; saying it again is news, and a new fact. The commit is not compared: a
+fact seen again at a newer commit is the same fact, confirmed there (``am fact
+confirm``). The lookup goes through the cache's statement index (am/cache/statements.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from am.records.model import Fact
+
+if TYPE_CHECKING:
+    from am.records.writes import FactDraft
+
+__all__ = ["HOLDING", "recorded", "recorded_hint"]
+
+HOLDING = ("active", "contested", "pending-review")
+
+
+def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | None,
+             branch: str | None) -> tuple[PurePosixPath, Fact] | None:
+    """Return (path, fact) of a holding fact that already says ``text`` in this repo and branch, or None.
+
+    ``topics`` None: about any topics (a session's proposal, which also names its session).
+    """
+    if not text.strip():
+        return None  # no statement: the write's own check says so
+    cache = vault.cache()
+    pairs: Iterable[tuple[PurePosixPath, Any]]
+    if cache is not None:
+        pairs = cache.facts_stating(text)
+    else:  # no usable cache: every file is read (logged when the cache failed)
+        flat = " ".join(text.split())
+        pairs = ((p, r) for p, r in vault.iter_records() if isinstance(r, Fact) and " ".join(r.body.split()) == flat)
+    for path, fact in pairs:
+        if (fact.status in HOLDING and (fact.repo or None) == (repo or None)
+                and (fact.version or None) == (branch or None)
+                and (topics is None or set(fact.topics) == set(topics))):
+            return path, fact
+    return None
+
+
+def recorded_hint(fact: Fact, draft: FactDraft) -> str:
+    """Return what to do instead of adding ``fact`` again, as ``draft`` says it."""
+    if fact.status == "pending-review":
+        return f"it waits for review; accept it with: am review accept {fact.id}"
+    if fact.repo and draft.commit and draft.commit != fact.commit:
+        return f"to record that it still holds at {draft.commit[:10]}: am fact confirm {fact.id} --commit {draft.commit}"
+    return f"nothing to do; to change it: am fact supersede {fact.id} TEXT --reason ..."
