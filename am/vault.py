@@ -51,7 +51,7 @@ from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_line, one_line, with_fresh_ids
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
-from am.upkeep.duplicates import recorded, recorded_hint
+from am.upkeep.duplicates import adding
 from am.upkeep.forms import is_note_file, relation_body, render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.upkeep.worldwrites import WorldWrites
@@ -429,27 +429,27 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         """Add a fact about one or more topics, in one commit (with any topics it creates).
 
         ``draft`` is a ``FactDraft``, or the fact's text with the draft's fields as keywords.
-        Its world is checked first (DESIGN §5.7): a registered repo, a branch and
-        commit its clone has, the commit stored in full; a branch without a commit
-        records that branch's tip. ``unverified`` records the world as given. A fact
-        already recorded (am/upkeep/duplicates.py) writes nothing: ``created`` False.
+        Its world is checked first (DESIGN §5.7): a registered repo, a branch and commit its clone has,
+        the commit stored in full; a branch without a commit records that branch's tip. ``unverified``
+        records the world as given. A fact already recorded writes nothing (am/upkeep/duplicates.py).
         """
         draft = self._checked_draft(FactDraft.of(draft, fields), None, unverified=unverified)
         new_topics = self._check_topics(draft.topics, create=create_topics)
-        if (known := recorded(self, draft.text, draft.topics, draft.repo, draft.branch)) is not None:
-            return WriteResult("", (known[1],), (known[0],), created=False, note=recorded_hint(known[1], draft))
-        if draft.id:
-            self._ensure_new(check_id(draft.id))
+        with adding(self, draft) as known:  # the same statement's adds one at a time: a twin finds the first
+            if known is not None:
+                return known
+            if draft.id:
+                self._ensure_new(check_id(draft.id))
 
-        def attempt() -> WriteResult:
-            fact = self._new_fact(draft)
-            path = record_path("fact", fact.id, fact.created)
-            items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None)]
-            items += [(p, t, None) for p, t in new_topics]
-            return self._write(items, noun="fact", verb="add", ids=[fact.id] + [t.id for _, t in new_topics],
-                               summary=draft.text, allow_secrets=allow_secrets)
+            def attempt() -> WriteResult:
+                fact = self._new_fact(draft)
+                path = record_path("fact", fact.id, fact.created)
+                items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None)]
+                items += [(p, t, None) for p, t in new_topics]
+                return self._write(items, noun="fact", verb="add", ids=[fact.id] + [t.id for _, t in new_topics],
+                                   summary=draft.text, allow_secrets=allow_secrets)
 
-        return with_fresh_ids(attempt, generated=not draft.id)
+            return with_fresh_ids(attempt, generated=not draft.id)
 
     def supersede_fact(self, old_id: str, draft: FactDraft | str, /, *, reason: str, create_topics: bool = False,
                        allow_secrets: bool = False, unverified: bool = False, **fields: Any) -> WriteResult:

@@ -353,3 +353,15 @@ def test_fact_add_of_a_fact_already_recorded_prints_its_id_exits_0_and_commits_n
     assert again["records"][0]["path"] == path
     assert run_git(cli_vault, "rev-parse", "HEAD").strip() == first["commit"]
     assert run_git(cli_vault, "status", "--porcelain") == ""
+
+
+def test_processes_adding_one_fact_at_once_write_it_once(cli_vault: Path) -> None:
+    before = _head(cli_vault)
+    procs = [subprocess.Popen([PYTHON, "-m", "am.cli.main", "--vault", str(cli_vault), "fact", "add",
+                               "Alpha caches sessions.", "--topic", "project-alpha", "--format", "json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env())
+             for _ in range(4)]
+    answers = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert sorted(a["created"] for a in answers) == [False, False, False, True]
+    assert len({a["records"][0]["id"] for a in answers}) == 1
+    assert run_git(cli_vault, "rev-list", "--count", f"{before}..HEAD").strip() == "1"

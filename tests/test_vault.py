@@ -803,3 +803,24 @@ def test_the_duplicate_check_reads_the_files_when_the_cache_cannot_be_used(alpha
     monkeypatch.setattr(Vault, "cache", lambda self: None)
     again = alpha.add_fact("Alpha logs  to stdout.", topics=["project-alpha"])
     assert (again.created, again.record.id, _count(git)) == (False, first.record.id, count)
+
+
+def test_adds_of_one_statement_at_once_write_one_fact(alpha: Vault, git: Git) -> None:
+    """Each add holds its statement's lock from the check to the commit (a retry racing the first call)."""
+    import threading
+
+    count = _count(git)
+    results: list[object] = []
+
+    def add() -> None:
+        with Vault.open(alpha.root, actor="racer") as racer:
+            results.append(racer.add_fact("Alpha pages on-call after 5 errors.", topics=["project-alpha"]))
+
+    threads = [threading.Thread(target=add) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r.created for r in results) == [False] * 5 + [True]  # type: ignore[attr-defined]
+    assert len({r.record.id for r in results}) == 1  # type: ignore[attr-defined]
+    assert _count(git) == count + 1

@@ -63,6 +63,30 @@ class Locking(Staging):
             finally:
                 os.close(fd)
 
+    @contextmanager
+    def key_lock(self, key: int, *, timeout: float = 30.0) -> Iterator[None]:
+        """Hold one of 256 locks, chosen by ``key``, across a check and the write it decides.
+
+        A fact add holds the one of its statement (am/upkeep/duplicates.py) while it looks for
+        the same fact and writes its own, so a second add of that statement checks after the
+        first is committed. An flock on a file of its own (one open each, so threads of one
+        process wait too), taken before the write lock and never while holding it; adds of
+        other statements rarely share one and still commit together.
+        """
+        self._am_dir.mkdir(exist_ok=True)
+        path = self._am_dir / f"key-{key % 256:02x}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _flock_within(fd, timeout):
+                raise LockTimeoutError(f"{path} was held for {timeout:g} s by another writer of the same fact",
+                                       hint="wait for that writer to finish, or stop it")
+            yield
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
     def _wait_spooled(self, fd: int, request: Request, timeout: float) -> bool:
         """Wait for the write lock with the request in the queue; return whether the lock is held.
 

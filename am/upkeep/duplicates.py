@@ -11,18 +11,33 @@ confirm``). The lookup goes through the cache's statement index (am/cache/statem
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from am.records.model import Fact
+from am.records.writes import FactDraft, WriteResult
 
-if TYPE_CHECKING:
-    from am.records.writes import FactDraft
-
-__all__ = ["HOLDING", "recorded", "recorded_hint"]
+__all__ = ["HOLDING", "adding", "recorded", "recorded_hint"]
 
 HOLDING = ("active", "contested", "pending-review")
+
+
+@contextmanager
+def adding(vault: Any, draft: FactDraft) -> Iterator[WriteResult | None]:
+    """Hold the lock of the draft's statement while a fact add checks and writes; yield the fact found, or None.
+
+    Two adds of one statement (a retry while the first call is still committing, two agents at
+    once) take the same lock (am/git/locking.py, ``key_lock``), so the second one looks after the
+    first is committed and in the cache, and finds it.
+    """
+    from am.cache.rows import statement_key
+
+    with vault.store.key_lock(statement_key(draft.text)):
+        found = recorded(vault, draft.text, draft.topics, draft.repo, draft.branch)
+        yield None if found is None else WriteResult("", (found[1],), (found[0],), created=False,
+                                                     note=recorded_hint(found[1], draft))
 
 
 def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | None,
@@ -53,5 +68,6 @@ def recorded_hint(fact: Fact, draft: FactDraft) -> str:
     if fact.status == "pending-review":
         return f"it waits for review; accept it with: am review accept {fact.id}"
     if fact.repo and draft.commit and draft.commit != fact.commit:
-        return f"to record that it still holds at {draft.commit[:10]}: am fact confirm {fact.id} --commit {draft.commit}"
+        return (f"to record that it still holds at {draft.commit[:10]}: "
+                f"am fact confirm {fact.id} --commit {draft.commit}")
     return f"nothing to do; to change it: am fact supersede {fact.id} TEXT --reason ..."
