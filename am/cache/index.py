@@ -184,8 +184,7 @@ class Index(IndexQueries, RecentQueries, StatementQueries, FolderScans):
             if row is None or row[0] != str(SCHEMA_VERSION):
                 found = str(row[0]) if row else "unknown"  # newer: two am versions on one machine take turns
                 newer = found.isdigit() and int(found) > SCHEMA_VERSION
-                raise CacheDamaged(f"newer format {found}, written by a newer am (another am on this machine uses "
-                                   "the vault)" if newer else f"older format {found}")
+                raise CacheDamaged(f"newer format {found}, written by a newer am" if newer else f"older format {found}")
             if not is_known:
                 # Changed since am last closed it (a crash, or damage): a corrupted
                 # SQLite file still answers queries, so check it before trusting it.
