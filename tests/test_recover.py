@@ -173,6 +173,89 @@ def test_doctor_reports_a_branch_moved_back_and_restores_it(alpha: Vault, vault_
     assert any(p.endswith("fact-reset.md") for p in fact_files(vault_path))
 
 
+
+def _fact_path(vault_path: Path, fact_id: str) -> Path:
+    return next(p for p in (vault_path / "facts").rglob(f"{fact_id}.md"))
+
+
+@pytest.fixture
+def hooked(alpha: Vault, vault_path: Path) -> Vault:
+    """Return the alpha vault with am's hooks installed, as a user's vault has them (doctor checks them too)."""
+    ok("--vault", str(vault_path), "hooks", "install")
+    return alpha
+
+
+def test_doctor_calls_an_amended_am_commit_a_rewrite_and_fix_leaves_it(hooked: Vault, vault_path: Path) -> None:
+    hooked.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-amended")
+    amended = run_git(vault_path, "rev-parse", "HEAD").strip()
+    path = _fact_path(vault_path, "fact-amended")
+    path.write_text(path.read_text().replace("Pool size is 10.", "Pool size is 12."))
+    run_git(vault_path, "commit", "-q", "-a", "--amend", "--no-edit")
+    tip = run_git(vault_path, "rev-parse", "HEAD").strip()
+
+    code, out = run("--vault", str(vault_path), "doctor", "--format", "json")
+    findings = json.loads(out)["findings"]
+    assert code == 0, out
+    assert [(f["kind"], f["fixable"]) for f in findings] == [("rewritten", False)]
+    assert amended[:10] in findings[0]["message"] and "commit --amend" in findings[0]["message"]
+    code, out = run("--vault", str(vault_path), "doctor", "--fix")
+    assert code == 0 and "fixed" not in out and "repairs it" not in out, out
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == tip
+    listed = json.loads(ok("--vault", str(vault_path), "recover", "--format", "json"))["lost"]
+    assert [(c["commit"], c["rewritten"]) for c in listed] == [(amended, "git commit --amend")]
+
+
+def test_doctor_fix_does_not_bring_back_a_fact_dropped_in_git_rebase_i(hooked: Vault, vault_path: Path) -> None:
+    hooked.add_fact("Dropped on purpose.", topics=["project-alpha"], id="fact-dropped")
+    hooked.add_fact("Kept.", topics=["project-alpha"], id="fact-kept")
+    run_git(vault_path, "-c", "sequence.editor=sed -i 1s/^pick/drop/", "rebase", "-q", "-i", "HEAD~2")
+    assert not any(p.endswith("fact-dropped.md") for p in fact_files(vault_path))
+
+    code, out = run("--vault", str(vault_path), "doctor")
+    assert code == 0 and out.startswith("rewritten: ") and "git rebase" in out, out
+    code, out = run("--vault", str(vault_path), "doctor", "--fix")
+    assert code == 0 and "fixed" not in out, out
+    assert not any(p.endswith("fact-dropped.md") for p in fact_files(vault_path))
+    out = ok("--vault", str(vault_path), "recover")
+    assert "fact-dropped" in out and "rewritten by git rebase" in out
+
+
+def test_doctor_fix_restores_what_a_reset_lost_after_an_amend(hooked: Vault, vault_path: Path) -> None:
+    # The amended original is the user's rewrite; the amended commit and the one after it were lost by a reset.
+    hooked.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-amended")
+    path = _fact_path(vault_path, "fact-amended")
+    path.write_text(path.read_text().replace("Pool size is 10.", "Pool size is 12."))
+    run_git(vault_path, "commit", "-q", "-a", "--amend", "--no-edit")
+    hooked.add_fact("Written after the amend.", topics=["project-alpha"], id="fact-after")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~2")
+
+    code, out = run("--vault", str(vault_path), "doctor", "--format", "json")
+    assert code == 1
+    assert {(f["kind"], f["fixable"]) for f in json.loads(out)["findings"]} == {
+        ("branch-moved-back", True), ("rewritten", False)}
+    code, out = run("--vault", str(vault_path), "doctor", "--fix")
+    assert code == 0 and "restored 2 of 2" in out and "could not" not in out, out
+    assert "Pool size is 12." in _fact_path(vault_path, "fact-amended").read_text()
+    assert any(p.endswith("fact-after.md") for p in fact_files(vault_path))
+
+
+def test_doctor_does_not_call_a_lost_commit_that_conflicts_fixable(hooked: Vault, vault_path: Path) -> None:
+    hooked.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-pool")
+    hooked.set_fact_status("fact-pool", "contested", reason="saw 20")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")
+    hooked.set_fact_status("fact-pool", "pending-review", reason="asked for review")
+    before = run_git(vault_path, "rev-parse", "HEAD").strip()
+
+    code, out = run("--vault", str(vault_path), "doctor", "--format", "json")
+    findings = json.loads(out)["findings"]
+    assert code == 1
+    assert [(f["kind"], f["fixable"]) for f in findings] == [("lost-conflict", False)]
+    assert "am recover" in findings[0]["message"]
+    code, out = run("--vault", str(vault_path), "doctor", "--fix")
+    assert code == 1 and "fixed" not in out and "repairs it" not in out, out
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == before
+
+
 # ------------------------------------------------------------------ stale and fresh Git locks during a write
 
 

@@ -34,6 +34,7 @@ def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> No
         for c in lost:
             by_hand = ("" if not c.manual else "  by hand: not replayed" if c.reverts is None
                        else f"  by hand: git revert of {c.reverts[:10]}, replayed after it")
+            by_hand += f"  rewritten by {c.rewritten}" if c.rewritten else ""
             click.echo(f"{c.commit[:10]}  {c.time}  {c.actor:<14} {c.op:<16} {', '.join(c.records)}  "
                        f"({c.found_by}){by_hand}")
         mine = sum(not c.manual for c in lost)
@@ -82,7 +83,7 @@ def doctor(ctx: click.Context, fix: bool, fmt: str) -> None:
             click.echo(f"{f.kind}: {f.path}: {f.message}{hint}")
         if not findings:
             click.echo("all good")
-    ctx.exit(1 if any(f.fixable or f.kind == "check" for f in findings) else 0)
+    ctx.exit(1 if any(f.fixable or f.kind in ("check", "lost-conflict") for f in findings) else 0)
 
 
 COMMANDS = [recover, doctor]

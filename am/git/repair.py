@@ -247,6 +247,49 @@ class Repairer(Writer):
         except (pygit2.GitError, KeyError):
             return []
 
+    def left_by(self, ids: set[str]) -> dict[str, str]:
+        """Return, for each of ``ids`` a reflog shows leaving a ref, the message of the newest entry that took it off.
+
+        Every reflog is read (HEAD's and each ref's), newest entry first across them
+        all; an entry takes off what its old id reaches and its new id does not
+        (walking only commits no branch or tag reaches, as lost ones are).
+        """
+        head = self.head()
+        tips = [] if head is None else [pygit2.Oid(hex=head)]
+        for name in self.repo.references:
+            if name.startswith("refs/am-"):
+                continue  # as _reachable_from_refs: what only am's own refs hold counts as lost
+            try:
+                tips.append(self.repo.references[name].resolve().peel(pygit2.Commit).id)
+            except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+                continue
+        entries = []
+        for name in ["HEAD", *self.repo.references]:
+            reference = self.repo.references.get(name)
+            try:
+                log = list(reference.log()) if reference is not None else []
+            except (pygit2.GitError, KeyError):
+                continue
+            entries += [(-e.committer.time, len(entries) + i, e) for i, e in enumerate(log)]
+        pending, out = set(ids), {}
+        for _, _, entry in sorted(entries, key=lambda item: item[:2]):
+            old, new = entry.oid_old, entry.oid_new
+            if not pending:
+                break
+            if old == new or set(str(old)) == {"0"}:
+                continue
+            try:
+                walker = self.repo.walk(old, pygit2.enums.SortMode.NONE)
+                for tip in [*tips, new] if set(str(new)) != {"0"} else tips:
+                    walker.hide(tip)
+                gone = [str(c.id) for c in walker]
+            except (pygit2.GitError, KeyError, ValueError):
+                continue
+            for cid in pending.intersection(gone):
+                out[cid] = entry.message or ""
+            pending.difference_update(gone)
+        return out
+
     def _reachable_from_refs(self) -> set[str]:
         walker = None
         for name in self.repo.references:

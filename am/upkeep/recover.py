@@ -31,6 +31,7 @@ _TOPS = tuple(RECORD_DIRS.values())
 _TEMP = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.tmp$")
 _INDEX_TEMP = re.compile(r"^index\.(?P<pid>\d+)\.tmp$")
 _REVERTS = re.compile(r"^This reverts commit ([0-9a-f]{40})\b", re.MULTILINE)  # git revert's message
+_REWRITES = (("commit (amend)", "git commit --amend"), ("rebase", "git rebase"), ("pull --rebase", "git pull --rebase"))
 _QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/git/spool.py
 
 
@@ -47,6 +48,8 @@ class LostCommit:
     subject: str
     manual: bool = False
     reverts: str | None = None  # a hand commit made by git revert of a lost am commit listed before it
+    rewritten: str | None = None  # the user's own history rewrite that replaced it (git commit --amend, git rebase)
+    conflicts: bool = False  # replaying it (after those listed before it) conflicts with the branch
 
     @property
     def replayed(self) -> bool:
@@ -57,7 +60,7 @@ class LostCommit:
         """Return the stable JSON shape of the lost commit."""
         return {"commit": self.commit, "found_by": self.found_by, "time": self.time, "actor": self.actor,
                 "op": self.op, "records": list(self.records), "subject": self.subject, "manual": self.manual,
-                "reverts": self.reverts}
+                "reverts": self.reverts, "rewritten": self.rewritten, "conflicts": self.conflicts}
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,13 @@ def _with_am_commits(infos: list[Any], am_ids: set[str]) -> set[str]:
     return {cid for cid in group if root(cid) in with_am}
 
 
-def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = False) -> list[LostCommit]:
+def _rewritten_by(message: str) -> str | None:
+    """Return the Git command a reflog message names when it is a history rewrite the user made, else None."""
+    return next((name for prefix, name in _REWRITES if message.startswith(prefix)), None)
+
+
+def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = False,
+              leave_rewritten: bool = False) -> list[LostCommit]:
     """Return am commits that no branch reaches and that were not restored yet, oldest first.
 
     The lost chain is judged in order, as ``restore`` replays it: a commit whose
@@ -110,6 +119,11 @@ def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = F
     lost undo took back is listed with that undo, not alone. With
     ``include_manual``, commits made by hand in the same lost history are
     listed too (``manual``): am does not replay them, and says so.
+
+    A commit the newest reflog entry that took it off a branch names as
+    ``git commit --amend`` or ``git rebase`` was replaced by the user's own
+    rewrite (``rewritten``); with ``leave_rewritten`` the chain is judged as
+    replaying only the others would leave it (what ``am doctor --fix`` does).
     """
     from am.upkeep.audit import entry_of
 
@@ -119,6 +133,7 @@ def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = F
     lost = [(info, how) for info, how in store.lost_commits(scan_objects=scan_objects) if info.id not in done]
     entries = {info.id: entry_of(store, info) for info, _ in lost}
     am_ids = {cid for cid, entry in entries.items() if not entry.manual}
+    left = store.left_by({info.id for info, how in lost if how == "reflog"}) if lost else {}
     near = _with_am_commits([info for info, _ in lost], am_ids) if include_manual else set()
     tip = head  # the branch as restoring the commits listed so far would leave it (a commit or a tree id)
     out: list[LostCommit] = []
@@ -131,17 +146,20 @@ def find_lost(vault: Any, *, scan_objects: bool = True, include_manual: bool = F
                 out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records,
                                       info.subject, manual=True))
             continue
+        rewritten = _rewritten_by(left.get(info.id, ""))
+        conflicts = False
         if tip is not None:
             try:
                 picked = store.pick_tree(info.id, tip)
             except ConflictError:
-                picked = None  # listed; restoring it reports the conflict
+                conflicts = True  # listed; restoring it reports the conflict
             else:
                 if picked == store.tree_id(tip):
                     continue  # its change is there already
-                tip = picked
+                if not (leave_rewritten and rewritten):
+                    tip = picked
         out.append(LostCommit(info.id, how, entry.time, entry.actor, entry.op, entry.records, info.subject,
-                              manual=entry.manual, reverts=reverts))
+                              manual=entry.manual, reverts=reverts, rewritten=rewritten, conflicts=conflicts))
     return out
 
 
@@ -318,16 +336,7 @@ def diagnose(vault: Any) -> list[Finding]:
             findings.append(Finding("uncommitted", path, f"uncommitted edit left alone: {why}", False))
     findings += _cache_findings(vault)
     findings += _check_findings(vault)
-    try:
-        lost = find_lost(vault, scan_objects=False)
-    except AmError as err:
-        findings.append(Finding("history", "", f"could not read the reflog: {err}", False))
-        lost = []
-    if lost:
-        findings.append(Finding("branch-moved-back", store.head_ref(),
-                                f"{sum(not c.manual for c in lost)} am commits are no longer on any branch "
-                                f"(first: {lost[0].commit[:10]} {lost[0].subject}); am recover --apply restores them",
-                                True))
+    findings += _lost_findings(vault)
     from am.upkeep.health import hook_findings  # missing or broken hooks (a fresh clone has none)
 
     findings += [Finding(h.kind, h.path, h.message, True) for h in hook_findings(vault.root)]
@@ -344,6 +353,36 @@ def diagnose(vault: Any) -> list[Finding]:
                                 ".gitattributes names merge=am but this clone has no merge.am.driver, so git merge "
                                 "and git pull merge records as text (conflict markers); register it with: "
                                 "am hooks install", True))
+    return findings
+
+
+def _lost_findings(vault: Any) -> list[Finding]:
+    """Report am commits the branch's reflog shows it lost: replayable, conflicting, or rewritten by the user."""
+    ref = vault.store.head_ref()
+    try:
+        lost = find_lost(vault, scan_objects=False, leave_rewritten=True)
+    except AmError as err:
+        return [Finding("history", "", f"could not read the reflog: {err}", False)]
+    rewritten = [c for c in lost if c.rewritten]
+    conflicts = [c for c in lost if not c.rewritten and c.conflicts]
+    replayable = [c for c in lost if not c.rewritten and not c.conflicts]
+    findings = []
+    if replayable:
+        findings.append(Finding("branch-moved-back", ref, f"{len(replayable)} am commits are no longer on any branch "
+                                f"(first: {replayable[0].commit[:10]} {replayable[0].subject}); "
+                                "am recover --apply restores them", True))
+    if conflicts:
+        findings.append(Finding("lost-conflict", ref, f"{len(conflicts)} am commits are no longer on any branch and "
+                                "conflict with what it holds now (first: "
+                                f"{conflicts[0].commit[:10]} {conflicts[0].subject}); am recover lists them: read "
+                                "each with git show SHA and edit or supersede those records by hand", False))
+    if rewritten:
+        first = rewritten[0]
+        how = " and ".join(sorted({c.rewritten for c in rewritten if c.rewritten}))
+        findings.append(Finding("rewritten", ref, f"{len(rewritten)} am commits were replaced by your own {how} "
+                                f"(first: {first.commit[:10]} {first.subject}); left as you made it, not a lost "
+                                "write (am recover lists them; git reflog expire --expire-unreachable=now --all "
+                                "forgets them)", False))
     return findings
 
 
@@ -438,7 +477,8 @@ def repair(vault: Any) -> list[str]:
     if any(f.kind == "branch-moved-back" for f in findings) and refusal:
         done.append(f"could not restore the lost am commits: {refusal}")
     elif any(f.kind == "branch-moved-back" for f in findings):
-        results = restore(vault, find_lost(vault, scan_objects=False))
+        lost = find_lost(vault, scan_objects=False, leave_rewritten=True)
+        results = restore(vault, [c for c in lost if not c.rewritten and not c.conflicts])
         ok = [r for r in results if r.outcome == "restored"]
         done.append(f"restored {len(ok)} of {len(results)} lost am commits")
         done += [f"could not restore {r.lost[:10]}: {r.detail}" for r in results if r.outcome == "conflict"]
