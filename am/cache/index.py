@@ -67,6 +67,7 @@ from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
 from am.cache.statements import StatementQueries
 from am.errors import AmError
 from am.git import hash_blob
+from am.git.sparse import refuse_hidden
 from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader
 from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
 
@@ -97,6 +98,7 @@ def open_cache(vault: VaultFiles) -> Index | None:
     state = vault.__dict__
     index: Index | None = state.get("_cache")
     if index is None:
+        refuse_hidden(vault.root, vault.store.gitdir)  # a sparse checkout without a record folder reads wrong
         if state.get("_cache_failed"):
             return None
         try:

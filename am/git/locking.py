@@ -16,6 +16,7 @@ from am.errors import AmError, LockTimeoutError
 from am.git import checks, spool
 from am.git.common import _flock_now, _flock_within, hash_blob, log
 from am.git.group import Request
+from am.git.sparse import refuse_hidden
 from am.git.staging import Staging
 
 
@@ -39,6 +40,7 @@ class Locking(Staging):
         """
         if not in_git_hook:
             checks.check_no_git_operation(self.gitdir)
+            refuse_hidden(self.root, self.gitdir)  # a record folder a sparse checkout left out
         self._am_dir.mkdir(exist_ok=True)
         path = self._am_dir / "write.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -291,6 +291,9 @@ def diagnose(vault: Any) -> list[Finding]:
             m = _QUEUED.match(item.name)
             if m and not pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", str(item), "queued write of a killed am process", True))
+    from am.git.sparse import hidden_record_folders
+
+    hidden = tuple(f"{top}/" for top in hidden_record_folders(vault.root, store.gitdir))  # am check reports them
     try:
         head, staged, status = _candidates(vault)
     except AmError as err:
@@ -304,7 +307,7 @@ def diagnose(vault: Any) -> list[Finding]:
             if not pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", path, "half-written file of a killed am process", True))
             continue
-        if not (p.parts and p.parts[0] in _TOPS and p.suffix == ".md"):
+        if not (p.parts and p.parts[0] in _TOPS and p.suffix == ".md") or path.startswith(hidden):
             continue
         found = read_work_file(str(vault.root), path, cap=MAX_RECORD_BYTES)  # never through a link
         source = found.blob_source() if found is not None else None
@@ -334,7 +337,7 @@ def diagnose(vault: Any) -> list[Finding]:
                                     "or a note not committed yet)", True))
         else:
             findings.append(Finding("uncommitted", path, f"uncommitted edit left alone: {why}", False))
-    findings += _cache_findings(vault)
+    findings += [] if hidden else _cache_findings(vault)
     findings += _check_findings(vault)
     findings += _lost_findings(vault)
     from am.upkeep.health import hook_findings  # missing or broken hooks (a fresh clone has none)

@@ -181,6 +181,52 @@ def test_a_sparse_index_is_refused_clearly(alpha: Vault) -> None:
     assert run_git(root, "rev-parse", "HEAD").strip() == head
 
 
+
+def test_a_sparse_checkout_without_the_facts_folder_is_reported_and_refused(alpha: Vault) -> None:
+    root = alpha.root
+    kept = fact_id(add_fact(root, "Hidden by the sparse checkout."))
+    run_git(root, "sparse-checkout", "set", "--cone", "topics", "relations", ".am")  # no sparse index: am allows it
+    assert not (root / "facts").exists()
+    head = run_git(root, "rev-parse", "HEAD").strip()
+
+    proc = am(root, "fact", "list")  # a read: it would list no facts
+    line = one_line_error(proc)
+    assert proc.returncode == 11 and "sparse checkout" in line and "facts/" in line, line
+    assert "git sparse-checkout add facts" in proc.stderr and "git sparse-checkout disable" in proc.stderr
+    proc = add_fact(root, "Written into a sparse checkout.")  # a write: refused, nothing changed
+    assert proc.returncode == 11 and "git sparse-checkout add facts" in proc.stderr, proc.stderr
+    _unchanged(root, head)
+
+    proc = am(root, "check", "--format", "json")
+    errors = [i for i in json.loads(proc.stdout)["issues"] if i["severity"] == "error"]
+    assert proc.returncode != 0 and [(i["code"], i["path"]) for i in errors] == [("sparse-checkout", "facts")], errors
+    assert "git sparse-checkout add facts" in errors[0]["message"]
+    proc = am(root, "doctor", "--format", "json")
+    findings = [f for f in json.loads(proc.stdout)["findings"] if not f["kind"].startswith("hook-")]
+    assert proc.returncode == 1 and {f["kind"] for f in findings} == {"check"}, findings  # not "missing", not cache
+    assert "git sparse-checkout add facts" in findings[0]["message"]
+
+    run_git(root, "sparse-checkout", "add", "facts")
+    assert kept in am(root, "fact", "list").stdout
+
+
+def test_a_sparse_checkout_that_keeps_the_record_folders_or_is_disabled_works(alpha: Vault) -> None:
+    root = alpha.root
+    (root / "docs").mkdir()
+    (root / "docs" / "a.txt").write_text("outside the sparse cone\n")
+    run_git(root, "add", "docs")
+    run_git(root, "commit", "-qm", "docs")
+    run_git(root, "sparse-checkout", "set", "--cone", "facts", "topics", "relations", ".am")
+    first = fact_id(add_fact(root, "Written in a sparse checkout that keeps the records."))
+    run_git(root, "sparse-checkout", "set", "--cone", "topics", ".am")
+    assert add_fact(root, "Refused.").returncode == 11
+    run_git(root, "sparse-checkout", "disable")  # the file stays; the setting and the bits go
+    assert (root / ".git" / "info" / "sparse-checkout").exists()
+    second = fact_id(add_fact(root, "Written after the sparse checkout was turned off."))
+    listed = am(root, "fact", "list").stdout
+    assert first in listed and second in listed
+
+
 def test_a_file_where_a_folder_goes_is_one_line(alpha: Vault) -> None:
     root = alpha.root
     (root / "facts").mkdir(exist_ok=True)
