@@ -1,13 +1,10 @@
 """The disposable cache: an incremental SQLite index of a vault, and full-text search.
 
-The only module that imports sqlite3: it opens, checks, builds and updates
-the database. am/cache/query.py holds the read side (a mixin of ``Index``),
-am/cache/rows.py what a file becomes in the cache, am/cache/file.py the file's
-lock, stamp and damage checks. The cache lives at
-``<vault>/.am/cache/index.sqlite`` (WAL) and reflects the vault's *working
-tree* (so an uncommitted edit in Obsidian counts) together with the commit
-HEAD pointed at when it was last brought up to date. Delete it and nothing is
-lost: the next command rebuilds it.
+The only module that imports sqlite3: it opens, checks, builds and updates the database. am/cache/query.py
+holds the read side (a mixin of ``Index``), am/cache/rows.py what a file becomes in the cache, am/cache/file.py
+the file's lock, stamp and damage checks. The cache lives at ``<vault>/.am/cache/index.sqlite`` (WAL) and
+reflects the vault's *working tree* (so an uncommitted edit in Obsidian counts) together with the commit HEAD
+pointed at when it was last brought up to date. Delete it and nothing is lost: the next command rebuilds it.
 
 Public API (stable; worlds/slice and search build on it)::
 
@@ -39,9 +36,9 @@ cached commit's, compares the record folders' times (new, deleted, renamed and
 checked-out files change them), re-checks last time's dirty files and stats a
 rolling ~500 others (in-place saves); blob ids tell unchanged files apart.
 
-Integrity (am/cache/file.py): a damaged, foreign or older-format file is moved
-aside to ``.am/cache/aside/`` and rebuilt; a lost WAL only loses the last
-updates, which the next refresh redoes from Git.
+Integrity (am/cache/file.py): a damaged, foreign or older-format file is moved aside to ``.am/cache/aside/``
+and rebuilt; a lost WAL only loses the last updates, which the next refresh redoes from Git. A sparse checkout
+that leaves a record folder out is refused (am/git/sparse.py): the cache would read the vault without it.
 """
 
 from __future__ import annotations
@@ -98,7 +95,7 @@ def open_cache(vault: VaultFiles) -> Index | None:
     state = vault.__dict__
     index: Index | None = state.get("_cache")
     if index is None:
-        refuse_hidden(vault.root, vault.store.gitdir)  # a sparse checkout without a record folder reads wrong
+        refuse_hidden(vault.root, vault.store.gitdir)
         if state.get("_cache_failed"):
             return None
         try:

@@ -263,7 +263,7 @@ class Repairer(Writer):
                 tips.append(self.repo.references[name].resolve().peel(pygit2.Commit).id)
             except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
                 continue
-        entries = []
+        entries: list[tuple[int, int, Any]] = []
         for name in ["HEAD", *self.repo.references]:
             reference = self.repo.references.get(name)
             try:
