@@ -113,6 +113,25 @@ def test_recover_reports_conflicts(alpha: Vault, vault_path: Path) -> None:
     assert run_git(vault_path, "rev-parse", "HEAD").strip() == before
 
 
+def test_a_lost_edit_never_lands_in_another_facts_file(alpha: Vault, vault_path: Path) -> None:
+    """A fact deleted by hand and a look-alike added since (another id) look like a rename to Git's rename
+    detection; the lost edit of the first was replayed into the second's file. Now it is a conflict, nothing written."""
+    alpha.add_fact("Alpha deploys on Fridays at noon from the release branch.", topics=["project-alpha"], id="fact-a")
+    alpha.edit_fact("fact-a", "Alpha deploys on Mondays at noon from the release branch.")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")
+    a = next(p for p in fact_files(vault_path) if p.endswith("/fact-a.md"))
+    b = a.replace("fact-a.md", "fact-b.md")
+    (vault_path / b).write_text((vault_path / a).read_text().replace("fact-a", "fact-b"))
+    run_git(vault_path, "rm", "-q", a)
+    run_git(vault_path, "add", b)
+    run_git(vault_path, "commit", "-qm", "hand: a gone, b added")
+    before, b_text = run_git(vault_path, "rev-parse", "HEAD").strip(), (vault_path / b).read_text()
+    code, out = run("--vault", str(vault_path), "recover", "--apply")
+    assert code == 9 and "conflict" in out and a in out, out
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == before
+    assert (vault_path / b).read_text() == b_text and "Fridays" in b_text
+
+
 def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     from am.records.model import Fact
     from am.records.codec import render_record

@@ -105,7 +105,10 @@ class Repairer(Writer):
         """Return the tree of ``onto`` with one commit's changes applied (a cherry-pick without a work tree)."""
         c = self.repo[commit].peel(pygit2.Commit)
         parent = str(c.parent_ids[0]) if c.parent_ids else None
-        index = self.repo.merge_trees(self._tree_of(parent), self._tree_of(onto), c.tree)
+        # No rename detection: two record files share most of their frontmatter, so a fact deleted and another
+        # added since looks like a rename, and the lost commit's change would land in the other fact's file.
+        index = self.repo.merge_trees(self._tree_of(parent), self._tree_of(onto), c.tree,
+                                      flags=pygit2.enums.MergeFlag(0))
         return self._merged_tree(index, f"restoring {commit[:10]}")
 
     def _merged_tree(self, index: pygit2.Index, what: str) -> str:
