@@ -20,7 +20,16 @@ command output, some Chinese, and a few credentials to mask):
   1%, in seconds (and the grown ingest's peak memory, the same ratio: it
   compares the new log with the vault's copy).
 
+With ``--review``, instead: the review queue's evidence for the clerk's proposals
+(``--sessions`` logs of ``--mb`` MB, each with a few ``remember:`` lines the
+default clerk proposes), in this process: the session lines cited by every
+proposal read the way ``am review list`` did before (each proposal reads and
+parses its session's log: ``cited_lines`` once per proposal) against once per
+log (``cited_by_fact``, what ``review_queue`` does), as a ratio; the same lines
+either way; and the whole ``review_queue``.
+
 Usage: python bench/bench_sessions.py [--mb 50]
+       python bench/bench_sessions.py --review [--sessions 30] [--mb 0.5]
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
@@ -54,11 +64,14 @@ def _line(obj: dict[str, object]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def write_log(path: Path, megabytes: float, *, seed: int = 7) -> int:
-    """Write a Claude Code transcript of about ``megabytes`` MB; return the secrets planted in it."""
+def write_log(path: Path, megabytes: float, *, seed: int = 7, session: str = SESSION, remember_every: int = 0) -> int:
+    """Write a Claude Code transcript of about ``megabytes`` MB; return the secrets planted in it.
+
+    With ``remember_every`` N, every Nth user prompt ends with a ``remember:`` line (a clerk's proposal).
+    """
     rng = random.Random(seed)
     target = int(megabytes * 1_000_000)
-    base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/alpha", "sessionId": SESSION,
+    base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/alpha", "sessionId": session,
             "version": "2.0.74", "gitBranch": "main"}
     planted = 0
     size = 0
@@ -74,6 +87,8 @@ def write_log(path: Path, megabytes: float, *, seed: int = 7) -> int:
                 if n % 5000 == 0:
                     text += f" the deploy key is AKIA{''.join(rng.choice('ABCDEFGHIJKLMNOPQRSTUVW234567') for _ in range(16))}"
                     planted += 1  # (no X in the key: "XXX" reads as a placeholder to am/records/secrets.py)
+                if remember_every and (n // 4) % remember_every == 0:
+                    text += f"\nremember: rule {n} of session {session[:8]} lives in src/rules/r{n}.py."
                 obj = {**base, "type": "user", "uuid": f"u{n}", "timestamp": ts,
                        "message": {"role": "user", "content": text}}
             elif kind == 1:
@@ -128,12 +143,62 @@ def _scan_search(vault: Path) -> float:
         return time.perf_counter() - start
 
 
+def _best(run: Any, times: int = 3) -> tuple[float, Any]:
+    """Return the least CPU seconds of ``times`` runs (the machine may be loaded), and the last result."""
+    best, result = float("inf"), None
+    for _ in range(times):
+        start = time.process_time()
+        result = run()
+        best = min(best, time.process_time() - start)
+    return best, result
+
+
+def review_figures(work: Path, sessions: int, megabytes: float) -> None:
+    """Print the review queue's evidence figures (see the module's doc)."""
+    vault = work / "vault"
+    subprocess.run([sys.executable, "-m", "am.cli.main", "init", str(vault), "--name", "bench"], check=True, env=ENV,
+                   stdout=subprocess.DEVNULL)
+    sys.path.insert(0, str(ROOT))
+    os.environ.update(ENV)
+    from am.sessions.clerk import propose
+    from am.sessions.ingest import ingest_file
+    from am.upkeep.review import cited_by_fact, cited_lines, review_queue
+    from am.vault import Vault
+
+    with Vault.open(vault) as v:
+        for i in range(sessions):
+            sid = f"{i:08x}-4b5e-4f60-8a7b-9c0d1e2f3a4b"
+            log = work / f"{sid}.jsonl"
+            write_log(log, megabytes, seed=i, session=sid, remember_every=max(1, int(megabytes * 20)))
+            ingest_file(v, log)
+            propose(v, sid)
+        facts = v.list_facts(status="pending-review")
+        each_s, each = _best(lambda: {f.id: cited_lines(v, f) for f in facts})
+        once_s, once = _best(lambda: cited_by_fact(v, facts))
+        queue_s, queue = _best(lambda: review_queue(v))
+    assert each == once, "the two ways cite different lines"
+    print(f"{len(facts)} proposals from {sessions} session logs of {megabytes} MB; {queue.total} items in the queue")
+    print(f"cited lines, each proposal reads its log: {each_s:.3f} s CPU (before)")
+    print(f"cited lines, each log read once:          {once_s:.3f} s CPU   ratio {once_s / each_s:.2f} of before")
+    print(f"review_queue (all of it):                 {queue_s:.3f} s CPU")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mb", type=float, default=50.0, help="Size of the generated log in MB.")
+    parser.add_argument("--mb", type=float, default=None,
+                        help="Size of the generated log in MB (50; 0.5 with --review).")
+    parser.add_argument("--review", action="store_true", help="Measure the review queue's evidence instead.")
+    parser.add_argument("--sessions", type=int, default=30, help="With --review: how many session logs.")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="am-bench-sessions-"))
     ENV["AM_HOME"] = str(work / "am-home")  # the registry of this run, not the machine's
+    if args.review:
+        try:
+            review_figures(work, args.sessions, args.mb or 0.5)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    args.mb = args.mb or 50.0
     try:
         log = work / f"{SESSION}.jsonl"
         planted = write_log(log, args.mb)

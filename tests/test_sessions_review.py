@@ -226,6 +226,35 @@ def test_hand_set_pending_and_a_contested_pair_are_in_the_queue_and_accept_resol
     assert [i.id for i in review_queue(alpha).items] == ["fact-deploy"]
 
 
+def test_review_list_limit_shows_the_first_items_and_says_how_many_more_wait(alpha, git, tmp_path) -> None:
+    """At 558 items am review list printed 3,231 lines with no way to ask for fewer: --limit N, as am log -n."""
+    _ingested(alpha, tmp_path)
+    code, _, err = am("--vault", str(alpha.root), "propose", CLAUDE_SESSION, "--extractor",
+                      _script(tmp_path, EXTRACTOR))
+    assert code == 0, err
+    alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
+    alpha.set_fact_status("fact-deploy", "pending-review")
+    root = str(alpha.root)
+    code, out, err = am("--vault", root, "review", "list", "--format", "json")
+    assert code == 0, err
+    whole = json.loads(out)
+    assert whole["total"] == len(whole["items"]) == 4 and whole["counts"] == {"proposal": 3, "pending": 1}
+    code, out, err = am("--vault", root, "review", "list", "--limit", "2", "--format", "json")
+    assert code == 0, err
+    cut = json.loads(out)
+    assert cut["items"] == whole["items"][:2]  # the same items, with the same evidence (the session lines)
+    assert cut["total"] == 4 and cut["counts"] == whole["counts"]
+    code, out, err = am("--vault", root, "review", "list", "-n", "1")
+    assert code == 0, err
+    assert out.count("choices:") == 1
+    assert out.rstrip().splitlines()[-1] == ("1 of 4 items (3 more: raise --limit); decide with: am review "
+                                             "accept|confirm|supersede|expire|reject ID")
+    code, out, _ = am("--vault", root, "review", "list")
+    assert out.count("choices:") == 4 and out.rstrip().splitlines()[-1].startswith("4 items; decide with")
+    code, _, err = am("--vault", root, "review", "list", "--limit", "0")
+    assert code == 2 and "Traceback" not in err
+
+
 def test_a_world_given_before_the_decision_is_refused_not_ignored(alpha, git) -> None:
     alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
     alpha.set_fact_status("fact-deploy", "pending-review")

@@ -55,29 +55,32 @@ def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     if interactive or (sys.stdin.isatty() and sys.stdout.isatty()):
         _interactive(ctx, *here_world(repo, branch, commit_))
     else:
-        ctx.invoke(list_, repo=repo, branch=branch, commit_=commit_, kinds=(), no_diff=False, fmt="text")
+        ctx.invoke(list_, repo=repo, branch=branch, commit_=commit_, kinds=(), no_diff=False, limit=None, fmt="text")
 
 
 @review.command("list")
 @_world
 @click.option("--kind", "kinds", type=click.Choice(_KINDS), multiple=True, help="Only items of this kind (repeatable).")
 @click.option("--no-diff", is_flag=True, help="Do not compute the code diff of stale facts.")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
+              help="At most this many items, the first in the queue's order (default: all).")
 @FORMAT_OPTION
 @click.pass_context
 def list_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, kinds: tuple[str, ...],
-          no_diff: bool, fmt: str) -> None:
+          no_diff: bool, limit: int | None, fmt: str) -> None:
     """List everything waiting on judgement, with its evidence and the decisions it takes.
 
     Stale facts are those of the world (the current clone's branch, or --repo
     and --branch); proposals, pending and contested facts are the vault's.
+    With --limit, the last line says how many more wait.
 
-    Example: am review list --format json
+    Example: am review list --limit 20 --format json
     """
     from am.upkeep.review import review_queue
 
     repo, branch, commit_ = here_world(repo, branch, commit_)
     queue = review_queue(open_vault(ctx), repo=repo, branch=branch, commit=commit_, diff=not no_diff,
-                         kinds=kinds or _KINDS)
+                         kinds=kinds or _KINDS, limit=limit)
     if fmt == "json":
         emit_json(queue.to_json())
         return
@@ -87,8 +90,10 @@ def list_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
     for item in queue.items:
         click.echo("\n".join(item.render()))
         click.echo("")
-    click.echo(f"{len(queue.items)} item{'s' * (len(queue.items) != 1)}; decide with: am review accept|confirm|"
-               "supersede|expire|reject ID")
+    more = queue.total - len(queue.items)
+    shown = f"{len(queue.items)} of {queue.total} items ({more} more: raise --limit)" if more else \
+        f"{queue.total} item{'s' * (queue.total != 1)}"
+    click.echo(f"{shown}; decide with: am review accept|confirm|supersede|expire|reject ID")
 
 
 def _decision(name: str, doc: str, *, reason: bool = False, text: bool = False,

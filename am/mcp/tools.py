@@ -520,6 +520,7 @@ TOOLS: tuple[Tool, ...] = (
                                                                                  "contested"])},
                "diff": {"type": "boolean", "description": "Show the code diff of stale facts (default true)."}}),
          _obj({"note": _NOTE, "world": {"type": ["object", "null"]}, "counts": {"type": "object"},
+               "total": {"type": "integer", "description": "How many items the whole queue has."},
                "items": {"type": "array", "items": {"type": "object"}}}, ("note", "items")), _review_list),
     Tool("review_decide", "Decide one review item (one commit, you as the reviewer): accept (a proposal, pending "
          "or contested fact), confirm (re-observed at the world's commit), supersede (with text), expire or "

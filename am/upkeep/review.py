@@ -36,8 +36,8 @@ from am.records.model import Fact, Relation
 if TYPE_CHECKING:
     from am.records.writes import WriteResult
 
-__all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_lines", "decide", "proposals", "review_queue",
-           "stale_choices"]
+__all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_by_fact", "cited_lines", "decide", "proposals",
+           "review_queue", "stale_choices"]
 
 DECISIONS = ("accept", "confirm", "supersede", "expire", "reject")
 CHOICES = {
@@ -93,42 +93,55 @@ class ReviewQueue:
 
     items: list[ReviewItem] = field(default_factory=list)
     world: dict[str, str | None] | None = None
+    counts: dict[str, int] = field(default_factory=dict)  # items of each kind in the whole queue
+    total: int = 0  # items in the whole queue (more than len(items) when a limit cut it)
 
     def to_json(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for item in self.items:
-            counts[item.kind] = counts.get(item.kind, 0) + 1
-        return {"world": self.world, "counts": counts, "items": [i.to_json() for i in self.items]}
+        return {"world": self.world, "counts": self.counts, "total": self.total,
+                "items": [i.to_json() for i in self.items]}
 
 
 def cited_lines(vault: Any, fact: Fact) -> list[str]:
     """Return the session lines a proposal cites, as 'line N, role: text' (the stored, masked log)."""
+    return cited_by_fact(vault, [fact]).get(fact.id, [])
+
+
+def cited_by_fact(vault: Any, facts: list[Fact]) -> dict[str, list[str]]:
+    """Return, by fact id, the session lines each proposal cites; each session's log is read and parsed once."""
     from am.records.sessionlog import messages, session_topic_id
 
-    sid = fact.provenance.split(":", 1)[1] if fact.provenance.startswith("session:") else None
-    cited = fact.extra.get("source_lines")
-    if sid is None or not isinstance(cited, list):
-        return []
-    path = vault.locate(session_topic_id(sid))
-    topic = vault.read_path(path) if path is not None else None
-    log = topic.extra.get("file") if topic is not None else None
-    if topic is None or not isinstance(log, str):
-        return [f"(session {sid} is not in the vault)"]
-    try:
-        data = (vault.root / PurePosixPath(log)).read_bytes()
-    except OSError:
-        return [f"(the log {log} cannot be read)"]
-    wanted = {n for n in cited if isinstance(n, int)}
-    out = []
-    for m in messages(data, str(topic.extra.get("client", "jsonl"))):
-        if m.line in wanted:
-            text = m.text if len(m.text) <= 400 else m.text[:399] + "…"
-            out.append(f"line {m.line}, {m.role}: " + text.replace("\n", "\n      "))
+    by_session: dict[str, list[Fact]] = {}
+    for fact in facts:
+        if fact.provenance.startswith("session:") and isinstance(fact.extra.get("source_lines"), list):
+            by_session.setdefault(fact.provenance.split(":", 1)[1], []).append(fact)
+    out: dict[str, list[str]] = {}
+    for sid, cited in by_session.items():
+        path = vault.locate(session_topic_id(sid))
+        topic = vault.read_path(path) if path is not None else None
+        log = topic.extra.get("file") if topic is not None else None
+        if topic is None or not isinstance(log, str):
+            out.update((f.id, [f"(session {sid} is not in the vault)"]) for f in cited)
+            continue
+        try:
+            data = (vault.root / PurePosixPath(log)).read_bytes()
+        except OSError:
+            out.update((f.id, [f"(the log {log} cannot be read)"]) for f in cited)
+            continue
+        wanted = {n for f in cited for n in f.extra["source_lines"] if isinstance(n, int)}
+        said: dict[int, list[str]] = {}
+        for m in messages(data, str(topic.extra.get("client", "jsonl"))):
+            if m.line in wanted:
+                text = m.text if len(m.text) <= 400 else m.text[:399] + "…"
+                said.setdefault(m.line, []).append(f"line {m.line}, {m.role}: " + text.replace("\n", "\n      "))
+        for f in cited:
+            lines = set(n for n in f.extra["source_lines"] if isinstance(n, int))
+            out[f.id] = [text for n in sorted(said) if n in lines for text in said[n]]
     return out
 
 
-def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
-                 diff: bool) -> tuple[list[ReviewItem], dict[str, str | None]]:
+def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None, diff: bool,
+                 room: int | None = None) -> tuple[list[ReviewItem], dict[str, str | None]]:
+    """Return the world's stale facts as items (the code diff for the first ``room`` of them: None, all)."""
     from am.packs.pack import SliceRequest
     from am.packs.why import stale_in_world
 
@@ -143,7 +156,7 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None,
         store = open_clone(repo)[0]
     for s in report.facts:
         evidence = [s.mark.describe()]
-        if diff and s.fact.commit and world.commit:
+        if diff and s.fact.commit and world.commit and (room is None or len(items) < room):
             evidence += _diff(repo, s.fact.commit, world.commit, s.fact.paths)
         note = f"code it watches changed since {s.fact.commit[:10] if s.fact.commit else '?'}"
         offered, why = stale_choices(store, s.fact, world.branch, world.commit)
@@ -183,8 +196,12 @@ def _diff(repo: str, old: str, new: str, paths: tuple[str, ...]) -> list[str]:
 
 
 def review_queue(vault: Any, *, repo: str | None = None, branch: str | None = None, commit: str | None = None,
-                 diff: bool = True, kinds: tuple[str, ...] = tuple(CHOICES)) -> ReviewQueue:
-    """Return everything waiting on judgement; stale facts only when a world (``repo``) is given."""
+                 diff: bool = True, kinds: tuple[str, ...] = tuple(CHOICES), limit: int | None = None) -> ReviewQueue:
+    """Return everything waiting on judgement; stale facts only when a world (``repo``) is given.
+
+    With ``limit``, only the first ``limit`` items (in the queue's order) are kept and given their evidence;
+    ``total`` and ``counts`` still count the whole queue.
+    """
     queue = ReviewQueue()
     if "proposal" in kinds or "pending" in kinds:
         for fact in vault.list_facts(status="pending-review"):
@@ -192,15 +209,29 @@ def review_queue(vault: Any, *, repo: str | None = None, branch: str | None = No
             proposal = fact.provenance.startswith("session:") and "source_lines" in fact.extra
             kind = "proposal" if proposal else "pending"
             if kind in kinds:
-                evidence = tuple(cited_lines(vault, fact)) if proposal else ()
-                queue.items.append(ReviewItem(kind, fact.id, (fact,), evidence,
-                                              note=f"from {fact.provenance}" if proposal else ""))
+                note = f"from {fact.provenance}" if proposal else ""
+                queue.items.append(ReviewItem(kind, fact.id, (fact,), note=note))
     if "contested" in kinds:
         queue.items.extend(_contested(vault))
     if "stale" in kinds and repo is not None:
-        stale, queue.world = _stale_items(vault, repo, branch, commit, diff)
+        room = None if limit is None else max(limit - len(queue.items), 0)
+        stale, queue.world = _stale_items(vault, repo, branch, commit, diff, room)
         queue.items.extend(stale)
+    queue.counts = _counts(queue.items)
+    queue.total = len(queue.items)
+    if limit is not None:
+        del queue.items[limit:]
+    cited = cited_by_fact(vault, [i.facts[0] for i in queue.items if i.kind == "proposal"])
+    queue.items = [replace(i, evidence=tuple(cited.get(i.id, ()))) if i.kind == "proposal" else i
+                   for i in queue.items]
     return queue
+
+
+def _counts(items: list[ReviewItem]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.kind] = counts.get(item.kind, 0) + 1
+    return counts
 
 
 def proposals(vault: Any) -> list[ReviewItem]:
