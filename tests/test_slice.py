@@ -143,10 +143,13 @@ def test_a_shallow_clone_names_the_facts_it_cannot_judge(alpha: Any, code: Path,
     assert "am check" in main and fix in main
     assert "1 other branch, commit beyond the shallow clone" in main
     data = json.loads(am(alpha, "slice", "--repo", "project-alpha", "--branch", "main", "--format", "json"))
-    assert data["world"]["shallow"] == {"facts": 2, "hold": 1, "not_held": 1, "list": "am check", "fix": fix}
+    assert data["world"]["shallow"] == {"facts": 2, "hold": 1, "not_held": 1, "list": "am check --all", "fix": fix}
     assert data["holds"]["rules"] == {"branch-name (shallow clone)": 1}
-    check = am(alpha, "check")
+    check = am(alpha, "check", "--all")
     assert check.count("the clone is shallow") == 2 and fix in check
+    check = am(alpha, "check")  # counted on one line, with the same fix
+    assert check.count("the clone is shallow") == 1 and fix in check
+    assert "warning: 2 records name a commit that is not in the clone of project-alpha" in check
     # Deepened, the clone judges both by ancestry: the merged fact holds on main and hides the old one.
     run_git(shallow, "fetch", "-q", "--unshallow")
     main = am(alpha, "slice", "--repo", "project-alpha", "--branch", "main")

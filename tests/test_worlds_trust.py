@@ -623,3 +623,36 @@ def test_check_names_a_fact_its_rewritten_branch_left_behind(world: dict[str, An
     assert len(issues) == 1 and issues[0]["field"] == "commit", issues
     assert "does not hold on its own branch 'feat'" in issues[0]["message"]
     assert "am fact supersede fact-batch" in issues[0]["message"]
+
+
+def test_check_counts_unresolved_worlds_on_one_line_per_repo_or_branch_and_all_lists_each(
+        world: dict[str, Any]) -> None:
+    """A team vault names repos few machines clone: at 20k facts am check printed 13,580 such warnings, one a
+    record. Its text now gives one line per repo not registered (per branch, per clone lacking commits) with the
+    count and the fix; a group of one stays as it was; --all and --format json list each."""
+    vault = world["vault"]
+    add = ("--vault", vault, "fact", "add", "--topic", "project-alpha", "--unverified")
+    for n in range(3):
+        ok(*add, f"Beta fact {n}.", "--repo", "project-beta", "--branch", "main", "--id", f"fact-beta-{n}")
+    for n in range(2):
+        ok(*add, f"Unfetched fact {n}.", "--repo", "project-alpha", "--branch", "not-fetched", "--id", f"fact-nf-{n}")
+    ok(*add, "A lone one.", "--repo", "project-alpha", "--branch", "gone-too", "--id", "fact-lone")
+    code, out, _ = am("--vault", vault, "check")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 5 and lines[-1].startswith("ok: ") and "6 warnings" in lines[-1], out
+    assert lines[-2] == "(5 unresolved-world warnings counted by repo or branch above; to list each: am check --all)"
+    beta = next(line for line in lines if "project-beta" in line)
+    assert beta.startswith("warning: 3 records name repo 'project-beta', which is not registered on this machine")
+    assert "am repo add project-beta PATH; the first: facts/" in beta
+    assert beta.endswith("[unresolved-world]")
+    nf = next(line for line in lines if "not-fetched" in line)
+    assert nf.startswith("warning: 2 records name branch 'not-fetched', which is not in the clone of project-alpha")
+    lone = next(line for line in lines if "gone-too" in line)
+    assert "fact-lone.md" in lone and lone.endswith("fetch it, or fix the branch) [unresolved-world]")
+    code, out, _ = am("--vault", vault, "check", "--all")
+    listed = out.splitlines()
+    assert code == 0 and len(listed) == 7 and sum("fact-beta-" in line for line in listed) == 3, out
+    _, out, _ = am("--vault", vault, "check", "--format", "json")
+    issues = json.loads(out)["issues"]
+    assert len(issues) == 6 and all(set(i) == {"severity", "code", "path", "message", "field", "line"} for i in issues)

@@ -322,7 +322,7 @@ def _shallow(pack: Pack) -> dict[str, Any] | None:
     if setup.oracle is None or not getattr(setup.oracle, "shallow", False):
         return None
     held, excluded = res.rules.get(RULE_SHALLOW, 0), res.excluded.get(WHY_SHALLOW, 0)
-    return {"facts": held + excluded, "hold": held, "not_held": excluded, "list": "am check",
+    return {"facts": held + excluded, "hold": held, "not_held": excluded, "list": "am check --all",
             "fix": f"git -C {setup.clone} fetch --unshallow"}
 
 

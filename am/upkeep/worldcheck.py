@@ -15,7 +15,8 @@ renamed) is no warning: the record holds there by its commit, nothing to fetch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -23,7 +24,59 @@ from am.records.model import Fact, Record, Relation
 from am.registry import Registry
 from am.upkeep.check import Issue
 
-__all__ = ["world_issues"]
+__all__ = ["WorldIssue", "group_world_issues", "world_issues"]
+
+
+@dataclass(frozen=True)
+class WorldIssue(Issue):
+    """An ``unresolved-world`` warning, with what it shares with others of its kind (for ``am check``'s text)."""
+
+    group: tuple[str, ...] = ()  # (kind, repo[, branch]): one line for all the records of a group
+    fix: str = ""  # the group's one fix
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the stable JSON shape of an issue (the group is text output's, not the format's)."""
+        return Issue(self.severity, self.code, self.path, self.message, self.field, self.line).to_json()
+
+
+_GROUP_SAYS = {
+    "repo": "name repo {1!r}, which is not registered on this machine, so they are judged by branch name",
+    "clone": "name repo {1!r}, whose registered clone cannot be read",
+    "branch": "name branch {2!r}, which is not in the clone of {1}",
+    "commit": "name a commit that is not in the clone of {1}: each is judged by branch name, or on every branch "
+              "when it names none",
+    "rewritten": "name a commit that is not in the history of branch {2!r} of {1} and did not land there (was the "
+                 "branch rewritten?), so they do not hold on their own branch",
+}
+
+
+def group_world_issues(issues: Sequence[Issue]) -> list[str]:
+    """Return the lines ``am check`` prints for ``issues``: the world warnings of a group of two or more as one line.
+
+    One line per repo not registered (or not readable), per branch missing from a clone, per repo whose clone lacks
+    commits, per rewritten branch: with the count, the one fix and an example file. A group of one, and every other
+    issue, is printed as itself, in the report's order (the grouped lines where their first record was); a last
+    line says how to list each.
+    """
+    groups: dict[tuple[str, ...], list[WorldIssue]] = {}
+    for issue in issues:
+        if isinstance(issue, WorldIssue) and issue.group:
+            groups.setdefault(issue.group, []).append(issue)
+    out: list[str] = []
+    counted = 0
+    for issue in issues:
+        members = groups.get(issue.group, []) if isinstance(issue, WorldIssue) and issue.group else []
+        if len(members) < 2:
+            out.append(issue.describe())
+        elif members[0] is issue:
+            counted += len(members)
+            says = _GROUP_SAYS[issue.group[0]].format(*issue.group)
+            out.append(f"{issue.severity}: {len(members)} records {says} ({issue.fix}; the first: {issue.path}) "
+                       f"[{issue.code}]")
+    if counted:
+        out.append(f"({counted} unresolved-world warnings counted by repo or branch above; to list each: "
+                   "am check --all)")
+    return out
 
 
 def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Registry | None = None) -> list[Issue]:
@@ -44,26 +97,29 @@ def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Regi
             continue  # they hold nowhere anyway
         repo, where = record.repo, str(path)
         if repo not in registry.repos:
-            issues.append(Issue("warning", "unresolved-world", where,
-                                f"repo {repo!r} is not registered on this machine, so this record is judged by "
-                                f"branch name (register its clone: am repo add {repo} PATH)", "repo"))
+            fix = f"register its clone: am repo add {repo} PATH"
+            issues.append(WorldIssue("warning", "unresolved-world", where,
+                                     f"repo {repo!r} is not registered on this machine, so this record is judged by "
+                                     f"branch name ({fix})", "repo", group=("repo", repo), fix=fix))
             continue
         if repo not in clones:
             clones[repo] = open_clone(repo, registry)[0]
         store = clones[repo]
         if store is None:
-            issues.append(Issue("warning", "unresolved-world", where,
-                                f"the clone registered for {repo!r} cannot be read (am repo add {repo} PATH --replace)",
-                                "repo"))
+            fix = f"am repo add {repo} PATH --replace"
+            issues.append(WorldIssue("warning", "unresolved-world", where,
+                                     f"the clone registered for {repo!r} cannot be read ({fix})", "repo",
+                                     group=("clone", repo), fix=fix))
             continue
         if record.version is not None:
             key = (repo, record.version)
             if key not in tips:
                 tips[key] = branch_tip(store, record.version)
             if tips[key] is None and not _on_main_line(store, repo, record.commit, graphs):
-                issues.append(Issue("warning", "unresolved-world", where,
-                                    f"branch {record.version!r} is not in the clone of {repo} (fetch it, or fix the "
-                                    "branch)", "version"))
+                issues.append(WorldIssue("warning", "unresolved-world", where,
+                                         f"branch {record.version!r} is not in the clone of {repo} (fetch it, or fix "
+                                         "the branch)", "version", group=("branch", repo, record.version),
+                                         fix="fetch it, or fix the branch"))
         if record.commit:
             key = (repo, record.commit)
             if key not in commits:
@@ -72,20 +128,25 @@ def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Regi
                 fix = "fetch it, or fix the id"
                 if is_shallow(Path(store.gitdir)):  # a CI checkout (--depth): the commit may be beyond its depth
                     fix = f"the clone is shallow: git -C {store.root} fetch --unshallow, or fix the id"
-                issues.append(Issue("warning", "unresolved-world", where,
-                                    f"commit {record.commit!r} is not in the clone of {repo}: the record is judged by "
-                                    f"branch name, or on every branch when it names none ({fix})", "commit"))
+                issues.append(WorldIssue("warning", "unresolved-world", where,
+                                         f"commit {record.commit!r} is not in the clone of {repo}: the record is judged "
+                                         f"by branch name, or on every branch when it names none ({fix})", "commit",
+                                         group=("commit", repo), fix=fix.replace("the id", "the ids")))
             elif record.version is not None and (tip := tips[(repo, record.version)]) is not None:
                 # The branch was rewritten (an amend, a rebase that changed the patch, a force-push): its
                 # commit is neither in the branch's history nor landed there: it does not hold on its branch.
                 if (repo, tip) not in graphs:
                     graphs[(repo, tip)] = CommitGraph(store, tip)
                 if graphs[(repo, tip)].contains(record.commit) is False:
-                    issues.append(Issue("warning", "unresolved-world", where,
-                                        f"commit {record.commit[:10]} is not in the history of branch {record.version!r} "
-                                        "and its change did not land there (was the branch rewritten? an amend, a "
-                                        f"rebase that changed the patch, a force-push), so the record does not hold on its own branch "
-                                        f"{record.version!r} ({_refile(record)})", "commit"))
+                    issues.append(WorldIssue("warning", "unresolved-world", where,
+                                             f"commit {record.commit[:10]} is not in the history of branch "
+                                             f"{record.version!r} and its change did not land there (was the branch "
+                                             "rewritten? an amend, a rebase that changed the patch, a force-push), so "
+                                             f"the record does not hold on its own branch {record.version!r} "
+                                             f"({_refile(record)})", "commit",
+                                             group=("rewritten", repo, record.version, record.type),
+                                             fix=_refile(record).replace(record.id, "ID").replace("it there",
+                                                                                                 "each there")))
     return issues
 
 
