@@ -377,6 +377,45 @@ def test_every_read_tool_answers_within_its_output_schema(alpha: Vault, clone: P
     assert results["check"].structured_content["records"] == results["check"].structured_content["files"] > 0
 
 
+def test_listing_tools_are_bounded_by_default_say_the_total_and_give_everything_with_limit_0(
+        alpha: Vault, clone: Path) -> None:
+    """At 20k facts check returned 4 M characters, topic_list 190k, review_list 300k: more than an agent can read.
+    Each lists a bounded page (topic_list 100, check 100 issues, review_list 20 items) and says the total."""
+    for n in range(101):  # one hand commit of 101 topics
+        (alpha.root / "topics" / f"concept-t{n:03}.md").write_text(
+            f"---\ntype: topic\nid: concept-t{n:03}\nkind: concept\ntitle: T {n}\nstatus: active\n"
+            "created: 2026-11-30T10:00:00+00:00\n---\n")
+    run_git(alpha.root, "add", "topics")
+    run_git(alpha.root, "commit", "-q", "-m", "many topics")
+    for fid in ("fact-wait-a", "fact-wait-b"):
+        alpha.add_fact(f"Waits for review: {fid}, see [[nowhere-{fid}]].", topics=["project-alpha"], id=fid)
+        alpha.set_fact_status(fid, "pending-review")
+    topics = len(alpha.list_topics())
+    calls = {"topics": ("topic_list", {}), "topics_3": ("topic_list", {"limit": 3}),
+             "topics_all": ("topic_list", {"limit": 0}), "check_1": ("check", {"limit": 1}),
+             "check_all": ("check", {"limit": 0}), "review_1": ("review_list", {"limit": 1}),
+             "review": ("review_list", {})}
+    results: dict[str, Any] = {}
+
+    async def run() -> None:  # the SDK client checks each answer against the tool's output schema
+        async with stdio(alpha.root, cwd=clone) as client:
+            for key, (name, args) in calls.items():
+                results[key] = await client.call_tool(name, args)
+
+    anyio.run(run)
+    data = {k: r.structured_content for k, r in results.items()}
+    assert not any(r.is_error for r in results.values()), {k: r.content[0].text for k, r in results.items()}
+    assert topics == 103 and data["topics"]["total"] == data["topics_all"]["total"] == topics
+    assert len(data["topics"]["topics"]) == 100 and len(data["topics_all"]["topics"]) == topics
+    assert [t["id"] for t in data["topics_3"]["topics"]] == [t["id"] for t in data["topics_all"]["topics"][:3]]
+    assert data["check_all"]["warnings"] == data["check_all"]["total"] == len(data["check_all"]["issues"]) >= 2
+    assert data["check_1"]["issues"] == data["check_all"]["issues"][:1]
+    assert data["check_1"]["total"] == data["check_1"]["warnings"] == data["check_all"]["total"]
+    assert [i["id"] for i in data["review_1"]["items"]] == ["fact-wait-a"]
+    assert data["review_1"]["total"] == 2 and data["review_1"]["counts"] == {"pending": 2}
+    assert len(data["review"]["items"]) == data["review"]["total"] == 2
+
+
 def test_hidden_characters_are_stripped_from_every_record_served(alpha: Vault) -> None:
     """Memory served to an agent has no bidi or invisible characters (RELIABILITY.md): fact_show and search
     returned a body with U+202E and U+200B as stored, though the pack stripped them."""

@@ -291,10 +291,16 @@ def _show(kind: str) -> Callable[[Call, dict[str, Any]], ToolOutput]:
     return run
 
 
+def _limit(args: dict[str, Any], default: int) -> int | None:
+    """Return a tool's ``limit`` argument: ``default`` when not given, None (everything) for 0."""
+    return args.get("limit", default) or None
+
+
 def _topic_list(call: Call, args: dict[str, Any]) -> ToolOutput:
     topics = call.vault.list_topics(kind=args.get("kind"))
-    return _as_data({"topics": [{"id": t.id, "kind": t.kind, "title": t.title, "aliases": list(t.aliases)}
-                                for t in topics]})
+    return _as_data({"total": len(topics),
+                     "topics": [{"id": t.id, "kind": t.kind, "title": t.title, "aliases": list(t.aliases)}
+                                for t in topics[:_limit(args, 100)]]})
 
 
 def _log(call: Call, args: dict[str, Any]) -> ToolOutput:
@@ -312,6 +318,8 @@ def _check(call: Call, args: dict[str, Any]) -> ToolOutput:
 
     report = check_vault(call.vault)
     data = report.to_json(strict=args.get("strict", False))
+    data["total"] = len(data["issues"])
+    data["issues"] = data["issues"][:_limit(args, 100)]  # the first in the report's order: errors, warnings, notes
     return ToolOutput(_json_text(data) + "\n", data)
 
 
@@ -393,7 +401,7 @@ def _review_list(call: Call, args: dict[str, Any]) -> ToolOutput:
 
     repo, branch, commit = call.world(args)
     queue = review_queue(call.vault, repo=repo, branch=branch, commit=commit, diff=args.get("diff", True),
-                         kinds=tuple(args.get("kinds") or CHOICES))
+                         kinds=tuple(args.get("kinds") or CHOICES), limit=_limit(args, 20))
     return _as_data(queue.to_json())
 
 
@@ -445,6 +453,14 @@ _SEARCH_OUT = _obj({"note": _NOTE, "query": {"type": "string"}, "text": {"type":
                     "retrieval": {"type": "object", "description": "Which levels served (full-text, vector) and "
                                   "what each said."}},
                    ("note", "hits"))
+_TOTAL = {"type": "integer", "description": "How many there are in all; more than listed when limit cut the list "
+           "(pass a higher limit, or 0 for all)."}
+
+
+def _limit_in(default: int, what: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 0, "description": f"At most this many {what} (default {default}; 0: all)."}
+
+
 _RECORD_OUT = _obj({"note": _NOTE, "record": _RECORD}, ("note", "record"))
 _ID_IN = _obj({"id": _s("The record's id.")}, ("id",))
 
@@ -465,21 +481,26 @@ TOOLS: tuple[Tool, ...] = (
     Tool("fact_show", "Show one fact: its text, status, confidence, provenance and world.", _ID_IN, _RECORD_OUT,
          _show("fact"), quick=True),
     Tool("topic_show", "Show one topic.", _ID_IN, _RECORD_OUT, _show("topic"), quick=True),
-    Tool("topic_list", "List topics, sorted by id.",
+    Tool("topic_list", "List topics, sorted by id: the first 100 unless limit says otherwise; total counts them all.",
          _obj({"kind": _s("Only topics of this kind.", enum=["project", "tool", "person", "org", "decision", "session",
-                                                             "concept", "event"])}),
-         _obj({"note": _NOTE, "topics": {"type": "array", "items": {"type": "object"}}}, ("note", "topics")),
+                                                             "concept", "event"]),
+               "limit": _limit_in(100, "topics")}),
+         _obj({"note": _NOTE, "total": _TOTAL, "topics": {"type": "array", "items": {"type": "object"}}},
+              ("note", "total", "topics")),
          _topic_list, quick=True),
     Tool("log", "List the vault's writes, newest first (who, what operation, which records).",
          _obj({"actor": _s("Only commits by this actor."), "op": _s("Only this operation, e.g. fact.supersede or fact."),
                "record": _s("Only commits that wrote this record id."), "since": _s("Only commits since this time."),
                "limit": {"type": "integer", "minimum": 1, "description": "At most this many (default 20)."}}),
          _obj({"entries": {"type": "array", "items": {"type": "object"}}}, ("entries",)), _log),
-    Tool("check", "Check every record of the vault: schemas, relation types, ids, links, supersessions.",
-         _obj({"strict": {"type": "boolean", "description": "Count warnings as errors."}}),
+    Tool("check", "Check every record of the vault: schemas, relation types, ids, links, supersessions. Lists the "
+         "first 100 issues (errors first) unless limit says otherwise; errors, warnings, notes and total count them "
+         "all.",
+         _obj({"strict": {"type": "boolean", "description": "Count warnings as errors."},
+               "limit": _limit_in(100, "issues")}),
          _obj({"ok": {"type": "boolean"}, "files": {"type": "integer"}, "records": {"type": "integer"},
                "errors": {"type": "integer"}, "warnings": {"type": "integer"}, "notes": {"type": "integer"},
-               "issues": {"type": "array", "items": {"type": "object"}}}, ("ok", "issues")),
+               "total": _TOTAL, "issues": {"type": "array", "items": {"type": "object"}}}, ("ok", "total", "issues")),
          _check),
     Tool("fact_add", "Record a fact (one commit): one self-contained statement of 1-3 sentences about one or more "
          "topics. Pass here=true to place it at the server's clone's branch and commit. If it replaces an existing "
@@ -515,13 +536,14 @@ TOOLS: tuple[Tool, ...] = (
                "to": _s("A topic or fact id."), "note": _s("Why the edge holds.")}, ("from", "rel", "to")),
          _WRITE_OUT, _relation_add, writes=True),
     Tool("review_list", "List what waits on judgement, with its evidence: facts proposed from sessions (with the "
-         "session lines), pending facts, facts stale in the world (with the code diff), contested pairs.",
+         "session lines), pending facts, facts stale in the world (with the code diff), contested pairs. Lists the "
+         "first 20 unless limit says otherwise; counts (by kind) and total count the whole queue.",
          _obj({**_WORLD, "kinds": {"type": "array", "items": _s("A kind.", enum=["proposal", "pending", "stale",
                                                                                  "contested"])},
-               "diff": {"type": "boolean", "description": "Show the code diff of stale facts (default true)."}}),
-         _obj({"note": _NOTE, "world": {"type": ["object", "null"]}, "counts": {"type": "object"},
-               "total": {"type": "integer", "description": "How many items the whole queue has."},
-               "items": {"type": "array", "items": {"type": "object"}}}, ("note", "items")), _review_list),
+               "diff": {"type": "boolean", "description": "Show the code diff of stale facts (default true)."},
+               "limit": _limit_in(20, "items")}),
+         _obj({"note": _NOTE, "world": {"type": ["object", "null"]}, "counts": {"type": "object"}, "total": _TOTAL,
+               "items": {"type": "array", "items": {"type": "object"}}}, ("note", "total", "items")), _review_list),
     Tool("review_decide", "Decide one review item (one commit, you as the reviewer): accept (a proposal, pending "
          "or contested fact), confirm (re-observed at the world's commit), supersede (with text), expire or "
          "reject (with a reason).",
