@@ -148,7 +148,7 @@ def _stale_items(vault: Any, repo: str, branch: str | None, commit: str | None, 
     report = stale_in_world(vault, SliceRequest(repo=repo, branch=branch, commit=commit, max_tokens=0))
     world = report.setup.world
     where = {"repo": world.repo, "branch": world.branch, "commit": world.commit, "rule": report.setup.rule}
-    items = []
+    items: list[ReviewItem] = []
     store = None
     if report.facts and world.commit:
         from am.worlds.ancestry import open_clone
