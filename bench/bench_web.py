@@ -10,8 +10,13 @@ who starts `am serve` finds it):
 2. the graph of a vault of M facts (default 50k, which the corpus gives 1,000 topics): the first
    /api/graph, the second (the layout kept for the vault commit), and the layout alone in-process.
    Target: the second answer well under the first (interactive: the layout is computed once).
+3. with --branches B (a code clone of B branches registered for the corpus's repo): the Numbers page
+   (/api/numbers) at N facts, and /api/worlds asked while a slow request (/api/numbers,
+   /export/graph.html) is in flight, against /api/worlds alone. With --before REV the same is
+   measured for that revision of am (a git worktree) in the same run, and the ratios after/before printed.
 
 Usage: python bench/bench_web.py [--facts 10000] [--big-facts 50000] [--runs 5] [--work /tmp/am-bench]
+                                 [--branches 20 [--before REV] [--only-numbers]]
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,8 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = ["/", "/static/style.css", "/static/graph.js", "/static/app.js", "/api/worlds", "/api/graph"]
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AM_HOME": str(home)}
+def _env(home: Path, root: Path = ROOT) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(root), "AM_HOME": str(home)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
@@ -50,10 +56,11 @@ def _get(port: int, path: str) -> int:
     return size
 
 
-def _start(vault: Path, home: Path) -> tuple[subprocess.Popen[str], int, float]:
+def _start(vault: Path, home: Path, root: Path = ROOT) -> tuple[subprocess.Popen[str], int, float]:
     began = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "am.cli.main", "--vault", str(vault), "serve", "--port", "0"],
-                            env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            env=_env(home, root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=root)  # python -m puts the working folder first on sys.path: the revision's own
     assert proc.stderr is not None
     line = proc.stderr.readline()
     assert "serving http://127.0.0.1:" in line, line
@@ -112,16 +119,88 @@ def layout_alone(vault: Path, home: Path) -> tuple[int, int, float]:
     return len(nodes), len(edges), time.perf_counter() - began
 
 
+def _timed(port: int, path: str) -> float:
+    began = time.perf_counter()
+    _get(port, path)
+    return time.perf_counter() - began
+
+
+def ensure_branches(work: Path, vault: Path, home: Path, branches: int) -> None:
+    """Register a code clone of ``branches`` branches as the corpus's repo (project-alpha), once."""
+    code = work / f"code-branches-{branches}"
+    if not (code / ".git").is_dir():
+        subprocess.run(["git", "init", "-q", "-b", "main", str(code)], check=True)
+        for i in range(1, 31):
+            (code / f"f{i}.txt").write_text(f"{i}\n")
+            subprocess.run(["git", "-C", str(code), "add", "."], check=True)
+            subprocess.run(["git", "-C", str(code), "commit", "-qm", f"c{i}"], check=True)
+        for b in range(1, branches):
+            subprocess.run(["git", "-C", str(code), "branch", f"feat-{b}", f"HEAD~{b % 10}"], check=True)
+    subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(vault), "repo", "add", "--replace",
+                    "project-alpha", str(code)], env=_env(home), check=True, capture_output=True)
+
+
+def numbers_and_waits(vault: Path, home: Path, root: Path, runs: int) -> dict[str, float]:
+    """Return median seconds: /api/worlds alone, /api/numbers, and /api/worlds while a slow request runs."""
+    out: dict[str, list[float]] = {"worlds": [], "numbers": [], "during-numbers": [], "during-export": []}
+    for _ in range(runs):
+        proc, port, _started = _start(vault, home, root)
+        try:
+            _get(port, "/api/graph")  # the warm-up the page does
+            out["worlds"].append(statistics.median(_timed(port, "/api/worlds") for _ in range(5)))
+            out["numbers"].append(_timed(port, "/api/numbers"))
+            for slow, key in (("/api/numbers", "during-numbers"), ("/export/graph.html", "during-export")):
+                other = threading.Thread(target=_get, args=(port, slow))
+                other.start()
+                time.sleep(0.3)  # the slow request is in the server
+                out[key].append(_timed(port, "/api/worlds"))
+                other.join()
+        finally:
+            _stop(proc)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def scenario_numbers(args: argparse.Namespace, home: Path) -> None:
+    vault = ensure_vault(args.work, args.facts)
+    ensure_branches(args.work, vault, home, args.branches)
+    roots = {"after": ROOT}
+    if args.before:
+        before = args.work / "am-before"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
+                       check=False, capture_output=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(before), args.before],
+                       check=True)
+        roots = {"before": before, "after": ROOT}
+    found = {name: numbers_and_waits(vault, home, root, max(1, args.runs // 2)) for name, root in roots.items()}
+    print(f"3. Numbers at {args.facts:,} facts, a clone of {args.branches} branches:")
+    for name, f in found.items():
+        print(f"   {name}: /api/worlds alone {f['worlds']:.3f} s; /api/numbers {f['numbers']:.3f} s "
+              f"({f['numbers'] / f['worlds']:.0f}x); /api/worlds during /api/numbers {f['during-numbers']:.3f} s "
+              f"({f['during-numbers'] / f['worlds']:.1f}x), during /export/graph.html {f['during-export']:.3f} s "
+              f"({f['during-export'] / f['worlds']:.1f}x)")
+    if "before" in found:
+        b, a = found["before"], found["after"]
+        print(f"   after/before: /api/numbers {a['numbers'] / b['numbers']:.3f}x; /api/worlds during /api/numbers "
+              f"{a['during-numbers'] / b['during-numbers']:.3f}x, during /export/graph.html "
+              f"{a['during-export'] / b['during-export']:.3f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=10_000)
     parser.add_argument("--big-facts", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--work", type=Path, default=Path("/tmp/am-bench"))
+    parser.add_argument("--branches", type=int, default=0, help="scenario 3: a clone of this many branches")
+    parser.add_argument("--before", help="scenario 3: also measure this revision of am (a git worktree)")
+    parser.add_argument("--only-numbers", action="store_true", help="run scenario 3 alone")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     home = args.work / "home-web"
     home.mkdir(exist_ok=True)
+    if args.only_numbers:
+        scenario_numbers(args, home)
+        return
 
     vault = ensure_vault(args.work, args.facts)
     subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(vault), "index", "status"], env=_env(home),
@@ -142,6 +221,8 @@ def main() -> None:
     print(f"2. the graph of {args.big_facts:,} facts: {nodes:,} topics, {edges:,} edges")
     print(f"   layout alone {alone:.3f} s; critical path {graph['paint']:.3f} s; a second /api/graph "
           f"{graph['again']:.3f} s = {graph['again'] / graph['paint']:.2f}x the first paint (layout kept)")
+    if args.branches:
+        scenario_numbers(args, home)
 
 
 if __name__ == "__main__":

@@ -211,9 +211,16 @@ def test_review_and_numbers(server: Server, demo: tuple[Path, Path]) -> None:  #
     assert numbers["by_status"] == counts and numbers["facts"] == len(facts)
     assert sum(numbers["by_week"].values()) == len(facts)
     assert {w["branch"] for w in numbers["worlds"]} == {"main", "feat-batch", "feat-rate-limit"}
-    for world in numbers["worlds"]:
-        pack = am(demo, "slice", "--repo", "project-alpha", "--branch", world["branch"], "--max-tokens", "0")
-        assert world["bytes"] == len(pack.encode("utf-8"))
+    for world in numbers["worlds"]:  # counted without a pack: the facts of the CLI's full pack of that branch
+        pack = json.loads(am(demo, "slice", "--repo", "project-alpha", "--branch", world["branch"], "--max-tokens", "0",
+                             "--format", "json"))
+        assert world["facts"] == pack["holds"]["facts"]
+    assert numbers["worlds_left_out"] == []
+    # The full pack's size: of the picker's world only (a pack per branch cost seconds each at 20k facts).
+    feat = server.json("/api/numbers?repo=project-alpha&branch=feat-batch")
+    pack = am(demo, "slice", "--repo", "project-alpha", "--branch", "feat-batch", "--max-tokens", "0")
+    assert feat["pack"]["bytes"] == len(pack.encode("utf-8")) and feat["pack"]["branch"] == "feat-batch"
+    assert feat["pack"]["command"] == "am slice --repo project-alpha --branch feat-batch --max-tokens 0"
     index = json.loads(am(demo, "index", "status", "--format", "json"))
     assert numbers["cache"]["ok"] and numbers["cache"]["records"] == index["records"]
 

@@ -78,7 +78,8 @@ def serve(ctx: click.Context, port: int, open_browser: bool, repo: str | None, b
     does. The activity timeline is `am log` with the `am undo` command of each
     write; the review queue lists stale, contested and pending-review facts
     with their evidence; the numbers count facts by status, actor and week,
-    pack size per world and the cache's health. Every route is a GET and
+    the facts that hold per branch, the full pack size of the picked world and
+    the cache's health. Every route is a GET and
     nothing writes; a foreign Host or Origin is refused (DNS rebinding). The
     page uses no asset from the network.
 

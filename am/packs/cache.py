@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from am.worlds.ancestry import WorldSetup
     from am.packs.retrieval import Retrieved, SearchFn
 
-__all__ = ["cached_pack"]
+__all__ = ["cached_pack", "held_counts"]
 
 _Key = tuple[Any, ...]  # status, repo, version, commit, until_commit, valid_from, valid_until
 _BELIEVED = ("active", "contested")
@@ -147,6 +147,19 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
         pack.order = [(kind, full.get(item.id, item) if kind == "relations" else item, holder)
                       for kind, item, holder in pack.order]
     return pack
+
+
+def held_counts(index: Index, setup: WorldSetup) -> tuple[int, int] | None:
+    """Return how many facts hold in the world and how many of them are contested, with no pack built.
+
+    The counts of ``cached_pack``'s header (the facts of a ``--max-tokens 0`` pack of every topic), judged
+    per distinct world fields; None when two files share an id (only the general path can count then).
+    """
+    if index.has_twins():
+        return None
+    world = setup.world
+    res, _, _ = _resolution(index, world, _Judge(world, setup.oracle))
+    return res.fact_counts()
 
 
 def _stale_lookup(index: Any, setup: WorldSetup) -> Any:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "count_held",
     "SliceRequest",
     "Pack",
     "estimate_tokens",
@@ -182,6 +184,26 @@ def world_of(vault: VaultReader, request: SliceRequest, *, at: datetime | None =
     return setup_world(request.repo, request.branch, request.commit, at=at,
                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
                        known_repos=known)
+
+
+def count_held(vault: VaultReader, request: SliceRequest) -> int:
+    """Return how many facts hold in a request's world: the facts of its ``--max-tokens 0`` pack of every topic.
+
+    Counted from the cache's world groups with no pack built (a few milliseconds at 20k facts, where the
+    pack costs half a second and more); without a usable cache, from the pack itself.
+    """
+    from am.worlds.ancestry import now
+
+    request = replace(request, topic=None, query=None, max_tokens=0)
+    setup = world_of(vault, request, at=request.at or now())
+    index = _open_index(vault) if request.as_of is None else None
+    if index is not None and hasattr(index, "fact_world_groups"):
+        from am.packs.cache import held_counts
+
+        counts = held_counts(index, setup)
+        if counts is not None:
+            return counts[0]
+    return slice_vault(vault, request, count_use=False).shown_facts
 
 
 def watched_of(index: Index, repo: str | None) -> list[WatchedFact]:

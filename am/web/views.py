@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Views", "world_request"]
 
 _CACHE_SIZE = 32
+_BRANCHES = 20  # branches counted per repo on the Numbers page (the rest: named as left out)
 
 
 def world_request(repo: str | None = None, branch: str | None = None, commit: str | None = None,
@@ -194,11 +195,13 @@ class Views:
     # ------------------------------------------------------------ numbers
 
     def numbers(self, request: SliceRequest) -> dict[str, Any]:
-        """Return facts by status, actor and week; the pack size of every known world; the cache's health."""
-        from am.packs.slice import render_markdown, slice_vault
+        """Return facts by status, actor and week; the facts that hold on each branch of every known repo (the
+        first 20 by name); the full pack (facts, tokens, bytes) of the request's world; the cache's health."""
+        from am.packs.slice import count_held, render_markdown, slice_vault
         from am.upkeep.audit import log_entries
         from am.worlds.ancestry import open_clone
 
+        request = replace(request, topic=None, query=None, max_tokens=0)
         facts = self.vault.list_facts()
         by_status = Counter(f.status for f in facts)
         by_week: Counter[str] = Counter()
@@ -215,18 +218,27 @@ class Views:
                 by_actor[entry.actor] += 1
             elif entry.op == "import.batch" or entry.manual:
                 by_actor[entry.actor] += sum(1 for r in entry.records if r.startswith("f-"))
-        worlds = []
+        # Every branch's count of what holds (no pack: milliseconds each); the full pack of the picker's world only.
+        worlds, left_out = [], []
         for repo in sorted(self.vault.known_repos()):
             store, _why = open_clone(repo)
-            branches: list[str | None] = [*_branches(store)[:20]] or [None]
+            names = _branches(store)
+            if len(names) > _BRANCHES:
+                left_out.append({"repo": repo, "branches": len(names) - _BRANCHES})
+            branches: list[str | None] = [*names[:_BRANCHES]] or [None]
             for branch in branches:
-                pack = slice_vault(self.vault, SliceRequest(repo=repo, branch=branch, max_tokens=0), count_use=False)
-                text = render_markdown(pack)
-                worlds.append({"repo": repo, "branch": branch, "facts": pack.shown_facts, "tokens": pack.tokens,
-                               "bytes": len(text.encode("utf-8"))})
+                held = count_held(self.vault, replace(request, repo=repo, branch=branch, commit=None))
+                worlds.append({"repo": repo, "branch": branch, "facts": held})
+        pack = slice_vault(self.vault, request, count_use=False)
+        world = pack.setup.world
+        text = render_markdown(pack)
         return {"facts": len(facts), "by_status": dict(sorted(by_status.items())),
                 "by_actor": dict(sorted(by_actor.items())), "by_week": dict(sorted(by_week.items())),
-                "worlds": worlds, "cache": self.cache_health()}
+                "worlds": worlds, "worlds_left_out": left_out,
+                "pack": {"repo": world.repo, "branch": world.branch, "commit": world.commit, "facts": pack.shown_facts,
+                         "tokens": pack.tokens, "bytes": len(text.encode("utf-8")),
+                         "command": request.argv() + " --max-tokens 0"},
+                "cache": self.cache_health()}
 
     def cache_health(self) -> dict[str, Any]:
         """Return what ``am index status`` says, or why the cache cannot be used."""

@@ -222,13 +222,21 @@
       bars("Facts by status (" + data.facts + ")", data.by_status, root);
       bars("Facts written by actor", data.by_actor, root);
       bars("Facts by week created", data.by_week, root);
+      var p = data.pack, packCard = h("section", "card", null, root);
+      h("h2", "", "Full pack of this world", packCard);
+      h("p", "", (p.repo || "no repo") + (p.branch ? " @ " + p.branch : "") + (p.commit ? " (" + p.commit.slice(0, 10) + ")" : "") +
+        ": " + p.facts + " facts, " + p.tokens + " tokens, " + p.bytes + " bytes", packCard);
+      command(p.command, packCard);
       var card = h("section", "card", null, root);
-      h("h2", "", "Pack size per world", card);
+      h("h2", "", "Facts that hold per branch", card);
       var table = h("table", "", null, card), head = table.insertRow();
-      ["repo", "branch", "facts", "tokens", "bytes"].forEach(function (c) { h("th", "", c, head); });
+      ["repo", "branch", "facts"].forEach(function (c) { h("th", "", c, head); });
       data.worlds.forEach(function (w) {
         var row = table.insertRow();
-        [w.repo, w.branch || "", w.facts, w.tokens, w.bytes].forEach(function (c) { h("td", "", c, row); });
+        [w.repo, w.branch || "", w.facts].forEach(function (c) { h("td", "", c, row); });
+      });
+      data.worlds_left_out.forEach(function (o) {
+        h("p", "meta", o.branches + " more branches of " + o.repo + " not counted (the first 20 by name are)", card);
       });
       var cache = h("section", "card", null, root), c = data.cache;
       h("h2", "", "Cache health", cache);
