@@ -264,6 +264,20 @@ def test_review_offers_the_cli_queue_s_choices_by_its_rule(alpha, am_home: Path,
     assert run_git(root, "rev-parse", "HEAD") == head
 
 
+def test_requests_at_once_get_the_answers_they_get_one_by_one(server: Server) -> None:
+    # The library runs on several threads, each with its own vault: a slow page (Numbers, Review) no longer
+    # holds up the others, and answers given side by side are the ones given alone (no timing asserted).
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = ["/api/worlds", "/api/graph?repo=project-alpha&branch=main", "/api/topic/tool-redis",
+             "/api/review?repo=project-alpha&branch=main", "/api/numbers", "/api/log?limit=50",
+             "/api/graph?repo=project-alpha&branch=feat-batch", "/api/numbers?repo=project-alpha&branch=feat-batch"]
+    alone = {path: server.json(path) for path in paths}
+    with ThreadPoolExecutor(max_workers=len(paths) * 2) as pool:
+        together = list(pool.map(server.json, paths * 3))
+    assert together == [alone[path] for path in paths * 3]
+
+
 def test_a_taken_port_is_one_line(server: Server, demo: tuple[Path, Path]) -> None:  # noqa: F811
     err = am(demo, "serve", "--port", str(server.port), code=2)
     assert err.startswith("Error: cannot listen on 127.0.0.1:") and "--port" in err and len(err.splitlines()) == 1

@@ -5,9 +5,11 @@ it reaches the library, and nothing the routes call writes to the vault. A web
 page in the user's browser can reach a server on localhost (DNS rebinding),
 so, as ``am mcp --http`` does, every request must name this server's own host
 and port, and a request a page sends must come from its own origin (am/loopback.py). The page and its script are served from the package
-(no asset from the network). The library runs on one worker thread, which
-opens the vault and keeps it (its SQLite cache is bound to that thread); the
-event loop only moves bytes.
+(no asset from the network). The library runs on a few worker threads, each
+with its own ``Vault`` kept open for the server's life (as ``am mcp`` does: a
+cache connection per thread, the cache's locks shared in the process), so one
+slow page (a review queue, an export) does not hold up the others; the topic
+graphs' layouts are shared. The event loop only moves bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from am.web.views import Views
 
 __all__ = ["HOST", "STATIC_FILES", "Guard", "bind", "build_app", "serve"]
+
+WORKERS = 4  # requests the library answers at once; each thread opens the vault once
 
 STATIC_FILES = {"app.js": "text/javascript", "graph.js": "text/javascript", "style.css": "text/css",
                 "index.html": "text/html"}
@@ -58,17 +63,23 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="am-serve")
-    held: dict[str, Views] = {}
+    worker = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="am-serve")
+    local = threading.local()
+    opened: list[Views] = []
+    guard = threading.Lock()
+    graphs: dict[Any, Any] = {}  # the layouts, shared by the threads' views
     start = dict(defaults or {})
 
     def views() -> Views:
-        if "views" not in held:
+        found: Views | None = getattr(local, "views", None)
+        if found is None:
             from am.vault import Vault
             from am.web.views import Views
 
-            held["views"] = Views(Vault.open(vault_root, branch=vault_branch))
-        return held["views"]
+            found = local.views = Views(Vault.open(vault_root, branch=vault_branch), graphs=graphs)
+            with guard:
+                opened.append(found)
+        return found
 
     def request_of(query: Any, *, topic: bool = True) -> Any:
         from am.web.views import world_request
@@ -165,12 +176,11 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
     worker.submit(warm)
 
     def close() -> None:
-        def release() -> None:
-            if "views" in held:
-                held.pop("views").vault.close()
-
-        worker.submit(release).result()
         worker.shutdown(wait=True)
+        with guard:
+            for found in opened:
+                found.vault.close()
+            opened.clear()
 
     return Guard(app, port=port, name="am serve"), close
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import threading
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Views", "world_request"]
 
 _CACHE_SIZE = 32
+_GRAPHS_LOCK = threading.Lock()  # the layouts may be shared by several threads' views (am serve)
 _BRANCHES = 20  # branches counted per repo on the Numbers page (the rest: named as left out)
 
 
@@ -55,9 +57,10 @@ def world_request(repo: str | None = None, branch: str | None = None, commit: st
 class Views:
     """The read-only views of one open vault (the server keeps one for its lifetime)."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, *, graphs: dict[tuple[Any, ...], dict[str, Any]] | None = None) -> None:
         self.vault = vault
-        self._graphs: dict[tuple[Any, ...], dict[str, Any]] = {}
+        # The layouts, by vault commit, world and scope: one dict may be shared by the views of several threads.
+        self._graphs: dict[tuple[Any, ...], dict[str, Any]] = {} if graphs is None else graphs
 
     # ------------------------------------------------------------ the graph
 
@@ -83,13 +86,16 @@ class Views:
         from am.packs.graph import graph_json
 
         key = self._key(request) if request.at is None else None
-        if key is not None and key in self._graphs:
-            return self._graphs[key]
+        if key is not None:
+            with _GRAPHS_LOCK:
+                if key in self._graphs:
+                    return self._graphs[key]
         data = graph_json(self.topic_graph(request))
         if key is not None:
-            if len(self._graphs) >= _CACHE_SIZE:
-                self._graphs.pop(next(iter(self._graphs)))
-            self._graphs[key] = data
+            with _GRAPHS_LOCK:
+                while len(self._graphs) >= _CACHE_SIZE:
+                    self._graphs.pop(next(iter(self._graphs)))
+                self._graphs[key] = data
         return data
 
     def topic(self, request: SliceRequest, topic_id: str) -> dict[str, Any]:
