@@ -278,6 +278,33 @@ def test_requests_at_once_get_the_answers_they_get_one_by_one(server: Server) ->
     assert together == [alone[path] for path in paths * 3]
 
 
+def test_a_pending_fact_that_is_stale_is_listed_once_as_the_cli_queue_lists_it(alpha, am_home: Path,
+                                                                                 tmp_path: Path) -> None:
+    from conftest import commit_file
+
+    from am.registry import Registry
+
+    code_repo = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code_repo))
+    first = commit_file(code_repo, "users.py", "def get_user(id): pass")
+    Registry.load().add_repo("project-alpha", code_repo)
+    alpha.add_fact("getUser may take a list.", topics=["project-alpha"], id="fact-maybe", repo="project-alpha",
+                   branch="main", commit=first, paths=("users.py",))
+    alpha.set_fact_status("fact-maybe", "pending-review")
+    commit_file(code_repo, "users.py", "def get_users(ids): pass")
+    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(alpha.root), "review", "list", "--repo",
+                           "project-alpha", "--branch", "main", "--no-diff", "--format", "json"],
+                          capture_output=True, text=True, env=subprocess_env(AM_HOME=str(am_home)), check=True)
+    assert [(i["id"], i["kind"]) for i in json.loads(proc.stdout)["items"]] == [("fact-maybe", "pending")]
+    server = Server(alpha.root, am_home)
+    try:
+        review = server.json("/api/review?repo=project-alpha&branch=main")
+    finally:
+        server.stop()
+    assert [f["id"] for f in review["pending"]] == ["fact-maybe"]
+    assert review["stale"] == []
+
+
 def test_a_taken_port_is_one_line(server: Server, demo: tuple[Path, Path]) -> None:  # noqa: F811
     err = am(demo, "serve", "--port", str(server.port), code=2)
     assert err.startswith("Error: cannot listen on 127.0.0.1:") and "--port" in err and len(err.splitlines()) == 1

@@ -136,7 +136,9 @@ class Views:
         from am.upkeep.review import CHOICES, stale_choices
         from am.worlds.ancestry import open_clone
 
-        pack = slice_vault(self.vault, replace(request, topic=None, query=None, max_tokens=0, include_pending=True),
+        # Stale: of what holds in the world, as the CLI queue reads it (stale_in_world): a pending fact is listed
+        # once, under pending (its decision, accept or reject, comes first).
+        pack = slice_vault(self.vault, replace(request, topic=None, query=None, max_tokens=0, include_pending=False),
                            count_use=False)
         shown = {f.id: f for f in pack.all_shown()}
 
