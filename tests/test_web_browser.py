@@ -116,3 +116,17 @@ def test_an_unknown_tab_in_the_address_shows_the_graph(server: Server) -> None:
     page = dom(server, "tab=nothing")  # a hand-edited or old link: the graph, not a script error
     assert 'id="tab-graph" class="tab active"' in page or 'class="tab active" id="tab-graph"' in page
     assert re.search(r'<g class="am-node', page)
+
+
+def test_the_address_s_world_is_honoured_or_its_error_shown(server: Server) -> None:
+    # ?at= and ?pending=1 reach the requests (the Numbers page's pack command says which world it measured).
+    page = dom(server, "tab=numbers&repo=project-alpha&branch=main&at=2026-01-01&pending=1")
+    assert "am slice --repo project-alpha --branch main --at 2026-01-01 --include-pending --max-tokens 0" in page
+    # A value the picker's list lacks is not swapped for the default in silence: the server's error is shown.
+    for query, error in (("topic=project-alpha&depth=99", "depth 99 is out of range"),
+                         ("repo=nosuch", "repo 'nosuch' is neither registered here nor named by any record"),
+                         ("repo=project-alpha&branch=nosuch", "branch nosuch is not in the clone of project-alpha")):
+        page = browse(f"http://{server.host}/?{query}", "--dump-dom")
+        assert 'data-loaded="1"' in page
+        shown = re.search(r'<div class="error">([^<]*)</div>', page)
+        assert shown is not None and error in shown.group(1), (query, page[-2000:])

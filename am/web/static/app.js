@@ -60,6 +60,14 @@
     select.value = keep;
   }
 
+  // A value the address gives that a list lacks (an unknown repo, a depth of 99) is kept, not dropped for the
+  // default: the server answers it, or names what is wrong with it, as its routes do.
+  function choose(select, value) {
+    var known = Array.prototype.some.call(select.options, function (o) { return o.value === value; });
+    if (value && !known) { select.add(new Option(value, value)); }
+    select.value = value;
+  }
+
   // ------------------------------------------------------------ graph
   function loadGraph() {
     $("export").href = "/export/graph.html?" + graphParams();
@@ -278,12 +286,14 @@
     $("vault-commit").textContent = data.commit ? "vault commit " + data.commit.slice(0, 10) : "";
     data.repos.forEach(function (r) { $("repo").add(new Option(r.name, r.name)); });
     var start = new URLSearchParams(location.search), d = data["default"] || {};
-    $("repo").value = start.get("repo") || d.repo || (data.repos.length === 1 ? data.repos[0].name : "");
+    choose($("repo"), start.get("repo") || d.repo || (data.repos.length === 1 ? data.repos[0].name : ""));
     fillBranches();
-    $("branch").value = start.get("branch") || d.branch || "";
+    choose($("branch"), start.get("branch") || d.branch || "");
     $("commit").value = start.get("commit") || d.commit || "";
+    $("at").value = start.get("at") || "";
+    $("pending").checked = /^(1|true|yes|on)$/i.test(start.get("pending") || "");  // the server's reading
     $("topic").value = start.get("topic") || "";
-    if (start.get("depth")) { $("depth").value = start.get("depth"); }
+    if (start.get("depth")) { choose($("depth"), start.get("depth")); }
     document.body.setAttribute("data-ready", "1");
     return show(start.get("tab") || "graph");
   }).then(function () { document.body.setAttribute("data-loaded", "1"); })
