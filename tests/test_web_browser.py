@@ -130,3 +130,17 @@ def test_the_address_s_world_is_honoured_or_its_error_shown(server: Server) -> N
         assert 'data-loaded="1"' in page
         shown = re.search(r'<div class="error">([^<]*)</div>', page)
         assert shown is not None and error in shown.group(1), (query, page[-2000:])
+
+
+def test_one_very_long_word_wraps_inside_its_fact_box(tmp_path: Path) -> None:
+    # Layout measured in the browser: the page's stylesheet, a fact box in a narrow aside, a 3,000-letter word.
+    css = Path(__file__).resolve().parent.parent / "am" / "web" / "static" / "style.css"
+    page = tmp_path / "long.html"
+    page.write_text(f'<!DOCTYPE html><html><head><link rel="stylesheet" href="{css.as_uri()}"></head><body>'
+                    f'<aside style="width: 300px"><div class="fact" id="f"><div>{"x" * 3000}</div></div></aside>'
+                    '<script>var f = document.getElementById("f");'
+                    'document.body.setAttribute("data-width", f.scrollWidth + "/" + f.clientWidth);</script>'
+                    '</body></html>')
+    found = re.search(r'data-width="(\d+)/(\d+)"', browse(page.as_uri(), "--dump-dom"))
+    assert found is not None
+    assert int(found.group(1)) <= int(found.group(2))  # nothing wider than the box: the word wraps
