@@ -158,7 +158,7 @@ def held_counts(index: Index, setup: WorldSetup) -> tuple[int, int] | None:
     if index.has_twins():
         return None
     world = setup.world
-    res, _, _ = _resolution(index, world, _Judge(world, setup.oracle))
+    res, _, _ = _resolution(index, world, _Judge(world, setup.oracle), counts_only=True)
     return res.fact_counts()
 
 
@@ -176,10 +176,10 @@ def _stale_lookup(index: Any, setup: WorldSetup) -> Any:
     return stale_lookup(setup, watched)
 
 
-def _resolution(index: Index, world: World,
-                verdict: _Judge) -> tuple[Resolution, tuple[str, ...], dict[str, tuple[str, _Key]]]:
-    """Return what holds in the world (facts only counted; topics and relations that hold), the statuses
-    that never hold there, and the facts superseded here."""
+def _resolution(index: Index, world: World, verdict: _Judge, *,
+                counts_only: bool = False) -> tuple[Resolution, tuple[str, ...], dict[str, tuple[str, _Key]]]:
+    """Return what holds in the world (facts only counted; topics and relations that hold, unless
+    ``counts_only``), the statuses that never hold there, and the facts superseded here."""
     res = Resolution()
     held = contested = 0
     for row in index.fact_world_groups():
@@ -205,6 +205,8 @@ def _resolution(index: Index, world: World,
         res.excluded[WHY_SUPERSEDED] = res.excluded.get(WHY_SUPERSEDED, 0) + len(hidden)
         res.superseded_here = {old: new for old, (new, _) in sorted(hidden.items())}
     res.counted = (held, contested)
+    if counts_only:
+        return res, never, hidden
     statuses = _BELIEVED + (("pending-review",) if world.include_pending else ())
     topics = cast(dict[str, Topic], {t.id: t for t in index.topic_values(statuses=statuses)})
     res.topics = topics
