@@ -532,3 +532,28 @@ def test_repository_files_hold_no_secrets() -> None:
     root = Path(__file__).resolve().parent.parent
     for path in (root / "am" / "records" / "secrets.py", Path(__file__)):
         assert scan_text(path.read_text(encoding="utf-8"), field=path.name) == []
+
+
+def test_a_write_refuses_a_credential_in_any_field_a_writer_fills(alpha, vault_path: Path) -> None:
+    """Provenance (a URL with a token in it), tags, paths, repo and branch are as forever as the body."""
+    from conftest import run_git
+
+    from am.errors import SecretError
+
+    token = "gh" + "p_" + rand(ALNUM, 36)
+    head = run_git(vault_path, "rev-parse", "HEAD")
+    for field, fields in [("provenance", {"provenance": f"https://ci:{token}@github.com/o/r"}),
+                          ("provenance", {"provenance": token}), ("tags", {"tags": (token,)}),
+                          ("paths", {"paths": (f"src/{token}.py",), "repo": "project-alpha"}),
+                          ("version", {"repo": "project-alpha", "branch": token}), ("repo", {"repo": token})]:
+        with pytest.raises(SecretError) as err:
+            alpha.add_fact("A fact with an ordinary body.", topics=["project-alpha"], unverified=True, **fields)
+        assert f"field '{field}'" in err.value.message and token not in err.value.message
+    with pytest.raises(SecretError, match="field 'tags'"):
+        alpha.add_topic(title="Tagged", kind="tool", id="tool-tagged", tags=(token,))
+    assert run_git(vault_path, "rev-parse", "HEAD") == head
+    assert token not in run_git(vault_path, "grep", "-h", "-e", "ghp_", "HEAD", check=False)
+    # Ordinary values pass.
+    alpha.add_fact("Sessions expire after 30 minutes.", topics=["project-alpha"], provenance="session:claude-code-1002",
+                   tags=("token-bucket",), paths=("src/auth/token_store.py",), repo="project-alpha", branch="main",
+                   unverified=True)

@@ -167,14 +167,19 @@ class FactDraft:
 
 
 def scan_record(record: Record) -> list[SecretFinding]:
-    """Return the secrets in every free-text field of a record about to be written: body, title and aliases,
-    reason, unknown keys (am/records/secrets.py does the finding)."""
+    """Return the secrets in every field of a record about to be written that a writer fills with free text: body,
+    title and aliases, tags, provenance, paths, repo and branch, reason, unknown keys (am/records/secrets.py does
+    the finding). A credential in a URL given as provenance is as much in history as one in the body."""
     from am.records.secrets import scan_fields
 
-    fields: dict[str, object] = {"body": record.body}
+    fields: dict[str, object] = {"body": record.body, "tags": list(record.tags)}
     if isinstance(record, Topic):
         fields.update(title=record.title, aliases=list(record.aliases))
-    if isinstance(record, (Fact, Relation)) and record.reason:
-        fields["reason"] = record.reason
+    if isinstance(record, Fact):
+        fields.update(provenance=record.provenance, paths=list(record.paths))
+    if isinstance(record, (Fact, Relation)):
+        fields.update(repo=record.repo or "", version=record.version or "")
+        if record.reason:
+            fields["reason"] = record.reason
     fields.update(record.extra)
     return scan_fields(fields)
