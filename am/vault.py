@@ -52,7 +52,7 @@ from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_li
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
 from am.upkeep.duplicates import adding
-from am.upkeep.forms import is_note_file, relation_body, render_for_write, topic_path
+from am.upkeep.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.upkeep.worldwrites import WorldWrites
 
@@ -354,8 +354,9 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         self._ensure_new(tid)
         topic = Topic(id=tid, kind=kind, title=title.strip(), body=_body(body), aliases=tuple(aliases),
                       tags=tuple(tags), created=format_timestamp(_now()))
-        path = topic_path(self, tid, topic)
-        return self._write([(path, topic, None)], noun="topic", verb="add", ids=[tid], summary=title)
+        check_names_free(self, topic)
+        return self._write([(topic_path(self, tid, topic), topic, None)], noun="topic", verb="add", ids=[tid],
+                           summary=title)
 
     @cached_property
     def _topics_seen(self) -> dict[str, tuple[int, int, int]]:

@@ -824,3 +824,26 @@ def test_adds_of_one_statement_at_once_write_one_fact(alpha: Vault, git: Git) ->
     assert sorted(r.created for r in results) == [False] * 5 + [True]  # type: ignore[attr-defined]
     assert len({r.record.id for r in results}) == 1  # type: ignore[attr-defined]
     assert _count(git) == count + 1
+
+
+def test_a_new_topic_may_not_take_a_name_that_links_reach_another_record_by(vault: Vault, git: Git) -> None:
+    """A fact written by hand (Obsidian) names its topic "[[Redis]]"; an agent's topic titled Redis, whose
+    path sorts first, would silently take that fact over: refused, naming the owner; nothing written."""
+    vault.add_topic(title="Redis", kind="tool", id="tool-redis", aliases=("Cache",))
+    fact = "facts/2026/12/01/fact-hand.md"
+    (vault.root / fact).parent.mkdir(parents=True)
+    (vault.root / fact).write_text("---\ntype: fact\nid: fact-hand\ntopics: [\"[[Redis]]\"]\nstatus: active\n"
+                                   "confidence: high\nprovenance: human\ncreated: 2026-12-01T10:00:00+00:00\n---\n"
+                                   "Redis holds the sessions.\n")
+    git("add", fact)
+    git("commit", "-q", "-m", "by hand")
+    vault.cache().refresh()  # a commit by hand in the same second as the vault's own write
+    head = git("rev-parse", "HEAD")
+    for fields, said in [({"title": "redis"}, "title 'redis' is already a name of tool-redis"),
+                         ({"title": "Other", "aliases": ("cache",)}, "alias 'cache' is already a name of tool-redis"),
+                         ({"title": "Other", "aliases": ("tool-redis",)}, "alias 'tool-redis'")]:
+        with pytest.raises(CollisionError, match=said):
+            vault.add_topic(kind="tool", id="tool-redis-cache", **fields)
+    assert git("rev-parse", "HEAD") == head
+    assert [f.id for f in vault.list_facts(topic="tool-redis")] == ["fact-hand"]
+    vault.add_topic(title="Redis Cluster", kind="tool", id="tool-redis-cluster")  # a name of its own is fine

@@ -18,7 +18,8 @@ from am.records.codec import render_record, render_update
 from am.records.ids import is_valid_id, readable_path, record_path
 from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["is_note_file", "link_names", "relation_body", "render_for_write", "topic_path", "with_ids"]
+__all__ = ["check_names_free", "is_note_file", "link_names", "relation_body", "render_for_write", "topic_path",
+           "with_ids"]
 
 
 def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:
@@ -90,6 +91,28 @@ def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
     if vault.settings.get("readable_names") is True:
         path = readable_path(path, topic.title, exists=lambda p: (vault.root / p).exists())
     return path
+
+
+def check_names_free(vault: Any, topic: Topic) -> None:
+    """Refuse a new topic whose id, title or an alias is already a name of another record.
+
+    A ``[[Name]]`` link resolves by file name, id, title, alias, then path: a new topic that takes a name
+    already in use would silently pull links that reach another record today (a fact's ``"[[Redis]]"``
+    topic) over to itself.
+    """
+    from am.errors import CollisionError
+    from am.records.names import NOTE_PREFIX, name_key
+
+    cache = vault.cache()
+    if cache is None:
+        return
+    for what, name in (("id", topic.id), ("title", topic.title), *(("alias", a) for a in topic.aliases)):
+        owner = cache.resolve_name_key(name_key(name))
+        if owner is not None and owner != topic.id:
+            taken = owner[len(NOTE_PREFIX):] if owner.startswith(NOTE_PREFIX) else owner
+            raise CollisionError(f"{what} {name!r} is already a name of {taken}: a [[{name}]] link, which reaches "
+                                 f"{taken} today, would become ambiguous",
+                                 hint=f"choose another {what}, or use {taken}; nothing was written")
 
 
 def relation_body(vault: Any, from_id: str, rel: str, to_id: str) -> str:
