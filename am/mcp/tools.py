@@ -309,8 +309,8 @@ def _log(call: Call, args: dict[str, Any]) -> ToolOutput:
     since = args.get("since")
     entries = log_entries(call.vault, actor=args.get("actor"), op=args.get("op"), record=args.get("record"),
                           since=parse_since(since) if since else None, limit=args.get("limit", 20))
-    data = {"entries": [e.to_json() for e in entries]}
-    return ToolOutput(_json_text(data) + "\n", data)
+    # Subjects hold statements and reasons an agent wrote (hand commits' subjects, anything): data, as records are.
+    return _as_data({"entries": [e.to_json() for e in entries]})
 
 
 def _check(call: Call, args: dict[str, Any]) -> ToolOutput:
@@ -492,7 +492,7 @@ TOOLS: tuple[Tool, ...] = (
          _obj({"actor": _s("Only commits by this actor."), "op": _s("Only this operation, e.g. fact.supersede or fact."),
                "record": _s("Only commits that wrote this record id."), "since": _s("Only commits since this time."),
                "limit": {"type": "integer", "minimum": 1, "description": "At most this many (default 20)."}}),
-         _obj({"entries": {"type": "array", "items": {"type": "object"}}}, ("entries",)), _log),
+         _obj({"note": _NOTE, "entries": {"type": "array", "items": {"type": "object"}}}, ("note", "entries")), _log),
     Tool("check", "Check every record of the vault: schemas, relation types, ids, links, supersessions. Lists the "
          "first 100 issues (errors first) unless limit says otherwise; errors, warnings, notes and total count them "
          "all.",
