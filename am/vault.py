@@ -354,9 +354,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         self._ensure_new(tid)
         topic = Topic(id=tid, kind=kind, title=title.strip(), body=_body(body), aliases=tuple(aliases),
                       tags=tuple(tags), created=format_timestamp(_now()))
-        check_names_free(self, topic)
-        return self._write([(topic_path(self, tid, topic), topic, None)], noun="topic", verb="add", ids=[tid],
-                           summary=title)
+        check_names_free(self, topic, path := topic_path(self, tid, topic))
+        return self._write([(path, topic, None)], noun="topic", verb="add", ids=[tid], summary=title)
 
     @cached_property
     def _topics_seen(self) -> dict[str, tuple[int, int, int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from conftest import fsck_clean, run_git
@@ -847,3 +847,12 @@ def test_a_new_topic_may_not_take_a_name_that_links_reach_another_record_by(vaul
     assert git("rev-parse", "HEAD") == head
     assert [f.id for f in vault.list_facts(topic="tool-redis")] == ["fact-hand"]
     vault.add_topic(title="Redis Cluster", kind="tool", id="tool-redis-cluster")  # a name of its own is fine
+    # With readable names a title becomes the file name, the strongest name: '#Redis' would be topics/Redis.md.
+    with (vault.root / ".am" / "vault.yml").open("a") as settings:
+        settings.write("readable_names: true\n")
+    git("commit", "-q", "-am", "readable names")
+    with Vault.open(vault.root) as readable:
+        with pytest.raises(CollisionError, match="file name 'Redis' is already a name of tool-redis.*another title"):
+            readable.add_topic(title="#Redis", kind="tool", id="tool-hash-redis")
+        added = readable.add_topic(title="Redis Sentinel", kind="tool")
+        assert added.paths == (PurePosixPath("topics/Redis Sentinel.md"),)

@@ -93,8 +93,8 @@ def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
     return path
 
 
-def check_names_free(vault: Any, topic: Topic) -> None:
-    """Refuse a new topic whose id, title or an alias is already a name of another record.
+def check_names_free(vault: Any, topic: Topic, path: PurePosixPath) -> None:
+    """Refuse a new topic whose file name, id, title or an alias is already a name of another record.
 
     A ``[[Name]]`` link resolves by file name, id, title, alias, then path: a new topic that takes a name
     already in use would silently pull links that reach another record today (a fact's ``"[[Redis]]"``
@@ -106,13 +106,15 @@ def check_names_free(vault: Any, topic: Topic) -> None:
     cache = vault.cache()
     if cache is None:
         return
-    for what, name in (("id", topic.id), ("title", topic.title), *(("alias", a) for a in topic.aliases)):
+    names = (("file name", path.stem), ("id", topic.id), ("title", topic.title), *(("alias", a) for a in topic.aliases))
+    for what, name in names:
         owner = cache.resolve_name_key(name_key(name))
         if owner is not None and owner != topic.id:
             taken = owner[len(NOTE_PREFIX):] if owner.startswith(NOTE_PREFIX) else owner
             raise CollisionError(f"{what} {name!r} is already a name of {taken}: a [[{name}]] link, which reaches "
                                  f"{taken} today, would become ambiguous",
-                                 hint=f"choose another {what}, or use {taken}; nothing was written")
+                                 hint=f"choose another {'title' if what == 'file name' else what}, or use {taken}; "
+                                      "nothing was written")
 
 
 def relation_body(vault: Any, from_id: str, rel: str, to_id: str) -> str:
