@@ -52,7 +52,7 @@ from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_li
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
 from am.upkeep.duplicates import adding
-from am.upkeep.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_path
+from am.upkeep.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_names, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.upkeep.worldwrites import WorldWrites
 
@@ -342,6 +342,7 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         if existing is not None:
             raise CollisionError(f"a record with id {record_id!r} already exists at {existing}",
                                  hint="choose another id")
+        check_names_free(self, record_id)  # nor a name by which links reach another record
 
     def add_topic(self, *, title: str, kind: str = "concept", id: str | None = None,
                   aliases: Sequence[str] = (), tags: Sequence[str] = (), body: str = "") -> WriteResult:
@@ -354,7 +355,7 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         self._ensure_new(tid)
         topic = Topic(id=tid, kind=kind, title=title.strip(), body=_body(body), aliases=tuple(aliases),
                       tags=tuple(tags), created=format_timestamp(_now()))
-        check_names_free(self, topic, path := topic_path(self, tid, topic))
+        check_names_free(self, tid, topic_names(topic, path := topic_path(self, tid, topic)))
         return self._write([(path, topic, None)], noun="topic", verb="add", ids=[tid], summary=title)
 
     @cached_property

@@ -856,3 +856,18 @@ def test_a_new_topic_may_not_take_a_name_that_links_reach_another_record_by(vaul
             readable.add_topic(title="#Redis", kind="tool", id="tool-hash-redis")
         added = readable.add_topic(title="Redis Sentinel", kind="tool")
         assert added.paths == (PurePosixPath("topics/Redis Sentinel.md"),)
+
+
+def test_a_fact_id_may_not_take_a_name_that_links_reach_a_topic_by(vault: Vault, git: Git) -> None:
+    """A fact with id 'redis' (file redis.md) outranks the title Redis: a hand-written "[[Redis]]" topic would
+    name a fact, and am check fail on a file the agent never touched."""
+    vault.add_topic(title="Redis", kind="tool", id="tool-redis")
+    head = git("rev-parse", "HEAD").strip()
+    for add in (lambda: vault.add_fact("A fact.", topics=["tool-redis"], id="redis"),
+                lambda: vault.supersede_fact(vault.add_fact("Old.", topics=["tool-redis"]).records[0].id, "New.",
+                                             reason="r", id="redis")):
+        with pytest.raises(CollisionError, match="id 'redis' is already a name of tool-redis"):
+            add()
+    assert "/redis.md" not in git("ls-files")
+    assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"  # the old fact only
+    assert check_vault(vault).errors == []

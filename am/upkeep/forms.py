@@ -11,6 +11,7 @@ linking by file name where a topic's file is not named after its id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -18,8 +19,8 @@ from am.records.codec import render_record, render_update
 from am.records.ids import is_valid_id, readable_path, record_path
 from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["check_names_free", "is_note_file", "link_names", "relation_body", "render_for_write", "topic_path",
-           "with_ids"]
+__all__ = ["check_names_free", "is_note_file", "link_names", "relation_body", "render_for_write", "topic_names",
+           "topic_path", "with_ids"]
 
 
 def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:
@@ -93,12 +94,17 @@ def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
     return path
 
 
-def check_names_free(vault: Any, topic: Topic, path: PurePosixPath) -> None:
-    """Refuse a new topic whose file name, id, title or an alias is already a name of another record.
+def topic_names(topic: Topic, path: PurePosixPath) -> list[tuple[str, str]]:
+    """Return the names a new topic answers to besides its id: its file name, title and aliases."""
+    return [("file name", path.stem), ("title", topic.title), *(("alias", a) for a in topic.aliases)]
 
-    A ``[[Name]]`` link resolves by file name, id, title, alias, then path: a new topic that takes a name
+
+def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]] = ()) -> None:
+    """Refuse a new record whose id (or another of its ``names``: (what, name)) is already a name of another record.
+
+    A ``[[Name]]`` link resolves by file name, id, title, alias, then path: a new record that takes a name
     already in use would silently pull links that reach another record today (a fact's ``"[[Redis]]"``
-    topic) over to itself.
+    topic) over to itself, or make them name a fact.
     """
     from am.errors import CollisionError
     from am.records.names import NOTE_PREFIX, name_key
@@ -106,10 +112,9 @@ def check_names_free(vault: Any, topic: Topic, path: PurePosixPath) -> None:
     cache = vault.cache()
     if cache is None:
         return
-    names = (("file name", path.stem), ("id", topic.id), ("title", topic.title), *(("alias", a) for a in topic.aliases))
-    for what, name in names:
+    for what, name in (("id", record_id), *names):
         owner = cache.resolve_name_key(name_key(name))
-        if owner is not None and owner != topic.id:
+        if owner is not None and owner != record_id:
             taken = owner[len(NOTE_PREFIX):] if owner.startswith(NOTE_PREFIX) else owner
             raise CollisionError(f"{what} {name!r} is already a name of {taken}: a [[{name}]] link, which reaches "
                                  f"{taken} today, would become ambiguous",
