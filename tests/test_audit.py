@@ -64,6 +64,21 @@ def test_log_filters_by_trailers(superseded: tuple[str, str, str], vault_path: P
     assert len(json.loads(invoke("--vault", v, "log", "-n", "1", "--format", "json"))) == 1
 
 
+def test_log_finds_an_mcp_clients_writes_by_the_name_people_know_it_by(alpha: Vault, vault_path: Path) -> None:
+    """An MCP client named "Claude Desktop" writes as actor Claude-Desktop (docs/agents.md); asked for by its own
+    name, am log said "no commits match" (exit 0), so an audit of that agent found nothing."""
+    from am.upkeep.authorship import actor_for_client
+
+    actor = actor_for_client("Claude Desktop")
+    assert actor == "Claude-Desktop"
+    with Vault.open(vault_path, actor=actor) as agent:
+        agent.add_fact("Written by the desktop app.", topics=["project-alpha"], id="fact-desktop")
+    for asked in ("Claude Desktop", "Claude-Desktop"):
+        entries = json.loads(invoke("--vault", str(vault_path), "log", "--actor", asked, "--format", "json"))
+        assert [e["records"] for e in entries] == [["fact-desktop"]], asked
+    assert json.loads(invoke("--vault", str(vault_path), "log", "--actor", "Claude", "--format", "json")) == []
+
+
 def test_log_shows_hand_commits(alpha: Vault, vault_path: Path) -> None:
     path = vault_path / "topics" / "project-alpha.md"
     path.write_text(path.read_text().replace("Alpha service", "Alpha user service"))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from am.errors import AmError
 from am.mcp.memo import PackMemo
 from am.mcp.tools import TOOLS, Call, Tool, ToolOutput, World, tool_named
+from am.upkeep.authorship import actor_for_client
 
 if TYPE_CHECKING:
     from am.vault import Vault
@@ -37,7 +38,6 @@ __all__ = ["Dispatcher", "ServerOptions", "actor_for_client", "build_server", "s
 
 log = logging.getLogger("am")
 
-_ACTOR_CHARS = re.compile(r"[^A-Za-z0-9._@+:/-]+")
 WORKERS = 8
 
 
@@ -51,14 +51,6 @@ class ServerOptions:
     read_only: bool = False
     repo: str | None = None  # the default world, when given (else the folder's clone)
     branch: str | None = None
-
-
-def actor_for_client(name: str | None) -> str | None:
-    """Turn an MCP client's name into an actor am accepts (letters, digits and . _ @ + : / -)."""
-    if not name:
-        return None
-    slug = _ACTOR_CHARS.sub("-", name.strip()).strip("-.")[:64].strip("-.")
-    return slug or None
 
 
 @dataclass

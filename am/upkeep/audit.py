@@ -157,13 +157,17 @@ def log_entries(vault: Any, *, actor: str | None = None, op: str | None = None, 
     out: list[LogEntry] = []
     cutoff = since.timestamp() if since is not None else None
     store = vault.store
+    if actor is not None:  # an MCP client's name as people know it ("Claude Desktop") is also its actor's
+        from am.upkeep.authorship import actor_for_client
+
+        actors = {actor, actor_for_client(actor)}
     for info in store.walk():
         if cutoff is not None and info.time < cutoff:
             # History is walked newest first by commit time; an older commit ends the range.
             break
         # Who and what first: a hand commit's files are read only for an entry the filters keep.
         entry = entry_of(store, info, records=False)
-        if actor is not None and entry.actor != actor:
+        if actor is not None and entry.actor not in actors:
             continue
         if op is not None and not (entry.op == op or entry.op.startswith(op + ".")):
             continue

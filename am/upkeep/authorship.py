@@ -16,12 +16,21 @@ from am.records.writes import one_line
 if TYPE_CHECKING:
     from am.git import LazyStore
 
-__all__ = ["Authorship"]
+__all__ = ["Authorship", "actor_for_client"]
 
 _NOT_IN_NAME = re.compile(r"[^\w .@+/-]+")
+_ACTOR_CHARS = re.compile(r"[^A-Za-z0-9._@+:/-]+")
 _ACTOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+:/-]{0,63}\Z")
 # How long a looked-up git identity is used before it is looked up again (seconds).
 _IDENTITY_FOR = 1.0
+
+
+def actor_for_client(name: str | None) -> str | None:
+    """Turn an MCP client's name into an actor am accepts (letters, digits and . _ @ + : / -)."""
+    if not name:
+        return None
+    slug = _ACTOR_CHARS.sub("-", name.strip()).strip("-.")[:64].strip("-.")
+    return slug or None
 
 
 def _clean_actor(name: str) -> str:
