@@ -402,7 +402,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
             kind = kind if kind in TOPIC_KINDS else "concept"
             title = t.split("-", 1)[1] if "-" in t and t.split("-", 1)[0] in TOPIC_KINDS else t
             topic = Topic(id=t, kind=kind, title=title.replace("-", " "), created=format_timestamp(_now()))
-            created.append((record_path("topic", t, None), topic))
+            check_names_free(self, t, topic_names(topic, path := record_path("topic", t, None)))
+            created.append((path, topic))
         return created
 
     def _new_fact(self, draft: FactDraft, *, supersedes: Sequence[str] = ()) -> Fact:

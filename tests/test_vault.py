@@ -868,6 +868,8 @@ def test_a_fact_id_may_not_take_a_name_that_links_reach_a_topic_by(vault: Vault,
                                              reason="r", id="redis")):
         with pytest.raises(CollisionError, match="id 'redis' is already a name of tool-redis"):
             add()
+    with pytest.raises(CollisionError, match="id 'redis' is already a name of tool-redis"):
+        vault.add_fact("A fact about a topic made for it.", topics=["redis"], create_topics=True)
     assert "/redis.md" not in git("ls-files")
     assert git("rev-list", "--count", f"{head}..HEAD").strip() == "1"  # the old fact only
     assert check_vault(vault).errors == []
