@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -239,3 +240,79 @@ def test_conflict_markers_a_plain_git_merge_committed_are_an_error(alpha: object
     assert not any(i.path == both and i.code == "note" for i in report.issues)  # not taken for a note
     result = CliRunner().invoke(cli, ["--vault", str(vault_path), "check"])
     assert result.exit_code == 5 and "[conflict-markers]" in result.output
+
+
+def test_the_fast_paths_find_what_the_full_passes_find(alpha: object, vault_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Speed (bench/bench_check.py): a file holding its record as written skips jsonschema when check_record passes,
+    # the world pass takes the records the check parsed, and doctor leaves the world pass out (warnings only).
+    # Each must find exactly what the full passes find, on a vault of every kind of file.
+    from conftest import run_git
+
+    from am.records import schemas
+    from am.records.codec import parse_record, render_record
+    from am.upkeep.worldcheck import world_issues
+
+    code = tmp_path / "alpha-code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    (code / "a.txt").write_text("a\n")
+    run_git(code, "add", "a.txt")
+    run_git(code, "commit", "-q", "-m", "a")
+    assert CliRunner().invoke(cli, ["--vault", str(vault_path), "repo", "add", "project-alpha", str(code)]).exit_code == 0
+    v: Any = alpha
+    v.add_fact("Alpha deploys on Fridays.", topics=["project-alpha"])  # am's plain form
+    day = "facts/2026/09/23"
+    fact = fact_text("f-x")
+    hostile = {
+        f"{day}/f-plain.md": fact,
+        f"{day}/f-no-status.md": fact.replace("status: active\n", ""),
+        f"{day}/f-bad-conf.md": fact.replace("medium", "sure"),
+        f"{day}/f-link-form.md": fact.replace("[project-alpha]", '["[[project-alpha]]", "[[Li Wei]]"]'),
+        f"{day}/f-mixed-links.md": fact.replace("[project-alpha]", '["[[project-alpha]]", project-alpha]'),
+        f"{day}/f-bare-name.md": fact.replace("[project-alpha]", "[Li Wei]"),
+        f"{day}/f-calendar.md": fact_text("f-x", extra="valid_from: 2026-13-01\n"),
+        f"{day}/f-backwards.md": fact_text("f-x", extra="valid_from: 2026-09-24\nvalid_until: 2026-09-23\n"),
+        f"{day}/f-empty-tag.md": fact_text("f-x", extra='tags: [""]\n'),
+        f"{day}/f-empty-list.md": fact_text("f-x", extra="tags: []\npinned: false\n"),
+        f"{day}/f-extra.md": fact_text("f-x", extra="mine: {a: 1}\nnull_key:\n"),
+        f"{day}/f-number.md": fact_text("f-x", extra="reason: 5\n"),
+        f"{day}/f-hex.md": fact_text("f-x", extra="repo: project-alpha\ncommit: zz12\n"),
+        f"{day}/f-gone-branch.md": fact_text("f-x", extra="repo: project-alpha\nversion: gone\n"),
+        f"{day}/f-gone-commit.md": fact_text("f-x", extra="repo: project-alpha\ncommit: abcdef12\n"),
+        f"{day}/f-unregistered.md": fact_text("f-x", extra="repo: nowhere\n"),
+        f"{day}/f-control.md": fact_text("f-x", body="red\x1b[31m"),
+        f"{day}/f-crlf.md": fact_text("f-x").replace("\n", "\r\n"),
+        f"{day}/f-bom.md": "\ufeff" + fact_text("f-x"),
+        f"{day}/f-broken.md": "---\ntype: fact\nid: [unclosed\n---\nx\n",
+        f"{day}/f-not-closed.md": "---\ntype: fact\nid: f-x\n",
+        f"{day}/Untitled.md": "",
+        "facts/2026/09/24/f-dup.md": fact_text("f-dup", extra="repo: nowhere\n"),
+        "facts/2026/09/25/f-dup.md": fact_text("f-dup", extra="repo: nowhere\n"),
+        "facts/f-moved.md": fact_text("f-moved"),
+        "topics/f-impostor.md": fact_text("f-impostor"),
+        "topics/Li Wei.md": "---\ntype: topic\nid: person-li-wei\nkind: person\ntitle: Li Wei\n---\nA person.\n",
+        "topics/topic-bad-kind.md": "---\ntype: topic\nid: topic-bad-kind\nkind: thing\ntitle: Bad\n---\nx\n",
+        "topics/topic-no-kind.md": "---\ntype: topic\nid: topic-no-kind\ntitle: No kind\n---\nx\n",
+        "relations/2026/09/a--likes--b.md": relation_text("a--likes--b", "likes", "project-alpha", "b"),
+        "relations/2026/09/project-alpha--references--person-li-wei.md": relation_text(
+            "project-alpha--references--person-li-wei", "references", "project-alpha", "person-li-wei"),
+    }
+    for rel, text in hostile.items():
+        stem = rel.rsplit("/", 1)[-1][:-3]
+        write(vault_path, rel, text.replace("id: f-x\n", f"id: {stem}\n"))
+    topic = parse_record((vault_path / "topics/project-alpha.md").read_text(encoding="utf-8"), "topics/project-alpha.md")
+    write(vault_path, "topics/project-alpha.md", render_record(topic, links=True))  # am's link form
+    taken: list[bool] = []
+    real = schemas.passes_as_written
+    monkeypatch.setattr(schemas, "passes_as_written", lambda m, r: taken.append(real(m, r)) or taken[-1])
+    fast = check_vault(alpha)
+    assert taken.count(True) >= 5 and taken.count(False) >= 10  # both paths ran
+    monkeypatch.setattr(schemas, "passes_as_written", lambda m, r: False)  # the schema on every file, as before
+    full = check_vault(alpha, worlds=False)
+    order = {"error": 0, "warning": 1, "note": 2}
+    expected = sorted([*full.issues, *world_issues(v.iter_records())],
+                      key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
+    assert list(fast.issues) == expected
+    assert (fast.files, fast.records) == (full.files, full.records)
+    assert {"schema", "unresolved-world", "duplicate-id", "wrong-folder", "relation-type"} <= set(codes(fast))
+    assert full.errors == fast.errors  # doctor's share (am/upkeep/recover.py checks with worlds=False)

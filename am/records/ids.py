@@ -189,9 +189,9 @@ def _dated_folder(record_type: str, created: str) -> str:
     """The folder of a fact or relation created then (an import's records mostly share a few days)."""
     day = parse_timestamp(created)
     if record_type == "fact":
-        return f"facts/{day:%Y}/{day:%m}/{day:%d}"
+        return f"facts/{day:%Y/%m/%d}"
     if record_type == "relation":
-        return f"relations/{day:%Y}/{day:%m}"
+        return f"relations/{day:%Y/%m}"
     raise InvalidRecordError(f"unknown record type {record_type!r}", field="type")
 
 

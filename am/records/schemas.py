@@ -26,7 +26,8 @@ from am.records.ids import is_valid_id, parse_timestamp
 from am.records.properties import split_link
 from am.records.model import AXES, CONFIDENCES, RELATION_TYPES, STATUSES, TOPIC_KINDS, Fact, Record, Relation, Topic
 
-__all__ = ["is_reference", "load_schema", "schema_problems", "check_record", "relation_type_error"]
+__all__ = ["is_reference", "load_schema", "schema_problems", "check_record", "passes_as_written",
+           "relation_type_error"]
 
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?\Z")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,64}\Z")
@@ -84,6 +85,32 @@ def schema_problems(meta: dict[str, Any]) -> list[tuple[str, str]]:
         )
         problems.append((field, error.message))
     return problems
+
+
+def passes_as_written(meta: dict[str, Any], record: Record) -> bool:
+    """Return whether ``schema_problems(meta)`` is sure to be empty, without running jsonschema (~0.6 ms a record).
+
+    So it is when the frontmatter holds exactly the record's values (no key
+    defaulted, dropped or converted: what am writes, in its plain or its link
+    form) and ``check_record`` passes the record: tests/test_schemas.py holds
+    the two to the same verdict on such a mapping. Any other file is left to
+    the schema, which names every problem.
+    """
+    from am.records.codec import record_to_meta
+    from am.records.properties import LINK_KEYS, link_value
+
+    plain = record_to_meta(record)
+    if meta != plain and meta != {k: _linked(v, link_value) if k in LINK_KEYS else v for k, v in plain.items()}:
+        return False
+    try:
+        check_record(record)
+    except InvalidRecordError:
+        return False
+    return True
+
+
+def _linked(value: Any, link: Any) -> Any:
+    return [link(v) for v in value] if isinstance(value, list) else link(value)
 
 
 def relation_type_error(rel: str, *, path: str | None = None) -> InvalidRecordError:

@@ -109,7 +109,7 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
         split_frontmatter,
     )
     from am.records.merge import conflict_marker_line, is_record_path
-    from am.records.schemas import check_record, schema_problems
+    from am.records.schemas import check_record, passes_as_written, schema_problems
 
     try:
         text = decode_record_bytes(data, path=path)
@@ -142,7 +142,13 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
         issues.append(Issue("error", "relation-type", path,
                             f"relation type {rel!r} is not allowed; use one of: {', '.join(RELATION_TYPES)}",
                             "rel"))
-    for field, message in schema_problems(_jsonable(meta)) if schema else ():
+    try:
+        record, failed = record_from_meta(meta, body, eol=eol, path=path), None
+    except InvalidRecordError as err:
+        record, failed = None, err
+    # A file that holds its record as written and passes check_record: the schema finds nothing there either.
+    fast = record is not None and passes_as_written(meta, record)
+    for field, message in schema_problems(_jsonable(meta)) if schema and not fast else ():
         if field == "rel" and any(i.code == "relation-type" and i.path == path for i in issues):
             continue
         issues.append(Issue("error", "schema", path, message, field))
@@ -150,13 +156,11 @@ def _parse(path: str, data: bytes, issues: list[Issue], *,
     if misplaced is not None:
         issues.append(Issue("error", "wrong-folder", path, misplaced, "type"))
         return None, meta
-    try:
-        record = record_from_meta(meta, body, eol=eol, path=path)
-    except InvalidRecordError as err:
-        if not any(i.path == path for i in issues):
-            issues.append(Issue("error", "schema", path, _said(err), err.field, err.line))
+    if record is None:
+        if failed is not None and not any(i.path == path for i in issues):
+            issues.append(Issue("error", "schema", path, _said(failed), failed.field, failed.line))
         return None, meta
-    if not any(i.path == path and i.severity == "error" for i in issues):
+    if not fast and not any(i.path == path and i.severity == "error" for i in issues):
         try:
             check_record(record, path=path)
         except InvalidRecordError as err:
@@ -180,13 +184,12 @@ def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_place(path: str, record: Record, issues: list[Issue]) -> None:
-    p = PurePosixPath(path)
-    if p.stem != record.id:
+    if not path.endswith(f"/{record.id}.md") and PurePosixPath(path).stem != record.id:
         return  # a readable file name (topics/people/Li Wei.md): Obsidian links by it, am by id
-    folder_type = _FOLDER_OF.get(p.parts[0]) if p.parts else None
-    if folder_type != record.type:
+    top = path.split("/", 1)[0]
+    if _FOLDER_OF.get(top) != record.type:
         issues.append(Issue("note", "misplaced", path,
-                            f"a {record.type} in {p.parts[0]}/; am would keep it in {RECORD_DIRS[record.type]}/"))
+                            f"a {record.type} in {top}/; am would keep it in {RECORD_DIRS[record.type]}/"))
         return
     try:
         expected = str(record_path(record.type, record.id, record.created))
@@ -206,7 +209,8 @@ def check_record_bytes(path: str, data: bytes) -> list[Issue]:
 def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, str] | None = None,
                 load_other: Callable[[str], Record | None] | None = None,
                 names: Names | None = None, notes: Iterable[str] = (), schema: bool = True,
-                attachment: Callable[[str], bool] | None = None) -> CheckReport:
+                attachment: Callable[[str], bool] | None = None,
+                parsed: list[tuple[str, Record]] | None = None) -> CheckReport:
     """Check record files given as (path, bytes), and the links between them.
 
     ``other_ids`` maps ids of records outside ``files`` to their paths (they
@@ -214,7 +218,8 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
     must be checked from both ends. ``names`` holds the file names, titles and
     aliases of records outside ``files``, and ``notes`` the paths of other
     Markdown files, so links resolve as Obsidian resolves them; ``attachment``
-    says whether a link names a file of another kind (``![[Pasted image.png]]``).
+    says whether a link names a file of another kind (``![[Pasted image.png]]``);
+    ``parsed`` receives every record read, duplicates too (the world pass reads them).
     """
     issues: list[Issue] = []
     records: dict[str, tuple[str, Record]] = {}
@@ -229,6 +234,8 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
             if any(i.path == path and i.code == "note" for i in issues):
                 table.add_note(path)
             continue
+        if parsed is not None:
+            parsed.append((path, record))
         if record.id in records:
             first = records[record.id][0]
             issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {first}", "id"))
@@ -379,13 +386,14 @@ def _check_cycles(records: Mapping[str, tuple[str, Record]], get: Callable[[str]
 
 
 def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = None,
-                schema: bool = True, cache_fresh: bool = False) -> CheckReport:
+                schema: bool = True, cache_fresh: bool = False, worlds: bool = True) -> CheckReport:
     """Check a vault's work tree: every record file, or only ``paths`` against the rest.
 
     With ``paths``, the other files count by id (a file named after an id is
     taken at its word; others are read for their id, title and aliases) and
     are read whole only when a supersession must be checked from both ends.
     Markdown files elsewhere in the vault count as notes, link targets by file name.
+    ``worlds=False`` leaves out the world pass (its issues are all warnings).
     """
     root = vault.root
     names = Names()
@@ -450,13 +458,15 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         except (InvalidRecordError, KeyError, OSError):
             return None
 
+    parsed: list[tuple[str, Record]] = []
     report = check_texts(files(), other_ids=others, load_other=load_other, names=names,
-                         notes=[*notes, *_vault_notes(root)], schema=schema, attachment=attachments(root))
-    if paths is None:
-        # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py).
+                         notes=[*notes, *_vault_notes(root)], schema=schema, attachment=attachments(root),
+                         parsed=parsed)
+    if paths is None and worlds:
+        # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py), as read above.
         from am.upkeep.worldcheck import world_issues
 
-        unread += world_issues(vault.iter_records())
+        unread += world_issues(parsed)
     if not unread:
         return report
     issues = sorted([*report.issues, *unread], key=_issue_order)

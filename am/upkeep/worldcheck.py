@@ -79,7 +79,8 @@ def group_world_issues(issues: Sequence[Issue]) -> list[str]:
     return out
 
 
-def world_issues(records: Iterable[tuple[PurePosixPath, Record]], registry: Registry | None = None) -> list[Issue]:
+def world_issues(records: Iterable[tuple[PurePosixPath | str, Record]],
+                 registry: Registry | None = None) -> list[Issue]:
     """Return a warning for every fact or relation whose repo, branch or commit cannot be resolved here."""
     from am.worlds.ancestry import CommitGraph, is_shallow, open_clone
     from am.worlds.checks import branch_tip
