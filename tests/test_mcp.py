@@ -23,6 +23,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import Implementation
 
+from am.mcp.server import Dispatcher, ServerOptions
 from am.vault import Vault
 
 WRITES = {"fact_add", "fact_supersede", "fact_expire", "fact_confirm", "topic_add", "relation_add", "review_decide"}
@@ -442,3 +443,26 @@ def test_hidden_characters_are_stripped_from_every_record_served(alpha: Vault) -
         assert shown.data["record"]["body"] == "Deploy on Fridays is fine. Zebraword.\nSecond line.\n"
     finally:
         d.close()
+
+
+def test_follow_links_reads_only_the_vaults_the_server_was_started_with(alpha: Vault, tmp_path: Path) -> None:
+    """A [[vault:id]] link an agent planted must not read a private vault registered on the same machine: the
+    server follows links only into the vaults named by --link-vault (a person's am slice --follow-links, any)."""
+    from am.registry import Registry
+
+    other = Vault.init(tmp_path / "private", name="private", actor="tester")
+    other.add_fact("The acquisition closes in March.", topics=["project-x"], id="fact-acq", create_topics=True)
+    other.close()
+    assert "private" in Registry.load().vaults
+    alpha.add_fact("See [[private:fact-acq]] for the plan.", topics=["project-alpha"], id="fact-plant")
+    closed = Dispatcher(ServerOptions(vault_root=alpha.root, folder=alpha.root))
+    opened = Dispatcher(ServerOptions(vault_root=alpha.root, folder=alpha.root, link_vaults=("private",)))
+    try:
+        text = str(closed.call_sync("slice", {"follow_links": True}, "agent"))
+        assert "acquisition" not in text
+        assert "[[private:fact-acq]] not followed: this server reaches vault private only when started with " \
+               "--link-vault private" in text
+        assert "The acquisition closes in March." in str(opened.call_sync("slice", {"follow_links": True}, "agent"))
+    finally:
+        closed.close()
+        opened.close()

@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 @click.option("--repo", default=None, metavar="NAME",
               help="The default world's repo (default: the registered clone of the current folder).")
 @click.option("--branch", default=None, help="The default world's branch (default: the clone's current branch).")
+@click.option("--link-vault", "link_vaults", multiple=True, metavar="NAME",
+              help="Another registered vault a slice's follow_links may read (repeatable; default: none).")
 @click.pass_context
 def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read_only: bool, actor: str | None,
-        repo: str | None, branch: str | None) -> None:
+        repo: str | None, branch: str | None, link_vaults: tuple[str, ...]) -> None:
     """Serve this vault to agents over the Model Context Protocol (stdio, or --http).
 
     Tools: slice, search, why, fact_show, topic_show, topic_list, log, check,
@@ -58,7 +60,7 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
     if actor is not None:
         vault._check_actor(actor)
     options = ServerOptions(vault_root=vault.root, folder=Path.cwd(), actor=actor, read_only=read_only,
-                            repo=repo, branch=branch)
+                            repo=repo, branch=branch, link_vaults=tuple(link_vaults))
     vault.close()
     if http:
         from am.mcp.http import read_token, serve_http

@@ -51,6 +51,7 @@ class ServerOptions:
     read_only: bool = False
     repo: str | None = None  # the default world, when given (else the folder's clone)
     branch: str | None = None
+    link_vaults: tuple[str, ...] = ()  # the other vaults a slice's follow_links may read (--link-vault)
 
 
 @dataclass
@@ -151,7 +152,7 @@ class Dispatcher:
                     vault.actor = vault._check_actor(actor)
                 else:
                     vault.__dict__.pop("actor", None)  # $AM_ACTOR, else git's user
-            return tool.run(Call(vault, self.here, self.memo, self.fill), args)
+            return tool.run(Call(vault, self.here, self.memo, self.fill, self.options.link_vaults), args)
         except AmError as err:
             return f"Error: {in_tool_words(str(err), tool)}"
         except Exception as err:

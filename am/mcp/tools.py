@@ -42,6 +42,7 @@ class Call:
     here: Callable[[], World]  # the world of the server's folder (repo, branch, HEAD commit), or Nones
     memo: PackMemo | None = None  # packs already rendered (am.mcp.memo)
     fill: Callable[[str | None, str | None, str | None], World] | None = None  # defaults, as the CLI fills them
+    link_vaults: tuple[str, ...] = ()  # the other vaults follow_links may read (the server's --link-vault)
 
     def world(self, args: Mapping[str, Any]) -> World:
         """Return the world named in the arguments, filled from the server's clone as the CLI fills it."""
@@ -201,6 +202,7 @@ def _slice(call: Call, args: dict[str, Any]) -> ToolOutput:
         as_of=_time(args.get("as_of"), "as_of"), as_of_label=args.get("as_of"), topic=args.get("topic"),
         depth=args.get("depth", 1), query=args.get("query"), max_tokens=args.get("max_tokens", 8000),
         include_pending=args.get("include_pending", False), follow_links=args.get("follow_links", False),
+        link_vaults=call.link_vaults,
     )
     fmt = args.get("format", "md")
 
@@ -431,7 +433,8 @@ _SLICE_IN = _obj({
     "query": _s("Only records about this query (vector, full text, graph)."),
     "max_tokens": {"type": "integer", "minimum": 0, "description": "Token budget (default 8000; 0: none)."},
     "include_pending": {"type": "boolean", "description": "Also show facts waiting for review."},
-    "follow_links": {"type": "boolean", "description": "Follow [[vault:id]] links to other vaults, one hop."},
+    "follow_links": {"type": "boolean", "description": "Follow [[vault:id]] links to other vaults, one hop (only to "
+                     "the vaults the server was started with: --link-vault)."},
     "format": _s("Markdown for your context, or JSON.", enum=["md", "json"]),
 })
 _SLICE_OUT = _obj({"note": _NOTE, "format": _s("md or json"), "pack": _s("The pack, exactly as `am slice` prints it."),

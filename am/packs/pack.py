@@ -93,6 +93,7 @@ class SliceRequest:
     include_pending: bool = False
     follow_links: bool = False
     compact: bool = False
+    link_vaults: tuple[str, ...] | None = None  # the vaults links may be followed into; None: any registered one
 
     def argv(self) -> str:
         """Return the slice's arguments as a command line (for 'how to get the rest' hints)."""

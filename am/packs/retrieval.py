@@ -271,10 +271,12 @@ def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fac
     return Retrieved("none", (), tuple(notes))
 
 
-def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *,
-                 open_vault: VaultOpener) -> tuple[list[tuple[str, Record]], list[str]]:
+def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *, open_vault: VaultOpener,
+                 allowed: tuple[str, ...] | None = None) -> tuple[list[tuple[str, Record]], list[str]]:
     """Return the records that facts link in other vaults ([[vault:id]], one hop), judged in the same world.
 
+    ``allowed`` names the vaults that may be opened (an agents' server reaches only those it was started
+    with: a link an agent planted must not read a private vault); None, any registered one (a person's slice).
     Returns (vault name, record) pairs and a note for every link that could not be followed.
     """
     from am.errors import AmError
@@ -299,6 +301,10 @@ def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *,
             shown = f"[[{name}:{target}]]"
             if name not in opened:
                 opened[name] = None
+                if allowed is not None and name not in allowed:
+                    notes.append(f"{shown} not followed: this server reaches vault {name} only when started with "
+                                 f"--link-vault {name}")
+                    continue
                 if name not in registry.vaults:
                     notes.append(f"{shown} not followed: no vault named {name} is registered")
                     continue
@@ -309,7 +315,7 @@ def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *,
                     continue
             other = opened[name]
             if other is None:
-                if name not in registry.vaults:
+                if name not in registry.vaults and (allowed is None or name in allowed):
                     notes.append(f"{shown} not followed: no vault named {name} is registered")
                 continue
             try:

@@ -299,8 +299,8 @@ def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: Wo
     if request.follow_links:
         from am.packs.retrieval import follow_links
 
-        found, notes = follow_links(pack.all_shown(),
-                                    vault.name, setup, open_vault=type(vault).open)
+        found, notes = follow_links(pack.all_shown(), vault.name, setup, open_vault=type(vault).open,
+                                    allowed=request.link_vaults)
         pack.foreign.extend(found)
         pack.foreign_notes.extend(notes)
     return pack
