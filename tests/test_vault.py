@@ -458,6 +458,8 @@ def test_actor_from_environment(vault_path: Path, vault: Vault, git: Git, monkey
 def test_a_changed_git_identity_is_used_once_its_lookup_is_a_second_old(
         alpha: Vault, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
     import am.upkeep.authorship
+    for name in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):  # the environment comes first, as for git
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 3600.0)
     alpha.add_topic(title="Before", kind="project")
     git("config", "user.email", "new@example.com")
@@ -466,6 +468,21 @@ def test_a_changed_git_identity_is_used_once_its_lookup_is_a_second_old(
     monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 0.0)
     alpha.add_topic(title="After", kind="project")
     assert git("log", "-1", "--format=%ae|%ce").strip() == "new@example.com|new@example.com"
+
+
+def test_git_identity_from_the_environment_comes_first_as_for_git(vault: Vault, vault_path: Path, git: Git,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIT_AUTHOR_NAME/EMAIL and GIT_COMMITTER_NAME/EMAIL (a CI job's identity) win over user.name/email."""
+    monkeypatch.delenv("AM_ACTOR", raising=False)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Build Bot")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "bot@ci.example")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "CI Runner")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "runner@ci.example")
+    v = Vault.open(vault_path)
+    v.add_topic(title="Alpha", kind="project")
+    v.close()
+    assert git("log", "-1", "--format=%an|%ae|%cn|%ce").strip() == "Build Bot|bot@ci.example|CI Runner|runner@ci.example"
+    assert git("config", "user.name").strip() == "Test Person"
 
 
 def test_not_a_vault(tmp_path: Path) -> None:

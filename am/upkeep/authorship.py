@@ -61,7 +61,7 @@ class Authorship:
         env = os.environ.get("AM_ACTOR")
         if env:
             return self._check_actor(env)
-        name = self.store.config_value("user.name")
+        name = os.environ.get("GIT_AUTHOR_NAME") or self._identity()[0]  # as git names an author
         self._person = bool(name)  # git's user.name: a person at the command line, not an agent's session
         return _clean_actor(name) if name else "am"
     actor = cached_property(_default_actor)
@@ -86,10 +86,12 @@ class Authorship:
         return memo[1]
 
     def _author(self) -> tuple[str, str]:
-        return (self.actor, clean_email(self._identity()[1] or "") or "am@localhost")
+        email = os.environ.get("GIT_AUTHOR_EMAIL") or self._identity()[1]  # git's order: the environment first
+        return (self.actor, clean_email(email or "") or "am@localhost")
 
     def _committer(self) -> tuple[str, str]:
-        name, email = self._identity()
+        name = os.environ.get("GIT_COMMITTER_NAME") or self._identity()[0]
+        email = os.environ.get("GIT_COMMITTER_EMAIL") or self._identity()[1]
         return (clean_name(one_line(name or "", limit=64)) or self.actor, clean_email(email or "") or "am@localhost")
 
     def _message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import REPO_ROOT, run_git
 
 from adversarial._helpers import add_fact, fact_id, head_files, one_line_error
 from am.vault import Vault
 
 
-def test_a_user_name_with_a_newline_cannot_forge_a_trailer(vault: Vault) -> None:
+_IDENTITY_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
+
+
+@pytest.mark.parametrize("source", ["config", "environment"])
+def test_a_user_name_with_a_newline_cannot_forge_a_trailer(vault: Vault, monkeypatch: pytest.MonkeyPatch,
+                                                           source: str) -> None:
     root = vault.root
-    run_git(root, "config", "user.name", "Eve\nAm-Actor: root")
-    run_git(root, "config", "user.email", "eve@example.com\nAm-Op: vault.init")
+    for name in _IDENTITY_ENV:  # the environment comes first, as for git
+        monkeypatch.delenv(name, raising=False)
+    if source == "config":
+        run_git(root, "config", "user.name", "Eve\nAm-Actor: root")
+        run_git(root, "config", "user.email", "eve@example.com\nAm-Op: vault.init")
+    else:
+        for name in _IDENTITY_ENV:
+            monkeypatch.setenv(name, "Eve\nAm-Actor: root" if name.endswith("NAME") else "eve@example.com\nAm-Op: x")
     v = Vault.open(root)
     v.add_topic(title="Alpha", kind="project", id="project-alpha")
     actors = run_git(root, "log", "-1", "--format=%(trailers:key=Am-Actor,valueonly)").strip().splitlines()
@@ -24,8 +36,10 @@ def test_a_user_name_with_a_newline_cannot_forge_a_trailer(vault: Vault) -> None
     v.close()
 
 
-def test_a_user_name_with_angle_brackets_is_cleaned_not_a_crash(vault: Vault) -> None:
+def test_a_user_name_with_angle_brackets_is_cleaned_not_a_crash(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     root = vault.root
+    for name in _IDENTITY_ENV:
+        monkeypatch.delenv(name, raising=False)
     run_git(root, "config", "user.name", "Mallory <m@evil>")
     run_git(root, "config", "user.email", "<m@example.com>")
     v = Vault.open(root)
