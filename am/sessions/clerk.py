@@ -241,9 +241,22 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
                           created=format_timestamp(_now()), paths=p.paths,
                           extra={"source_lines": list(p.lines)}))
         report.proposed.append((fid, text, p.lines))
+    report.skipped = [(_masked(text), lines, _masked(why)) for text, lines, why in report.skipped]
     if not dry_run:
         report.commit = _write(vault, session, facts, report)
     return report
+
+
+def _masked(text: str) -> str:
+    """Return a skipped item's text (or reason) as the report may show it: the report is printed and committed,
+    so a credential in what was refused, or in what an extractor says it skipped, is masked as a log's are."""
+    from collections import Counter
+
+    from am.records.secrets import scan_text
+    from am.sessions.redaction import redact_string
+
+    masked = redact_string(text, Counter())
+    return "(withheld: it looks like it holds a credential)" if scan_text(masked) else masked
 
 
 def _refusal(vault: Vault, p: Proposal, text: str, known_lines: set[int]) -> str | None:
