@@ -51,3 +51,36 @@ def test_a_credential_the_clerk_refuses_is_masked_in_the_report_and_its_commit(a
     history = git("log", "-p", "--format=%B", "--all")
     assert GITHUB_TOKEN not in history and AWS_KEY not in history
     assert "[redacted:" in git("log", "-1", "--format=%B")
+
+
+@pytest.mark.parametrize("item, reason", [
+    ({"text": "Topics given as null.", "lines": [5], "topics": None, "paths": None}, None),
+    ({"text": "Topics given as a string.", "lines": [5], "topics": "project-alpha"}, "'topics' is not a list"),
+    ({"text": "Topics given as a number.", "lines": [5], "topics": 5}, "'topics' is not a list"),
+    ({"text": "Paths given as a string.", "lines": [5], "paths": "src/api/limits.py"}, "'paths' is not a list"),
+    ({"text": "Lines given as a number.", "lines": 5}, "'lines' is not a list"),
+    ({"text": "Lines given as true.", "lines": [True]}, "'lines' is not a list"),
+    ({"text": "An empty path.", "lines": [5], "paths": [""]}, "field 'paths': must not contain empty strings"),
+    ({"text": "A NUL \u0000 in the text.", "lines": [5]}, "field 'body': contains the control character U+0000"),
+    ({"text": "Cites the line after the last.", "lines": [7]}, "cites line 7, which the session does not have"),
+])
+def test_a_proposal_of_the_wrong_shape_is_skipped_with_why_and_the_rest_are_written(alpha, git, tmp_path, item,
+                                                                                     reason) -> None:
+    _ingested(alpha, tmp_path)
+    good = {"text": "getUser is limited to 100 requests a minute per client.", "lines": [6],
+            "topics": ["Not An Id", "../../etc", "project-alpha"]}
+    answer = {"proposals": [item, good], "skipped": [{"text": "tests pass", "lines": None}, "a bare string"]}
+    code, out, err = _propose(alpha, _extractor(tmp_path, answer), "--format", "json")
+    assert code == 0 and "Traceback" not in err, err
+    report = json.loads(out)
+    written = {p["text"]: p["id"] for p in report["proposed"]}
+    assert good["text"] in written
+    # A topic that is no topic id (or names none) is left off, as an unknown one is.
+    assert alpha.get_fact(written[good["text"]]).topics == (f"session-{CLAUDE_SESSION}", "project-alpha")
+    if reason is None:
+        assert item["text"] in written
+    else:
+        assert item["text"] not in written
+        assert [s["reason"] for s in report["skipped"] if s["text"] == " ".join(item["text"].split())][0].startswith(
+            reason)
+    assert git("log", "-1", "--format=%s").startswith("session: propose")

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from am.clock import now as _now
-from am.errors import AmError, NotFoundError, UsageError
+from am.errors import AmError, InvalidRecordError, NotFoundError, UsageError
 from am.records.ids import format_timestamp, record_path, stored_moment
 from am.records.model import CONFIDENCES, Fact, Topic
 from am.records.sessionlog import Message, messages
@@ -173,17 +173,30 @@ def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             skipped.append((json.dumps(item)[:80], (), "a proposal without a 'text' string"))
             continue
-        lines = item.get("lines", [])
-        lines = tuple(n for n in lines if isinstance(n, int)) if isinstance(lines, list) else ()
-        found.append(Proposal(item["text"], lines, why=str(item.get("why", "")),
-                              topics=tuple(t for t in item.get("topics", []) if isinstance(t, str)),
+        lines, topics, paths = (_listed(item, "lines", int), _listed(item, "topics", str), _listed(item, "paths", str))
+        wrong = [key for key, value in (("lines", lines), ("topics", topics), ("paths", paths)) if value is None]
+        if wrong:
+            kind = "line numbers" if wrong[0] == "lines" else "strings"
+            skipped.append((item["text"], lines or (), f"'{wrong[0]}' is not a list of {kind}"))
+            continue
+        found.append(Proposal(item["text"], lines or (), why=str(item.get("why", "")), topics=topics or (),
                               confidence=item.get("confidence") if isinstance(item.get("confidence"), str) else None,
-                              paths=tuple(p for p in item.get("paths", []) if isinstance(p, str))))
+                              paths=paths or ()))
     for item in answer.get("skipped", []) if isinstance(answer.get("skipped"), list) else []:
         if isinstance(item, dict):
-            lines = tuple(n for n in item.get("lines", []) if isinstance(n, int))
-            skipped.append((str(item.get("text", "")), lines, f"extractor: {item.get('reason', 'no reason given')}"))
+            skipped.append((str(item.get("text", "")), _listed(item, "lines", int) or (),
+                            f"extractor: {item.get('reason', 'no reason given')}"))
     return found, skipped
+
+
+def _listed(item: dict[str, Any], key: str, kind: type) -> tuple[Any, ...] | None:
+    """Return a list field of an extractor's item (absent or null: empty), or None when it is not a list of ``kind``."""
+    value = item.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, kind) and not isinstance(v, bool) for v in value):
+        return None
+    return tuple(value)
 
 
 def proposal_id(session_id: str, text: str, started: str | None) -> str:
@@ -197,6 +210,7 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
             repo: str | None = None, branch: str | None = None, commit: str | None = None,
             unverified: bool = False, dry_run: bool = False, timeout: float = 300.0) -> ClerkReport:
     """Run the clerk over a stored session: proposals as pending-review facts, one commit with the report."""
+    from am.records.schemas import check_record
     from am.records.secrets import scan_fields
     from am.records.writes import FactDraft
     from am.upkeep.duplicates import recorded
@@ -215,7 +229,8 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     found, skipped = (run_extractor(extractor, session, said, timeout=timeout) if extractor
                       else deterministic(said))
     report.skipped.extend(skipped)
-    known_lines = {m.line for m in said} | set(range(1, report.read_lines + 2))
+    last = report.read_lines + (1 if data and not data.endswith(b"\n") else 0)  # a last line without its newline
+    known_lines = {m.line for m in said} | set(range(1, last + 1))
     facts: list[Fact] = []
     seen: set[str] = set()
     for p in found:
@@ -232,19 +247,32 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
             report.skipped.append((text, p.lines, why))
             continue
         seen.add(fid)
-        fact_topics = tuple(dict.fromkeys((session.id, *extra_topics,
-                                           *(t for t in p.topics if vault.locate(t) is not None))))
+        fact_topics = tuple(dict.fromkeys((session.id, *extra_topics, *(t for t in p.topics if _topic(vault, t)))))
         confidence = p.confidence if p.confidence in CONFIDENCES else "medium"
-        facts.append(Fact(id=fid, topics=fact_topics, body=text + "\n", status="pending-review",
-                          confidence=confidence, provenance=f"session:{sid}", repo=world.repo, version=world.branch,
-                          commit=world.commit, axis="subject" if (world.repo or world.commit) else None,
-                          created=format_timestamp(_now()), paths=p.paths,
-                          extra={"source_lines": list(p.lines)}))
+        fact = Fact(id=fid, topics=fact_topics, body=text + "\n", status="pending-review",
+                    confidence=confidence, provenance=f"session:{sid}", repo=world.repo, version=world.branch,
+                    commit=world.commit, axis="subject" if (world.repo or world.commit) else None,
+                    created=format_timestamp(_now()), paths=p.paths, extra={"source_lines": list(p.lines)})
+        try:  # one proposal the format refuses (a control character, an empty path) is skipped, not the run
+            check_record(fact)
+        except InvalidRecordError as err:
+            report.skipped.append((text, p.lines, str(err)))
+            continue
+        facts.append(fact)
         report.proposed.append((fid, text, p.lines))
     report.skipped = [(_masked(text), lines, _masked(why)) for text, lines, why in report.skipped]
     if not dry_run:
         report.commit = _write(vault, session, facts, report)
     return report
+
+
+def _topic(vault: Vault, name: str) -> bool:
+    """Say whether an extractor's topic names a topic of the vault (one that is no id names none)."""
+    try:
+        path = vault.locate(name)
+    except AmError:
+        return False
+    return path is not None and path.parts[0] == "topics"
 
 
 def _masked(text: str) -> str:
