@@ -84,3 +84,24 @@ def test_a_proposal_of_the_wrong_shape_is_skipped_with_why_and_the_rest_are_writ
         assert [s["reason"] for s in report["skipped"] if s["text"] == " ".join(item["text"].split())][0].startswith(
             reason)
     assert git("log", "-1", "--format=%s").startswith("session: propose")
+
+
+@pytest.mark.parametrize("command, message", [
+    ("", "--extractor is empty"),
+    ("'unclosed", "--extractor 'unclosed is not a command line"),
+])
+def test_an_extractor_that_is_no_command_line_is_refused_and_nothing_is_written(alpha, git, tmp_path, command,
+                                                                                message) -> None:
+    _ingested(alpha, tmp_path)
+    head = git("rev-parse", "HEAD").strip()
+    code, _, err = _propose(alpha, command)
+    assert code == 2 and message in err and "Traceback" not in err, err
+    assert git("rev-parse", "HEAD").strip() == head
+
+
+def test_json_nested_too_deep_is_not_json_to_the_clerk(alpha, git, tmp_path) -> None:
+    _ingested(alpha, tmp_path)
+    path = tmp_path / "deep.py"
+    path.write_text("import sys\nsys.stdin.read()\nprint('[' * 100000 + ']' * 100000)\n")
+    code, _, err = _propose(alpha, f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}")
+    assert code == 2 and "did not print JSON" in err and "Traceback" not in err, err

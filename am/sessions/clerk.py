@@ -137,7 +137,11 @@ def deterministic(said: Sequence[Message]) -> tuple[list[Proposal], list[tuple[s
 def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
                   timeout: float = 300.0) -> tuple[list[Proposal], list[tuple[str, tuple[int, ...], str]]]:
     """Run an external extractor: the session as JSON on its stdin, proposals as JSON on its stdout."""
-    argv = shlex.split(command)
+    try:
+        argv = shlex.split(command)
+    except ValueError as err:  # an unclosed quote
+        raise UsageError(f"--extractor {command} is not a command line: {err}",
+                         hint="quote it as a shell would, e.g. --extractor 'python my_clerk.py --model m'") from None
     if not argv:
         raise UsageError("--extractor is empty", hint="name a program, e.g. --extractor 'python my_clerk.py'")
     request = {
@@ -161,7 +165,7 @@ def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
                          hint="nothing was written; run it by hand on the session's JSON to see why")
     try:
         answer = json.loads(proc.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to read
         raise UsageError(f"extractor {argv[0]!r} did not print JSON",
                          hint='print {"proposals": [{"text": ..., "lines": [...]}]} (docs/sessions.md)') from None
     if not isinstance(answer, dict) or not isinstance(answer.get("proposals"), list):
@@ -226,8 +230,8 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
         vault.get_topic(t)  # an unknown --topic is an error before anything runs
     world = vault._checked_draft(FactDraft(text="-", repo=repo, branch=branch, commit=commit), None,
                                  unverified=unverified)
-    found, skipped = (run_extractor(extractor, session, said, timeout=timeout) if extractor
-                      else deterministic(said))
+    found, skipped = (run_extractor(extractor, session, said, timeout=timeout) if extractor is not None
+                      else deterministic(said))  # --extractor "" (an unset $VAR) is refused, not the default
     report.skipped.extend(skipped)
     last = report.read_lines + (1 if data and not data.endswith(b"\n") else 0)  # a last line without its newline
     known_lines = {m.line for m in said} | set(range(1, last + 1))
