@@ -105,3 +105,40 @@ def test_json_nested_too_deep_is_not_json_to_the_clerk(alpha, git, tmp_path) -> 
     path.write_text("import sys\nsys.stdin.read()\nprint('[' * 100000 + ']' * 100000)\n")
     code, _, err = _propose(alpha, f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}")
     assert code == 2 and "did not print JSON" in err and "Traceback" not in err, err
+
+
+def test_an_extractor_that_answered_is_read_though_a_helper_it_started_still_runs(alpha, git, tmp_path) -> None:
+    """A wrapper that starts a helper (a model server) which keeps its standard output: the answer is read when
+    the extractor exits, not when the helper does."""
+    _ingested(alpha, tmp_path)
+    before = "import subprocess; subprocess.Popen(['sleep', '20'])"
+    answer = {"proposals": [{"text": "getUser is limited to 100 requests a minute per client.", "lines": [6]}]}
+    start = time.monotonic()
+    code, out, err = _propose(alpha, _extractor(tmp_path, answer, before=before), "--timeout", "10")
+    assert code == 0, err
+    assert time.monotonic() - start < 8 and "proposed 1" in out
+
+
+def test_an_extractor_that_times_out_is_stopped_with_what_it_started(alpha, git, tmp_path) -> None:
+    """A shell wrapper around the model call: on the timeout the call is stopped too, not left running."""
+    _ingested(alpha, tmp_path)
+    pid_file = tmp_path / "model.pid"
+    model = tmp_path / "model.py"
+    model.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    wrapper = tmp_path / "wrapper.sh"
+    wrapper.write_text(f"#!/bin/sh\n{shlex.quote(sys.executable)} {shlex.quote(str(model))}\n")
+    wrapper.chmod(0o755)
+    head = git("rev-parse", "HEAD").strip()
+    code, _, err = _propose(alpha, str(wrapper), "--timeout", "2")
+    assert code == 2 and "gave no answer in 2 s" in err, err
+    assert git("rev-parse", "HEAD").strip() == head
+    pid = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("the model call the wrapper started was left running")

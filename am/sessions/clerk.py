@@ -152,19 +152,18 @@ def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
         "messages": [{"line": m.line, "ts": m.ts, "role": m.role, "text": m.text} for m in said],
     }
     try:
-        proc = subprocess.run(argv, input=json.dumps(request, ensure_ascii=False).encode("utf-8"),
-                              capture_output=True, timeout=timeout, check=False)
+        code, stdout, stderr = _run(argv, json.dumps(request, ensure_ascii=False).encode("utf-8"), timeout)
     except FileNotFoundError:
         raise UsageError(f"extractor {argv[0]!r} not found", hint="give a program on PATH or a path to one") from None
     except subprocess.TimeoutExpired:
         raise UsageError(f"extractor {argv[0]!r} gave no answer in {timeout:.0f} s",
                          hint="make it faster, or pass a longer --timeout") from None
-    if proc.returncode != 0:
-        first = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["(nothing on stderr)"])[-1]
-        raise UsageError(f"extractor {argv[0]!r} failed (exit {proc.returncode}): {first[:200]}",
+    if code != 0:
+        first = (stderr.decode("utf-8", "replace").strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise UsageError(f"extractor {argv[0]!r} failed (exit {code}): {first[:200]}",
                          hint="nothing was written; run it by hand on the session's JSON to see why")
     try:
-        answer = json.loads(proc.stdout)
+        answer = json.loads(stdout)
     except (ValueError, RecursionError):  # RecursionError: nested too deep to read
         raise UsageError(f"extractor {argv[0]!r} did not print JSON",
                          hint='print {"proposals": [{"text": ..., "lines": [...]}]} (docs/sessions.md)') from None
@@ -191,6 +190,36 @@ def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
             skipped.append((str(item.get("text", "")), _listed(item, "lines", int) or (),
                             f"extractor: {item.get('reason', 'no reason given')}"))
     return found, skipped
+
+
+def _run(argv: list[str], request: bytes, timeout: float) -> tuple[int, bytes, bytes]:
+    """Run an extractor on files (not pipes) in a process group of its own; return (exit status, stdout, stderr).
+
+    A pipe is open while any process holds it: a helper the extractor starts and leaves running (a model server)
+    would keep am waiting until the timeout though the extractor answered and exited, so its answer is read
+    when it exits. On a timeout (or Ctrl-C) the whole group is stopped: a wrapper's model call does not run on.
+    """
+    import contextlib
+    import os
+    import signal
+    import tempfile
+
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        stdin.write(request)
+        stdin.seek(0)
+        proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):  # the group may have ended by itself
+                if hasattr(os, "killpg"):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.kill()
+            proc.wait()
+            raise
+        stdout.seek(0)
+        stderr.seek(0)
+        return code, stdout.read(), stderr.read()
 
 
 def _listed(item: dict[str, Any], key: str, kind: type) -> tuple[Any, ...] | None:
