@@ -81,7 +81,7 @@ def test_a_proposal_of_the_wrong_shape_is_skipped_with_why_and_the_rest_are_writ
         assert item["text"] in written
     else:
         assert item["text"] not in written
-        assert [s["reason"] for s in report["skipped"] if s["text"] == " ".join(item["text"].split())][0].startswith(
+        assert next(s["reason"] for s in report["skipped"] if s["text"] == " ".join(item["text"].split())).startswith(
             reason)
     assert git("log", "-1", "--format=%s").startswith("session: propose")
 
@@ -142,3 +142,44 @@ def test_an_extractor_that_times_out_is_stopped_with_what_it_started(alpha, git,
     else:
         os.kill(pid, 9)
         pytest.fail("the model call the wrapper started was left running")
+
+
+@pytest.mark.parametrize("where", ["absolute", "climbs", "link"])
+def test_a_session_topic_naming_a_file_outside_the_vault_is_not_read(alpha, git, tmp_path, where, monkeypatch) -> None:
+    """A session topic is a record anyone who writes the vault can edit: its `file` pointing out of the vault's
+    sessions/ folder (absolute, ../, or a committed link) must not make am read a file of this machine, show it in
+    review or session search, or hand it to an extractor (whose proposals would be committed and synced)."""
+    from conftest import run_git
+
+    _ingested(alpha, tmp_path)
+    from am.sessions.clerk import propose
+
+    proposal = propose(alpha, CLAUDE_SESSION).proposed[0][0]
+    outside = tmp_path / "private.jsonl"
+    write_log(outside, claude_lines(extra_user="remember: PRIVATEWORD is mine"))
+    topic = alpha.root / "topics" / f"session-{CLAUDE_SESSION}.md"
+    stored = next(line.split(": ", 1)[1] for line in topic.read_text().splitlines() if line.startswith("file: "))
+    if where == "link":
+        (alpha.root / stored).unlink()
+        (alpha.root / stored).symlink_to(outside)
+        run_git(alpha.root, "add", "-A")
+    else:
+        target = str(outside) if where == "absolute" else f"sessions/../{os.path.relpath(outside, alpha.root)}"
+        topic.write_text(topic.read_text().replace(f"file: {stored}", f"file: {target}"))
+        run_git(alpha.root, "add", "-A")
+    run_git(alpha.root, "commit", "-q", "-m", "a hand edit")
+    head = git("rev-parse", "HEAD").strip()
+    code, out, err = am("--vault", str(alpha.root), "propose", CLAUDE_SESSION)
+    assert code == 2 and "not in the vault's sessions/ folder" in err and "PRIVATEWORD" not in out + err, out + err
+    assert git("rev-parse", "HEAD").strip() == head
+    code, out, err = am("--vault", str(alpha.root), "search", "--session", "PRIVATEWORD")
+    assert "PRIVATEWORD" not in out + err
+    from am.sessions.search import search_sessions
+
+    monkeypatch.setattr(type(alpha), "cache", lambda self: None)  # the scan used when the cache cannot be
+    assert search_sessions(alpha, "PRIVATEWORD").hits == ()
+    assert [h.path for h in search_sessions(alpha, "Alpha").hits] == []
+    monkeypatch.undo()
+    code, out, err = am("--vault", str(alpha.root), "review", "list", "--kind", "proposal", "--format", "json")
+    item = next(i for i in json.loads(out)["items"] if i["id"] == proposal)
+    assert item["evidence"] and "not in the vault's sessions/ folder" in item["evidence"][0]

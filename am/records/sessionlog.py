@@ -32,12 +32,14 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from am.errors import UsageError
 from am.records.ids import is_device_name
 
-__all__ = ["FORMATS", "Message", "SessionMeta", "detect", "messages", "read_meta", "readable_as", "safe_session_id", "session_topic_id"]
+__all__ = ["FORMATS", "Message", "SessionMeta", "detect", "log_file", "messages", "read_meta", "readable_as", "safe_session_id",
+           "session_topic_id"]
 
 FORMATS = ("claude-code", "codex", "jsonl")
 ROLES = ("user", "assistant", "tool", "system")
@@ -74,6 +76,26 @@ def session_topic_id(session_id: str) -> str:
     """Return the id of a session's topic: ``session-<id>`` in lower case, letters, digits and dashes."""
     slug = re.sub(r"[^a-z0-9]+", "-", session_id.lower()).strip("-")
     return f"session-{slug}"[:120].rstrip("-")
+
+
+def log_file(root: Path, value: object) -> Path | None:
+    """Return where a session topic's ``file`` is, when it names a log in the vault's ``sessions/`` folder; else None.
+
+    A topic is a record anyone who writes the vault can edit (a teammate, an agent, a merge): a ``file`` that is
+    absolute, climbs out (``..``) or is a link leading out would have am read a file of this machine that is no
+    part of the vault, show it in review and session search, and hand it to an extractor.
+    """
+    if not isinstance(value, str):
+        return None
+    parts = value.split("/")
+    if parts[0] != "sessions" or len(parts) < 2 or "\\" in value or any(p in ("", ".", "..") for p in parts):
+        return None
+    full = root / value
+    try:
+        inside = full.resolve().is_relative_to((root / "sessions").resolve())
+    except (OSError, RuntimeError):  # a loop of links
+        return None
+    return full if inside else None
 
 
 def safe_session_id(value: str) -> str | None:

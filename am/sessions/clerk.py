@@ -36,7 +36,7 @@ from am.clock import now as _now
 from am.errors import AmError, InvalidRecordError, NotFoundError, UsageError
 from am.records.ids import format_timestamp, record_path, stored_moment
 from am.records.model import CONFIDENCES, Fact, Topic
-from am.records.sessionlog import Message, messages
+from am.records.sessionlog import Message, log_file, messages
 
 if TYPE_CHECKING:
     from am.vault import Vault
@@ -250,7 +250,11 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
 
     session = find_session(vault, name)
     sid = str(session.extra.get("session_id") or session.id)
-    data = (vault.root / str(session.extra["file"])).read_bytes()
+    log = log_file(vault.root, session.extra.get("file"))
+    if log is None:
+        raise UsageError(f"session topic {session.id} names its log {session.extra.get('file')!r}, which is not in "
+                         "the vault's sessions/ folder", hint="set its file: to the log's path under sessions/")
+    data = log.read_bytes()
     said = list(messages(data, str(session.extra.get("client", "jsonl"))))
     report = ClerkReport(session=sid, topic=session.id, extractor=extractor or "default", dry_run=dry_run,
                          read_lines=data.count(b"\n"), read_messages=len(said))

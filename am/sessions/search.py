@@ -17,12 +17,13 @@ first).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from am.clock import now as _now
 from am.errors import UsageError
 from am.records.ids import stored_moment
-from am.records.sessionlog import ROLES, messages
+from am.records.sessionlog import ROLES, log_file, messages
 
 if TYPE_CHECKING:
     from am.cache.timephrases import TimeRange
@@ -105,11 +106,11 @@ def search_sessions(vault: Vault, query: str, *, role: str | None = None, sessio
     return _ranked(vault, index, parsed, every, topics if session is not None else None, role, limit)
 
 
-def _source(topic: Any) -> Any:
+def _source(topic: Any, root: Path) -> Any:
     from am.cache.sessionlines import LogSource
 
     log = topic.extra.get("file")
-    if not isinstance(log, str):
+    if not isinstance(log, str) or log_file(root, log) is None:
         return None
     started = topic.extra.get("started")
     return LogSource(log, str(topic.extra.get("session_id") or topic.id), topic.id,
@@ -121,10 +122,10 @@ def _ranked(vault: Vault, index: Any, parsed: Any, every: list[Any], narrowed: l
     from am.cache import sessionlines
     from am.cache.terms import analyse
 
-    logs = [s for s in (_source(t) for t in every) if s is not None]
+    logs = [s for s in (_source(t, vault.root) for t in every) if s is not None]
     sessionlines.refresh(index, vault.root, logs)
     terms = analyse(parsed.text) if parsed.text.strip() else None
-    paths = None if narrowed is None else [s.path for s in (_source(t) for t in narrowed) if s is not None]
+    paths = None if narrowed is None else [s.path for s in (_source(t, vault.root) for t in narrowed) if s is not None]
     rng = parsed.range
     found, total = sessionlines.search(index, terms, role=role, paths=paths, since=rng.since if rng else None,
                                        until=rng.until if rng else None, limit=limit)
@@ -157,10 +158,11 @@ def _scan(vault: Vault, parsed: Any, topics: list[Any], role: str | None, limit:
     ascii_terms = [t.encode() for t in terms if t.isascii()]
     for topic in topics:
         log = topic.extra.get("file")
-        if not isinstance(log, str):
+        where = log_file(vault.root, log)
+        if where is None:
             continue
         try:
-            data = (vault.root / log).read_bytes()
+            data = where.read_bytes()
         except OSError:
             continue
         read += 1

@@ -108,7 +108,7 @@ def cited_lines(vault: Any, fact: Fact) -> list[str]:
 
 def cited_by_fact(vault: Any, facts: list[Fact]) -> dict[str, list[str]]:
     """Return, by fact id, the session lines each proposal cites; each session's log is read and parsed once."""
-    from am.records.sessionlog import messages, session_topic_id
+    from am.records.sessionlog import log_file, messages, session_topic_id
 
     by_session: dict[str, list[Fact]] = {}
     for fact in facts:
@@ -121,6 +121,9 @@ def cited_by_fact(vault: Any, facts: list[Fact]) -> dict[str, list[str]]:
         log = topic.extra.get("file") if topic is not None else None
         if topic is None or not isinstance(log, str):
             out.update((f.id, [f"(session {sid} is not in the vault)"]) for f in cited)
+            continue
+        if log_file(vault.root, log) is None:
+            out.update((f.id, [f"(the log {log} is not in the vault's sessions/ folder)"]) for f in cited)
             continue
         try:
             data = (vault.root / PurePosixPath(log)).read_bytes()
