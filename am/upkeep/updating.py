@@ -90,7 +90,8 @@ class Updating:
                 first = findings[0]
                 raise SecretError(
                     f"{record.id}: {first.describe()}",
-                    hint="remove it (history is forever), or pass --allow-secret if it is not a credential",
+                    hint="remove it (history is forever); if it is not a credential, a person can write it with "
+                         "--allow-secret (an agent's tools cannot)",
                 )
 
     @cached_property
