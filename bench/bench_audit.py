@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from corpus import write_vault
+from corpus import print_after_before, print_load, write_vault
 
 ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
        "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",
@@ -215,12 +215,8 @@ def main() -> None:
                 print(f"  {label:<6} {med[label] * 1000:8.1f} ms wall ({med[label] / med['git']:6.1f}x the baseline, "
                       f"{med[label] / med['git log --stat']:5.1f}x git log --stat), "
                       f"{medc[label] * 1000:8.1f} ms CPU ({medc[label] / max(medc['git'], 1e-4):6.1f}x)")
-            if "before" in envs:
-                same = "identical" if outputs["before"] == outputs["after"] else "DIFFERENT"
-                print(f"  after/before: {med['after'] / med['before']:.2f}x wall, "
-                      f"{medc['after'] / medc['before']:.2f}x CPU; outputs {same}")
-        load = os.getloadavg()
-        print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+            print_after_before(envs, med, medc, outputs)
+        print_load()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ Usage: python bench/bench_check.py [--facts 10000] [--runs 3] [--before REV]
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_audit import ENV, _cpu
-from corpus import write_vault
+from corpus import print_after_before, print_load, write_vault
 
 _HEAD = "---\ntype: fact\nid: {id}\ntopics: [project-t00000]\nstatus: active\ncreated: 2026-09-23T12:00:00+08:00\n"
 HOSTILE = {  # hand files: each takes the slow path (the schema) and most are findings
@@ -122,12 +121,8 @@ def main() -> None:
             for label in envs:
                 print(f"  {label:<6} {med[label]:7.2f} s wall ({med[label] / med['git']:6.1f}x git status), "
                       f"{medc[label]:7.2f} s CPU")
-            if "before" in envs:
-                same = "identical" if outputs["before"] == outputs["after"] else "DIFFERENT"
-                print(f"  after/before: {med['after'] / med['before']:.2f}x wall, "
-                      f"{medc['after'] / medc['before']:.2f}x CPU; outputs {same}")
-        load = os.getloadavg()
-        print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+            print_after_before(envs, med, medc, outputs)
+        print_load()
 
 
 if __name__ == "__main__":

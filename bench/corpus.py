@@ -131,6 +131,23 @@ def write_vault(dest: Path, facts: int, *, seed: int = 1, batch: int = 20000) ->
     return dest
 
 
+def print_after_before(envs: object, med: dict[str, float], medc: dict[str, float],
+                       outputs: dict[str, tuple[object, ...]]) -> None:
+    """Print the after/before ratios of a run that timed both revisions, and whether their outputs agree."""
+    if "before" in envs:  # type: ignore[operator]
+        same = "identical" if outputs["before"] == outputs["after"] else "DIFFERENT"
+        print(f"  after/before: {med['after'] / med['before']:.2f}x wall, "
+              f"{medc['after'] / medc['before']:.2f}x CPU; outputs {same}")
+
+
+def print_load() -> None:
+    """Print the load average the figures were taken at (the machines are shared)."""
+    import os
+
+    load = os.getloadavg()
+    print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+
+
 def main() -> None:
     """Write a synthetic vault from the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
