@@ -109,6 +109,14 @@ def _flock_now(fd: int) -> bool:
         return False
 
 
+def _unlock_close(fd: int) -> None:
+    """Release an flock taken on ``fd`` and close it (closed even if the release fails)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def _flock_within(fd: int, timeout: float) -> bool:
     """Take an exclusive flock on ``fd``, waiting at most ``timeout`` seconds; return whether it was taken.
 

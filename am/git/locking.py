@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
@@ -14,7 +13,7 @@ import pygit2
 
 from am.errors import AmError, LockTimeoutError
 from am.git import checks, spool
-from am.git.common import _flock_now, _flock_within, hash_blob, log
+from am.git.common import _flock_now, _flock_within, _unlock_close, hash_blob, log
 from am.git.group import Request
 from am.git.sparse import refuse_hidden
 from am.git.staging import Staging
@@ -60,10 +59,7 @@ class Locking(Staging):
                 pass
             yield
         finally:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+            _unlock_close(fd)
 
     @contextmanager
     def key_lock(self, key: int, *, timeout: float = 30.0) -> Iterator[None]:
@@ -84,10 +80,7 @@ class Locking(Staging):
                                        hint="wait for that writer to finish, or stop it")
             yield
         finally:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+            _unlock_close(fd)
 
     def _wait_spooled(self, fd: int, request: Request, timeout: float) -> bool:
         """Wait for the write lock with the request in the queue; return whether the lock is held.
