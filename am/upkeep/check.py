@@ -459,8 +459,10 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
             return None
 
     parsed: list[tuple[str, Record]] = []
+    from am.upkeep.vaultfiles import attachments, vault_notes
+
     report = check_texts(files(), other_ids=others, load_other=load_other, names=names,
-                         notes=[*notes, *_vault_notes(root)], schema=schema, attachment=attachments(root),
+                         notes=[*notes, *vault_notes(root)], schema=schema, attachment=attachments(root),
                          parsed=parsed)
     if paths is None and worlds:
         # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py), as read above.
@@ -517,48 +519,6 @@ def _cache_of(vault: Any, *, refresh: bool) -> Any:
         return index
     except Exception:  # noqa: BLE001 - the cache is disposable: check from the files
         return None
-
-
-def attachments(root: Any) -> Callable[[str], bool]:
-    """Return whether a link names a file of the work tree other than Markdown (an image, a PDF, a canvas).
-
-    Obsidian resolves ``![[Pasted image 20261201.png]]`` by file name or by path
-    from the vault's top; so does this. The work tree is walked (dot folders
-    left out) the first time a link needs it, not before.
-    """
-    import os
-
-    known: set[str] = set()
-    walked: list[bool] = []
-
-    def named(target: str) -> bool:
-        name = target.rsplit("/", 1)[-1]
-        if "." not in name.strip(".") or name.lower().endswith(".md"):
-            return False
-        if not walked:
-            walked.append(True)
-            for dirpath, dirnames, filenames in os.walk(root):
-                rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                for file in filenames:
-                    if not file.lower().endswith(".md") and not file.startswith("."):
-                        known.update((file.casefold(), (file if rel == "." else f"{rel}/{file}").casefold()))
-        return target.lstrip("/").casefold() in known
-
-    return named
-
-
-def _vault_notes(root: Any) -> Iterable[str]:
-    """Yield the Markdown files outside the record folders (notes: link targets by file name)."""
-    import os
-
-    tops = set(RECORD_DIRS.values())
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (rel == "." and d in tops))
-        for name in sorted(filenames):
-            if name.endswith(".md") and not name.startswith("."):
-                yield name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
 
 
 def name_other(path: str, read: Callable[[], bytes], others: dict[str, str], names: Names) -> None:

@@ -127,7 +127,8 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
         return 0
     from am.records.names import NOTE_PREFIX, Names, name_key
     from am.records.notes import note_text
-    from am.upkeep.check import attachments, check_texts, name_other
+    from am.upkeep.check import check_texts, name_other
+    from am.upkeep.vaultfiles import attachments
 
     head = {p: old for p, old, _ in delta if old is not None}
     changed = sorted(p for p, _, new in delta if new is not None)
