@@ -316,3 +316,27 @@ def test_the_fast_paths_find_what_the_full_passes_find(alpha: object, vault_path
     assert (fast.files, fast.records) == (full.files, full.records)
     assert {"schema", "unresolved-world", "duplicate-id", "wrong-folder", "relation-type"} <= set(codes(fast))
     assert full.errors == fast.errors  # doctor's share (am/upkeep/recover.py checks with worlds=False)
+
+
+@pytest.mark.parametrize("where", ["absolute", "climbs", "link", "not-text"])
+def test_a_session_topic_whose_file_is_outside_sessions_is_an_error(alpha: object, vault_path: Path,
+                                                                     tmp_path: Path, where: str) -> None:
+    """am propose refuses such a topic, search and review skip it (am/records/sessionlog.py log_file): check says so."""
+    outside = tmp_path / "private.jsonl"
+    outside.write_text('{"ts": "2026-09-23T12:00:00Z", "role": "user", "text": "hi"}\n', encoding="utf-8")
+    (vault_path / "sessions" / "claude-code").mkdir(parents=True)
+    value = {"absolute": str(outside), "climbs": "sessions/../../private.jsonl",
+             "link": "sessions/claude-code/s1.jsonl", "not-text": "[sessions/claude-code/s1.jsonl]"}[where]
+    if where == "link":
+        (vault_path / value).symlink_to(outside)
+    write(vault_path, "topics/session-s1.md", "---\ntype: topic\nid: session-s1\nkind: session\ntitle: Session s1\n"
+          f"file: {value}\ncreated: 2026-09-23T12:00:00+08:00\n---\nA session.\n")
+    write(vault_path, "sessions/claude-code/s2.jsonl", outside.read_text(encoding="utf-8"))
+    write(vault_path, "topics/session-s2.md", "---\ntype: topic\nid: session-s2\nkind: session\ntitle: Session s2\n"
+          "file: sessions/claude-code/s2.jsonl\ncreated: 2026-09-23T12:00:00+08:00\n---\nA session.\n")
+    report = check_vault(alpha)
+    found = [i for i in report.issues if i.code == "session-file"]
+    assert [(i.severity, i.path, i.field) for i in found] == [("error", "topics/session-s1.md", "file")]
+    assert "sessions/" in found[0].message and report.exit_code() == 5
+    result = CliRunner().invoke(cli, ["--vault", str(vault_path), "check"])
+    assert result.exit_code == 5 and "[session-file]" in result.output, result.output

@@ -469,10 +469,23 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         from am.upkeep.worldcheck import world_issues
 
         unread += world_issues(parsed)
+    unread += _session_files(root, parsed)
     if not unread:
         return report
     issues = sorted([*report.issues, *unread], key=_issue_order)
     return CheckReport(tuple(issues), report.files, report.records)
+
+
+def _session_files(root: Any, parsed: list[tuple[str, Record]]) -> list[Issue]:
+    """Return an error for each session topic whose ``file`` is not a log in the vault's sessions/ folder."""
+    from am.records.sessionlog import log_file
+
+    return [Issue("error", "session-file", path, f"the session log {record.extra['file']!r} is not in the vault's "
+                  "sessions/ folder (absolute, ../, a link leading out), so am propose refuses it and search and "
+                  "review leave it out; set file: to the log's path under sessions/ (as am ingest writes it)",
+                  "file")
+            for path, record in parsed if isinstance(record, Topic) and record.kind == "session"
+            and "file" in record.extra and log_file(root, record.extra["file"]) is None]
 
 
 def _issue_order(i: Issue) -> tuple[int, str, str, str, str]:
