@@ -183,3 +183,37 @@ def test_a_session_topic_naming_a_file_outside_the_vault_is_not_read(alpha, git,
     code, out, err = am("--vault", str(alpha.root), "review", "list", "--kind", "proposal", "--format", "json")
     item = next(i for i in json.loads(out)["items"] if i["id"] == proposal)
     assert item["evidence"] and "not in the vault's sessions/ folder" in item["evidence"][0]
+
+
+def _colliding_texts(session_id: str) -> tuple[str, str]:
+    """Return two statements whose proposal ids in this session share their 6 hex digits (a birthday search)."""
+    from am.sessions.clerk import proposal_id
+
+    seen: dict[str, str] = {}
+    for n in range(200_000):
+        text = f"Fact number {n} holds."
+        fid = proposal_id(session_id, text, None)
+        if fid in seen:
+            return seen[fid], text
+        seen[fid] = text
+    raise AssertionError("no collision found")
+
+
+def test_two_texts_whose_proposal_ids_collide_are_both_proposed_and_reruns_keep_their_ids(alpha, git, tmp_path) -> None:
+    """A proposal's id holds 6 hex digits of a hash of the session and the text: a second text with the same digits
+    was skipped as 'already proposed' (lost). It gets a longer digest instead; a rerun finds each under its own id."""
+    _ingested(alpha, tmp_path)
+    first, second = _colliding_texts(CLAUDE_SESSION)
+    code, out, err = _propose(alpha, _extractor(tmp_path, {"proposals": [{"text": first, "lines": [5]}]}),
+                              "--format", "json")
+    assert code == 0 and [p["text"] for p in json.loads(out)["proposed"]] == [first], out + err
+    both = _extractor(tmp_path, {"proposals": [{"text": first, "lines": [5]}, {"text": second, "lines": [5]}]})
+    code, out, err = _propose(alpha, both, "--format", "json")
+    report = json.loads(out)
+    assert code == 0 and [p["text"] for p in report["proposed"]] == [second], out + err
+    long_id = report["proposed"][0]["id"]
+    assert len(long_id) > len("f-20261130-1000-6d753b") and second in git("show", "HEAD", "--", "facts")
+    code, out, err = _propose(alpha, both, "--format", "json")
+    report = json.loads(out)
+    assert report["proposed"] == [] and any(s["reason"] == f"already proposed as {long_id}"
+                                            for s in report["skipped"]), out + err

@@ -232,11 +232,41 @@ def _listed(item: dict[str, Any], key: str, kind: type) -> tuple[Any, ...] | Non
     return tuple(value)
 
 
-def proposal_id(session_id: str, text: str, started: str | None) -> str:
-    """Return a proposal's fact id: shaped like a generated one, drawn from the session and the text (stable)."""
+def proposal_id(session_id: str, text: str, started: str | None, *, digits: int = 6) -> str:
+    """Return a proposal's fact id: shaped like a generated one, drawn from the session and the text (stable).
+
+    ``digits`` of the hash: 6, the length of a generated id's; more when that id is taken by another text (_free_id).
+    """
     day = (stored_moment(started) or datetime(1970, 1, 1, tzinfo=UTC)).astimezone(UTC)
-    digest = hashlib.sha256(f"{session_id}\n{' '.join(text.split()).casefold()}".encode()).hexdigest()[:6]
+    digest = hashlib.sha256(f"{session_id}\n{_said(text)}".encode()).hexdigest()[:digits]
     return f"f-{day:%Y%m%d-%H%M}-{digest}"
+
+
+def _said(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _free_id(vault: Vault, session_id: str, text: str, started: str, run: dict[str, str]) -> tuple[str, bool]:
+    """Return the id for a proposal's text and whether that text is already proposed under it.
+
+    The 6-digit id first; when a fact of another text (this run's, or the vault's) holds it, a longer digest,
+    so two texts that share 6 digits (a 1 in 2 million pair, likely among thousands of proposals) both get one,
+    and a rerun finds each text under the same id again.
+    """
+    for digits in _DIGITS:
+        fid = proposal_id(session_id, text, started, digits=digits)
+        holder = run.get(fid)
+        if holder is None and vault.locate(fid) is not None:
+            try:
+                holder = _said(vault.get_fact(fid).body)
+            except AmError:
+                holder = ""  # not a fact, or unreadable: taken all the same
+        if holder is None or holder == _said(text):
+            return fid, holder is not None
+    raise AssertionError("a sha256 digest taken by another text")  # 64 digits: not reached
+
+
+_DIGITS = (6, 12, 20, 64)
 
 
 def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: Iterable[str] = (),
@@ -269,12 +299,13 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     last = report.read_lines + (1 if data and not data.endswith(b"\n") else 0)  # a last line without its newline
     known_lines = {m.line for m in said} | set(range(1, last + 1))
     facts: list[Fact] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # this run's ids and their texts
     for p in found:
         text = " ".join(p.text.split())
         why = _refusal(vault, p, text, known_lines)
-        fid = proposal_id(sid, text, str(session.extra.get("started") or ""))
-        if why is None and (fid in seen or vault.locate(fid) is not None):
+        fid, again = _free_id(vault, sid, text, str(session.extra.get("started") or ""), seen) if why is None \
+            else ("", False)
+        if why is None and again:
             why = f"already proposed as {fid}"
         if why is None and (known := recorded(vault, text, None, world.repo, world.branch)) is not None:
             why = f"already recorded as {known[1].id} ({known[1].status})"  # about any topics: a proposal names its session too
@@ -283,7 +314,7 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
         if why is not None:
             report.skipped.append((text, p.lines, why))
             continue
-        seen.add(fid)
+        seen[fid] = _said(text)
         fact_topics = tuple(dict.fromkeys((session.id, *extra_topics, *(t for t in p.topics if _topic(vault, t)))))
         confidence = p.confidence if p.confidence in CONFIDENCES else "medium"
         fact = Fact(id=fid, topics=fact_topics, body=text + "\n", status="pending-review",
