@@ -321,3 +321,26 @@ def test_mcp_memory_entity_lines_of_one_name_are_merged(vault: Vault, tmp_path: 
     assert vault.get_topic("tool-redis").extra == {"entity_type": "software", "owner": "ops",
                                                    "entity_type_2": "database", "owner_2": "platform",
                                                    "region": "eu"}
+
+
+def test_redaction_masks_every_field_the_write_path_scans(vault: Vault, git: Git, tmp_path: Path) -> None:
+    """The write path scans tags, provenance, paths, repo and branch too (writes.scan_record): --redact-secrets
+    must mask them there as well, or the record is refused as 'could not be redacted' instead of written masked."""
+    from dataclasses import replace
+
+    from am.io.importer import _screen
+    from am.records.writes import scan_record
+
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    source = tmp_path / "openclaw.json"
+    source.write_text(json.dumps([{"id": "i1", "summary": "Deploys go through CI", "tags": ["ci", token]}]))
+    summary = import_source(vault, "openclaw", source, options=ImportOptions(secrets="redact"))
+    assert summary.made["fact"] == 1 and summary.redacted == 1 and summary.aside == [], summary.lines()
+    assert [f.tags for f in vault.list_facts()] == [("ci", "[redacted]")]
+    assert token not in git("log", "-p", "--all")
+    fact = next(iter(vault.list_facts()))
+    hostile = replace(fact, provenance=f"https://ci:{token}@github.com/o/r", paths=(f"src/{token}.py",),
+                      repo=token, version=f"feature/{token}")
+    cleaned, why, redacted = _screen(hostile, "redact")
+    assert why is None and redacted and cleaned is not None and scan_record(cleaned) == []
+    assert token not in repr(cleaned) and cleaned.provenance == "https://ci:[redacted]@github.com/o/r"

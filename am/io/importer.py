@@ -174,11 +174,18 @@ def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, boo
         return None, f"{record.type} {record.id}: {findings[0].describe()} (pass --redact-secrets or --allow-secret)", False
     from am.records.redact import redact_value
 
-    changes: dict[str, Any] = {"body": redact_value("body", record.body)}
+    # The fields writes.scan_record scans, each masked as it is scanned (a tag masked twice is kept once).
+    changes: dict[str, Any] = {"body": redact_value("body", record.body),
+                               "tags": tuple(dict.fromkeys(redact_value("tags", record.tags)))}
     if isinstance(record, Topic):
         changes.update(title=redact_value("title", record.title), aliases=tuple(redact_value("aliases", record.aliases)))
-    if isinstance(record, (Fact, Relation)) and record.reason:
-        changes["reason"] = redact_value("reason", record.reason)
+    if isinstance(record, Fact):
+        changes.update(provenance=redact_value("provenance", record.provenance),
+                       paths=tuple(redact_value("paths", record.paths)))
+    if isinstance(record, (Fact, Relation)):
+        changes.update(repo=redact_value("repo", record.repo), version=redact_value("version", record.version))
+        if record.reason:
+            changes["reason"] = redact_value("reason", record.reason)
     changes["extra"] = {k: redact_value(k, v) for k, v in record.extra.items()}
     cleaned = replace(record, **changes)
     left = scan_record(cleaned)
