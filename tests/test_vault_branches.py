@@ -83,3 +83,34 @@ def test_an_uncommitted_edit_in_the_way_of_am_merge_names_am_merge_as_the_way_on
     else:
         raise AssertionError("the merge went over an uncommitted edit")
     assert run_git(root, "rev-parse", "HEAD").strip() == head
+
+
+def test_a_dry_run_of_a_fast_forward_lists_the_records_the_branch_brings(alpha: Any) -> None:
+    import json
+
+    root = alpha.root
+    runner = CliRunner()
+    args = ["--vault", str(root), "--vault-branch", "agent-z"]
+    alpha.add_fact("Known before the branch.", topics=["project-alpha"], id="fact-old")
+    for text, fid in (("The agent's first guess.", "fact-one"), ("The agent's second guess.", "fact-two")):
+        out = runner.invoke(cli, [*args, "fact", "add", text, "--topic", "project-alpha", "--id", fid])
+        assert out.exit_code == 0, out.output
+    out = runner.invoke(cli, [*args, "fact", "expire", "fact-one", "--reason", "wrong"])
+    assert out.exit_code == 0, out.output
+    work = root / ".am" / "cache" / "branches" / "agent-z"  # the branch's work tree: a hand deletion there
+    run_git(work, "rm", "-q", run_git(work, "ls-files", "*fact-old.md").strip())
+    run_git(work, "commit", "-q", "-m", "drop fact-old")
+    head = run_git(root, "rev-parse", "HEAD")
+    brought = run_git(root, "diff", "--no-renames", "--name-only", "HEAD", "agent-z").split()  # the oracle
+    assert len(brought) == 3
+    out = runner.invoke(cli, ["--vault", str(root), "merge", "agent-z", "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[0] == "would fast-forward to branch agent-z"
+    assert "2 records from the other side would be added" in out.output
+    assert "1 records the other side deleted would be deleted" in out.output
+    out = runner.invoke(cli, ["--vault", str(root), "merge", "agent-z", "--dry-run", "--format", "json"])
+    report = json.loads(out.output)
+    assert report["action"] == "fast-forward" and report["changed_files"] == 3
+    assert sorted((d["id"], d["path"], d["how"]) for d in report["decisions"]) == sorted(
+        (Path(p).stem, p, "deleted" if "fact-old" in p else "union") for p in brought)
+    assert run_git(root, "rev-parse", "HEAD") == head  # nothing moved

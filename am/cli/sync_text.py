@@ -39,6 +39,9 @@ def report_lines(report: SyncReport) -> list[str]:
     added = sum(1 for d in report.decisions if d.how == "union")
     if added:
         lines.append(f"  {added} records from the other side {'would be ' if report.dry_run else ''}added")
+    deleted = sum(1 for d in report.decisions if d.how == "deleted")
+    if deleted:
+        lines.append(f"  {deleted} records the other side deleted {'would be ' if report.dry_run else 'are '}deleted")
     if report.contested:
         lines.append(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
     if report.pushed:

@@ -111,6 +111,20 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
     return MergePlan("merge", ours, theirs, base, merged)
 
 
+def _preview(report: SyncReport, store: GitStore, plan: MergePlan) -> None:
+    """Fill a dry run's report with what the plan would change: the files, and each record a fast-forward brings."""
+    from am.records.merge import merge_changes
+
+    report.decisions, report.contested = list(plan.decisions), list(plan.contested)
+    if plan.action == "merge" and plan.merge is not None:
+        report.changed = len(plan.merge.files)
+    elif plan.action == "fast-forward":
+        # Every record the other side changed comes as it is: a union, as the merge names one side's change.
+        theirs = dict(store.tree_changes(plan.ours, plan.theirs))
+        brought = merge_changes({}, theirs, base={}, read=store.read_object, exists=lambda _path: None)
+        report.changed, report.decisions = len(theirs), list(brought.decisions)
+
+
 def _message(vault: Vault, plan: MergePlan, what: str, op: str) -> str:
     decided = [d for d in plan.decisions if d.how not in ("union", "deleted")]
     added = sum(1 for d in plan.decisions if d.how == "union")
@@ -262,7 +276,7 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
             plan = plan_merge(store, ours, theirs)
             if dry_run:
                 report.action, report.after = plan.action, ours
-                report.decisions, report.contested = list(plan.decisions), list(plan.contested)
+                _preview(report, store, plan)
                 return report
             try:
                 tip, commit, paths = apply_plan(vault, plan, what=f"{name}/{remote_branch}", op="sync.merge",
@@ -331,6 +345,7 @@ def _merge_branch(vault: Vault, branch: str, *, dry_run: bool, ahead: Prewrite |
         report.decisions, report.contested = list(plan.decisions), list(plan.contested)
         if dry_run:
             report.after = ours
+            _preview(report, store, plan)
             return report
         tip, commit, paths = apply_plan(vault, plan, what=f"branch {branch}", op="merge.branch",
                                         again=f"am merge {branch}", ahead=ahead)
