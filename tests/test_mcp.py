@@ -466,3 +466,20 @@ def test_follow_links_reads_only_the_vaults_the_server_was_started_with(alpha: V
     finally:
         closed.close()
         opened.close()
+
+
+def test_a_slice_in_a_clone_at_a_detached_head_says_where_its_commit_came_from(alpha: Vault, clone: Path) -> None:
+    """The server's folder is a CI checkout at a commit: the pack says the clone's HEAD, not "given"."""
+    first = run_git(clone, "rev-list", "--max-parents=0", "HEAD").strip()
+    run_git(clone, "checkout", "-q", "--detach", first)
+    results: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with stdio(alpha.root, cwd=clone) as client:
+            results["here"] = await client.call_tool("slice", {})
+            results["typed"] = await client.call_tool("slice", {"repo": "project-alpha", "commit": first})
+
+    anyio.run(run)
+    here, typed = results["here"].structured_content["pack"], results["typed"].structured_content["pack"]
+    assert f"commit `{first[:12]}` (HEAD of the clone, detached)" in here and "(given)" not in here
+    assert f"commit `{first[:12]}` (given)" in typed

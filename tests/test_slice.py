@@ -413,6 +413,22 @@ def test_fact_add_here_on_a_detached_head(alpha: Any, code: Path, monkeypatch: p
     assert (record["repo"], record.get("version"), record["commit"]) == ("project-alpha", None, c1)
 
 
+def test_a_pack_at_a_detached_head_says_the_commit_is_the_clones_head(alpha: Any, code: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI job's detached checkout: the pack's commit came from the clone's HEAD, not from the user."""
+    c1 = code_commit(code, "a.py", "x = 1")
+    code_commit(code, "b.py", "y = 2")
+    run_git(code, "checkout", "-q", "--detach", c1)
+    am(alpha, "repo", "add", "project-alpha", str(code))
+    monkeypatch.chdir(code)
+    here = am(alpha, "slice")
+    assert f"commit `{c1[:12]}` (HEAD of the clone, detached)" in here and "(given)" not in here
+    assert json.loads(am(alpha, "slice", "--format", "json"))["world"]["commit_source"] == \
+        "HEAD of the clone, detached"
+    given = am(alpha, "slice", "--commit", c1)  # typed by the user: given, although HEAD is there too
+    assert f"commit `{c1[:12]}` (given)" in given
+
+
 def test_cache_and_file_scan_give_the_same_pack(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["slice", "--repo", "project-alpha", "--branch", "main", "--max-tokens", "0"]
     topic = ["slice", "--topic", "project-alpha", "--depth", "2"]

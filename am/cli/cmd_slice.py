@@ -68,7 +68,10 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     """
     from am.packs.slice import SliceRequest, render_json, render_markdown, slice_vault
 
+    from am.worlds.ancestry import DETACHED_HEAD
+
     vault = open_vault(ctx)
+    typed = (repo, branch, commit_) != (None, None, None)
     repo, branch, commit_ = here_world(repo, branch, commit_)
     at_moment, at_label = _time(at, "--at")
     as_of_moment, as_of_label = _time(as_of, "--as-of")
@@ -76,6 +79,7 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         repo=repo, branch=branch, commit=commit_, at=at_moment, at_label=at_label or "now",  # type: ignore[arg-type]
         as_of=as_of_moment, as_of_label=as_of_label, topic=topic, depth=depth, query=query,  # type: ignore[arg-type]
         max_tokens=max_tokens, include_pending=include_pending, follow_links=follow_links, compact=compact,
+        commit_source=None if typed or commit_ is None else DETACHED_HEAD,  # here_world's detached HEAD
     )
     if since is not None:
         from am.packs.delta import render_delta_json, render_delta_markdown, slice_since

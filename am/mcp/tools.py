@@ -195,14 +195,16 @@ def _time(value: str | None, name: str) -> Any:
 
 def _slice(call: Call, args: dict[str, Any]) -> ToolOutput:
     from am.packs.slice import SliceRequest, render_json, render_markdown, slice_vault
+    from am.worlds.ancestry import DETACHED_HEAD
 
+    typed = any(args.get(k) is not None for k in ("repo", "branch", "commit"))
     repo, branch, commit = call.world(args)
     request = SliceRequest(
         repo=repo, branch=branch, commit=commit, at=_time(args.get("at"), "at"), at_label=args.get("at") or "now",
         as_of=_time(args.get("as_of"), "as_of"), as_of_label=args.get("as_of"), topic=args.get("topic"),
         depth=args.get("depth", 1), query=args.get("query"), max_tokens=args.get("max_tokens", 8000),
         include_pending=args.get("include_pending", False), follow_links=args.get("follow_links", False),
-        link_vaults=call.link_vaults,
+        link_vaults=call.link_vaults, commit_source=None if typed or commit is None else DETACHED_HEAD,
     )
     fmt = args.get("format", "md")
 
@@ -244,7 +246,7 @@ def _pack_key(call: Call, request: Any, fmt: str) -> tuple[Any, ...] | None:
     from am.worlds.ancestry import refs_stamp, setup_world
 
     setup = setup_world(request.repo, request.branch, request.commit, at=request.at,
-                        include_pending=request.include_pending)
+                        include_pending=request.include_pending, commit_source=request.commit_source)
     world = setup.world
     # A fetched or deleted branch changes where a commit outside the world's history landed (the pack id's
     # last part), with the world's commit unchanged.

@@ -124,7 +124,7 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
     commit = since_commit(vault, ref)
     setup = setup_world(request.repo, request.branch, request.commit, at=request.at or now(),
                         include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
-                        known_repos=getattr(vault, "known_repos", None))
+                        known_repos=getattr(vault, "known_repos", None), commit_source=request.commit_source)
     then_setup = setup
     found = _PACK_ID.fullmatch(ref.strip())
     if found and found.group(2) and setup.oracle is not None:

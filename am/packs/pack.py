@@ -94,6 +94,7 @@ class SliceRequest:
     follow_links: bool = False
     compact: bool = False
     link_vaults: tuple[str, ...] | None = None  # the vaults links may be followed into; None: any registered one
+    commit_source: str | None = None  # where ``commit`` came from when not typed (ancestry.DETACHED_HEAD); not asked
 
     def argv(self) -> str:
         """Return the slice's arguments as a command line (for 'how to get the rest' hints)."""

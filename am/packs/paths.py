@@ -99,7 +99,7 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
 
     setup = setup_world(request.repo, request.branch, request.commit, at=request.at or now(),
                         include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
-                        known_repos=getattr(vault, "known_repos", None))
+                        known_repos=getattr(vault, "known_repos", None), commit_source=request.commit_source)
     wanted = normalise(paths, setup.clone)
     index = vault.cache()
     records: list[Record] = list(index.record_values()) if index is not None else [

@@ -183,7 +183,7 @@ def world_of(vault: VaultReader, request: SliceRequest, *, at: datetime | None =
     known = getattr(vault, "known_repos", None)
     return setup_world(request.repo, request.branch, request.commit, at=at,
                        include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
-                       known_repos=known)
+                       known_repos=known, commit_source=request.commit_source)
 
 
 def count_held(vault: VaultReader, request: SliceRequest) -> int:

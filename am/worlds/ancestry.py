@@ -280,6 +280,10 @@ class CommitGraph:
         return found
 
 
+# Where a world's commit came from when the door filled it from a clone checked out at a commit (a CI job).
+DETACHED_HEAD = "HEAD of the clone, detached"
+
+
 @dataclass(frozen=True)
 class WorldSetup:
     """A world, the oracle that judges commits in it, and how it was decided."""
@@ -380,8 +384,12 @@ def _current_branch(store: GitStore) -> str | None:
 def setup_world(repo: str | None, branch: str | None = None, commit: str | None = None, *,
                 at: datetime | None = None, include_pending: bool = False,
                 registry: Registry | None = None, cache_dir: Path | None = None,
-                known_repos: Callable[[], Collection[str]] | None = None) -> WorldSetup:
+                known_repos: Callable[[], Collection[str]] | None = None,
+                commit_source: str | None = None) -> WorldSetup:
     """Build the world of a slice and its ancestry oracle, falling back to branch names.
+
+    ``commit_source``: where a commit passed in came from when the user did not type it (DETACHED_HEAD:
+    the door filled it from a registered clone's detached HEAD); the pack's header says so.
 
     A world that cannot exist is an ``UnknownWorldError`` (exit code 12): a repo
     neither registered here nor named by the vault (``known_repos()``), or a
@@ -410,7 +418,7 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     if store is not None:
         if commit is not None:
             # A full id whose history is cached is known to be in the clone: no need to open it (pygit2).
-            tip, source = _cached_tip(store, commit, cache_dir) or store.find_commit(commit), "given"
+            tip, source = _cached_tip(store, commit, cache_dir) or store.find_commit(commit), commit_source or "given"
             if tip is None:
                 raise UnknownWorldError(f"commit {commit} is not in the clone of {repo} at {store.root}",
                                         hint="fetch it, or check the id (git log --oneline)")
