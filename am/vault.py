@@ -18,13 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from am.cache.usage import CountsUses
 from am.clock import now as _now
-from am.errors import (
-    CollisionError,
-    InvalidRecordError,
-    NotAVaultError,
-    NotFoundError,
-    UsageError,
-)
+from am.errors import CollisionError, InvalidRecordError, NotAVaultError, NotFoundError, UsageError
 from am.git import Change, LazyStore
 from am.records.codec import decode_record_bytes, parse_record
 from am.records.ids import (
@@ -98,19 +92,23 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                 found = vault_here()
                 root = found.resolve() if found is not None and (found / ".am" / "vault.yml").is_file() else None
             if root is None:
-                raise NotAVaultError(
-                    "not inside a vault",
-                    hint="cd into one, pass --vault NAME|PATH, set AM_VAULT, or create one with: am init",
-                )
+                from am.git.sparse import refuse_hidden_vault
+
+                refuse_hidden_vault(Path.cwd().resolve())  # .am/ left out by a sparse checkout: not "no vault"
+                raise NotAVaultError("not inside a vault",
+                                     hint="cd into one, pass --vault NAME|PATH, set AM_VAULT, or create one with: am init")
         else:
             text = str(where)
             candidate = Path(text).expanduser()
             registered = is_valid_id(text) and not candidate.exists()
             root = (Registry.load().vault_path(text) if registered else candidate).resolve()
-            if registered and not (root / ".am" / "vault.yml").is_file():  # moved or removed: am init would make a new one
-                raise NotAVaultError(f"vault {text!r} is registered at {root}, no am vault now (moved or removed?)",
-                                     hint=f"am vault add {text} NEW-PATH --replace, or am vault remove {text}")
             if not (root / ".am" / "vault.yml").is_file():
+                from am.git.sparse import refuse_hidden_vault
+
+                refuse_hidden_vault(root)  # its vault.yml is in Git, only not checked out: not moved, not a new vault
+                if registered:  # moved or removed: am init would make a new one
+                    raise NotAVaultError(f"vault {text!r} is registered at {root}, no am vault now (moved or removed?)",
+                                         hint=f"am vault add {text} NEW-PATH --replace, or am vault remove {text}")
                 raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {text}")
         if branch:
             from am.git.branches import branch_worktree

@@ -159,6 +159,10 @@ class LazyStore(_Store):
         """Create a repository at ``root`` (or open the one there), opened now."""
         from am.git.store import GitStore
 
+        if root.is_dir() and not (root / ".am" / "vault.yml").is_file():
+            from am.git.sparse import refuse_hidden_vault
+
+            refuse_hidden_vault(root)  # a vault whose .am/ a sparse checkout left out: no new vault made there
         store = cls(root)
         store._store = GitStore.init(root, branch=branch)
         store.root, store.gitdir = store._store.root, store._store.gitdir

@@ -6,8 +6,9 @@ Git marks what a sparse checkout leaves out with the skip-worktree bit of its
 index entries. Only a work tree with a sparse-checkout file can have them (one
 stat otherwise: the normal path pays nothing more); there ``git ls-files -t``
 says which entries carry the bit (``S``). Reads and writes refuse
-(``refuse_hidden``); `am check` and `am doctor` report it. Nothing here
-imports pygit2.
+(``refuse_hidden``); `am check` and `am doctor` report it. One that leaves
+``.am/`` out is named where am would otherwise say "not a vault"
+(``refuse_hidden_vault``). Nothing here imports pygit2.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from am.errors import GitError
+from am.errors import GitError, NotAVaultError
 
-__all__ = ["SPARSE_FIX", "hidden_message", "hidden_record_folders", "refuse_hidden"]
+__all__ = ["SPARSE_FIX", "hidden_message", "hidden_record_folders", "refuse_hidden", "refuse_hidden_vault"]
 
 _TOPS = ("facts", "relations", "topics")  # am/records/ids.py RECORD_DIRS
 SPARSE_FIX = "git sparse-checkout add {folders} (or turn it off: git sparse-checkout disable)"
@@ -62,6 +63,30 @@ def hidden_message(hidden: list[str]) -> tuple[str, str]:
     listed = ", ".join(f"{h}/" for h in hidden)
     message = f"the sparse checkout of this work tree leaves {listed} out, so am would see the vault without those records"
     return message, SPARSE_FIX.format(folders=folders)
+
+
+def refuse_hidden_vault(start: Path) -> None:
+    """Raise NotAVaultError when a sparse checkout leaves a vault's .am/ out of the work tree at or above ``start``.
+
+    Asked only once no vault was found (an error path): Git's index has ``.am/vault.yml`` marked
+    skip-worktree and the file is not on disk, so the folder looked like no vault at all ("create one with:
+    am init", which then refused: the file is Git's, only not checked out).
+    """
+    for folder in (start, *start.parents):
+        dotgit = folder / ".git"
+        if not os.path.lexists(dotgit):
+            continue
+        if (folder / ".am" / "vault.yml").exists() or not os.path.isfile(_own_gitdir(dotgit) / "info" / "sparse-checkout"):
+            return
+        try:
+            listed = subprocess.run(["git", "-C", str(folder), "ls-files", "-t", "-z", "--", ".am/vault.yml"],
+                                    capture_output=True, check=False, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            return
+        if listed.startswith(b"S "):
+            raise NotAVaultError(f"the sparse checkout of the work tree at {folder} leaves .am/ out, so am cannot see "
+                                 "the vault there", hint=f"include it: {SPARSE_FIX.format(folders='.am')}; nothing was changed")
+        return
 
 
 def refuse_hidden(root: Path, gitdir: Path) -> None:

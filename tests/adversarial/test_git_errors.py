@@ -210,6 +210,25 @@ def test_a_sparse_checkout_without_the_facts_folder_is_reported_and_refused(alph
     assert kept in am(root, "fact", "list").stdout
 
 
+def test_a_sparse_checkout_that_leaves_dot_am_out_names_it_instead_of_no_vault(alpha: Vault) -> None:
+    """Without .am/vault.yml on disk the folder looked like no vault: "create one with: am init", which refused oddly."""
+    root = alpha.root
+    kept = fact_id(add_fact(root, "Kept while .am/ is left out."))
+    run_git(root, "sparse-checkout", "set", "--cone", "facts", "topics", "relations")
+    assert not (root / ".am" / "vault.yml").exists() and "S .am/vault.yml" in run_git(root, "ls-files", "-t", ".am")
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    inside = subprocess.run([PYTHON, "-m", "am.cli.main", "fact", "list"], cwd=root / "facts", capture_output=True,
+                            text=True, env=subprocess_env(), check=False)
+    for proc in (inside, am(root, "fact", "list"), am(root, "init", str(root))):
+        line = one_line_error(proc)
+        assert proc.returncode != 0 and "sparse checkout" in line and ".am/" in line, line
+        assert "git sparse-checkout add .am" in proc.stderr and "git sparse-checkout disable" in proc.stderr
+        assert "am init" not in proc.stderr
+    _unchanged(root, head)
+    run_git(root, "sparse-checkout", "add", ".am")
+    assert kept in am(root, "fact", "list").stdout
+
+
 def test_a_sparse_checkout_that_keeps_the_record_folders_or_is_disabled_works(alpha: Vault) -> None:
     root = alpha.root
     (root / "docs").mkdir()
