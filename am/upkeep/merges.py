@@ -30,6 +30,7 @@ __all__ = ["ATTRIBUTES", "DRIVER", "check_merge_formats", "complete_merge", "com
            "driver_missing", "register_merge_driver", "unregister_merge_driver"]
 
 DRIVER = "am"
+_ARGS = " merge-driver %O %A %B %P"  # what ends am's merge.am.driver line (and tells it from another tool's)
 ATTRIBUTES = (
     "# am: record-aware merge of memory files (registered by am hooks install)",
     "topics/**/*.md merge=am",
@@ -80,7 +81,7 @@ def install_vault_hooks(vault: Any) -> list[Any]:
 
 
 def _driver_line(command: list[str]) -> str:
-    return " ".join(shlex.quote(w) for w in command) + " merge-driver %O %A %B %P"
+    return " ".join(shlex.quote(w) for w in command) + _ARGS
 
 
 def _configured_driver(root: Path) -> str:
@@ -123,7 +124,7 @@ def driver_gone(root: Path) -> str | None:
     import shutil
 
     line = _configured_driver(root)
-    if not line.endswith(" merge-driver %O %A %B %P"):
+    if not line.endswith(_ARGS):
         return None
     try:
         program = shlex.split(line)[0]
@@ -143,7 +144,7 @@ def unregister_merge_driver(root: Path) -> list[str]:
     a record run a program that is not there. A ``merge.am.driver`` that is
     not am's (no ``merge-driver %O %A %B %P``) is left alone.
     """
-    if not _configured_driver(root).endswith(" merge-driver %O %A %B %P"):
+    if not _configured_driver(root).endswith(_ARGS):
         return []
     subprocess.run(["git", "-C", str(root), "config", "--remove-section", f"merge.{DRIVER}"], check=True,
                    capture_output=True)

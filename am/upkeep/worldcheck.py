@@ -83,7 +83,7 @@ def world_issues(records: Iterable[tuple[PurePosixPath | str, Record]],
                  registry: Registry | None = None) -> list[Issue]:
     """Return a warning for every fact or relation whose repo, branch or commit cannot be resolved here."""
     from am.worlds.ancestry import CommitGraph, is_shallow, open_clone
-    from am.worlds.checks import branch_tip
+    from am.worlds.checks import branch_tip, home_branch
 
     registry = registry or Registry.load()
     clones: dict[str, Any] = {}
@@ -116,7 +116,9 @@ def world_issues(records: Iterable[tuple[PurePosixPath | str, Record]],
             key = (repo, record.version)
             if key not in tips:
                 tips[key] = branch_tip(store, record.version)
-            if tips[key] is None and not _on_main_line(store, repo, record.commit, graphs):
+            # A branch gone from the clone whose commit the main line holds (merged and deleted, renamed): the
+            # record holds there by its commit (home_branch, the rule confirm keeps), nothing to fetch.
+            if tips[key] is None and home_branch(store, record.version, record.commit) is None:
                 issues.append(WorldIssue("warning", "unresolved-world", where,
                                          f"branch {record.version!r} is not in the clone of {repo} (fetch it, or fix "
                                          "the branch)", "version", group=("branch", repo, record.version),
@@ -158,18 +160,3 @@ def _refile(record: Fact | Relation) -> str:
                 "--reason \"...\"")
     return (f"re-file it there: am relation add ... --repo {record.repo} --branch {record.version}, "
             f"then am relation expire {record.id}")
-
-
-def _on_main_line(store: Any, repo: str, commit: str | None, graphs: dict[tuple[str, str], Any]) -> bool:
-    """Whether the clone's main line holds a commit (its branch merged and deleted, or renamed): nothing to fetch."""
-    from am.worlds.ancestry import CommitGraph
-    from am.worlds.checks import branch_tip, main_line
-
-    main = main_line(store) if commit else None
-    tip = branch_tip(store, main) if main is not None else None
-    if tip is None or commit is None:
-        return False
-    key = (repo, tip)
-    if key not in graphs:
-        graphs[key] = CommitGraph(store, tip)
-    return graphs[key].contains(commit) is True
