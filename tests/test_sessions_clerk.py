@@ -63,6 +63,8 @@ def test_a_credential_the_clerk_refuses_is_masked_in_the_report_and_its_commit(a
     ({"text": "An empty path.", "lines": [5], "paths": [""]}, "field 'paths': must not contain empty strings"),
     ({"text": "A NUL \u0000 in the text.", "lines": [5]}, "field 'body': contains the control character U+0000"),
     ({"text": "Cites the line after the last.", "lines": [7]}, "cites line 7, which the session does not have"),
+    ({"text": "A path out of the repository.", "lines": [5], "paths": ["../etc/passwd"]},
+     "--path '../etc/passwd' steps out of the code repository"),
 ])
 def test_a_proposal_of_the_wrong_shape_is_skipped_with_why_and_the_rest_are_written(alpha, git, tmp_path, item,
                                                                                      reason) -> None:

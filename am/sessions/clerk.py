@@ -321,9 +321,10 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
                     confidence=confidence, provenance=f"session:{sid}", repo=world.repo, version=world.branch,
                     commit=world.commit, axis="subject" if (world.repo or world.commit) else None,
                     created=format_timestamp(_now()), paths=p.paths, extra={"source_lines": list(p.lines)})
-        try:  # one proposal the format refuses (a control character, an empty path) is skipped, not the run
+        try:  # one proposal the format or a write refuses (a control character, an empty or '..' path) is skipped
+            FactDraft(text, paths=p.paths).check_lines()  # the checks every other new fact's values pass
             check_record(fact)
-        except InvalidRecordError as err:
+        except (InvalidRecordError, UsageError) as err:
             report.skipped.append((text, p.lines, str(err)))
             continue
         facts.append(fact)
