@@ -353,7 +353,7 @@ def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: T
 
 def _complete_merge(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: TextIO) -> None:
     """After Git's own merge or rebase: commit the contested copies its driver could not write (am/upkeep/merges.py)."""
-    from am.upkeep.merges import complete_merge, complete_rebase
+    from am.upkeep.merges import complete_merge, complete_rebase, complete_squash
 
     try:
         if name == "post-rewrite":
@@ -361,6 +361,13 @@ def _complete_merge(vault: Any, name: str, args: Sequence[str], stdin: bytes, ou
                 return
             rows = [line.split() for line in stdin.decode("utf-8", "replace").splitlines()]
             made = complete_rebase(vault, [(row[0], row[1]) for row in rows if len(row) >= 2])
+        elif name == "post-merge" and args and args[0] == "1":  # git merge --squash: nothing committed yet
+            squashed = [key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")]
+            staged = complete_squash(vault, squashed)
+            if staged:
+                out.write(f"am: the squash changed facts on both sides; both versions are kept as contested facts, "
+                          f"staged for the squash commit ({len(staged)} files); resolve them with am fact supersede\n")
+            return
         else:
             made = complete_merge(vault)
     except UsageError as err:  # a vault of a newer format: nothing written; the cache is still refreshed

@@ -13,6 +13,9 @@ merge of the commit's two parents and commits the files the driver could not
 write (one ``Am-Op: sync.merge`` commit), so the vault ends as ``am sync``
 would leave it; after ``git pull --rebase`` the post-rewrite hook calls
 ``complete_rebase``, which does the same for each commit the rebase picked.
+``git merge --squash`` (and ``git pull --squash``) commits nothing and makes no
+merge commit: its post-merge hook (flag ``1``) calls ``complete_squash``, which
+stages those files, so the squash commit the user makes holds both versions.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from am.errors import AmError
 from am.git import Change
 from am.records.merge import is_record_path, merge_record, rival_files
 
-__all__ = ["ATTRIBUTES", "DRIVER", "check_merge_formats", "complete_merge", "complete_rebase", "driver_gone",
+__all__ = ["ATTRIBUTES", "DRIVER", "check_merge_formats", "complete_merge", "complete_rebase",
+           "complete_squash", "driver_gone",
            "driver_missing", "register_merge_driver", "unregister_merge_driver"]
 
 DRIVER = "am"
@@ -198,7 +202,7 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
 
     check_formats_at(store, ours, theirs, commit)  # a newer am's vault: this am writes nothing into it
     extra: dict[str, bytes] = {}
-    _left_to_write(store, commit, merge_base(store, ours, theirs), ours, theirs, extra)
+    _left_to_write(store, _in_commit(store, commit), merge_base(store, ours, theirs), ours, theirs, extra)
     return _commit_extra(vault, store, commit, extra)
 
 
@@ -219,12 +223,77 @@ def complete_rebase(vault: Any, rewritten: list[tuple[str, str]]) -> str | None:
     for old, new in rewritten:
         was, now = store.commit_info(old), store.commit_info(new)
         if len(was.parents) == 1 and len(now.parents) == 1:
-            _left_to_write(store, new, was.parents[0], now.parents[0], old, extra)
+            _left_to_write(store, _in_commit(store, new), was.parents[0], now.parents[0], old, extra)
     return _commit_extra(vault, store, head, {p: d for p, d in extra.items() if store.read_blob(p, commit=head) != d})
 
 
-def _left_to_write(store: Any, commit: str, base: str | None, ours: str, theirs: str, extra: dict[str, bytes]) -> None:
-    """Add to ``extra`` the files of the splits the driver made in ``commit`` but could not write."""
+def complete_squash(vault: Any, theirs: list[str]) -> list[str]:
+    """Stage what Git's ``merge --squash`` (through the driver) could not write; return the paths staged.
+
+    Run by the post-merge hook when Git says the merge was a squash: no commit
+    was made, the index holds the merge, and ``git commit`` makes a commit of
+    one parent that ``complete_merge`` cannot tell from any other. ``theirs``:
+    the commits squashed in (``GITHEAD_<commit>`` in the hook's environment).
+    Like ``complete_merge``, but the files go into the index and the work
+    tree, so the squash commit holds both versions. A file the index does not
+    hold as the driver wrote it, or a work-tree file that differs from the
+    index, is left alone. Refused (``UsageError``) for a vault of a newer format.
+    """
+    store = vault.store.opened()
+    ours = store.head()
+    if ours is None or len(theirs) != 1:  # an octopus squash merges without the driver
+        return []
+    from am.git.remote import merge_base
+    from am.upkeep.updating import check_formats_at
+
+    check_formats_at(store, ours, theirs[0])
+    staged = _IndexFiles(Path(store.root))
+    extra: dict[str, bytes] = {}
+    _left_to_write(store, staged.read, merge_base(store, ours, theirs[0]), ours, theirs[0], extra)
+    return staged.stage(extra)
+
+
+class _IndexFiles:
+    """Stage-0 files of the index Git left after a merge, read and added through the git CLI."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _git(self, *args: str, data: bytes | None = None) -> bytes:
+        return subprocess.run(["git", "-C", str(self.root), "--literal-pathspecs", *args], input=data, check=True,
+                              capture_output=True).stdout
+
+    def read(self, path: str) -> bytes | None:
+        listed = self._git("ls-files", "-s", "-z", "--", path).split(b"\0")
+        found = [row.split(b"\t", 1) for row in listed if row.endswith(b"\t" + path.encode("utf-8"))]
+        entries = [head.split() for head, _ in found]
+        if len(entries) != 1 or entries[0][2] != b"0":  # absent, or in conflict
+            return None
+        return self._git("cat-file", "blob", entries[0][1].decode("ascii"))
+
+    def stage(self, files: dict[str, bytes]) -> list[str]:
+        done = []
+        for path, data in sorted(files.items()):
+            target = self.root / path
+            if target.exists() and target.read_bytes() not in (data, self.read(path)):
+                continue  # changed in the work tree since the merge: the user's to keep
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            done.append(path)
+        if done:
+            self._git("add", "--", *done)
+        return done
+
+
+def _in_commit(store: Any, commit: str) -> Any:
+    return lambda path: store.read_blob(path, commit=commit)
+
+
+def _left_to_write(store: Any, holds: Any, base: str | None, ours: str, theirs: str, extra: dict[str, bytes]) -> None:
+    """Add to ``extra`` the files of the splits the driver made but could not write.
+
+    ``holds(path)``: the bytes the merge's result holds at ``path`` (a commit, or the index of a squash), or None.
+    """
     mine = dict(store.tree_changes(base, ours))
     other = dict(store.tree_changes(base, theirs))
     for path in sorted(p for p in other if p in mine and mine[p] != other[p] and is_record_path(p)):
@@ -237,15 +306,15 @@ def _left_to_write(store: Any, commit: str, base: str | None, ours: str, theirs:
         except (AmError, UnicodeDecodeError):
             continue
         # Only where the commit holds what the driver wrote: a file someone merged by hand is theirs to keep.
-        if not (result.extra or result.rivals) or store.read_blob(path, commit=commit) != result.text.encode("utf-8"):
+        if not (result.extra or result.rivals) or holds(path) != result.text.encode("utf-8"):
             continue
         for extra_path, text in result.extra:
-            if store.blob_id(extra_path, commit=commit) is None:
+            if holds(extra_path) is None:
                 extra[extra_path] = text.encode("utf-8")
         for loser, winner in result.rivals:
             for rival_path, data in (rival_files(loser, winner, PurePosixPath(path).stem, mine, other, {},
                                             store.read_object) or {}).items():
-                if store.read_blob(rival_path, commit=commit) != data:
+                if holds(rival_path) != data:
                     extra[rival_path] = data
 
 
