@@ -250,3 +250,44 @@ def test_pre_commit_reads_each_of_heads_files_once_at_most(hooked: Path) -> None
     assert "fact-gone.md is deleted" in out.getvalue() and "was record fact-noted and is now a note" in out.getvalue()
     assert reads.count(head[edited]) == 0  # an id-shaped fact's id is its name: HEAD's copy is not needed
     assert all(reads.count(head[p]) == 1 for p in (gone, noted, "topics/project-alpha.md")), reads
+
+
+SESSION = ("---\ntype: topic\nid: {tid}\nkind: session\ntitle: Session {tid}\nfile: {file}\n"
+           "created: 2026-09-23T12:00:00+08:00\n---\nA session.\n")
+
+
+@pytest.mark.parametrize("where", ["absolute", "climbs", "link", "not-text"])
+def test_pre_commit_refuses_a_session_topic_whose_file_is_outside_sessions(hooked: Path, tmp_path: Path,
+                                                                           where: str) -> None:
+    """am check reports it (session-file) and every reader refuses it: a commit of it is refused the same way."""
+    outside = tmp_path / "private.jsonl"
+    outside.write_text('{"ts": "2026-09-23T12:00:00Z", "role": "user", "text": "hi"}\n', encoding="utf-8")
+    (hooked / "sessions" / "claude-code").mkdir(parents=True)
+    value = {"absolute": str(outside), "climbs": "sessions/../../private.jsonl",
+             "link": "sessions/claude-code/s1.jsonl", "not-text": "[sessions/claude-code/s1.jsonl]"}[where]
+    if where == "link":
+        (hooked / value).symlink_to(outside)
+    (hooked / "topics" / "session-s1.md").write_text(SESSION.format(tid="session-s1", file=value), encoding="utf-8")
+    run_git(hooked, "add", "topics/session-s1.md")
+    before = run_git(hooked, "rev-parse", "HEAD")
+    done = commit(hooked, "-m", "a session topic")
+    # Before: committed, silently; am would then have read that file of the machine as a session log.
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "topics/session-s1.md" in done.stderr and "field 'file'" in done.stderr, done.stderr
+    assert "[session-file]" in done.stderr and "sessions/" in done.stderr
+    assert run_git(hooked, "rev-parse", "HEAD") == before
+    pre = probe(hooked, "pre-commit")  # still light: the refusal imports nothing heavy
+    assert pre["code"] == 1 and "[session-file]" in str(pre["err"])
+    loaded = set(pre["modules"])  # type: ignore[arg-type]
+    assert not [m for m in HEAVY if m in loaded or any(x.startswith(m + ".") for x in loaded)]
+
+
+def test_pre_commit_takes_a_session_topic_whose_file_is_in_sessions(hooked: Path) -> None:
+    rel = "sessions/claude-code/s2.jsonl"
+    (hooked / rel).parent.mkdir(parents=True)
+    (hooked / rel).write_text('{"ts": "2026-09-23T12:00:00Z", "role": "user", "text": "hi"}\n', encoding="utf-8")
+    (hooked / "topics" / "session-s2.md").write_text(SESSION.format(tid="session-s2", file=rel), encoding="utf-8")
+    run_git(hooked, "add", "-A")
+    done = commit(hooked, "-m", "a session topic")
+    assert done.returncode == 0, done.stderr
+    assert "session-file" not in done.stderr

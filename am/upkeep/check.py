@@ -26,7 +26,7 @@ from am.records.names import NOTE_PREFIX, Names
 from am.records.notes import is_record_meta, is_record_text
 
 __all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_bytes", "is_record_text",
-           "is_record_meta", "name_other"]
+           "is_record_meta", "name_other", "session_file_issues"]
 
 _FOLDER_OF = {v: k for k, v in RECORD_DIRS.items()}
 _NOTE_MESSAGE = ("a note, not a record (no am frontmatter): am indexes it for links and search; "
@@ -469,15 +469,21 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         from am.upkeep.worldcheck import world_issues
 
         unread += world_issues(parsed)
-    unread += _session_files(root, parsed)
+    unread += session_file_issues(root, parsed)
     if not unread:
         return report
     issues = sorted([*report.issues, *unread], key=_issue_order)
     return CheckReport(tuple(issues), report.files, report.records)
 
 
-def _session_files(root: Any, parsed: list[tuple[str, Record]]) -> list[Issue]:
-    """Return an error for each session topic whose ``file`` is not a log in the vault's sessions/ folder."""
+def session_file_issues(root: Any, parsed: list[tuple[str, Record]]) -> list[Issue]:
+    """Return an error for each session topic whose ``file`` is not a log in the vault's sessions/ folder.
+
+    ``root``: the work tree the path is resolved in (a link leading out counts as out). Used by ``am check``
+    and by the pre-commit hook.
+    """
+    if not any(isinstance(record, Topic) and record.kind == "session" for _, record in parsed):
+        return []
     from am.records.sessionlog import log_file
 
     return [Issue("error", "session-file", path, f"the session log {record.extra['file']!r} is not in the vault's "

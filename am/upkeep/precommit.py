@@ -127,7 +127,7 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
         return 0
     from am.records.names import NOTE_PREFIX, Names, name_key
     from am.records.notes import note_text
-    from am.upkeep.check import check_texts, name_other
+    from am.upkeep.check import check_texts, name_other, session_file_issues
     from am.upkeep.vaultfiles import attachments
 
     head = {p: old for p, old, _ in delta if old is not None}
@@ -177,10 +177,13 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     if deleted or any(p in head for p in changed):
         read(unread)  # an id may leave one file for another: know every file's id first
     notes = [p for p in listed if p and not p.startswith(_TOPS) and "/." not in "/" + p]
+    parsed: list[tuple[str, Any]] = []
     report = check_texts(((p, blobs[p]) for p in changed), other_ids=others, load_other=load_other,
                          names=names, notes=notes, schema=False,  # the plain-Python rules: no jsonschema import
-                         attachment=attachments(vault_root) if vault_root is not None else None)
+                         attachment=attachments(vault_root) if vault_root is not None else None, parsed=parsed)
     refused = [i.describe() for i in report.errors]
+    # A session topic whose file: leads out of sessions/ would have am read (and commit) any file of the machine.
+    refused += [i.describe() for i in session_file_issues(vault_root or Path(store.root), parsed)]
     if not allow_secrets:
         for p in changed:
             refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
