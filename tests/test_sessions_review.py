@@ -339,7 +339,8 @@ def test_mcp_review_decide_refuses_a_world_for_an_expire_and_a_supersede_inherit
         writer.close()
 
 
-def test_the_interactive_queue_takes_single_keys_and_makes_one_commit_a_decision(alpha, git) -> None:
+def test_the_interactive_queue_makes_one_commit_a_decision(alpha, git) -> None:
+    """Keys one a line, as from a pipe (stdin is no terminal here); tests/test_review_keys.py runs a terminal too."""
     for fid, text in (("fact-a", "Deploys go out on Tuesdays."), ("fact-b", "Staging is in eu-west-1."),
                       ("fact-c", "The CI runs on every push.")):
         alpha.add_fact(text, topics=["project-alpha"], id=fid)
@@ -347,7 +348,7 @@ def test_the_interactive_queue_takes_single_keys_and_makes_one_commit_a_decision
     head = git("rev-parse", "HEAD").strip()
     # fact-a: accept; fact-b: 'x' is not a choice, then reject with a reason; fact-c: next; then the end.
     code, out, err = am("--vault", str(alpha.root), "--actor", "carol", "review", "--interactive",
-                        input="axrwrong region\nn")
+                        input="a\nx\nr\nwrong region\nn\n")
     assert code == 0, err
     assert "(1/3) [pending review] fact-a" in out and "[a]ccept" in out and "2 decision(s) made" in out
     assert git("rev-list", "--count", f"{head}..HEAD").strip() == "2"

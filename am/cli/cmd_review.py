@@ -33,17 +33,20 @@ def _world(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group("review", invoke_without_command=True)
 @_world
-@click.option("--interactive", "-i", is_flag=True, help="One item at a time with single-key choices, even on a pipe.")
+@click.option("--interactive", "-i", is_flag=True,
+              help="One item at a time: single keys in a terminal; from a pipe, one answer a line.")
 @click.pass_context
 def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: str | None, interactive: bool) -> None:
     """Work the queue of what waits on judgement: proposals, pending, stale and contested facts.
 
     Without a subcommand, in a terminal: one item at a time with its evidence
     (the session lines, the code diff since the fact's commit, both texts) and
-    single-key choices; on a pipe: the list. Each decision is one commit whose
-    author is the reviewer (--actor / AM_ACTOR).
+    single-key choices; on a pipe: the list. With -i and stdin not a terminal,
+    the answers are read from stdin, one a line (a key or its word, then any
+    text or reason asked for); the end of input quits. Each decision is one
+    commit whose author is the reviewer (--actor / AM_ACTOR).
 
-    Example: am review --branch feat-batch
+    Example: printf 'a\\nq\\n' | am review -i
     """
     if ctx.invoked_subcommand is not None:
         given = [f"--{k}" for k, v in (("repo", repo), ("branch", branch), ("commit", commit_)) if v is not None]
@@ -52,8 +55,8 @@ def review(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
                              f"decision's", hint=f"put it after the subcommand: am review {ctx.invoked_subcommand} ... "
                              f"{' '.join(given)} (list, confirm and supersede take a world)")
         return
-    if interactive or (sys.stdin.isatty() and sys.stdout.isatty()):
-        _interactive(ctx, *here_world(repo, branch, commit_))
+    if interactive or (sys.stdin is not None and sys.stdin.isatty() and sys.stdout.isatty()):
+        _interactive(ctx, _Answers(), *here_world(repo, branch, commit_))
     else:
         ctx.invoke(list_, repo=repo, branch=branch, commit_=commit_, kinds=(), no_diff=False, limit=None, fmt="text")
 
@@ -156,8 +159,58 @@ _decision("reject", """Reject a proposal or pending fact: it is expired, with th
     """, reason=True)
 
 
-def _interactive(ctx: click.Context, repo: str | None, branch: str | None, commit: str | None) -> None:
-    """One item at a time, single-key choices; each decision is one commit."""
+_NO_INPUT = ("run it in a terminal, or pipe one answer a line: printf 'a\\nq\\n' | am review -i; "
+             "am review list prints the queue and am review accept|confirm|supersede|expire|reject ID decides one")
+
+
+class _Answers:
+    """Where ``am review -i`` reads answers: single keys from a terminal, else one line each from stdin.
+
+    click's single-key read opens /dev/tty when stdin is not a terminal: a pipe
+    was never read, and without a terminal the command failed on /dev/tty. So a
+    stdin that is not a terminal is read line by line (the first letter of a
+    line is its key: ``a`` or ``accept``); the end of input quits. No stdin at
+    all, or one that ends before the first answer, is refused with what to do.
+    """
+
+    def __init__(self) -> None:
+        if sys.stdin is None or sys.stdin.closed:
+            raise UsageError("am review -i has no terminal and no stdin to read answers from", hint=_NO_INPUT)
+        self.lines = not sys.stdin.isatty()
+        self.answered = False
+
+    def key(self) -> str | None:
+        """The next choice (a lower-case letter), or None at the end of input."""
+        if not self.lines:
+            return click.getchar().lower()
+        while True:
+            line = sys.stdin.readline()
+            if not line:
+                if not self.answered:
+                    raise UsageError("am review -i read no answers: stdin is not a terminal and is empty",
+                                     hint=_NO_INPUT)
+                return None
+            self.answered = True
+            if line.strip():
+                return line.strip()[0].lower()
+
+    def text(self, prompt: str, **kw: Any) -> str | None:
+        """A line of text (click's prompt, which reads stdin when it is no terminal), or None at the end of input."""
+        try:
+            answer: str = click.prompt(prompt, **kw)
+        except click.Abort:
+            if not self.lines:
+                raise
+            click.echo("")
+            return None
+        if self.lines:
+            click.echo(answer)  # a pipe's line is not echoed: the transcript shows what was answered
+        return answer
+
+
+def _interactive(ctx: click.Context, answers: _Answers, repo: str | None, branch: str | None,
+                 commit: str | None) -> None:
+    """One item at a time, single-key choices (or one answer a line from a pipe); each decision is one commit."""
     from am.errors import AmError
     from am.upkeep.review import decide, review_queue
 
@@ -174,10 +227,10 @@ def _interactive(ctx: click.Context, repo: str | None, branch: str | None, commi
         prompt = " ".join(f"[{k}]{v[1:]}" for k, v in offered.items()) + " [n]ext [q]uit "
         while True:
             click.echo(prompt, nl=False)
-            key = click.getchar().lower()
-            click.echo(key)
-            if key == "q":
-                click.echo(f"{done} decision(s) made")
+            key = answers.key()
+            click.echo(key or "")
+            if key in ("q", None):
+                click.echo(f"{done} decision(s) made" + (" (end of input)" if key is None else ""))
                 return
             if key == "n":
                 break
@@ -185,11 +238,22 @@ def _interactive(ctx: click.Context, repo: str | None, branch: str | None, commi
                 continue
             decision = offered[key]
             target = item.id
+            asked: dict[str, str | None] = {}
             if item.kind == "contested" and len(item.facts) > 1 and decision == "accept":
-                target = click.prompt("keep which fact", type=click.Choice([f.id for f in item.facts]))
-            text = click.prompt("corrected text") if decision == "supersede" else None
-            reason = (click.prompt("reason", default="" if decision != "expire" else None) or None
-                      if decision in ("expire", "reject", "supersede") else None)
+                ids = click.Choice([f.id for f in item.facts])
+                asked["keep which fact"] = answers.text("keep which fact", type=ids)
+            if decision == "supersede":
+                asked["corrected text"] = answers.text("corrected text")
+            if decision in ("expire", "reject", "supersede"):
+                asked["reason"] = answers.text("reason", default="" if decision != "expire" else None)
+            if None in asked.values():
+                missing = next(k for k, v in asked.items() if v is None)
+                click.echo(f"{done} decision(s) made")
+                raise UsageError(f"the input ended before the answer to {missing!r}: {item.id} is not decided",
+                                 hint="give what a decision asks for on lines of its own after its key "
+                                      "(printf 'e\\nthe endpoint was removed\\n' | am review -i)")
+            target = asked.get("keep which fact") or target
+            text, reason = asked.get("corrected text"), asked.get("reason") or None
             try:
                 # Confirm at the queue's world; a stale fact's supersede is observed there too (it is stale there).
                 kept = decision == "confirm" or (decision == "supersede" and item.kind == "stale")
