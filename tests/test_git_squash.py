@@ -101,3 +101,18 @@ def test_a_real_merge_still_splits_in_a_merge_commit(alpha: Any) -> None:
     assert len(run_git(root, "log", "-1", "--format=%P", "HEAD~1").split()) == 2  # the merge, then am's commit
     assert "Am-Op: sync.merge" in run_git(root, "log", "-1", "--format=%B")
     _both_versions_kept(root)
+
+
+def test_the_squashed_branch_is_found_in_squash_msg_when_git_names_none_in_the_environment(alpha: Any) -> None:
+    """The hook takes the squashed commits from GITHEAD_<commit>, else from the SQUASH_MSG git merge --squash wrote."""
+    vault: Vault = alpha
+    root = vault.root
+    _fact_changed_on_both_sides(vault)
+    squash = _git(root, "-c", "core.hooksPath=/dev/null", "merge", "--squash", "side")
+    assert squash.returncode == 0, squash.stdout + squash.stderr
+    hook = subprocess.run([PYTHON, "-m", "am.cli.hookrun", "post-merge", "1"], cwd=root, check=False,
+                          capture_output=True, text=True, env=subprocess_env())
+    assert hook.returncode == 0 and "staged for the squash commit" in hook.stderr, hook.stderr
+    done = _git(root, "commit", "-q", "-m", "squash side")
+    assert done.returncode == 0, done.stdout + done.stderr
+    _both_versions_kept(root)

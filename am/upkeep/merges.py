@@ -233,7 +233,8 @@ def complete_squash(vault: Any, theirs: list[str]) -> list[str]:
     Run by the post-merge hook when Git says the merge was a squash: no commit
     was made, the index holds the merge, and ``git commit`` makes a commit of
     one parent that ``complete_merge`` cannot tell from any other. ``theirs``:
-    the commits squashed in (``GITHEAD_<commit>`` in the hook's environment).
+    the commits squashed in (``GITHEAD_<commit>`` in the hook's environment);
+    when it is empty, the tips of the commits Git lists in ``.git/SQUASH_MSG``.
     Like ``complete_merge``, but the files go into the index and the work
     tree, so the squash commit holds both versions. A file the index does not
     hold as the driver wrote it, or a work-tree file that differs from the
@@ -241,6 +242,7 @@ def complete_squash(vault: Any, theirs: list[str]) -> list[str]:
     """
     store = vault.store.opened()
     ours = store.head()
+    theirs = theirs or _squashed_tips(store)
     if ours is None or len(theirs) != 1:  # an octopus squash merges without the driver
         return []
     from am.git.remote import merge_base
@@ -251,6 +253,22 @@ def complete_squash(vault: Any, theirs: list[str]) -> list[str]:
     extra: dict[str, bytes] = {}
     _left_to_write(store, staged.read, merge_base(store, ours, theirs[0]), ours, theirs[0], extra)
     return staged.stage(extra)
+
+
+def _squashed_tips(store: Any) -> list[str]:
+    """The tips of the commits ``git merge --squash`` lists in ``SQUASH_MSG``: none of the others descends from them."""
+    import re
+
+    try:
+        text = (Path(store.gitdir) / "SQUASH_MSG").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    listed = list(dict.fromkeys(re.findall(r"(?m)^commit ([0-9a-f]{40}|[0-9a-f]{64})$", text)))
+    try:
+        parents = {p for c in listed for p in store.commit_info(c).parents}
+    except (KeyError, ValueError, AmError):  # a commit Git named that is not here: nothing to go by
+        return []
+    return [c for c in listed if c not in parents]
 
 
 class _IndexFiles:
