@@ -58,7 +58,11 @@ def test_library_never_imports_the_cli() -> None:
     assert offenders == set()
 
 
-@pytest.mark.parametrize("library", ["networkx", "jsonschema", "numpy", "simsimd"])
+def test_confusables_data_only_in_lookalikes() -> None:
+    assert _users("confusable_homoglyphs") <= {"am/records/lookalikes.py"}
+
+
+@pytest.mark.parametrize("library", ["networkx", "jsonschema", "numpy", "simsimd", "confusable_homoglyphs"])
 def test_heavy_libraries_are_imported_lazily(library: str) -> None:
     eager = {_rel(p) for p in _modules() for name, top in _imports(p)
              if top and (name == library or name.startswith(library + "."))}

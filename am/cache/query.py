@@ -54,7 +54,6 @@ class IndexQueries:
     def _meta(self) -> dict[str, str]:
         return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
-
     def lookup(self, record_id: str) -> PurePosixPath | None:
         """Return the path of the record with this id (the first by path if duplicated), or None."""
         row = self.conn.execute("SELECT path FROM records WHERE id = ? ORDER BY path LIMIT 1",
@@ -125,8 +124,7 @@ class IndexQueries:
 
     def repo_names(self) -> list[str]:
         """Return every code-repo name a record names."""
-        return [r for (r,) in self.conn.execute(
-            "SELECT DISTINCT repo FROM records WHERE repo IS NOT NULL ORDER BY repo")]
+        return [r for (r,) in self.conn.execute("SELECT DISTINCT repo FROM records WHERE repo IS NOT NULL ORDER BY repo")]
 
     def dirty_paths(self, *, unreadable: bool = False) -> list[str]:
         """Return the record files whose working tree differs from HEAD's (``unreadable``: and that no longer parse)."""
@@ -311,10 +309,13 @@ class IndexQueries:
         row = self.conn.execute("SELECT id FROM names WHERE key = ? ORDER BY rank, path LIMIT 1", (key,)).fetchone()
         return row[0] if row else None
 
+    def foreign_names(self) -> list[tuple[str, str]]:
+        """Return (key, id) of the names with a character outside ASCII (am/records/lookalikes.py), by key."""
+        return list(self.conn.execute("SELECT key, id FROM names WHERE length(CAST(key AS BLOB)) > length(key)"))
+
     def name_ref_records(self) -> list[tuple[PurePosixPath, Record]]:
         """Return the records whose link-valued keys name records by a name ("[[Li Wei]]"), sorted by path."""
-        sql = ("SELECT r.path, r.type, r.data FROM namerefs n CROSS JOIN records r ON r.path = n.path "
-               "ORDER BY r.path")
+        sql = "SELECT r.path, r.type, r.data FROM namerefs n CROSS JOIN records r ON r.path = n.path ORDER BY r.path"
         return [(PurePosixPath(p), record_from_json(t, d)) for p, t, d in self.conn.execute(sql)]
 
     def links(self, *, source: str | None = None, target: str | None = None,
@@ -571,8 +572,7 @@ class IndexQueries:
         counts = dict(self.conn.execute("SELECT type, count(*) FROM records GROUP BY type").fetchall())
         invalid = self.conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL AND error != ? "
                                     "ORDER BY path", (NOTE_ERROR,)).fetchall()
-        dup = [i for (i,) in self.conn.execute(
-            "SELECT id FROM records GROUP BY id HAVING count(*) > 1 ORDER BY id")]
+        dup = [i for (i,) in self.conn.execute("SELECT id FROM records GROUP BY id HAVING count(*) > 1 ORDER BY id")]
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
         return IndexStatus(
             path=self.path, schema=int(meta.get("schema", 0)), head=meta.get("head") or None, counts=counts,

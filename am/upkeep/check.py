@@ -264,9 +264,27 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
     for rid, (path, record) in sorted(records.items(), key=lambda kv: kv[1][0]):
         _check_references(path, record, resolve, get, issues, attachment)
     _check_cycles(records, get, issues)
+    _check_lookalikes(records, issues)
     order = {"error": 0, "warning": 1, "note": 2}
     issues.sort(key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
     return CheckReport(tuple(issues), nfiles, len(records))
+
+
+def _check_lookalikes(records: Mapping[str, tuple[str, Record]], issues: list[Issue]) -> None:
+    """Warn about two records with names that look alike (``dеploy``, Cyrillic е, and ``deploy``): am refuses
+    a new such name (am/records/lookalikes.py); one already in the vault is read as ever, and named here."""
+    from am.records.lookalikes import lookalike_pairs, spelled
+
+    def names() -> Iterator[tuple[str, str]]:
+        for rid, (path, record) in sorted(records.items(), key=lambda kv: kv[1][0]):
+            extra = (record.title, *record.aliases) if isinstance(record, Topic) else ()
+            yield from ((n, path) for n in (PurePosixPath(path).stem, rid, *extra))
+
+    for name, path, other, other_path in lookalike_pairs(names()):
+        issues.append(Issue("warning", "lookalike-name", path,
+                            f"name {name!r}{spelled(name)} looks like {other!r}{spelled(other)}, a name of {other_path}: "
+                            "a [[link]] typed one way or the other reaches a different record (Unicode TS #39); "
+                            "rename one of them (am topic rename ID NEW-ID --title TITLE)"))
 
 
 def _check_references(path: str, record: Record, resolve: Callable[[str], str | None],

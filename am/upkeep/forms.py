@@ -104,22 +104,46 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
 
     A ``[[Name]]`` link resolves by file name, id, title, alias, then path: a new record that takes a name
     already in use would silently pull links that reach another record today (a fact's ``"[[Redis]]"``
-    topic) over to itself, or make them name a fact.
+    topic) over to itself, or make them name a fact. A name that only looks like one in use (``dеploy``
+    with a Cyrillic е next to ``deploy``), or that mixes scripts in one word, is refused too
+    (am/records/lookalikes.py, Unicode TS #39): a link typed on another keyboard would reach the other record.
     """
-    from am.errors import CollisionError
+    from am.errors import CollisionError, InvalidRecordError
+    from am.records.lookalikes import foreign_letters, looks, mixed_script_word, spelled
     from am.records.names import NOTE_PREFIX, name_key
 
     cache = vault.cache()
     if cache is None:
         return
+    foreign: list[tuple[str, str]] = []  # the vault's names outside ASCII (key, id), read once
     for what, name in (("id", record_id), *names):
-        owner = cache.resolve_name_key(name_key(name))
+        key = name_key(name)
+        owner, other = cache.resolve_name_key(key), key
+        if owner is None or owner == record_id:
+            # Not taken: does it look like a name in use? An ASCII one by key, the others by their looks.
+            mine = looks(name)
+            found = [(o, look) for look in sorted(mine - {key}) if (o := cache.resolve_name_key(look)) is not None]
+            if not found:
+                foreign = foreign or cache.foreign_names()
+                found = [(o, k) for k, o in foreign if k != key and looks(k) & mine]
+            owner, other = next(((o, k) for o, k in found if o != record_id), (None, key))
         if owner is not None and owner != record_id:
             taken = owner[len(NOTE_PREFIX):] if owner.startswith(NOTE_PREFIX) else owner
-            raise CollisionError(f"{what} {name!r} is already a name of {taken}: a [[{name}]] link, which reaches "
-                                 f"{taken} today, would become ambiguous",
-                                 hint=f"choose another {'title' if what == 'file name' else what}, or use {taken}; "
-                                      "nothing was written")
+            fix = (f"choose another {'title' if what == 'file name' else what}, or use {taken}; nothing was written")
+            if other == key:
+                raise CollisionError(f"{what} {name!r} is already a name of {taken}: a [[{name}]] link, which reaches "
+                                     f"{taken} today, would become ambiguous", hint=fix)
+            raise CollisionError(f"{what} {name!r}{spelled(name)} looks like {other!r}{spelled(other)}, a name of "
+                                 f"{taken}: a [[{name}]] link and a [[{other}]] link would look alike and reach "
+                                 "different records (Unicode TS #39 confusables)", hint=fix)
+        mixed = mixed_script_word(name)
+        if mixed is not None:
+            word, scripts = mixed
+            raise InvalidRecordError(
+                f"{name!r} mixes {' and '.join(s.title() for s in scripts)} letters in the word {word!r} "
+                f"({foreign_letters(word)}): it looks like a word typed in one script, which a link typed that way "
+                "would not reach (Unicode TS #39)",
+                field=what, hint="type each word in one script; nothing was written")
 
 
 def relation_body(vault: Any, from_id: str, rel: str, to_id: str) -> str:
