@@ -45,7 +45,7 @@ from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_line, one_line, with_fresh_ids
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
-from am.upkeep.duplicates import adding
+from am.upkeep.duplicates import adding, holds_everywhere, superseding
 from am.upkeep.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_names, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.upkeep.worldwrites import WorldWrites
@@ -486,20 +486,17 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
 
         def attempt() -> WriteResult:
             fact = replace(self._new_fact(draft, supersedes=[old.id]), reason=one_line(reason))
-            holds_everywhere = (
-                fact.repo == old.repo
-                and (old.version is None or fact.version in (None, old.version))
-                and (fact.commit is None or fact.commit == old.commit)
-            )
             updated = replace(old, superseded_by=fact.id, reason=one_line(reason),
-                              status="superseded" if holds_everywhere else old.status)
+                              status="superseded" if holds_everywhere(fact, old) else old.status)
             path = record_path("fact", fact.id, fact.created)
             items: list[tuple[PurePosixPath, Record, str | None]] = [(path, fact, None), (old_path, updated, base)]
             items += [(p, t, None) for p, t in new_topics]
             return self._write(items, noun="fact", verb="supersede", ids=[fact.id, old.id], reason=reason,
                                subject=f"fact: supersede {old.id} -> {fact.id}", allow_secrets=allow_secrets)
 
-        return with_fresh_ids(attempt, generated=not draft.id)
+        # A statement another holding fact already says: the old one is superseded by that fact, no twin.
+        with superseding(self, (old_path, old, base), draft, reason=reason, allow_secrets=allow_secrets) as done:
+            return done if done is not None else with_fresh_ids(attempt, generated=not draft.id)
 
     def set_fact_status(self, fact_id: str, status: str, *, reason: str | None = None,
                         verb: str = "status") -> WriteResult:

@@ -18,7 +18,7 @@ import pytest
 from am.errors import CollisionError, InvalidRecordError
 from am.records.lookalikes import lookalike_pairs, looks, mixed_script_word
 from am.vault import Vault
-from tests.conftest import run_git, subprocess_env
+from conftest import run_git, subprocess_env
 
 CYRILLIC_E = "\u0435"
 DEPLOY_CYRILLIC = f"d{CYRILLIC_E}ploy"  # looks like "deploy"

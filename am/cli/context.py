@@ -119,8 +119,9 @@ def report_write(result: WriteResult, fmt: str, verb: str, *, adds: bool = False
             **({} if result.created else {"id": first.id, "note": result.note}),
         })
         return
-    if not result.created:
-        click.echo(f"already recorded as {first.type} {first.id} ({result.paths[0]}); nothing written")
+    if not result.created:  # a supersede by a fact that already said it wrote the two files, no twin
+        done = f"{verb} it in commit {result.commit[:10]}, no new fact written" if result.commit else "nothing written"
+        click.echo(f"already recorded as {first.type} {first.id} ({result.paths[0]}); {done}")
         click.echo(f"  {result.note}")
         return
     click.echo(f"{verb} {first.type} {first.id} ({result.paths[0]}) in commit {result.commit[:10]}")

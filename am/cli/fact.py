@@ -101,7 +101,9 @@ def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confid
               **kw: Any) -> None:
     """Replace fact OLD with a new fact (one commit touching both files).
 
-    The new fact inherits OLD's topics and world unless you give new ones.
+    The new fact inherits OLD's topics and world unless you give new ones. When
+    another holding fact already says TEXT (same topics, repo and branch), OLD
+    is superseded by that fact instead and no second copy is written.
 
     Example: am fact supersede fact-alpha-getuser-main "Alpha offers getUsers(ids) too" --reason "batch API merged"
     """

@@ -19,7 +19,7 @@ from typing import Any
 from am.records.model import Fact
 from am.records.writes import FactDraft, WriteResult
 
-__all__ = ["HOLDING", "adding", "recorded", "recorded_hint"]
+__all__ = ["HOLDING", "adding", "holds_everywhere", "recorded", "recorded_hint", "superseding"]
 
 HOLDING = ("active", "contested", "pending-review")
 
@@ -41,10 +41,11 @@ def adding(vault: Any, draft: FactDraft) -> Iterator[WriteResult | None]:
 
 
 def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | None,
-             branch: str | None) -> tuple[PurePosixPath, Fact] | None:
+             branch: str | None, *, besides: str | None = None) -> tuple[PurePosixPath, Fact] | None:
     """Return (path, fact) of a holding fact that already says ``text`` in this repo and branch, or None.
 
     ``topics`` None: about any topics (a session's proposal, which also names its session).
+    ``besides``: a fact id that does not count (the fact a supersede replaces).
     """
     if not text.strip():
         return None  # no statement: the write's own check says so
@@ -56,7 +57,7 @@ def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | No
         flat = " ".join(text.split())
         pairs = ((p, r) for p, r in vault.iter_records() if isinstance(r, Fact) and " ".join(r.body.split()) == flat)
     for path, fact in pairs:
-        if (fact.status in HOLDING and (fact.repo or None) == (repo or None)
+        if (fact.status in HOLDING and fact.id != besides and (fact.repo or None) == (repo or None)
                 and (fact.version or None) == (branch or None)
                 and (topics is None or set(fact.topics) == set(topics))):
             return path, fact
@@ -71,3 +72,57 @@ def recorded_hint(fact: Fact, draft: FactDraft) -> str:
         return (f"to record that it still holds at {draft.commit[:10]}: "
                 f"am fact confirm {fact.id} --commit {draft.commit}")
     return f"nothing to do; to change it: am fact supersede {fact.id} TEXT --reason ..."
+
+
+def holds_everywhere(new: Fact, old: Fact) -> bool:
+    """Return whether ``new`` holds wherever ``old`` did (same repo, no narrower branch or later commit).
+
+    Then a supersede marks ``old`` superseded; otherwise it stays active and the
+    supersession is resolved per world (DESIGN §5.6).
+    """
+    return (new.repo == old.repo and (old.version is None or new.version in (None, old.version))
+            and (new.commit is None or new.commit == old.commit))
+
+
+@contextmanager
+def superseding(vault: Any, old: tuple[PurePosixPath, Fact, str | None], draft: FactDraft, *, reason: str,
+                allow_secrets: bool) -> Iterator[WriteResult | None]:
+    """Hold the lock of the new statement while a supersede checks and writes; yield what it did instead, or None.
+
+    When another holding fact already says the draft (the rule of ``recorded``, the old fact
+    aside), writing the new fact would make its twin: the old fact is superseded by that one
+    instead, in one commit touching the two files (``created`` False, the fact found first
+    in ``records``; docs/decisions.md). A twin that waits for review is named, nothing written.
+    """
+    from am.cache.rows import statement_key
+
+    with vault.store.key_lock(statement_key(draft.text)):
+        found = recorded(vault, draft.text, draft.topics, draft.repo, draft.branch, besides=old[1].id)
+        yield None if found is None else _by_twin(vault, old, found[1].id, reason=reason, allow_secrets=allow_secrets)
+
+
+def _by_twin(vault: Any, old: tuple[PurePosixPath, Fact, str | None], twin_id: str, *, reason: str,
+             allow_secrets: bool) -> WriteResult:
+    from dataclasses import replace
+
+    from am.errors import UsageError
+    from am.records.writes import one_line
+
+    old_path, fact, base = old
+    twin_path, twin, twin_base = vault._existing_for_update(twin_id, Fact, "fact")
+    if twin.status == "pending-review":
+        raise UsageError(f"fact {twin.id} already says this and waits for review",
+                         hint=f"accept it first (am review accept {twin.id}), then supersede {fact.id} again; "
+                              "nothing was written")
+    if twin.id in fact.supersedes:  # superseded per world only, so still holding: the two would form a cycle
+        raise UsageError(f"fact {twin.id} already says this, and {fact.id} supersedes it where {fact.id} holds",
+                         hint=f"to end {fact.id} too: am fact expire {fact.id} --reason ...; nothing was written")
+    updated = replace(fact, superseded_by=twin.id, reason=one_line(reason),
+                      status="superseded" if holds_everywhere(twin, fact) else fact.status)
+    kept = replace(twin, supersedes=(*twin.supersedes, fact.id))
+    result: WriteResult = vault._write([(twin_path, kept, twin_base), (old_path, updated, base)], noun="fact",
+                                       verb="supersede", ids=[twin.id, fact.id], reason=reason,
+                                       subject=f"fact: supersede {fact.id} -> {twin.id}", allow_secrets=allow_secrets)
+    return replace(result, created=False, note=f"{twin.id} already says this: {fact.id} is superseded by it, and no "
+                                               "second copy was written")
+
