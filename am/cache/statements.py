@@ -28,3 +28,8 @@ class StatementQueries:
                                  "WHERE type = 'fact' AND statement = ? ORDER BY id, path", (statement_key(text),))
         return [(PurePosixPath(p), f) for p, d in rows
                 if isinstance(f := record_from_json("fact", d), Fact) and " ".join(f.body.split()) == flat]
+
+    def statement_keys(self) -> set[int]:
+        """Return the statement key of every fact (what an import asks before ``facts_stating``, once)."""
+        return {k for (k,) in self.conn.execute("SELECT DISTINCT statement FROM records INDEXED BY records_statement "
+                                               "WHERE type = 'fact'")}

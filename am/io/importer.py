@@ -52,6 +52,7 @@ class ImportSummary:
     merged: int = 0
     updated: int = 0
     already: int = 0
+    duplicates: int = 0
     redacted: int = 0
     aside: list[Aside] = field(default_factory=list)
     commits: list[str] = field(default_factory=list)
@@ -62,7 +63,7 @@ class ImportSummary:
         return {
             "system": self.system, "source": self.source, "read": dict(sorted(self.read.items())),
             "made": self.made, "merged": self.merged, "updated": self.updated,
-            "already_imported": self.already, "redacted": self.redacted,
+            "already_imported": self.already, "skipped_duplicates": self.duplicates, "redacted": self.redacted,
             "left_aside": [{"origin": a.origin, "reason": a.reason} for a in self.aside],
             "commits": self.commits, "dry_run": self.dry_run,
         }
@@ -81,6 +82,9 @@ class ImportSummary:
             out.append(f"updated: {self.updated} fact{'s' * (self.updated != 1)} of the vault marked superseded")
         if self.already:
             out.append(f"already imported: {self.already} record{'s' * (self.already != 1)} (not written again)")
+        if self.duplicates:
+            out.append(f"skipped duplicates: {self.duplicates} fact{'s' * (self.duplicates != 1)} the vault (or this "
+                       "import) already holds: same statement, topics, repo and branch (not written)")
         if self.redacted:
             out.append(f"redacted: {self.redacted} record{'s' * (self.redacted != 1)} had credentials masked")
         out.append(f"left aside: {len(self.aside)}")
@@ -232,6 +236,7 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
             summary.already += 1
     if read.system != "jsonl":  # am's own export is written as it was, references and all
         new = _consistent(new, set(existing), summary)
+    new = _without_twins(vault, new, summary)
     writes: list[tuple[PurePosixPath, Record, str | None]] = []
     for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
         item = _as_left(item, left.get(item.record.id))
@@ -277,6 +282,52 @@ def _consistent(items: list[Item], existing: set[str], summary: ImportSummary) -
         if len(kept) == len(items):
             return kept
         items = kept
+
+
+def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> list[Item]:
+    """Drop the holding facts that a holding fact of the vault, or an earlier one of this import, already says.
+
+    The rule of a fact add (am/upkeep/duplicates.py): the statement with every run of
+    whitespace one space (case counts), the same topics, repo and branch. An ended
+    (superseded, expired) fact is history and is written; so is a fact another record of
+    the import names (a supersession, a relation's end), so that its link holds. The
+    vault is asked only for statements it has (one query for all keys, then one indexed
+    lookup a candidate), so a fresh vault's import costs a set lookup a fact. The file a
+    killed run left uncommitted (the cache reads the work tree) is the fact itself, not its twin.
+    """
+    from am.cache.rows import statement_key
+    from am.upkeep.duplicates import HOLDING, recorded
+
+    named: set[str] = set()
+    for item in items:
+        r = item.record
+        if isinstance(r, Fact):
+            named.update(r.supersedes, [r.superseded_by] if r.superseded_by else [])
+        elif isinstance(r, Relation):
+            named.update((r.from_, r.to))
+    def said(f: Fact) -> tuple[str, frozenset[str], str | None, str | None]:
+        return " ".join(f.body.split()), frozenset(f.topics), f.repo or None, f.version or None
+
+    cache = vault.cache()
+    seen: set[tuple[str, frozenset[str], str | None, str | None]] = set()
+    keys: set[int] = set()
+    if cache is not None:
+        keys = cache.statement_keys()
+    else:  # no usable cache: the vault's holding facts, read once (a killed run's files are this import's)
+        ids = {i.record.id for i in items}
+        seen = {said(f) for _, f in vault.iter_records() if isinstance(f, Fact) and f.status in HOLDING
+                and f.id not in ids}
+    kept: list[Item] = []
+    for item in items:
+        r = item.record
+        if isinstance(r, Fact) and r.status in HOLDING and r.id not in named:
+            if said(r) in seen or (statement_key(r.body) in keys
+                                   and recorded(vault, r.body, r.topics, r.repo, r.version, besides=r.id) is not None):
+                summary.duplicates += 1
+                continue
+            seen.add(said(r))
+        kept.append(item)
+    return kept
 
 
 def _path_of(item: Item) -> PurePosixPath:
