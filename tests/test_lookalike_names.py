@@ -132,3 +132,20 @@ def test_mcp_topic_add_and_fact_add_with_an_id_are_held_to_the_same_rule(vault: 
     finally:
         d.close()
     assert run_git(vault_path, "rev-parse", "HEAD").strip() == head
+
+
+def test_a_rename_is_held_to_the_name_rule_for_the_names_it_brings(vault: Vault, vault_path: Path) -> None:
+    """am topic rename gave a topic a title another topic has (or one that looks like it) without a word:
+    [[deploy]] links then reached either. Its own names (the title kept, the old title as alias) are its own."""
+    vault.add_topic(title="deploy", id="concept-deploy")
+    vault.add_topic(title="X", id="concept-x")
+    head = run_git(vault_path, "rev-parse", "HEAD").strip()
+    for title, said in [("deploy", "title 'deploy' is already a name of concept-deploy"),
+                        (DEPLOY_CYRILLIC, "looks like 'deploy'")]:
+        done = _am(vault_path, "topic", "rename", "concept-x", "concept-y", "--title", title)
+        assert done.returncode == 6 and said in done.stderr, done.stderr
+    done = _am(vault_path, "topic", "rename", "concept-x", "concept-deploy-two")
+    assert done.returncode == 0, done.stderr  # the id is new; the title X it keeps is its own
+    done = _am(vault_path, "topic", "rename", "concept-deploy-two", "concept-deploy-two", "--title", "Deploy tool")
+    assert done.returncode == 0, done.stderr  # its old title X becomes an alias: its own name
+    assert run_git(vault_path, "rev-list", "--count", f"{head}..HEAD").strip() == "2"

@@ -99,8 +99,11 @@ def topic_names(topic: Topic, path: PurePosixPath) -> list[tuple[str, str]]:
     return [("file name", path.stem), ("title", topic.title), *(("alias", a) for a in topic.aliases)]
 
 
-def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]] = ()) -> None:
+def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]] = (), *,
+                     was: str | None = None) -> None:
     """Refuse a new record whose id (or another of its ``names``: (what, name)) is already a name of another record.
+
+    ``was``: the id the record had (a topic rename): names it answers to already are its own.
 
     A ``[[Name]]`` link resolves by file name, id, title, alias, then path: a new record that takes a name
     already in use would silently pull links that reach another record today (a fact's ``"[[Redis]]"``
@@ -116,18 +119,19 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
     if cache is None:
         return
     foreign: list[tuple[str, str]] = []  # the vault's names outside ASCII (key, id), read once
+    own = {record_id, was}
     for what, name in (("id", record_id), *names):
         key = name_key(name)
         owner, other = cache.resolve_name_key(key), key
-        if owner is None or owner == record_id:
+        if owner is None or owner in own:
             # Not taken: does it look like a name in use? An ASCII one by key, the others by their looks.
             mine = looks(name)
             found = [(o, look) for look in sorted(mine - {key}) if (o := cache.resolve_name_key(look)) is not None]
             if not found:
                 foreign = foreign or cache.foreign_names()
                 found = [(o, k) for k, o in foreign if k != key and looks(k) & mine]
-            owner, other = next(((o, k) for o, k in found if o != record_id), (None, key))
-        if owner is not None and owner != record_id:
+            owner, other = next(((o, k) for o, k in found if o not in own), (None, key))
+        if owner is not None and owner not in own:
             taken = owner[len(NOTE_PREFIX):] if owner.startswith(NOTE_PREFIX) else owner
             fix = (f"choose another {'title' if what == 'file name' else what}, or use {taken}; nothing was written")
             if other == key:

@@ -100,6 +100,11 @@ def rename_topic(vault: Any, old_id: str, new_id: str, *, title: str | None = No
     else:
         new_path = old_path  # a readable name that is not the title: the person chose it
     link_name = new_path.stem if new_path.stem != new_id else new_id
+    from am.upkeep.forms import check_names_free
+
+    brought = [("title", new_title)] if new_title != topic.title else []  # names it answers to already are its own
+    check_names_free(vault, new_id, [*brought, *([("file name", new_path.stem)] if new_path != old_path else [])],
+                     was=old_id)
     renamed = replace(topic, id=new_id, title=new_title, aliases=aliases,
                       body=rewrite_links(topic.body, old_names, link_name))
     edits: list[tuple[PurePosixPath, PurePosixPath, Record]] = [(old_path, new_path, renamed)]
