@@ -186,17 +186,13 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
 
     def iter_record_paths(self) -> Iterator[PurePosixPath]:
         """Yield the vault-relative path of every .md file under topics/, facts/, relations/."""
-        from am.git.workfiles import is_real_dir, real_subdirs
-        for top in RECORD_DIRS.values():
-            base = self.root / top
-            if not is_real_dir(str(base)):
-                continue  # missing, or a link: never followed out of the vault
-            for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = real_subdirs(dirpath, dirnames)
-                rel_dir = PurePosixPath(Path(dirpath).relative_to(self.root).as_posix())
-                for name in sorted(filenames):
-                    if name.endswith(".md") and not name.startswith("."):
-                        yield rel_dir / name
+        yield from map(PurePosixPath, self.record_file_names())
+
+    def record_file_names(self) -> Iterator[str]:
+        """Yield ``iter_record_paths`` as strings (no path object per file: a check of 20k files lists them all)."""
+        from am.git.workfiles import markdown_files
+
+        return markdown_files(str(self.root), RECORD_DIRS.values())
 
     def read_path(self, path: PurePosixPath) -> Record:
         """Parse the record file at a vault-relative path: a regular file, no link followed, size capped."""

@@ -5,7 +5,9 @@ registered for, so the world pass warns about half of them), adds a few hand
 files that break the format in different ways (so the slow paths run too),
 then times whole processes (median of N; bytecode compiled once) of
 `am check`, `am check --format json` and `am doctor`, each against `git status`
-in the same run.
+in the same run: cold (no derived data: am/upkeep/checkmemo.py's memo deleted
+before every run), warm (the memo of the run before, nothing changed) and with
+one fact file edited before every round.
 
 With ``--before REV`` (a commit of this repository, e.g. the one before a
 change to the check passes), that version's am is timed too, interleaved with
@@ -32,6 +34,15 @@ if __package__ in (None, ""):
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_audit import ENV, _cpu
 from corpus import print_after_before, print_load, write_vault
+
+from am.upkeep.checkmemo import MEMO_FILE
+
+# What is timed: each command with no derived data kept (cold: the memo deleted before every run), with the
+# memo of the run before (warm: nothing changed), and with one fact file edited before every round.
+SCENARIOS = (("am check, cold", ["check"], "cold"), ("am check, warm", ["check"], "warm"),
+             ("am check, one file edited", ["check"], "edited"),
+             ("am check --format json, warm", ["check", "--format", "json"], "warm"),
+             ("am doctor, cold", ["doctor"], "cold"), ("am doctor, warm", ["doctor"], "warm"))
 
 _HEAD = "---\ntype: fact\nid: {id}\ntopics: [project-t00000]\nstatus: active\ncreated: 2026-09-23T12:00:00+08:00\n"
 HOSTILE = {  # hand files: each takes the slow path (the schema) and most are findings
@@ -96,13 +107,19 @@ def main() -> None:
         base = ["git", "-C", str(vault), "status"]
         for label, env in envs.items():  # warm-up: bytecode, the cache, the page cache
             subprocess.run([*am, "index", "status"], capture_output=True, env=env, cwd="/", check=True)
-        for name, argv in (("am check", ["check"]), ("am check --format json", ["check", "--format", "json"]),
-                           ("am doctor", ["doctor"])):
+        memo = vault / ".git" / "am" / MEMO_FILE
+        edited = vault / sorted(p for p in (vault / "facts").rglob("*.md") if not p.name.startswith("f-hand"))[0]
+        original = edited.read_bytes()
+        for name, argv, state in SCENARIOS:
             wall: dict[str, list[float]] = {k: [] for k in [*envs, "git"]}
             cpu: dict[str, list[float]] = {k: [] for k in wall}
             outputs: dict[str, tuple[bytes, int]] = {}
             for n in range(args.runs + 1):
+                if state == "edited":  # a new text each round: both versions check the same file, once changed
+                    edited.write_bytes(original + f"Edited in round {n}.\n".encode())
                 for label, env in envs.items():
+                    if state == "cold":
+                        memo.unlink(missing_ok=True)
                     w, c, out, code = timed([*am, *argv], env)
                     if outputs.setdefault(label, (out, code)) != (out, code):
                         raise SystemExit(f"{name}: {label}'s output changed between runs")
@@ -122,6 +139,7 @@ def main() -> None:
                 print(f"  {label:<6} {med[label]:7.2f} s wall ({med[label] / med['git']:6.1f}x git status), "
                       f"{medc[label]:7.2f} s CPU")
             print_after_before(envs, med, medc, outputs)
+            edited.write_bytes(original)
         print_load()
 
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import Self
 
-__all__ = ["UNREAD_BLOB", "WorkFile", "WorkTreeReader", "is_real_dir", "read_work_file", "real_subdirs"]
+__all__ = ["UNREAD_BLOB", "WorkFile", "WorkTreeReader", "is_real_dir", "markdown_files", "read_work_file",
+           "real_subdirs"]
 
 # The blob id a cache records for a file it did not read (too large, a FIFO): never a real one, so the
 # file counts as differing from HEAD and is looked at again by every command (a stat, not a read).
@@ -62,6 +64,23 @@ def is_real_dir(path: str) -> bool:
 def real_subdirs(dirpath: str, names: list[str]) -> list[str]:
     """Return the names that are folders themselves (not links to one) and not hidden, sorted (for os.walk)."""
     return sorted(d for d in names if not d.startswith(".") and is_real_dir(os.path.join(dirpath, d)))
+
+
+def markdown_files(root: str, tops: Iterable[str]) -> Iterator[str]:
+    """Yield the vault-relative path of every ``.md`` file under each of ``tops``, in order, sorted per folder.
+
+    Dot-files and dot-folders are left out, and no link is followed (a top that is a link is skipped).
+    """
+    for top in tops:
+        base = os.path.join(root, top)
+        if not is_real_dir(base):
+            continue  # missing, or a link: never followed out of the vault
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = real_subdirs(dirpath, dirnames)
+            rel = top if dirpath == base else f"{top}/{os.path.relpath(dirpath, base).replace(os.sep, '/')}"
+            for name in sorted(filenames):
+                if name.endswith(".md") and not name.startswith("."):
+                    yield f"{rel}/{name}"
 
 
 class WorkTreeReader:

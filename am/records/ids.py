@@ -175,13 +175,17 @@ def format_timestamp(moment: datetime) -> str:
 
 def record_path(record_type: str, record_id: str, created: str | None) -> PurePosixPath:
     """Return the vault-relative path am writes a new record to."""
+    return PurePosixPath(record_file(record_type, record_id, created))
+
+
+def record_file(record_type: str, record_id: str, created: str | None) -> str:
+    """Return ``record_path`` as text (no path object: ``am check`` asks it of every file)."""
     check_id(record_id)
-    name = f"{record_id}.md"
     if record_type == "topic":
-        return PurePosixPath("topics", name)
+        return f"topics/{record_id}.md"
     if created is None:
         raise InvalidRecordError("is required to place the file", field="created")
-    return PurePosixPath(f"{_dated_folder(record_type, created)}/{name}")
+    return f"{_dated_folder(record_type, created)}/{record_id}.md"
 
 
 @lru_cache(maxsize=512)

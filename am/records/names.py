@@ -36,6 +36,15 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
+def _stem(path: str) -> str:
+    """Return ``PurePosixPath(path).stem`` (a file name without its last suffix), without pathlib's cost."""
+    if "//" in path or path.endswith(("/", "/.")) or "/./" in path or path.startswith("./") or path == ".":
+        return PurePosixPath(path).stem
+    name = path[path.rfind("/") + 1:]
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
 @dataclass
 class Names:
     """A table of names -> record ids (or ``note:<path>``), ranked file name, id, title, alias."""
@@ -52,7 +61,7 @@ class Names:
     def add_record(self, path: str, record_id: str, *, title: str | None = None,
                    aliases: Iterable[str] = ()) -> None:
         """Add a record's names: its file name, id, title and aliases."""
-        self._put(0, PurePosixPath(path).stem, record_id, path)
+        self._put(0, _stem(path), record_id, path)
         self._put(1, record_id, record_id, path)
         if title:
             self._put(2, title, record_id, path)
@@ -61,7 +70,7 @@ class Names:
 
     def add_note(self, path: str) -> None:
         """Add a note (a Markdown file that is not a record) by its file name."""
-        self._put(0, PurePosixPath(path).stem, NOTE_PREFIX + path, path)
+        self._put(0, _stem(path), NOTE_PREFIX + path, path)
 
     def _put(self, rank: int, name: str, value: str, path: str) -> None:
         key = name_key(name)

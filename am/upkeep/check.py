@@ -5,6 +5,11 @@ types, id <-> file name, the folder it sits in. Across files: duplicate ids,
 relations and facts naming records that do not exist, dangling ``[[links]]``,
 supersede cycles and half-finished supersessions.
 
+A check of the whole vault keeps each file's own findings, and the gist of
+its record that the checks across files read (am/upkeep/checklinks.py), by the
+file's bytes (am/upkeep/checkmemo.py): an unchanged file is read and hashed,
+not parsed again.
+
 Severities: ``error`` (the exit code says so), ``warning`` (errors under
 ``--strict``) and ``note`` (never fatal: a person may keep a file where they
 like, DESIGN §2).
@@ -20,10 +25,11 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from am.errors import InvalidRecordError
-from am.records.ids import RECORD_DIRS, folder_problem, record_path
-from am.records.model import RELATION_TYPES, Fact, Record, Relation, Topic
-from am.records.names import NOTE_PREFIX, Names
+from am.records.ids import RECORD_DIRS, folder_problem, record_file
+from am.records.model import RELATION_TYPES, Record
+from am.records.names import Names
 from am.records.notes import is_record_meta, is_record_text
+from am.upkeep.checkmemo import CheckMemo, Gist, gist_of
 
 __all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_bytes", "is_record_text",
            "is_record_meta", "name_other", "session_file_issues"]
@@ -192,7 +198,7 @@ def _check_place(path: str, record: Record, issues: list[Issue]) -> None:
                             f"a {record.type} in {top}/; am would keep it in {RECORD_DIRS[record.type]}/"))
         return
     try:
-        expected = str(record_path(record.type, record.id, record.created))
+        expected = record_file(record.type, record.id, record.created)
     except InvalidRecordError:
         return
     if expected != path:
@@ -210,7 +216,7 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
                 load_other: Callable[[str], Record | None] | None = None,
                 names: Names | None = None, notes: Iterable[str] = (), schema: bool = True,
                 attachment: Callable[[str], bool] | None = None,
-                parsed: list[tuple[str, Record]] | None = None) -> CheckReport:
+                parsed: list[tuple[str, Gist]] | None = None, memo: CheckMemo | None = None) -> CheckReport:
     """Check record files given as (path, bytes), and the links between them.
 
     ``other_ids`` maps ids of records outside ``files`` to their paths (they
@@ -219,33 +225,47 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
     aliases of records outside ``files``, and ``notes`` the paths of other
     Markdown files, so links resolve as Obsidian resolves them; ``attachment``
     says whether a link names a file of another kind (``![[Pasted image.png]]``);
-    ``parsed`` receives every record read, duplicates too (the world pass reads them).
+    ``parsed`` receives the gist of every record read, duplicates too (the world
+    pass reads them). ``memo`` holds each file's own findings and gist from an
+    earlier check, by content (am/upkeep/checkmemo.py): a file it knows is not parsed.
     """
+    from am.upkeep.checklinks import check_cycles, check_lookalikes, check_references
+
     issues: list[Issue] = []
-    records: dict[str, tuple[str, Record]] = {}
+    records: dict[str, tuple[str, Gist]] = {}
     table = names if names is not None else Names()
     nfiles = 0
     for note in notes:
         table.add_note(note)
     for path, data in files:
         nfiles += 1
-        record, _ = _parse(path, data, issues, schema=schema)
-        if record is None:
-            if any(i.path == path and i.code == "note" for i in issues):
+        key = memo.key(path, data) if memo is not None and schema else None
+        kept = memo.get(key) if memo is not None and key is not None else None
+        if kept is None:
+            own: list[Issue] = []
+            record, _ = _parse(path, data, own, schema=schema)
+            gist = gist_of(record) if record is not None else None
+            if memo is not None and key is not None:
+                memo.put(key, [(i.severity, i.code, i.field, i.line, i.message) for i in own], gist)
+        else:
+            own = [Issue(severity, code, path, message, field, line) for severity, code, field, line, message in kept[0]]
+            gist = kept[1]
+        issues += own
+        if gist is None:
+            if any(i.code == "note" for i in own):
                 table.add_note(path)
             continue
         if parsed is not None:
-            parsed.append((path, record))
-        if record.id in records:
-            first = records[record.id][0]
-            issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {first}", "id"))
+            parsed.append((path, gist))
+        if gist.id in records:
+            first = records[gist.id][0]
+            issues.append(Issue("error", "duplicate-id", path, f"id {gist.id!r} is also used by {first}", "id"))
             continue
-        other = other_ids.get(record.id) if other_ids is not None else None
+        other = other_ids.get(gist.id) if other_ids is not None else None
         if other is not None and other != path:
-            issues.append(Issue("error", "duplicate-id", path, f"id {record.id!r} is also used by {other}", "id"))
-        records[record.id] = (path, record)
-        table.add_record(path, record.id, title=record.title if isinstance(record, Topic) else None,
-                         aliases=record.aliases if isinstance(record, Topic) else ())
+            issues.append(Issue("error", "duplicate-id", path, f"id {gist.id!r} is also used by {other}", "id"))
+        records[gist.id] = (path, gist)
+        table.add_record(path, gist.id, title=gist.title, aliases=gist.aliases)
     others: Mapping[str, str] = other_ids if other_ids is not None else {}
     table.add_ids(others)
 
@@ -254,157 +274,25 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
             return ref
         return table.resolve(ref)
 
-    def get(rid: str) -> Record | None:
+    def get(rid: str) -> Gist | None:
         if rid in records:
             return records[rid][1]
         if load_other is not None and rid in others:
-            return load_other(rid)
+            loaded = load_other(rid)
+            return gist_of(loaded) if loaded is not None else None
         return None
 
-    for rid, (path, record) in sorted(records.items(), key=lambda kv: kv[1][0]):
-        _check_references(path, record, resolve, get, issues, attachment)
-    _check_cycles(records, get, issues)
-    _check_lookalikes(records, issues)
-    order = {"error": 0, "warning": 1, "note": 2}
-    issues.sort(key=lambda i: (order[i.severity], i.path, i.code, i.field or "", i.message))
+    for rid, (path, gist) in sorted(records.items(), key=lambda kv: kv[1][0]):
+        check_references(path, gist, resolve, get, issues, attachment)
+    check_cycles(records, get, issues)
+    check_lookalikes(records, issues)
+    issues.sort(key=_issue_order)
     return CheckReport(tuple(issues), nfiles, len(records))
 
 
-def _check_lookalikes(records: Mapping[str, tuple[str, Record]], issues: list[Issue]) -> None:
-    """Warn about two records with names that look alike (``dеploy``, Cyrillic е, and ``deploy``): am refuses
-    a new such name (am/records/lookalikes.py); one already in the vault is read as ever, and named here."""
-    from am.records.lookalikes import lookalike_pairs, spelled
-
-    def names() -> Iterator[tuple[str, str]]:
-        for rid, (path, record) in sorted(records.items(), key=lambda kv: kv[1][0]):
-            extra = (record.title, *record.aliases) if isinstance(record, Topic) else ()
-            yield from ((n, path) for n in (PurePosixPath(path).stem, rid, *extra))
-
-    for name, path, other, other_path in lookalike_pairs(names()):
-        issues.append(Issue("warning", "lookalike-name", path,
-                            f"name {name!r}{spelled(name)} looks like {other!r}{spelled(other)}, a name of {other_path}: "
-                            "a [[link]] typed one way or the other reaches a different record (Unicode TS #39); "
-                            "rename one of them (am topic rename ID NEW-ID --title TITLE)"))
-
-
-def _check_references(path: str, record: Record, resolve: Callable[[str], str | None],
-                      get: Callable[[str], Record | None], issues: list[Issue],
-                      attachment: Callable[[str], bool] | None = None) -> None:
-    from am.records.links import parse_links
-    from am.records.merge import has_merged_text
-
-    if has_merged_text(record.body):
-        issues.append(Issue("warning", "merged-text", path,
-                            "holds two versions of its text kept by a merge; edit them into one text "
-                            "and delete the am:merged lines", "body"))
-    def by_value(ref: str) -> str | None:
-        # A property value: a [[link]] resolves as Obsidian does, a bare value is an id (as the cache reads it:
-        # "postgres" is not the topic titled Postgres, and a slice would show its fact under no topic file).
-        found = resolve(ref)
-        return found if ref.startswith("[[") or found == ref else None
-
-    def exists(ref: str) -> bool:
-        found = by_value(ref)
-        return found is not None and not found.startswith(NOTE_PREFIX)
-
-    if isinstance(record, Fact):
-        for topic in record.topics:
-            found = by_value(topic)
-            if found is None:
-                issues.append(Issue("warning", "unknown-topic", path,
-                                    f"topic {topic!r} does not exist; create it with: am topic add "
-                                    f"{topic if not topic.startswith('[[') else 'ID --title ' + repr(topic[2:-2])}",
-                                    "topics"))
-            elif found.startswith(NOTE_PREFIX):
-                issues.append(Issue("warning", "not-a-topic", path,
-                                    f"{topic!r} is the note {found[len(NOTE_PREFIX):]}, not a topic", "topics"))
-            else:
-                target = get(found)
-                if target is not None and not isinstance(target, Topic):
-                    issues.append(Issue("error", "not-a-topic", path, f"{topic!r} is a {target.type}, not a topic",
-                                        "topics"))
-        _check_supersession(path, record, lambda r: exists(r), lambda r: get(resolve(r) or r), issues)
-    elif isinstance(record, Relation):
-        for field, value in (("from", record.from_), ("to", record.to)):
-            if value and not exists(value):
-                issues.append(Issue("error", "missing-target", path, f"{field} names {value!r}, which does not exist",
-                                    field))
-    # A relation's own ends are already reported as missing targets.
-    ends = {record.from_, record.to} if isinstance(record, Relation) else set()
-    for link in parse_links(record.body):
-        if link.vault is None and link.target and resolve(link.target) is None and link.target not in ends \
-                and not (attachment is not None and attachment(link.target)):
-            issues.append(Issue("warning", "dangling-link", path, f"[[{link.target}]] links to no record or note",
-                                "body", link.line))
-
-
-def _check_supersession(path: str, fact: Fact, exists: Callable[[str], bool],
-                        get: Callable[[str], Record | None], issues: list[Issue]) -> None:
-    for old_id in fact.supersedes:
-        if not exists(old_id):
-            issues.append(Issue("error", "missing-target", path, f"supersedes {old_id!r}, which does not exist",
-                                "supersedes"))
-            continue
-        old = get(old_id)
-        if isinstance(old, Fact) and old.superseded_by != fact.id:
-            issues.append(Issue("error", "half-supersession", path,
-                                f"supersedes {old_id!r}, but that fact's superseded_by is "
-                                f"{old.superseded_by!r}; set superseded_by: {fact.id} there",
-                                "supersedes"))
-    if fact.superseded_by:
-        new = get(fact.superseded_by)
-        if not exists(fact.superseded_by):
-            issues.append(Issue("error", "half-supersession", path,
-                                f"superseded_by names {fact.superseded_by!r}, which does not exist",
-                                "superseded_by"))
-        elif isinstance(new, Fact) and fact.id not in new.supersedes:
-            issues.append(Issue("error", "half-supersession", path,
-                                f"superseded_by {fact.superseded_by!r}, but that fact does not list "
-                                f"{fact.id!r} in supersedes", "superseded_by"))
-    elif fact.status == "superseded":
-        issues.append(Issue("warning", "half-supersession", path,
-                            "status is superseded but superseded_by is not set", "superseded_by"))
-
-
-def _check_cycles(records: Mapping[str, tuple[str, Record]], get: Callable[[str], Record | None],
-                  issues: list[Issue]) -> None:
-    """Report every supersede cycle once (a fact that, step by step, supersedes itself)."""
-    def successors(rid: str) -> list[str]:
-        rec = records[rid][1] if rid in records else get(rid)
-        return list(rec.supersedes) if isinstance(rec, Fact) else []
-
-    state: dict[str, int] = {}
-    reported: set[frozenset[str]] = set()
-    for start in sorted(r for r, (_, rec) in records.items() if isinstance(rec, Fact)):
-        if state.get(start):
-            continue
-        stack: list[tuple[str, list[str]]] = [(start, successors(start))]
-        trail = [start]
-        state[start] = 1
-        while stack:
-            node, nexts = stack[-1]
-            if not nexts:
-                stack.pop()
-                trail.pop()
-                state[node] = 2
-                continue
-            nxt = nexts.pop()
-            if state.get(nxt) == 1:
-                cycle = trail[trail.index(nxt):]
-                key = frozenset(cycle)
-                if key not in reported:
-                    reported.add(key)
-                    where = records[cycle[0]][0] if cycle[0] in records else cycle[0]
-                    issues.append(Issue("error", "supersede-cycle", where,
-                                        "supersede cycle: " + " -> ".join([*cycle, nxt]), "supersedes"))
-            elif not state.get(nxt):
-                state[nxt] = 1
-                trail.append(nxt)
-                stack.append((nxt, successors(nxt)))
-
-
 def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = None,
-                schema: bool = True, cache_fresh: bool = False, worlds: bool = True) -> CheckReport:
+                schema: bool = True, cache_fresh: bool = False, worlds: bool = True,
+                memo: bool = True) -> CheckReport:
     """Check a vault's work tree: every record file, or only ``paths`` against the rest.
 
     With ``paths``, the other files count by id (a file named after an id is
@@ -412,6 +300,9 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
     are read whole only when a supersession must be checked from both ends.
     Markdown files elsewhere in the vault count as notes, link targets by file name.
     ``worlds=False`` leaves out the world pass (its issues are all warnings).
+    A check of the whole vault keeps each file's own findings by content
+    (am/upkeep/checkmemo.py) and parses only files it has not seen; ``memo=False``
+    parses every file and keeps nothing.
     """
     root = vault.root
     names = Names()
@@ -426,7 +317,7 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         notes = [p for p in index.unparsed_paths() if p not in wanted]
         names.fallback = index.resolve_name_key
     else:
-        all_paths = [str(p) for p in vault.iter_record_paths()]
+        all_paths = list(vault.record_file_names())
         if paths is None:
             chosen = all_paths
         else:
@@ -476,12 +367,15 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         except (InvalidRecordError, KeyError, OSError):
             return None
 
-    parsed: list[tuple[str, Record]] = []
+    parsed: list[tuple[str, Gist]] = []
     from am.upkeep.vaultfiles import attachments, vault_notes
 
+    kept = CheckMemo.open(vault.store.gitdir) if memo and schema and paths is None else None
     report = check_texts(files(), other_ids=others, load_other=load_other, names=names,
                          notes=[*notes, *vault_notes(root)], schema=schema, attachment=attachments(root),
-                         parsed=parsed)
+                         parsed=parsed, memo=kept)
+    if kept is not None:
+        kept.save()
     if paths is None and worlds:
         # The whole vault: also the worlds its records name (am/upkeep/worldcheck.py), as read above.
         from am.upkeep.worldcheck import world_issues
@@ -494,22 +388,22 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
     return CheckReport(tuple(issues), report.files, report.records)
 
 
-def session_file_issues(root: Any, parsed: list[tuple[str, Record]]) -> list[Issue]:
+def session_file_issues(root: Any, parsed: list[tuple[str, Gist]]) -> list[Issue]:
     """Return an error for each session topic whose ``file`` is not a log in the vault's sessions/ folder.
 
     ``root``: the work tree the path is resolved in (a link leading out counts as out). Used by ``am check``
     and by the pre-commit hook.
     """
-    if not any(isinstance(record, Topic) and record.kind == "session" for _, record in parsed):
+    if not any(gist.session_file is not None for _, gist in parsed):
         return []
     from am.records.sessionlog import log_file
 
-    return [Issue("error", "session-file", path, f"the session log {record.extra['file']!r} is not in the vault's "
+    return [Issue("error", "session-file", path, f"the session log {gist.session_file[0]} is not in the vault's "
                   "sessions/ folder (absolute, ../, a link leading out), so am propose refuses it and search and "
                   "review leave it out; set file: to the log's path under sessions/ (as am ingest writes it)",
                   "file")
-            for path, record in parsed if isinstance(record, Topic) and record.kind == "session"
-            and "file" in record.extra and log_file(root, record.extra["file"]) is None]
+            for path, gist in parsed if gist.session_file is not None
+            and (gist.session_file[1] is None or log_file(root, gist.session_file[1]) is None)]
 
 
 def _issue_order(i: Issue) -> tuple[int, str, str, str, str]:

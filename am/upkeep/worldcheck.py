@@ -23,6 +23,7 @@ from typing import Any
 from am.records.model import Fact, Record, Relation
 from am.registry import Registry
 from am.upkeep.check import Issue
+from am.upkeep.checkmemo import Gist
 
 __all__ = ["WorldIssue", "group_world_issues", "world_issues"]
 
@@ -79,9 +80,12 @@ def group_world_issues(issues: Sequence[Issue]) -> list[str]:
     return out
 
 
-def world_issues(records: Iterable[tuple[PurePosixPath | str, Record]],
+def world_issues(records: Iterable[tuple[PurePosixPath | str, Record | Gist]],
                  registry: Registry | None = None) -> list[Issue]:
-    """Return a warning for every fact or relation whose repo, branch or commit cannot be resolved here."""
+    """Return a warning for every fact or relation whose repo, branch or commit cannot be resolved here.
+
+    ``records`` are records or their gists (what ``am check`` keeps of them, am/upkeep/checkmemo.py).
+    """
     from am.worlds.ancestry import CommitGraph, is_shallow, open_clone
     from am.worlds.checks import branch_tip, home_branch
 
@@ -92,7 +96,7 @@ def world_issues(records: Iterable[tuple[PurePosixPath | str, Record]],
     graphs: dict[tuple[str, str], Any] = {}  # (repo, branch tip) -> its history, for facts a rewrite left behind
     issues: list[Issue] = []
     for path, record in records:
-        if not isinstance(record, (Fact, Relation)) or record.repo is None:
+        if not isinstance(record, (Fact, Relation, Gist)) or record.repo is None:  # a gist of a topic has none
             continue
         if record.status in ("expired", "superseded"):
             continue  # they hold nowhere anyway
@@ -153,9 +157,9 @@ def world_issues(records: Iterable[tuple[PurePosixPath | str, Record]],
     return issues
 
 
-def _refile(record: Fact | Relation) -> str:
+def _refile(record: Fact | Relation | Gist) -> str:
     """Say how to file again, on its own branch, a record whose branch was rewritten under it."""
-    if isinstance(record, Fact):
+    if record.type == "fact":
         return (f"re-file it there: am fact supersede {record.id} \"what holds now\" --branch {record.version} "
                 "--reason \"...\"")
     return (f"re-file it there: am relation add ... --repo {record.repo} --branch {record.version}, "
