@@ -155,6 +155,9 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     queued = [queue / f"{dead.stdout.strip()}-0-0a1b2c3d.req", queue / f"{dead.stdout.strip()}-1-0a1b2c3d.done"]
     for item in queued:
         item.write_text("{}")
+    # A check memo half written by a check that was killed (am/upkeep/checkmemo.py).
+    memo_temp = vault_path / ".git" / "am" / f"check-memo.{dead.stdout.strip()}.0a1b2c3d4e5f.tmp"
+    memo_temp.write_text("{}")
     # A stale index.lock.
     lock = vault_path / ".git" / "index.lock"
     lock.write_text("")
@@ -168,6 +171,7 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     assert ("uncommitted", "fact-person.md") in kinds
     assert ("temp-file", temp.name) in kinds
     assert {("temp-file", q.name) for q in queued} <= kinds
+    assert ("temp-file", memo_temp.name) in kinds
     assert ("stale-lock", "index.lock") in kinds
 
     code, out = run("--vault", str(vault_path), "doctor", "--fix", "--format", "json")
@@ -175,7 +179,7 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     assert code == 0, out
     assert {(f["kind"], Path(f["path"]).name) for f in data["findings"]} == {("uncommitted", "fact-person.md")}
     assert not lock.exists() and list((vault_path / ".git" / "am" / "stale-locks").iterdir())
-    assert not temp.exists() and not any(q.exists() for q in queued)
+    assert not temp.exists() and not any(q.exists() for q in queued) and not memo_temp.exists()
     assert "facts/2026/11/01/fact-orphan.md" in run_git(vault_path, "ls-files")
     assert (facts / "fact-person.md").read_text().endswith("My draft.\n")
     assert run_git(vault_path, "status", "--porcelain").strip() == "?? facts/2026/11/01/fact-person.md"

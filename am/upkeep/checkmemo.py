@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 MEMO_FILE = "check-memo"  # under <gitdir>/am/
 _MAGIC = b"am check memo 1\n"
-_MAX_BYTES = 1 << 30  # a memo past this is not read (a 20k-fact vault's is ~7 MB)
+_MAX_BYTES = 1 << 30  # a memo past this is not read (a 10k-fact vault's is ~2 MB)
 # The modules whose code decides a file's own findings and its gist; with the schemas, Python's and the
 # libraries' versions they make the fingerprint, so a changed rule anywhere recomputes every entry.
 _RULE_MODULES = ("errors.py", "upkeep/check.py", "upkeep/checkmemo.py")
@@ -148,7 +148,8 @@ class CheckMemo:
         body = json.dumps(self._new, ensure_ascii=True, separators=(",", ":")).encode("ascii")
         text = b"".join([_MAGIC, self.rules.encode("ascii"), b"\n", _digest(self.rules, body).encode("ascii"),
                          b"\n", body])
-        temp = self.file.with_name(f"{self.file.name}.{os.urandom(6).hex()}.tmp")  # two checks at once: each its own
+        # Two checks at once: each its own; one killed while writing leaves it to am doctor (its pid).
+        temp = self.file.with_name(f"{self.file.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)

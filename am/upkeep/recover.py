@@ -29,7 +29,7 @@ __all__ = ["LostCommit", "Restored", "Finding", "find_lost", "restore", "diagnos
 
 _TOPS = tuple(RECORD_DIRS.values())
 _TEMP = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.tmp$")
-_INDEX_TEMP = re.compile(r"^index\.(?P<pid>\d+)\.tmp$")
+_INDEX_TEMP = re.compile(r"^(?P<what>index|check-memo)\.(?P<pid>\d+)(?:\.[0-9a-f]+)?\.tmp$")  # a Git index, am check's memo
 _REVERTS = re.compile(r"^This reverts commit ([0-9a-f]{40})\b", re.MULTILINE)  # git revert's message
 _REWRITES = (("commit (amend)", "git commit --amend"), ("rebase", "git rebase"), ("pull --rebase", "git pull --rebase"))
 _QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/git/spool.py
@@ -285,7 +285,8 @@ def diagnose(vault: Any) -> list[Finding]:
         for tmp in am_dir.iterdir():
             m = _INDEX_TEMP.match(tmp.name)
             if m and not pid_alive(int(m["pid"])):
-                findings.append(Finding("temp-file", str(tmp), "temporary index of a killed am process", True))
+                what = "temporary index" if m["what"] == "index" else "half-written check memo"
+                findings.append(Finding("temp-file", str(tmp), f"{what} of a killed am process", True))
         queue = am_dir / "queue"
         for item in sorted(queue.iterdir()) if queue.is_dir() else ():
             m = _QUEUED.match(item.name)
