@@ -201,12 +201,16 @@ class Reader:
         oid = self.blob_id(path, commit=commit)
         if oid is None:
             return None
-        blob = cast(pygit2.Blob, self.repo[oid])
-        return bytes(blob.data)
+        return self.read_object(oid)
 
     def read_object(self, oid: str) -> bytes:
-        """Return the bytes of a blob by id."""
-        return bytes(cast(pygit2.Blob, self.repo[oid]).data)
+        """Return the bytes of a blob by id (a partial clone's left-out blob fetched as git fetches it)."""
+        try:
+            return bytes(cast(pygit2.Blob, self.repo[oid]).data)
+        except KeyError:
+            from am.git.partial import missing_blob, promisor
+
+            return missing_blob(self.root, oid, promisor(self.repo.config))
 
     def object_size(self, oid: str) -> int:
         """Return the size in bytes of an object by id, without reading it."""

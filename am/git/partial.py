@@ -1,0 +1,56 @@
+"""Objects a clone does not hold: a partial clone's (git clone --filter=blob:none) are fetched as git fetches them.
+
+A partial clone holds every commit and tree but only the blobs its checkouts
+needed; git fetches any other blob from the "promisor" remote the moment a
+command reads it. libgit2 does not: it answers "not found". So a read that
+misses (an old version of a record: am history, am blame, am slice --since)
+asks the git program for the blob (``git cat-file blob``), which fetches it
+from the remote and keeps it, with am's safe settings. A blob missing from a
+clone that is not partial is damage, and named as such (docs/sync.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from am.errors import GitError
+
+__all__ = ["missing_blob", "promisor"]
+
+_TRUE = ("true", "yes", "on", "1")
+
+
+def promisor(config: Iterable[object]) -> str | None:
+    """Return the remote a partial clone fetches left-out objects from (from its Git config), or None."""
+    found: str | None = None
+    for entry in config:
+        key = str(getattr(entry, "name", "")).lower()
+        value = str(getattr(entry, "value", "") or "")
+        if key == "extensions.partialclone" and value:
+            return value
+        if key.startswith("remote.") and key.endswith(".promisor") and value.lower() in _TRUE:
+            found = key[len("remote."):-len(".promisor")]
+    return found
+
+
+def missing_blob(root: Path, oid: str, remote: str | None) -> bytes:
+    """Return a blob the clone lacks: fetched by git from a partial clone's remote, else a clear GitError."""
+    if remote is None:
+        raise GitError(f"Git object {oid} is missing from the vault's repository {root}",
+                       hint="the repository is damaged: run git fsck in it (and am doctor), "
+                            "or clone the vault again from its remote")
+    from am.git.prewrite import SAFE_GIT
+    from am.git.transport import git_env
+
+    proc = subprocess.run(["git", *SAFE_GIT, "-C", str(root), "cat-file", "blob", oid], capture_output=True,
+                          env=git_env(), stdin=subprocess.DEVNULL, check=False)
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        raise GitError(f"this vault is a partial clone (git clone --filter) and an old version of a record "
+                       f"(Git object {oid[:12]}) could not be fetched from its remote {remote!r}: "
+                       f"{lines[-1] if lines else 'git cat-file failed'}",
+                       hint="reach the remote and run the command again (git fetches what the clone left "
+                            "out when it is read), or clone the vault again without --filter")
+    return proc.stdout

@@ -1,0 +1,122 @@
+"""A vault cloned from a teammate: pushed to a real `git daemon` on loopback, cloned with the git CLI on "another
+machine" (its own $AM_HOME, another Git identity), and used with `am` as a subprocess.
+
+The clone is made as people make them: plain `git clone` (no hooks, no merge driver, no registry entry),
+`--depth 1` (shallow) and `--filter=blob:none` (partial). The git CLI is the oracle for what the history holds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PYTHON, run_git, subprocess_env
+from gitserver import git_daemon, make_bare
+
+from am.sync import sync
+
+OTHER = {"GIT_AUTHOR_NAME": "Bo Other", "GIT_AUTHOR_EMAIL": "bo@example.com",
+         "GIT_COMMITTER_NAME": "Bo Other", "GIT_COMMITTER_EMAIL": "bo@example.com"}
+
+
+@pytest.fixture
+def served(alpha: Any, tmp_path: Path) -> Iterator[tuple[Any, str, str]]:
+    """The teammate's vault with a history, pushed to a `git daemon` that serves partial clones: (vault, URL, fact id).
+
+    The fact is written, edited and contested, so it has three versions, the first two older than the tip.
+    """
+    base = tmp_path / "server"
+    base.mkdir()
+    bare = make_bare(base)
+    run_git(bare, "config", "uploadpack.allowFilter", "true")
+    with git_daemon(base) as url:
+        vault = alpha
+        fid = vault.add_fact("Alpha caches user profiles.", topics=["project-alpha"]).record.id
+        vault.edit_fact(fid, "Alpha caches user profiles for 5 minutes.")
+        vault.set_fact_status(fid, "contested", reason="seen otherwise")
+        for n in range(3):
+            vault.add_fact(f"Later fact number {n}.", topics=["project-alpha"])
+        assert sync(vault, set_upstream=f"{url}/vault.git").pushed
+        yield vault, f"{url}/vault.git", fid
+
+
+def clone(url: str, dest: Path, *options: str) -> Path:
+    run_git(dest.parent, "clone", "-q", *options, url, str(dest))
+    return dest
+
+
+def am(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run am on the other machine: its own $AM_HOME and Git identity, standing in the clone."""
+    return subprocess.run([PYTHON, "-m", "am.cli.main", *args], cwd=cwd, capture_output=True, text=True,
+                          env=subprocess_env(AM_HOME=str(home), **OTHER), check=False)
+
+
+def versions_by_git(root: Path, path: str) -> list[str]:
+    """The commits that changed ``path``, newest first, as the git CLI sees them in ``root``."""
+    return run_git(root, "log", "--format=%H", "--", path).split()
+
+
+def test_history_and_blame_in_a_partial_clone_fetch_what_git_left_out(served: tuple[Any, str, str],
+                                                                       tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "partial", "--filter=blob:none")
+    assert run_git(here, "config", "remote.origin.promisor").strip() == "true"
+    path = str(vault.locate(fid))
+    expected = versions_by_git(vault.root, path)
+    assert len(expected) == 3
+    # The older versions' blobs are not in the clone: git left them on the server.
+    old = run_git(here, "rev-parse", f"{expected[-1]}:{path}").strip()
+    missing = run_git(here, "rev-list", "--objects", "--missing=print", "HEAD").split()
+    assert f"?{old}" in missing
+
+    proc = am(here, home, "history", fid, "--format", "json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    got = json.loads(proc.stdout)
+    assert [v["commit"] for v in got["versions"]] == list(reversed(expected))
+    assert got["versions"][0]["body"].strip() == "Alpha caches user profiles."
+    assert got["versions"][-1]["frontmatter"]["status"] == "contested"
+
+    proc = am(here, home, "blame", fid, "--format", "json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    fields = {b["field"]: b["commit"] for b in json.loads(proc.stdout)}
+    assert fields["status"] == expected[0] and fields["created"] == expected[-1]
+
+
+def test_a_pack_since_an_old_one_in_a_partial_clone_reads_the_old_records(served: tuple[Any, str, str],
+                                                                          tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    # The pack the teammate handed over, then a change of the fact pushed after it.
+    proc = am(vault.root, tmp_path / "teammate-home", "slice", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    pack_id = json.loads(proc.stdout)["pack_id"]
+    later = next(f.id for f in vault.list_facts() if f.body.strip() == "Later fact number 0.")
+    vault.edit_fact(later, "Later fact number zero.")  # its version in the pack is one the clone leaves out
+    vault.add_fact("Added after the pack.", topics=["project-alpha"])
+    assert sync(vault).pushed
+
+    here = clone(url, tmp_path / "partial", "--filter=blob:none")
+    proc = am(here, home, "slice", "--since", pack_id)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "Changes: 1 added" in proc.stdout and "Added after the pack." in proc.stdout
+
+
+def test_a_partial_clone_that_cannot_reach_its_remote_says_so(served: tuple[Any, str, str], tmp_path: Path) -> None:
+    _, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "partial", "--filter=blob:none")
+    run_git(here, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    head_before = run_git(here, "rev-parse", "HEAD")
+    proc = am(here, home, "history", fid)
+    assert proc.returncode == 11 and "Traceback" not in proc.stderr, proc.stderr
+    assert "partial clone (git clone --filter)" in proc.stderr and "'origin'" in proc.stderr
+    assert "without --filter" in proc.stderr
+    assert run_git(here, "rev-parse", "HEAD") == head_before and not run_git(here, "status", "--porcelain")
