@@ -120,3 +120,47 @@ def test_a_partial_clone_that_cannot_reach_its_remote_says_so(served: tuple[Any,
     assert "partial clone (git clone --filter)" in proc.stderr and "'origin'" in proc.stderr
     assert "without --filter" in proc.stderr
     assert run_git(here, "rev-parse", "HEAD") == head_before and not run_git(here, "status", "--porcelain")
+
+
+def test_history_in_a_shallow_clone_starts_where_the_clone_does_and_says_so(served: tuple[Any, str, str],
+                                                                           tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "shallow", "--depth", "1")
+    tip = run_git(here, "rev-parse", "HEAD").strip()
+    assert (here / ".git" / "shallow").read_text().split() == [tip]
+    path = str(vault.locate(fid))
+    # The fact was last written three commits before the tip: git's shallow history holds only the tip.
+    assert versions_by_git(here, path) == [tip] and versions_by_git(vault.root, path)[0] != tip
+
+    proc = am(here, home, "history", fid, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert [(v["commit"], v["op"], v["actor"], v["frontmatter"]["status"]) for v in got["versions"]] == [
+        (tip, "shallow-base", "(shallow)", "contested")]
+    assert "shallow clone" in got["shallow"] and "git fetch --unshallow" in got["shallow"]
+    assert "git fetch --unshallow" in proc.stderr
+
+    proc = am(here, home, "blame", fid)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{tip[:10]}  (shallow)" in proc.stdout and "git fetch --unshallow" in proc.stderr
+
+    proc = am(here, home, "log")
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 1
+    assert f"stops at {tip[:10]}" in proc.stderr and "git fetch --unshallow" in proc.stderr
+
+    proc = am(here, home, "undo", tip)
+    assert proc.returncode == 2 and "shallow clone" in proc.stderr and "first commit" not in proc.stderr
+
+    # A pack the teammate made before the clone's depth.
+    first = versions_by_git(vault.root, path)[-1]
+    proc = am(here, home, "slice", "--since", f"p-{first[:12]}-000000")
+    assert proc.returncode == 2 and "shallow clone" in proc.stderr and "git fetch --unshallow" in proc.stderr
+
+    # Deepened, the same commands give the whole history, and no note.
+    run_git(here, "fetch", "-q", "--unshallow")
+    proc = am(here, home, "history", fid, "--format", "json")
+    got = json.loads(proc.stdout)
+    assert [v["commit"] for v in got["versions"]] == list(reversed(versions_by_git(vault.root, path)))
+    assert got["shallow"] is None and proc.stderr == ""

@@ -32,13 +32,24 @@ def log(ctx: click.Context, actor: str | None, op: str | None, record_id: str | 
     entries = log_entries(open_vault(ctx), actor=actor, op=op, record=record_id, since=when, limit=limit)
     if fmt == "json":
         emit_json([e.to_json() for e in entries])
+        _shallow(ctx, cut=limit is not None and len(entries) >= limit)
         return
     for e in entries:
         records = ", ".join(e.records[:4]) + (f" +{len(e.records) - 4}" if len(e.records) > 4 else "")
         click.echo(f"{e.commit[:10]}  {e.time}  {e.actor:<14} {e.op:<16} {records}")
+    _shallow(ctx, cut=limit is not None and len(entries) >= limit)
     if not entries:
         read = f" since {when.isoformat()} (read from {since!r})" if when is not None else ""
         click.echo(f"no commits match{read}" + (": nothing was committed in that range" if when else ""), err=True)
+
+
+def _shallow(ctx: click.Context, *, cut: bool) -> None:
+    """Say on stderr where a shallow clone's history stops, unless the listing ended before it."""
+    from am.upkeep.audit import shallow_note
+
+    note = None if cut else shallow_note(open_vault(ctx))
+    if note:
+        click.echo(f"note: {note}", err=True)
 
 
 @click.command("history")
@@ -53,6 +64,8 @@ def history(ctx: click.Context, record_id: str, fmt: str) -> None:
     from am.upkeep.audit import record_history
 
     h = record_history(open_vault(ctx), record_id)
+    if h.shallow:
+        click.echo(f"note: {h.shallow}", err=True)
     if fmt == "json":
         emit_json(h.to_json())
         return
@@ -74,7 +87,11 @@ def blame(ctx: click.Context, record_id: str, fmt: str) -> None:
     """
     from am.upkeep.audit import blame as blame_fields
 
+    from am.upkeep.audit import SHALLOW_OP
+
     lines = blame_fields(open_vault(ctx), record_id)
+    if any(b.op == SHALLOW_OP for b in lines):
+        _shallow(ctx, cut=False)
     if fmt == "json":
         emit_json([b.to_json() for b in lines])
         return

@@ -1,4 +1,6 @@
-"""Objects a clone does not hold: a partial clone's (git clone --filter=blob:none) are fetched as git fetches them.
+"""Clones that hold less than the whole history: partial (git clone --filter) and shallow (git clone --depth).
+
+Objects a partial clone does not hold (git clone --filter=blob:none) are fetched as git fetches them.
 
 A partial clone holds every commit and tree but only the blobs its checkouts
 needed; git fetches any other blob from the "promisor" remote the moment a
@@ -7,17 +9,23 @@ misses (an old version of a record: am history, am blame, am slice --since)
 asks the git program for the blob (``git cat-file blob``), which fetches it
 from the remote and keeps it, with am's safe settings. A blob missing from a
 clone that is not partial is damage, and named as such (docs/sync.md).
+
+A shallow clone's history stops at the commits its ``shallow`` file lists
+(their parents are not in the clone); libgit2 shows them as root commits, so
+what reads history asks ``shallow_commits`` where it stops and says so.
 """
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 from am.errors import GitError
 
-__all__ = ["missing_blob", "promisor"]
+__all__ = ["UNSHALLOW", "missing_blob", "promisor", "shallow_commits", "shallow_text"]
+
+# The fix a shallow vault's messages name.
+UNSHALLOW = "git fetch --unshallow"
 
 _TRUE = ("true", "yes", "on", "1")
 
@@ -41,6 +49,8 @@ def missing_blob(root: Path, oid: str, remote: str | None) -> bytes:
         raise GitError(f"Git object {oid} is missing from the vault's repository {root}",
                        hint="the repository is damaged: run git fsck in it (and am doctor), "
                             "or clone the vault again from its remote")
+    import subprocess
+
     from am.git.prewrite import SAFE_GIT
     from am.git.transport import git_env
 
@@ -54,3 +64,21 @@ def missing_blob(root: Path, oid: str, remote: str | None) -> bytes:
                        hint="reach the remote and run the command again (git fetches what the clone left "
                             "out when it is read), or clone the vault again without --filter")
     return proc.stdout
+
+
+def shallow_text(gitdir: Path) -> str | None:
+    """Return a shallow clone's ``shallow`` file (the commits its history stops at), as git reads it, else None."""
+    try:  # a linked worktree shares the clone's common folder, where git keeps the file
+        gitdir = gitdir / (gitdir / "commondir").read_text().strip()
+    except OSError:
+        pass
+    try:
+        return (gitdir / "shallow").read_text("ascii", errors="replace")
+    except OSError:
+        return None
+
+
+def shallow_commits(gitdir: Path) -> frozenset[str]:
+    """Return the commits a shallow clone's history stops at (empty for a whole clone)."""
+    text = shallow_text(gitdir)
+    return frozenset(text.split()) if text else frozenset()

@@ -101,6 +101,14 @@ def since_commit(vault: VaultReader, ref: str) -> str:
         except AmError:
             continue
     if found:
+        from pathlib import Path
+
+        from am.git.partial import UNSHALLOW, shallow_commits
+
+        if shallow_commits(Path(vault.store.gitdir)):
+            raise UsageError(f"--since {ref}: the pack's vault commit {found.group(1)} is not in this vault, a shallow "
+                             "clone whose history may stop before it",
+                             hint=f"run {UNSHALLOW} in the vault, then the same command again")
         raise UsageError(f"--since {ref}: the pack's vault commit {found.group(1)} is not in this vault",
                          hint="was the pack made from another vault, or its history rewritten? see: git log")
     try:

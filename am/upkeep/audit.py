@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from am.errors import InvalidRecordError, NotFoundError, UsageError
@@ -29,9 +29,14 @@ __all__ = [
     "blame",
     "undo",
     "parse_since",
+    "shallow_note",
+    "SHALLOW_OP",
 ]
 
 _TOPS = tuple(RECORD_DIRS.values())
+# The op of a record's oldest version in a shallow clone: as it was at the commit the clone's history stops at.
+SHALLOW_OP = "shallow-base"
+SHALLOW_ACTOR = "(shallow)"  # who wrote it is beyond the clone
 
 
 @dataclass(frozen=True)
@@ -210,10 +215,12 @@ class History:
     id: str
     versions: tuple[Version, ...]
     chain: tuple[str, ...]
+    shallow: str | None = None  # the note of a history that starts at a shallow clone's last commit
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable JSON shape of the history."""
-        return {"id": self.id, "versions": [v.to_json() for v in self.versions], "supersede_chain": list(self.chain)}
+        return {"id": self.id, "versions": [v.to_json() for v in self.versions], "supersede_chain": list(self.chain),
+                "shallow": self.shallow}
 
 
 def _parse_blob(data: bytes, path: str) -> tuple[dict[str, Any], str]:
@@ -238,13 +245,23 @@ def _versions(vault: Any, record_id: str) -> Iterator[Version]:
     """
     store = vault.store
     needle = record_id.encode("utf-8")
+    from am.git.partial import shallow_commits
+
+    stops = shallow_commits(Path(store.gitdir))
     for info in store.walk():
         entry = entry_of(store, info, records=False)  # a hand commit's files are read below, once
+        # A shallow clone's last commit shows every file as new: the record as it was there, whoever wrote it.
+        base = info.id in stops and record_id not in entry.records
+        if base:
+            entry = replace(entry, op=SHALLOW_OP, actor=SHALLOW_ACTOR)
         # An am commit names every record it wrote, so the others need no diff.
-        if not entry.manual and record_id not in entry.records:
+        elif not entry.manual and record_id not in entry.records:
             continue
         found: list[Version] = []
-        for path, stem, blob, deleted in _record_files(store, info):
+        files = _record_files(store, info)
+        if base and any(stem == record_id for _, stem, _, _ in files):
+            files = [f for f in files if f[1] == record_id]  # its own name: no other file need be read
+        for path, stem, blob, deleted in files:
             named = stem == record_id
             if deleted:
                 if named or _holds(store, blob, needle, path, record_id):
@@ -305,11 +322,25 @@ def record_history(vault: Any, record_id: str) -> History:
     """Return every version of a record across Git history, oldest first, and its supersede chain."""
     check_id(record_id)
     versions = list(_versions(vault, record_id))
+    note = shallow_note(vault)
     if not versions:
-        raise NotFoundError(f"no record with id {record_id!r} in the vault's history",
-                            hint="list them with: am fact list / am topic list")
+        raise NotFoundError(f"no record with id {record_id!r} in the vault's history"
+                            + (f" ({note})" if note else ""), hint="list them with: am fact list / am topic list")
     versions.reverse()
-    return History(record_id, tuple(versions), _chain(vault, record_id))
+    based = versions[0].op == SHALLOW_OP
+    return History(record_id, tuple(versions), _chain(vault, record_id), note if based else None)
+
+
+def shallow_note(vault: Any) -> str | None:
+    """Return what to say in a shallow clone of the vault (git clone --depth): where its history stops, and the fix."""
+    from am.git.partial import UNSHALLOW, shallow_commits
+
+    stops = sorted(shallow_commits(Path(vault.store.gitdir)))
+    if not stops:
+        return None
+    return (f"the vault is a shallow clone: its history stops at {', '.join(s[:10] for s in stops)}, and what came "
+            f"before is not here (a record's oldest version shown there, op {SHALLOW_OP}, actor {SHALLOW_ACTOR}, is "
+            f"the record as it was at that commit); for the whole history run {UNSHALLOW} in the vault")
 
 
 @dataclass(frozen=True)
@@ -397,6 +428,12 @@ def undo(vault: Any, rev: str) -> UndoResult:
     if len(info.parents) > 1:
         raise UsageError(f"{commit[:10]} is a merge commit", hint="undo the writes it brought in one at a time")
     if not info.parents:
+        from am.git.partial import UNSHALLOW, shallow_commits
+
+        if commit in shallow_commits(Path(store.gitdir)):
+            raise UsageError(f"{commit[:10]} is where this shallow clone's history stops: the commit before it is "
+                             "not here, so there is nothing to go back to", hint=f"run {UNSHALLOW} in the vault, "
+                             "then am undo again")
         raise UsageError(f"{commit[:10]} is the vault's first commit; there is nothing before it to go back to")
     head = store.head()
     if head is None or commit not in store.ancestors(head):

@@ -302,14 +302,9 @@ class WorldSetup:
 
 def shallow_points(gitdir: Path) -> str | None:
     """Return the commits a shallow clone's history stops at (its ``shallow`` file, as git reads it), else None."""
-    try:  # a linked worktree shares the clone's common folder, where git keeps the file
-        gitdir = gitdir / (gitdir / "commondir").read_text().strip()
-    except OSError:
-        pass
-    try:
-        return (gitdir / "shallow").read_text("ascii", errors="replace")
-    except OSError:
-        return None
+    from am.git.partial import shallow_text
+
+    return shallow_text(gitdir)
 
 
 def is_shallow(gitdir: Path) -> bool:
