@@ -164,3 +164,36 @@ def test_history_in_a_shallow_clone_starts_where_the_clone_does_and_says_so(serv
     got = json.loads(proc.stdout)
     assert [v["commit"] for v in got["versions"]] == list(reversed(versions_by_git(vault.root, path)))
     assert got["shallow"] is None and proc.stderr == ""
+
+
+def test_sync_does_not_publish_conflict_markers_a_plain_git_pull_committed(served: tuple[Any, str, str],
+                                                                          tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    assert run_git(here, "config", "--get", "merge.am.driver", check=False) == ""  # a clone carries no config
+    assert am(here, home, "fact", "edit", fid, "Alpha caches user profiles for 10 minutes.").returncode == 0
+    vault.edit_fact(fid, "Alpha caches user profiles for 7 minutes.")
+    assert sync(vault).pushed
+    # git pull without the merge driver: Git's line merge leaves markers; with no pre-commit hook they commit.
+    pulled = subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True, text=True,
+                            env=subprocess_env(**OTHER), check=False)
+    assert pulled.returncode == 1 and "CONFLICT" in pulled.stdout + pulled.stderr
+    run_git(here, "commit", "-q", "-a", "-m", "merge")
+    path = str(vault.locate(fid))
+    assert "<<<<<<< " in run_git(here, "show", f"HEAD:{path}")
+    served_tip = run_git(here, "ls-remote", "origin", "refs/heads/main").split()[0]
+    head = run_git(here, "rev-parse", "HEAD")
+
+    proc = am(here, home, "sync")
+    assert proc.returncode == 9, proc.stdout + proc.stderr
+    assert f"{path}:" in proc.stderr and "conflict markers" in proc.stderr and "am hooks install" in proc.stderr
+    assert run_git(here, "ls-remote", "origin", "refs/heads/main").split()[0] == served_tip
+    assert run_git(here, "rev-parse", "HEAD") == head and not run_git(here, "status", "--porcelain")
+
+    # Resolved by hand and committed, it syncs.
+    (here / path).write_text(run_git(here, "show", f"HEAD^2:{path}"))
+    run_git(here, "commit", "-q", "-a", "-m", "resolve")
+    proc = am(here, home, "sync")
+    assert proc.returncode == 0 and "pushed" in proc.stdout, proc.stderr

@@ -191,6 +191,38 @@ def _refresh_cache(vault: Vault) -> None:
         logging.getLogger("am").warning("could not update the search cache after sync (%s)", err)
 
 
+def refuse_markers(store: GitStore, ours: str | None, theirs: str | None) -> None:
+    """Refuse to publish record files that hold Git's conflict markers: a git merge or git pull made without am's
+    merge driver (a plain git clone has none) and committed without its pre-commit hook.
+
+    Only what this side would push is read: the record files its commits changed since the merge base.
+    """
+    if ours is None or ours == theirs or (theirs is not None and store.is_ancestor(ours, theirs)):
+        return  # nothing of ours to publish
+    from am.git import remote
+    from am.records.merge import conflict_marker_line, is_record_path
+
+    base = remote.merge_base(store, ours, theirs) if theirs is not None else None
+    found = []
+    for path, blob in store.tree_changes(base, ours):
+        if blob is None or not is_record_path(path):
+            continue
+        data = store.read_object(blob)
+        if b"<<<<<<<" in data or b">>>>>>>" in data:
+            line = conflict_marker_line(data.decode("utf-8", "replace"))
+            if line is not None:
+                found.append(f"{path}:{line}")
+    if found:
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        raise ConflictError(
+            f"{', '.join(found[:3])}{more}: Git's conflict markers (<<<<<<<, >>>>>>>) are committed in a record "
+            "this vault would push, from a git merge or git pull made without am's merge driver; am sync does not "
+            "publish them",
+            hint="resolve each file (keep one text, delete the marker lines; am check lists them) and commit, "
+                 "then run am hooks install (so git pull merges records as am sync does), then am sync again; "
+                 "nothing was merged or pushed")
+
+
 def _resolve_remote(store: GitStore, branch: str, remote_arg: str | None) -> tuple[str, str]:
     from am.git import remote
 
@@ -273,6 +305,7 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
             report.remote_before = theirs
         with store.write_lock(op="sync"):
             ours = store.branch_tip(ref)
+            refuse_markers(store, ours, theirs)
             plan = plan_merge(store, ours, theirs)
             if dry_run:
                 report.action, report.after = plan.action, ours
