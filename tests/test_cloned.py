@@ -197,3 +197,43 @@ def test_sync_does_not_publish_conflict_markers_a_plain_git_pull_committed(serve
     run_git(here, "commit", "-q", "-a", "-m", "resolve")
     proc = am(here, home, "sync")
     assert proc.returncode == 0 and "pushed" in proc.stdout, proc.stderr
+
+
+def test_a_driverless_pull_left_unfinished_names_the_way_out_and_the_way_works(served: tuple[Any, str, str],
+                                                                               tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    assert am(here, home, "fact", "edit", fid, "Alpha caches user profiles for 10 minutes.").returncode == 0
+    vault.edit_fact(fid, "Alpha caches user profiles for 7 minutes.")
+    assert sync(vault).pushed
+    env = subprocess_env(AM_HOME=str(home), **OTHER)
+    pulled = subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True, text=True,
+                            env=env, check=False)
+    assert pulled.returncode == 1
+    path = str(vault.locate(fid))
+    head = run_git(here, "rev-parse", "HEAD")
+
+    proc = am(here, home, "fact", "add", "Something else.", "--topic", "project-alpha")
+    assert proc.returncode == 11, proc.stderr
+    assert path in proc.stderr and "no am merge driver" in proc.stderr
+    assert "git merge --abort, run am hooks install, then git pull again" in proc.stderr
+    assert run_git(here, "rev-parse", "HEAD") == head
+
+    # The way it names: abort, install, pull again.
+    run_git(here, "merge", "--abort")
+    assert am(here, home, "hooks", "install").returncode == 0
+    pulled = subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True, text=True,
+                            env=env, check=False)
+    assert pulled.returncode == 0, pulled.stderr
+    assert "<<<<<<<" not in (here / path).read_text() and not run_git(here, "status", "--porcelain")
+    proc = am(here, home, "check")
+    assert proc.returncode == 0, proc.stdout
+    listed = am(here, home, "fact", "list", "--status", "contested").stdout
+    assert "10 minutes" in listed and "7 minutes" in listed
+
+    # With the driver registered, an unfinished merge is refused as before: finish or abort it.
+    (here / ".git" / "MERGE_HEAD").write_text(head)
+    proc = am(here, home, "fact", "add", "Something else.", "--topic", "project-alpha")
+    assert proc.returncode == 11 and "finish it with git commit" in proc.stderr and "merge driver" not in proc.stderr

@@ -105,6 +105,36 @@ def check_no_git_operation(gitdir: Path) -> None:
         gitdir = Path(os.path.join(os.path.dirname(gitdir), named))
     for name, what, finish, abort in _UNDER_WAY:
         if os.path.lexists(os.path.join(gitdir, name)):
+            marked = _driverless_conflicts(gitdir)
+            if marked:
+                more = f" and {len(marked) - 2} more" if len(marked) > 2 else ""
+                raise GitError(f"{what} is in progress in this work tree ({name} in {gitdir}), and it left Git's "
+                               f"conflict markers in records ({', '.join(marked[:2])}{more}): this clone has no am "
+                               "merge driver (a plain git clone carries none)",
+                               hint=f"abort it with {abort}, run am hooks install, then git pull again (or am sync): "
+                                    "records then merge without markers; nothing was changed")
             raise GitError(f"{what} is in progress in this work tree ({name} in {gitdir})",
                            hint=f"finish it with {finish}, or abort it with {abort}, then run the command again; "
                                 "nothing was changed")
+
+
+def _driverless_conflicts(gitdir: Path) -> list[str]:
+    """Return the record files Git left unmerged when the clone has no ``merge.am.driver`` (else, or unknown: [])."""
+    import subprocess
+
+    from am.git.prewrite import SAFE_GIT
+    from am.git.transport import git_env
+    from am.records.merge import is_record_path
+
+    def git(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["git", *SAFE_GIT, f"--git-dir={gitdir}", *args], capture_output=True,
+                              env=git_env(), stdin=subprocess.DEVNULL, check=False)
+
+    try:
+        if git("config", "--get", "merge.am.driver").stdout.strip():
+            return []
+        listed = git("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape")
+    except OSError:
+        return []
+    paths = {entry.split("\t", 1)[1] for entry in listed.split("\0") if "\t" in entry}
+    return sorted(p for p in paths if is_record_path(p))
