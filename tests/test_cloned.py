@@ -40,6 +40,9 @@ def served(alpha: Any, tmp_path: Path) -> Iterator[tuple[Any, str, str]]:
         vault.set_fact_status(fid, "contested", reason="seen otherwise")
         for n in range(3):
             vault.add_fact(f"Later fact number {n}.", topics=["project-alpha"])
+        # As am init does: hooks, and .gitattributes committed with merge=am (the driver stays in this clone).
+        assert am(vault.root, tmp_path / "teammate-home", "hooks", "install").returncode == 0
+        assert "merge=am" in run_git(vault.root, "show", "HEAD:.gitattributes")
         assert sync(vault, set_upstream=f"{url}/vault.git").pushed
         yield vault, f"{url}/vault.git", fid
 
@@ -237,3 +240,27 @@ def test_a_driverless_pull_left_unfinished_names_the_way_out_and_the_way_works(s
     (here / ".git" / "MERGE_HEAD").write_text(head)
     proc = am(here, home, "fact", "add", "Something else.", "--topic", "project-alpha")
     assert proc.returncode == 11 and "finish it with git commit" in proc.stderr and "merge driver" not in proc.stderr
+
+
+def test_registering_a_plain_clone_names_what_it_lacks_and_whose_name_the_project_files_use(
+        served: tuple[Any, str, str], tmp_path: Path) -> None:
+    _, url, _ = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    first = clone(url, tmp_path / "first")
+    proc = am(tmp_path, home, "vault", "add", "team", str(first))
+    assert proc.returncode == 0, proc.stderr
+    assert "lacks am's merge driver and git hooks" in proc.stderr and "am --vault team hooks install" in proc.stderr
+    # The vault calls itself "test": the name the committed .mcp.json and hooks pass to am --vault.
+    assert f"register this clone under it as well: am vault add test {first.resolve()}" in proc.stderr
+    assert am(tmp_path, home, "vault", "add", "test", str(first)).returncode == 0
+
+    second = clone(url, tmp_path / "second")
+    assert am(second, home, "hooks", "install").returncode == 0
+    proc = am(tmp_path, home, "vault", "add", "second", str(second))
+    assert proc.returncode == 0 and "lacks" not in proc.stderr, proc.stderr
+    assert f"on this machine 'test' is another folder ({first.resolve()})" in proc.stderr
+    # Which clone am --vault test reaches: the first, as the note says.
+    shown = am(tmp_path, home, "--vault", "test", "vault", "list").stdout
+    assert f"test                     {first.resolve()}" in shown
+

@@ -102,6 +102,37 @@ def add(name: str, path: Path, replace: bool) -> None:
         raise NotAVaultError(f"{root} is not an am vault", hint=f"create or adopt it with: am init {path}")
     Registry.load().add_vault(name, root, replace=replace)
     click.echo(f"registered {name} -> {root}")
+    _clone_notes(name, root)
+
+
+def _clone_notes(name: str, root: Path) -> None:
+    """Say what a vault registered on this machine still lacks: a clone's hooks and merge driver, its own name."""
+    from am.upkeep.health import hook_findings
+    from am.upkeep.merges import driver_missing
+
+    driver = driver_missing(root)
+    if driver or any(f.kind == "hook-missing" for f in hook_findings(root)):
+        why = ("a git pull here merges records as text (conflict markers)" if driver
+               else "hand commits here go unchecked")
+        click.echo(f"note: this clone lacks am's {'merge driver and ' if driver else ''}git hooks (a git clone "
+                   f"carries neither): {why}; run: am --vault {name} hooks install", err=True)
+    try:
+        import yaml
+
+        own = yaml.safe_load((root / ".am" / "vault.yml").read_text(encoding="utf-8")).get("name")
+    except Exception:  # noqa: BLE001 - a note only: am check reports a broken vault.yml
+        own = None
+    if not isinstance(own, str) or not own or own == name:
+        return
+    from am.registry import Registry
+
+    elsewhere = Registry.load().vaults.get(own)
+    if elsewhere is not None and Path(elsewhere).expanduser().resolve() == root:
+        return  # this clone holds its own name too
+    said = (f"on this machine {own!r} is another folder ({elsewhere}), so they reach that one, not this clone"
+            if elsewhere is not None else f"register this clone under it as well: am vault add {own} {root}")
+    click.echo(f"note: the vault calls itself {own!r} (.am/vault.yml), the name the project files am setup writes "
+               f"pass to am --vault; {said}", err=True)
 
 
 @vault.command("remove")
