@@ -264,3 +264,23 @@ def test_registering_a_plain_clone_names_what_it_lacks_and_whose_name_the_projec
     shown = am(tmp_path, home, "--vault", "test", "vault", "list").stdout
     assert f"test                     {first.resolve()}" in shown
 
+
+def test_a_sync_in_a_plain_clone_says_a_git_pull_would_leave_markers(served: tuple[Any, str, str],
+                                                                      tmp_path: Path) -> None:
+    vault, url, _ = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    vault.add_fact("Brought by the sync.", topics=["project-alpha"])
+    assert sync(vault).pushed
+    proc = am(here, home, "sync")
+    assert proc.returncode == 0 and "fast-forward" in proc.stdout, proc.stderr
+    assert "no am merge driver" in proc.stderr and "am hooks install" in proc.stderr
+    proc = am(here, home, "sync")  # nothing to do: nothing more said
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+    assert am(here, home, "hooks", "install").returncode == 0
+    vault.add_fact("Brought by the second sync.", topics=["project-alpha"])
+    assert sync(vault).pushed
+    proc = am(here, home, "sync")
+    assert proc.returncode == 0 and "fast-forward" in proc.stdout and "merge driver" not in proc.stderr, proc.stderr

@@ -46,6 +46,18 @@ def sync(ctx: click.Context, remote: str | None, dry_run: bool, set_upstream: st
     report = run_sync(vault, remote, dry_run=dry_run, set_upstream=set_upstream)
     _report(report, fmt)
     _lost_by_a_reset(vault)
+    if report.action != "up-to-date" or report.pushed:  # a no-op sync (am/cli/entry.py's too) says nothing more
+        _no_driver(vault.root)
+
+
+def _no_driver(root: Path) -> None:
+    """Say so when this clone has no record merge driver: a git pull here would leave conflict markers."""
+    from am.upkeep.merges import driver_missing
+
+    if driver_missing(root):
+        click.echo("note: this clone has no am merge driver (a git clone carries none): am sync merges records, but "
+                   "a git pull here merges them as text and leaves conflict markers; run am hooks install once "
+                   "(am doctor lists what else the clone lacks)", err=True)
 
 
 def _lost_by_a_reset(vault: Any) -> None:
