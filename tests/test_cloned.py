@@ -284,3 +284,36 @@ def test_a_sync_in_a_plain_clone_says_a_git_pull_would_leave_markers(served: tup
     assert sync(vault).pushed
     proc = am(here, home, "sync")
     assert proc.returncode == 0 and "fast-forward" in proc.stdout and "merge driver" not in proc.stderr, proc.stderr
+
+
+def test_a_code_clone_registered_at_a_path_this_machine_lacks_is_named_with_the_fix(
+        served: tuple[Any, str, str], tmp_path: Path) -> None:
+    _, url, _ = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    code = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    (code / "a.py").write_text("x = 1\n")
+    run_git(code, "add", "a.py")
+    run_git(code, "commit", "-q", "-m", "c1")
+    assert am(here, home, "repo", "add", "alpha", str(code)).returncode == 0
+    assert am(here, home, "fact", "add", "Alpha reads a.py.", "--topic", "project-alpha", "--repo", "alpha",
+              "--branch", "main").returncode == 0
+    # The registry names a folder this machine does not have (copied from the teammate's, or the clone moved).
+    code.rename(tmp_path / "elsewhere")
+    fix = "register this machine's clone: am repo add alpha PATH --replace"
+
+    proc = am(here, home, "slice", "--repo", "alpha", "--branch", "main")
+    assert proc.returncode == 0 and f"registered at {code} is not on this machine ({fix})" in proc.stdout
+    proc = am(here, home, "stale", "--repo", "alpha", "--branch", "main")
+    assert "is not on this machine" in proc.stdout and fix in proc.stdout
+    proc = am(here, home, "check")
+    assert "am repo add alpha PATH --replace" in proc.stdout
+    proc = am(here, home, "fact", "add", "Alpha caches.", "--topic", "project-alpha", "--repo", "alpha",
+              "--branch", "main")
+    assert proc.returncode == 13 and proc.stderr.count("--replace") == 1 and "--unverified" in proc.stderr
+    # The fix it names works.
+    assert am(here, home, "repo", "add", "alpha", str(tmp_path / "elsewhere"), "--replace").returncode == 0
+    proc = am(here, home, "slice", "--repo", "alpha", "--branch", "main")
+    assert "not on this machine" not in proc.stdout and "commit ancestry" in proc.stdout

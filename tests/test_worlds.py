@@ -220,7 +220,7 @@ def test_missing_clone_falls_back_with_a_note(clone: dict[str, str]) -> None:
     shutil.rmtree(clone["root"])
     setup = setup_world("alpha", "main", registry=Registry.load())
     assert setup.rule == RULE_BRANCH and setup.oracle is None
-    assert "cannot be read" in setup.notes[0] and "is not a Git repository" in setup.notes[0]
+    assert "is not on this machine" in setup.notes[0] and "am repo add alpha PATH --replace" in setup.notes[0]
 
 
 # ------------------------------------------------------------------ properties

@@ -519,7 +519,7 @@ def test_am_stale_says_it_cannot_tell_when_the_clone_is_gone(world: dict[str, An
     code.rename(tmp_path / "moved")
     out = ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main")
     assert "no stale facts" not in out
-    assert "cannot tell which facts are stale" in out and "cannot be read" in out
+    assert "cannot tell which facts are stale" in out and "is not on this machine" in out
     assert json.loads(ok("--vault", vault, "stale", "--repo", "project-alpha", "--branch", "main",
                          "--format", "json"))["world"]["rule"] == "branch-name"
 
@@ -574,7 +574,7 @@ def test_am_stale_json_names_the_facts_it_cannot_judge(world: dict[str, Any], tm
     code.rename(tmp_path / "moved")
     data = json.loads(ok(*where, "--format", "json"))
     assert data["stale"] == [] and [c["id"] for c in data["cannot_tell"]] == ["fact-pool", "fact-users"]
-    assert all("cannot be read" in c["why"] for c in data["cannot_tell"])
+    assert all("is not on this machine" in c["why"] for c in data["cannot_tell"])
     text = ok(*where)
     assert "no stale facts" not in text and "cannot tell which facts are stale" in text and "fact-users" in text
 

@@ -355,7 +355,10 @@ def open_clone(name: str, registry: Registry | None = None) -> tuple[GitStore | 
         # disk cache: pygit2 is imported only when a question needs the object store.
         return LazyStore.open_code(Path(path).expanduser()), None
     except AmError as err:
-        return None, f"the clone of {name} at {path} cannot be read ({err.message})"
+        fix = f"register this machine's clone: am repo add {name} PATH --replace"
+        if not os.path.lexists(Path(path).expanduser()):  # a registry copied from another machine, a clone moved
+            return None, f"the clone of {name} registered at {path} is not on this machine ({fix})"
+        return None, f"the clone of {name} at {path} cannot be read ({err.message}; {fix})"
 
 
 def _cached_tip(store: GitStore, commit: str, cache_dir: Path | None) -> str | None:

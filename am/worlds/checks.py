@@ -186,8 +186,7 @@ def verify_world(repo: str | None, branch: str | None, commit: str | None, *, un
             hint=_hint(repo, names, f"register its clone (am repo add {repo} PATH), or pass --unverified"))
     store, why = open_clone(repo, registry)
     if store is None:
-        raise UnknownWorldError(f"repo {repo!r}: {why}", hint="fix the registration (am repo add --replace), "
-                                                               "or pass --unverified")
+        raise UnknownWorldError(f"repo {repo!r}: {why}", hint="or record it as given: pass --unverified")
     tip: str | None = None
     if branch is not None:
         tip = branch_tip(store, branch)
