@@ -317,3 +317,31 @@ def test_a_code_clone_registered_at_a_path_this_machine_lacks_is_named_with_the_
     assert am(here, home, "repo", "add", "alpha", str(tmp_path / "elsewhere"), "--replace").returncode == 0
     proc = am(here, home, "slice", "--repo", "alpha", "--branch", "main")
     assert "not on this machine" not in proc.stdout and "commit ancestry" in proc.stdout
+
+
+def test_a_sync_that_brings_conflict_markers_a_plain_git_push_published_says_so(served: tuple[Any, str, str],
+                                                                                tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    assert am(here, home, "fact", "edit", fid, "Alpha caches user profiles for 10 minutes.").returncode == 0
+    vault.edit_fact(fid, "Alpha caches user profiles for 7 minutes.")
+    assert sync(vault).pushed
+    env = subprocess_env(**OTHER)
+    assert subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True,
+                          env=env, check=False).returncode == 1
+    run_git(here, "commit", "-q", "-a", "-m", "merge")
+    run_git(here, "push", "-q", "origin", "main")  # plain git: nothing of am's on the way
+    path = str(vault.locate(fid))
+
+    teammate = tmp_path / "teammate-home"
+    proc = am(vault.root, teammate, "sync", "--dry-run")
+    assert proc.returncode == 0 and f"would bring Git's conflict markers in records ({path}:" in proc.stdout
+    proc = am(vault.root, teammate, "sync", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["action"] == "fast-forward" and [m.split(":")[0] for m in got["conflict_markers"]] == [path]
+    # A sync that brings none says nothing of them.
+    proc = am(vault.root, teammate, "sync", "--format", "json")
+    assert json.loads(proc.stdout)["conflict_markers"] == []

@@ -44,6 +44,12 @@ def report_lines(report: SyncReport) -> list[str]:
         lines.append(f"  {deleted} records the other side deleted {'would be ' if report.dry_run else 'are '}deleted")
     if report.contested:
         lines.append(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
+    if getattr(report, "marked", None):
+        more = f" and {len(report.marked) - 3} more" if len(report.marked) > 3 else ""
+        lines.append(f"  warning: the other side {'would bring' if report.dry_run else 'brought'} Git's conflict "
+                     f"markers in records ({', '.join(report.marked[:3])}{more}): a git merge made without am's merge "
+                     "driver and committed; those records read as broken until someone resolves each file and "
+                     "commits (am check lists them)")
     if report.pushed:
         lines.append(f"pushed {short} to {where}")
     elif report.dry_run and report.remote != "." and report.action != "fast-forward" \

@@ -58,6 +58,7 @@ class SyncReport:
     decisions: list[Decision] = field(default_factory=list)
     contested: list[str] = field(default_factory=list)
     changed: int = 0
+    marked: list[str] = field(default_factory=list)  # records the other side brought with Git's conflict markers
 
     def to_json(self) -> dict[str, Any]:
         """Return the stable JSON shape of the report."""
@@ -66,6 +67,7 @@ class SyncReport:
             "after": self.after, "remote_before": self.remote_before, "action": self.action,
             "merge_commit": self.merge_commit, "pushed": self.pushed, "rounds": self.rounds,
             "changed_files": self.changed, "contested": list(self.contested),
+            "conflict_markers": list(self.marked),
             "decisions": [{"id": d.id, "path": d.path, "how": d.how, "detail": d.detail} for d in self.decisions],
         }
 
@@ -191,6 +193,22 @@ def _refresh_cache(vault: Vault) -> None:
         logging.getLogger("am").warning("could not update the search cache after sync (%s)", err)
 
 
+def marked_records(store: GitStore, old: str | None, new: str) -> list[str]:
+    """Return ``path:line`` of each record file changed from ``old`` to ``new`` that holds Git's conflict markers."""
+    from am.records.merge import conflict_marker_line, is_record_path
+
+    found = []
+    for path, blob in store.tree_changes(old, new):
+        if blob is None or not is_record_path(path):
+            continue
+        data = store.read_object(blob)
+        if b"<<<<<<<" in data or b">>>>>>>" in data:
+            line = conflict_marker_line(data.decode("utf-8", "replace"))
+            if line is not None:
+                found.append(f"{path}:{line}")
+    return found
+
+
 def refuse_markers(store: GitStore, ours: str | None, theirs: str | None) -> None:
     """Refuse to publish record files that hold Git's conflict markers: a git merge or git pull made without am's
     merge driver (a plain git clone has none) and committed without its pre-commit hook.
@@ -200,18 +218,8 @@ def refuse_markers(store: GitStore, ours: str | None, theirs: str | None) -> Non
     if ours is None or ours == theirs or (theirs is not None and store.is_ancestor(ours, theirs)):
         return  # nothing of ours to publish
     from am.git import remote
-    from am.records.merge import conflict_marker_line, is_record_path
 
-    base = remote.merge_base(store, ours, theirs) if theirs is not None else None
-    found = []
-    for path, blob in store.tree_changes(base, ours):
-        if blob is None or not is_record_path(path):
-            continue
-        data = store.read_object(blob)
-        if b"<<<<<<<" in data or b">>>>>>>" in data:
-            line = conflict_marker_line(data.decode("utf-8", "replace"))
-            if line is not None:
-                found.append(f"{path}:{line}")
+    found = marked_records(store, remote.merge_base(store, ours, theirs) if theirs is not None else None, ours)
     if found:
         more = f" and {len(found) - 3} more" if len(found) > 3 else ""
         raise ConflictError(
@@ -307,6 +315,8 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
             ours = store.branch_tip(ref)
             refuse_markers(store, ours, theirs)
             plan = plan_merge(store, ours, theirs)
+            if plan.action != "up-to-date" and theirs is not None:  # what the other side brings, said, not refused
+                report.marked = marked_records(store, plan.base if plan.action == "merge" else ours, theirs)
             if dry_run:
                 report.action, report.after = plan.action, ours
                 _preview(report, store, plan)
