@@ -345,3 +345,64 @@ def test_a_sync_that_brings_conflict_markers_a_plain_git_push_published_says_so(
     # A sync that brings none says nothing of them.
     proc = am(vault.root, teammate, "sync", "--format", "json")
     assert json.loads(proc.stdout)["conflict_markers"] == []
+
+
+def _obsidian_backup(root: Path, layout: str) -> None:
+    """What Obsidian and obsidian-git do on one machine: rewrite the window layout, then git add -A and commit."""
+    (root / ".obsidian" / "workspace.json").write_text('{\n  "active": "%s"\n}\n' % layout)
+    run_git(root, "add", "-A")
+    run_git(root, "commit", "-q", "--allow-empty", "-m", f"vault backup: {layout}")
+
+
+def test_two_machines_in_obsidian_sync_without_clashing_on_the_window_layout(tmp_path: Path) -> None:
+    base = tmp_path / "server"
+    base.mkdir()
+    make_bare(base)
+    teammate, home = tmp_path / "teammate-home", tmp_path / "other-home"
+    with git_daemon(base) as url:
+        mine = tmp_path / "mine"
+        assert am(tmp_path, teammate, "init", "--obsidian", str(mine)).returncode == 0
+        ignored = run_git(mine, "show", "HEAD:.gitignore").split()
+        assert ".obsidian/workspace.json" in ignored and ".obsidian/workspace-mobile.json" in ignored
+        assert am(mine, teammate, "sync", "--set-upstream", f"{url}/vault.git").returncode == 0
+        theirs = clone(f"{url}/vault.git", tmp_path / "theirs")
+        assert am(theirs, home, "hooks", "install").returncode == 0
+        for root, who, layout in ((mine, teammate, "a1"), (theirs, home, "b2"), (mine, teammate, "a3")):
+            _obsidian_backup(root, layout)
+            proc = am(root, who, "sync")
+            assert proc.returncode == 0, proc.stderr
+        assert "workspace.json" not in run_git(mine, "ls-files", ".obsidian")
+        assert (theirs / ".obsidian" / "workspace.json").read_text() == '{\n  "active": "b2"\n}\n'
+
+
+def test_a_clash_on_a_tracked_window_layout_names_it_and_the_way_out(tmp_path: Path) -> None:
+    base = tmp_path / "server"
+    base.mkdir()
+    make_bare(base)
+    teammate, home = tmp_path / "teammate-home", tmp_path / "other-home"
+    with git_daemon(base) as url:
+        mine = tmp_path / "mine"
+        assert am(tmp_path, teammate, "init", "--obsidian", str(mine)).returncode == 0
+        # A vault set up before the layout was ignored: obsidian-git committed it.
+        (mine / ".gitignore").write_text(".am/cache/\n")
+        _obsidian_backup(mine, "a1")
+        assert am(mine, teammate, "sync", "--set-upstream", f"{url}/vault.git").returncode == 0
+        theirs = clone(f"{url}/vault.git", tmp_path / "theirs")
+        _obsidian_backup(theirs, "b2")
+        _obsidian_backup(mine, "a3")
+        assert am(mine, teammate, "sync").returncode == 0
+        head = run_git(theirs, "rev-parse", "HEAD")
+        proc = am(theirs, home, "sync")
+        assert proc.returncode == 9 and "Obsidian's window layout of one machine" in proc.stderr
+        assert "git checkout --ours .obsidian/workspace.json" in proc.stderr and "am obsidian setup" in proc.stderr
+        assert run_git(theirs, "rev-parse", "HEAD") == head
+        # The way it names.
+        run_git(theirs, "merge", "-q", "origin/main", check=False)
+        run_git(theirs, "checkout", "--ours", ".obsidian/workspace.json")
+        run_git(theirs, "commit", "-q", "-a", "-m", "merge")
+        assert am(theirs, home, "obsidian", "setup").returncode == 0
+        run_git(theirs, "rm", "-q", "--cached", ".obsidian/workspace.json")
+        run_git(theirs, "commit", "-q", "-m", "layout out of Git")
+        proc = am(theirs, home, "sync")
+        assert proc.returncode == 0 and "pushed" in proc.stdout, proc.stderr
+        assert "workspace.json" not in run_git(theirs, "ls-files", ".obsidian")

@@ -106,9 +106,15 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         else:
             merged.files[path] = text
     if unmerged:
+        from am.upkeep.obsidian import LAYOUT_FILES
+
+        layout = [p for p in unmerged if p in LAYOUT_FILES]
         raise ConflictError(
             f"both sides changed {', '.join(unmerged[:5])} in the same lines, and they are not records am can merge",
-            hint="merge by hand (git merge), commit, then run am sync again; nothing was changed",
+            hint="merge by hand (git merge), commit, then run am sync again; nothing was changed"
+                 + (f". {layout[0]} is Obsidian's window layout of one machine, not memory: keep either side's "
+                    f"(git checkout --ours {layout[0]}), and keep it out of Git from then on: am obsidian setup "
+                    f"lists it in .gitignore, then git rm --cached {layout[0]} and commit" if layout else ""),
         )
     return MergePlan("merge", ours, theirs, base, merged)
 

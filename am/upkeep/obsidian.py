@@ -10,6 +10,9 @@ settings are never overwritten; JSON settings files get missing keys only):
   plugins as Obsidian ships them, when the file is new);
 - ``.obsidian/app.json``: ``.am/`` excluded from search and graph
   (``userIgnoreFilters``), wikilinks, and links updated when a file is renamed;
+- ``.gitignore``: Obsidian's per-device window layout (``.obsidian/workspace.json``,
+  ``workspace-mobile.json``), which Obsidian rewrites whenever a pane changes: kept
+  out of Git, or obsidian-git commits it on every machine and each sync clashes on it;
 - ``.am/vault.yml``: ``property_links: true`` (facts link their topics as
   ``"[[id]]"``, so Obsidian's graph joins them) and ``readable_names: true``
   (``am topic add`` names files after titles).
@@ -23,7 +26,7 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 
-__all__ = ["TEMPLATES", "obsidian_changes", "setup_obsidian"]
+__all__ = ["LAYOUT_FILES", "TEMPLATES", "obsidian_changes", "setup_obsidian"]
 
 _CREATED = "\"{{date:YYYY-MM-DDTHH:mm:ssZ}}\""
 TEMPLATES: dict[str, str] = {
@@ -77,6 +80,8 @@ _SETTINGS: dict[str, dict[str, Any]] = {
     ".obsidian/app.json": {"userIgnoreFilters": [".am/"], "useMarkdownLinks": False, "alwaysUpdateLinks": True},
 }
 _VAULT_SETTINGS = ("property_links: true", "readable_names: true")
+# Obsidian's layout of one device's window: rewritten on every pane change, never shared (docs/obsidian.md).
+LAYOUT_FILES = (".obsidian/workspace.json", ".obsidian/workspace-mobile.json")
 
 
 def _json_with(current: bytes | None, wanted: dict[str, Any], path: str) -> bytes | None:
@@ -125,6 +130,12 @@ def obsidian_changes(read: Any) -> dict[str, bytes]:
     plugins = _core_plugins(read(".obsidian/core-plugins.json"))
     if plugins is not None:
         out[".obsidian/core-plugins.json"] = plugins
+    ignore = read(".gitignore") or b""
+    listed = {line.strip().lstrip("/") for line in ignore.decode("utf-8", "replace").splitlines()}
+    unlisted = [p for p in LAYOUT_FILES if p not in listed]
+    if unlisted:
+        sep = b"" if not ignore or ignore.endswith(b"\n") else b"\n"
+        out[".gitignore"] = ignore + sep + "".join(f"{p}\n" for p in unlisted).encode()
     settings = read(".am/vault.yml") or b""
     have = {line.split(":", 1)[0].strip() for line in settings.decode("utf-8", "replace").splitlines()}
     extra = [line for line in _VAULT_SETTINGS if line.split(":", 1)[0] not in have]
