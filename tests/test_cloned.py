@@ -406,3 +406,21 @@ def test_a_clash_on_a_tracked_window_layout_names_it_and_the_way_out(tmp_path: P
         proc = am(theirs, home, "sync")
         assert proc.returncode == 0 and "pushed" in proc.stdout, proc.stderr
         assert "workspace.json" not in run_git(theirs, "ls-files", ".obsidian")
+
+
+def test_undo_in_a_partial_clone_fetches_the_versions_it_reverts(served: tuple[Any, str, str],
+                                                                 tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "partial", "--filter=blob:none")
+    path = str(vault.locate(fid))
+    edit = versions_by_git(vault.root, path)[1]  # the edit: its parent's version is one the clone left out
+    assert f"?{run_git(here, 'rev-parse', f'{edit}^:{path}').strip()}" in run_git(
+        here, "rev-list", "--objects", "--missing=print", "HEAD").split()
+    # The later status change touched other lines, so the edit reverts cleanly: the text as first written.
+    proc = am(here, home, "undo", edit)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert (here / path).read_text().rstrip().endswith("Alpha caches user profiles.")
+    assert run_git(here, "show", f"HEAD:{path}") == (here / path).read_text()
+    assert "status: contested" in (here / path).read_text() and not run_git(here, "status", "--porcelain")

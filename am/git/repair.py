@@ -98,6 +98,7 @@ class Repairer(Writer):
         c = self.repo[commit].peel(pygit2.Commit)
         if len(c.parent_ids) > 1:
             raise ConflictError(f"{commit[:10]} is a merge commit; am undo reverts one write at a time")
+        self._fetch_left_out(str(c.parent_ids[0]) if c.parent_ids else None, commit, onto)
         index = self.repo.revert_commit(c, self.repo[onto].peel(pygit2.Commit))
         return self._merged_tree(index, f"reverting {commit[:10]}")
 
@@ -105,11 +106,23 @@ class Repairer(Writer):
         """Return the tree of ``onto`` with one commit's changes applied (a cherry-pick without a work tree)."""
         c = self.repo[commit].peel(pygit2.Commit)
         parent = str(c.parent_ids[0]) if c.parent_ids else None
+        self._fetch_left_out(parent, commit, onto)
         # No rename detection: two record files share most of their frontmatter, so a fact deleted and another
         # added since looks like a rename, and the lost commit's change would land in the other fact's file.
         index = self.repo.merge_trees(self._tree_of(parent), self._tree_of(onto), c.tree,
                                       flags=pygit2.enums.MergeFlag(0))
         return self._merged_tree(index, f"restoring {commit[:10]}")
+
+    def _fetch_left_out(self, parent: str | None, commit: str, onto: str | None) -> None:
+        """Bring in the blobs a three-way merge of one commit's change reads that a partial clone left out.
+
+        libgit2 cannot fetch them; ``read_object`` asks git, which does (am/git/partial.py).
+        """
+        for path, _ in self.file_changes(parent, commit):
+            for rev in (parent, commit, onto):
+                oid = self.blob_id(path, commit=rev) if rev is not None else None
+                if oid is not None and oid not in self.repo:
+                    self.read_object(oid)
 
     def _merged_tree(self, index: pygit2.Index, what: str) -> str:
         if index.conflicts is not None:
