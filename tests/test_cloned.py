@@ -161,6 +161,13 @@ def test_history_in_a_shallow_clone_starts_where_the_clone_does_and_says_so(serv
     proc = am(here, home, "slice", "--since", f"p-{first[:12]}-000000")
     assert proc.returncode == 2 and "shallow clone" in proc.stderr and "git fetch --unshallow" in proc.stderr
 
+    # A time before the clone's history: not "the whole vault is new since then".
+    for args in (("slice", "--since", "2020-01-01"), ("slice", "--as-of", "2020-01-01"),
+                 ("export", "--as-of", "2020-01-01", "-o", str(tmp_path / "out.jsonl"))):
+        proc = am(here, home, *args)
+        assert proc.returncode == 2 and "this vault is a shallow clone" in proc.stderr, (args, proc.stderr)
+        assert "new since then" not in proc.stderr and "git fetch --unshallow" in proc.stderr
+
     # Deepened, the same commands give the whole history, and no note.
     run_git(here, "fetch", "-q", "--unshallow")
     proc = am(here, home, "history", fid, "--format", "json")

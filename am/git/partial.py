@@ -22,7 +22,7 @@ from pathlib import Path
 
 from am.errors import GitError
 
-__all__ = ["UNSHALLOW", "missing_blob", "promisor", "shallow_commits", "shallow_text"]
+__all__ = ["UNSHALLOW", "missing_blob", "promisor", "refuse_before_shallow", "shallow_commits", "shallow_text"]
 
 # The fix a shallow vault's messages name.
 UNSHALLOW = "git fetch --unshallow"
@@ -82,3 +82,16 @@ def shallow_commits(gitdir: Path) -> frozenset[str]:
     """Return the commits a shallow clone's history stops at (empty for a whole clone)."""
     text = shallow_text(gitdir)
     return frozenset(text.split()) if text else frozenset()
+
+
+def refuse_before_shallow(gitdir: Path, what: str) -> None:
+    """Raise when a time before a shallow clone's history was asked for (``what``: the asking, for the message).
+
+    Called where no commit was found at or before the time: in a shallow clone
+    that says nothing about the vault, only about how deep it was cloned.
+    """
+    if shallow_commits(gitdir):
+        from am.errors import UsageError
+
+        raise UsageError(f"{what}: this vault is a shallow clone, and its history starts after that time",
+                         hint=f"run {UNSHALLOW} in the vault, then the same command again")

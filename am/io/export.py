@@ -60,6 +60,11 @@ def export_pairs(vault: Vault, world: ExportWorld = ExportWorld()) -> list[Pair]
 
         past = vault.store.last_commit_at(world.as_of.timestamp())
         if past is None:
+            from pathlib import Path
+
+            from am.git.partial import refuse_before_shallow
+
+            refuse_before_shallow(Path(vault.store.gitdir), f"--as-of {world.as_of.isoformat()}")
             raise UsageError(f"the vault has no commit at or before {world.as_of.isoformat()}",
                              hint="pick a later time (see: git log --reverse --format=%ci | head -1)")
         pairs: list[Pair] = []

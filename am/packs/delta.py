@@ -119,6 +119,11 @@ def since_commit(vault: VaultReader, ref: str) -> str:
                               "2026-11-20, 上周五") from None
     commit = vault.store.last_commit_at(moment.timestamp())
     if commit is None:
+        from pathlib import Path
+
+        from am.git.partial import refuse_before_shallow
+
+        refuse_before_shallow(Path(vault.store.gitdir), f"--since {ref!r}")
         raise UsageError(f"--since {ref!r}: the vault has no commit at or before {moment.isoformat()}",
                          hint="the whole vault is new since then: run am slice without --since")
     return commit

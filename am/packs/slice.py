@@ -247,6 +247,11 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
     if request.as_of is not None:
         past = vault.store.last_commit_at(request.as_of.timestamp())
         if past is None:
+            from pathlib import Path
+
+            from am.git.partial import refuse_before_shallow
+
+            refuse_before_shallow(Path(vault.store.gitdir), f"--as-of {request.as_of_label or request.as_of}")
             raise UsageError(f"the vault has no commit at or before {request.as_of_label or request.as_of}",
                              hint="pick a later time (see: git log --reverse --format=%ci | head -1)")
         commit = past
