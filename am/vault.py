@@ -142,8 +142,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                 store.commit(changes, message=vault._message("vault", "init", [], subject=f"vault: init {vault_name}"),
                              author=vault._author())
             vault = cls(root, store, actor=actor)
-        if register:
-            Registry.load().add_vault(vault.name, root, replace=replace)
+        if register:  # an adopted vault (a clone) keeps its own name in vault.yml; --name is this machine's for it
+            Registry.load().add_vault(name or vault.name, root, replace=replace)
         return vault
 
     def close(self) -> None:

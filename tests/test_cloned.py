@@ -431,3 +431,24 @@ def test_undo_in_a_partial_clone_fetches_the_versions_it_reverts(served: tuple[A
     assert (here / path).read_text().rstrip().endswith("Alpha caches user profiles.")
     assert run_git(here, "show", f"HEAD:{path}") == (here / path).read_text()
     assert "status: contested" in (here / path).read_text() and not run_git(here, "status", "--porcelain")
+
+
+def test_am_init_adopts_a_second_clone_of_a_vault_under_the_name_given(served: tuple[Any, str, str],
+                                                                       tmp_path: Path) -> None:
+    _, url, _ = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    first, second = clone(url, tmp_path / "first"), clone(url, tmp_path / "second")
+    proc = am(first, home, "init", ".")
+    assert proc.returncode == 0 and "vault test ready" in proc.stdout, proc.stderr
+    proc = am(second, home, "init", ".")  # the vault's own name is the first clone's here
+    assert proc.returncode == 6 and "choose another name" in proc.stderr
+    proc = am(second, home, "init", ".", "--name", "test-2")
+    assert proc.returncode == 0, proc.stderr
+    assert "vault test-2 ready" in proc.stdout and "am --vault test-2 " in proc.stdout
+    assert f"on this machine 'test' is another folder ({first.resolve()})" in proc.stderr
+    listed = json.loads(am(tmp_path, home, "vault", "list", "--format", "json").stdout)
+    assert {v["name"]: v["path"] for v in listed} == {"test": str(first.resolve()), "test-2": str(second.resolve())}
+    assert run_git(second, "config", "--get", "merge.am.driver").strip()  # adopted: hooks and driver as for the first
+    assert run_git(second, "show", "HEAD:.am/vault.yml").startswith("name: test\n")  # the shared name unchanged
+    assert not run_git(second, "status", "--porcelain")

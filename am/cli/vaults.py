@@ -32,7 +32,8 @@ def _install_hooks(vault: Any) -> str | None:
 
 @click.command()
 @click.argument("path", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
-@click.option("--name", default=None, help="The vault's name in the registry (default: the folder's name).")
+@click.option("--name", default=None, help="The vault's name in the registry (default: the folder's name; for a "
+              "vault adopted, such as a clone, its own name in .am/vault.yml, which stays).")
 @click.option("--obsidian", "for_obsidian", is_flag=True,
               help="Also add Obsidian templates and settings (as am obsidian setup does).")
 @click.option("--replace", is_flag=True, help="Point the name at PATH even if it is registered for another vault.")
@@ -52,10 +53,13 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, r
     vault = Vault.init(path, name=name, actor=ctx.obj.actor, replace=replace)
     if for_obsidian:
         vault.setup_obsidian()
-    click.echo(f"vault {vault.name} ready at {vault.root}")
+    registered = name or vault.name  # an adopted clone's own name (vault.yml) may differ from --name
+    click.echo(f"vault {registered} ready at {vault.root}")
     if not no_hooks and (said := _install_hooks(vault)):
         click.echo(said)
-    click.echo(f"next: am --vault {vault.name} topic add project-x --title 'Project X'")
+    click.echo(f"next: am --vault {registered} topic add project-x --title 'Project X'")
+    if registered != vault.name:
+        _clone_notes(registered, vault.root)
 
 
 @click.group()
