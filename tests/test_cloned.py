@@ -452,3 +452,22 @@ def test_am_init_adopts_a_second_clone_of_a_vault_under_the_name_given(served: t
     assert run_git(second, "config", "--get", "merge.am.driver").strip()  # adopted: hooks and driver as for the first
     assert run_git(second, "show", "HEAD:.am/vault.yml").startswith("name: test\n")  # the shared name unchanged
     assert not run_git(second, "status", "--porcelain")
+
+
+def test_setup_from_a_second_clone_names_the_clone_its_vault_name_reaches(served: tuple[Any, str, str],
+                                                                          tmp_path: Path) -> None:
+    _, url, _ = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    first, second = clone(url, tmp_path / "first"), clone(url, tmp_path / "second")
+    assert am(first, home, "init", ".").returncode == 0
+    assert am(second, home, "init", ".", "--name", "test-2").returncode == 0
+    project = tmp_path / "project"
+    run_git(tmp_path, "init", "-q", str(project))
+    proc = am(project, home, "--vault", "test-2", "setup", "claude-code", "--print")
+    assert proc.returncode == 0, proc.stderr
+    assert f"vault name 'test' is registered on this machine for {first.resolve()}" in proc.stderr
+    assert f"am vault add test {second.resolve()} --replace" in proc.stderr
+    assert "am init" not in proc.stderr  # adopting it under 'test' is refused: the name is the first clone's
+    proc = am(second, home, "init", ".", "--name", "test")
+    assert proc.returncode == 6

@@ -108,7 +108,12 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
     folder = (project or _repo_top(Path.cwd())).resolve()
     registered = Registry.load().vaults.get(vault.name)
     ref = vault.name if registered and Path(registered).expanduser().resolve() == vault.root else str(vault.root)
-    if ref != vault.name:
+    if ref != vault.name and registered:  # a second clone of the vault here (or another vault of its name)
+        click.echo(f"warning: vault name {vault.name!r} is registered on this machine for {registered}, not for this "
+                   f"clone {vault.root}; the configuration names this clone's path, which no other machine has (to "
+                   f"name the vault instead: run am setup with --vault {vault.name}, or point the name here: "
+                   f"am vault add {vault.name} {vault.root} --replace)", err=True)
+    elif ref != vault.name:
         click.echo(f"warning: vault {vault.name!r} is not registered on this machine; the configuration names its "
                    f"path (register it with: am init {vault.root} --name {vault.name})", err=True)
     request = SetupRequest(client=client, project=folder, vault=ref, name=name, read_only=read_only,
