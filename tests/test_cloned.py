@@ -471,3 +471,18 @@ def test_setup_from_a_second_clone_names_the_clone_its_vault_name_reaches(served
     assert "am init" not in proc.stderr  # adopting it under 'test' is refused: the name is the first clone's
     proc = am(second, home, "init", ".", "--name", "test")
     assert proc.returncode == 6
+
+
+def test_vault_list_in_an_unregistered_clone_names_the_clone_and_how_to_adopt_it(served: tuple[Any, str, str],
+                                                                                  tmp_path: Path) -> None:
+    _, url, _ = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    proc = am(here / "facts", home, "vault", "list")
+    assert proc.returncode == 0 and "create one with" not in proc.stderr
+    assert f"the vault at {here.resolve()} is not registered on this machine" in proc.stderr
+    assert f"am init {here.resolve()}" in proc.stderr
+    assert am(here, home, "init", str(here)).returncode == 0  # the way it names
+    proc = am(here, home, "vault", "list")
+    assert proc.stdout.split() == ["test", str(here.resolve())] and proc.stderr == ""

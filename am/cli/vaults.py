@@ -85,7 +85,13 @@ def list_(fmt: str) -> None:
         return
     for name, path in sorted(registry.vaults.items()):
         click.echo(f"{name:<24} {path}")
-    if not registry.vaults:
+    start = Path.cwd().resolve()
+    here = next((f for f in (start, *start.parents) if (f / ".am" / "vault.yml").is_file()), None)
+    if here is not None and not any(Path(p).expanduser().resolve() == here for p in registry.vaults.values()):
+        # Standing in a vault this machine does not know: a fresh clone.
+        click.echo(f"note: the vault at {here} is not registered on this machine (a clone is not); adopt it with: "
+                   f"am init {here} (it registers the clone and installs its hooks)", err=True)
+    elif not registry.vaults:
         click.echo("no vaults registered; create one with: am init PATH", err=True)
 
 
