@@ -486,3 +486,24 @@ def test_vault_list_in_an_unregistered_clone_names_the_clone_and_how_to_adopt_it
     assert am(here, home, "init", str(here)).returncode == 0  # the way it names
     proc = am(here, home, "vault", "list")
     assert proc.stdout.split() == ["test", str(here.resolve())] and proc.stderr == ""
+
+
+def test_fact_list_names_a_fact_a_driverless_pull_left_unreadable(served: tuple[Any, str, str],
+                                                                  tmp_path: Path) -> None:
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    # Both sides change the same frontmatter lines: Git's markers land in the YAML.
+    assert am(here, home, "fact", "expire", fid, "--reason", "gone here").returncode == 0
+    vault.set_fact_status(fid, "pending-review", reason="check it there")
+    assert sync(vault).pushed
+    pulled = subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True, text=True,
+                            env=subprocess_env(**OTHER), check=False)
+    assert pulled.returncode == 1
+    path = str(vault.locate(fid))
+    assert "<<<<<<< " in (here / path).read_text().split("\n---\n", 1)[0]
+    proc = am(here, home, "fact", "list")
+    assert proc.returncode == 0 and fid not in proc.stdout and "Later fact number 0." in proc.stdout
+    assert f"1 record file in the working tree could not be read and is not listed ({path}" in proc.stderr
+    assert "am check says why" in proc.stderr

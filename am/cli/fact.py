@@ -259,6 +259,7 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
         facts = facts[-limit:]
     if fmt == "json":
         emit_json([record_dict(f) for f in facts])
+        _unreadable_note(ctx)
         return
     for f in facts:
         first = f.body.strip().split("\n", 1)[0]
@@ -267,3 +268,14 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
         click.echo(f"{f.id:<28} {f.status:<14} {world_of(f):<32} {first}")
     if not facts:
         click.echo("no facts match", err=True)
+    _unreadable_note(ctx)
+
+
+def _unreadable_note(ctx: click.Context) -> None:
+    """Name the record files an uncommitted edit left unreadable (a git pull's conflict markers): they are not listed."""
+    index = open_vault(ctx).cache()
+    paths = index.dirty_paths(unreadable=True) if index is not None and hasattr(index, "dirty_paths") else []
+    if paths:
+        named = ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
+        click.echo(f"note: {len(paths)} record file{'s' * (len(paths) != 1)} in the working tree could not be read "
+                   f"and {'are' if len(paths) != 1 else 'is'} not listed ({named}: am check says why)", err=True)
