@@ -507,3 +507,27 @@ def test_fact_list_names_a_fact_a_driverless_pull_left_unreadable(served: tuple[
     assert proc.returncode == 0 and fid not in proc.stdout and "Later fact number 0." in proc.stdout
     assert f"1 record file in the working tree could not be read and is not listed ({path}" in proc.stderr
     assert "am check says why" in proc.stderr
+
+
+def test_marked_records_reads_the_files_hand_commits_changed_as_they_are_at_the_tip(alpha: Any) -> None:
+    from am.sync.engine import marked_records
+
+    vault = alpha
+    base = vault.store.head()
+    fid = vault.add_fact("Written by am.", topics=["project-alpha"]).record.id
+    path = str(vault.locate(fid))
+    text = (vault.root / path).read_text()
+    broken = text.replace("status: active\n", "<<<<<<< HEAD\nstatus: active\n=======\nstatus: expired\n>>>>>>> x\n")
+    (vault.root / path).write_text(broken)
+    run_git(vault.root, "commit", "-q", "-a", "-m", "hand merge")
+    marked = run_git(vault.root, "rev-parse", "HEAD").strip()
+    store = vault.store.opened()
+    line = broken.splitlines().index("<<<<<<< HEAD") + 1
+    assert marked_records(store, base, marked) == [f"{path}:{line}"]
+    later = vault.add_fact("Another, by am.", topics=["project-alpha"]).record.id  # am writes after it: still found
+    assert marked_records(store, base, vault.store.head()) == [f"{path}:{line}"]
+    (vault.root / path).write_text(text)
+    run_git(vault.root, "commit", "-q", "-a", "-m", "resolved by hand")
+    assert marked_records(store, base, run_git(vault.root, "rev-parse", "HEAD").strip()) == []
+    assert marked_records(store, marked, run_git(vault.root, "rev-parse", "HEAD").strip()) == []
+    assert later

@@ -200,12 +200,28 @@ def _refresh_cache(vault: Vault) -> None:
 
 
 def marked_records(store: GitStore, old: str | None, new: str) -> list[str]:
-    """Return ``path:line`` of each record file changed from ``old`` to ``new`` that holds Git's conflict markers."""
+    """Return ``path:line`` of each record file changed from ``old`` to ``new`` that holds Git's conflict markers.
+
+    Only files a commit that is not an am write changed are read (a hand commit, a merge Git made): am's
+    writes put no markers in records, so a vault agents write costs a walk of the commits, not a read of
+    every file they wrote.
+    """
     from am.records.merge import conflict_marker_line, is_record_path
 
+    walker = store.repo.walk(new)
+    if old is not None:
+        walker.hide(old)
+    touched: set[str] = set()
+    for commit in walker:
+        if "\nAm-Op: " in commit.message:
+            continue
+        parent = str(commit.parent_ids[0]) if commit.parent_ids else None
+        touched.update(path for path, blob in store.tree_changes(parent, str(commit.id)) if blob is not None)
+    if not touched:
+        return []
     found = []
     for path, blob in store.tree_changes(old, new):
-        if blob is None or not is_record_path(path):
+        if blob is None or path not in touched or not is_record_path(path):
             continue
         data = store.read_object(blob)
         if b"<<<<<<<" in data or b">>>>>>>" in data:
