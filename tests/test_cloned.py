@@ -531,3 +531,38 @@ def test_marked_records_reads_the_files_hand_commits_changed_as_they_are_at_the_
     assert marked_records(store, base, run_git(vault.root, "rev-parse", "HEAD").strip()) == []
     assert marked_records(store, marked, run_git(vault.root, "rev-parse", "HEAD").strip()) == []
     assert later
+
+
+def _code_clone(where: Path, origin: str | None) -> Path:
+    run_git(where.parent, "init", "-q", "-b", "main", str(where))
+    (where / "a.py").write_text("x = 1\n")
+    run_git(where, "add", "a.py")
+    run_git(where, "commit", "-q", "-m", "c1")
+    if origin is not None:
+        run_git(where, "remote", "add", "origin", origin)
+    return where
+
+
+def test_repo_add_on_another_machine_keeps_the_remote_the_teammate_recorded(served: tuple[Any, str, str],
+                                                                            tmp_path: Path) -> None:
+    vault, url, _ = served
+    teammate = tmp_path / "teammate-home"
+    theirs = _code_clone(tmp_path / "their-code", "https://example.com/org/alpha.git")
+    assert am(vault.root, teammate, "repo", "add", "alpha", str(theirs)).returncode == 0
+    assert am(vault.root, teammate, "sync").returncode == 0
+    shared = "repos:\n  alpha: https://example.com/org/alpha.git\n"
+    assert shared in run_git(vault.root, "show", "HEAD:.am/vault.yml")
+
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    head = run_git(here, "rev-parse", "HEAD")
+    # The same repository by ssh, and a clone with no remote at all: neither rewrites what every machine shares.
+    for n, origin in enumerate(("git@example.com:org/alpha.git", None)):
+        mine = _code_clone(tmp_path / f"my-code-{n}", origin)
+        proc = am(here, home, "repo", "add", "alpha", str(mine), "--replace")
+        assert proc.returncode == 0, proc.stderr
+        assert "recorded" not in proc.stdout and "names https://example.com/org/alpha.git as alpha's remote" in proc.stderr
+        assert run_git(here, "rev-parse", "HEAD") == head and shared in (here / ".am" / "vault.yml").read_text()
+    proc = am(here, home, "sync")
+    assert proc.returncode == 0 and "nothing to merge" in proc.stdout

@@ -117,7 +117,7 @@ def repo_add(ctx: click.Context, name: str, path: Path, replace: bool) -> None:
     run inside the clone (or a worktree of it) finds this vault, the repo and
     the world with no flags. The clone's remote URL is recorded in the vault's
     .am/vault.yml (one commit), so another machine can be told which clone NAME
-    means.
+    means; a URL the vault names already stays (the file is every machine's).
 
     Example: am repo add project-alpha ~/src/alpha
     """
@@ -146,6 +146,14 @@ def repo_add(ctx: click.Context, name: str, path: Path, replace: bool) -> None:
     commit = vault.record_repo(name, remote)
     if commit is not None:
         click.echo(f"recorded {name}" + (f" ({remote})" if remote else "") + f" in .am/vault.yml in commit {commit[:10]}")
+    else:
+        from am.records.vaultfile import repos_of
+
+        known = repos_of(vault.settings).get(name)
+        if known and known != (remote or ""):
+            click.echo(f"note: .am/vault.yml names {known} as {name}'s remote (this clone's origin is "
+                       f"{remote or 'not set'}); it stays, as every machine shares it: edit .am/vault.yml to change "
+                       "it", err=True)
 
 
 @repo.command("remove")

@@ -121,13 +121,16 @@ class WorldWrites:
                            verb=verb, ids=[fact_id], subject=f"fact: {verb} {fact_id}")
 
     def record_repo(self, name: str, remote: str | None) -> str | None:
-        """Write a code repo's remote URL into .am/vault.yml in one commit; None when it is already there."""
+        """Write a code repo's remote URL into .am/vault.yml in one commit; None when it names one already."""
         from am.git import Change
         from am.records.vaultfile import repos_of, with_repo
 
         vault_file = PurePosixPath(".am/vault.yml")
         self._check_writable(())  # type: ignore[attr-defined]
-        if repos_of(self.settings).get(name) == (remote or "") and "repos" in self.settings:
+        known = repos_of(self.settings).get(name)
+        if known == (remote or "") and "repos" in self.settings:
+            return None
+        if known:  # the URL a teammate recorded stays: each machine's clone (a fork, ssh or https) would rewrite it
             return None
         text = (self.root / vault_file).read_text(encoding="utf-8")
         new = with_repo(text, name, remote)
