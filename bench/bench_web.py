@@ -14,15 +14,24 @@ who starts `am serve` finds it):
    (/api/numbers) at N facts, and /api/worlds asked while a slow request (/api/numbers,
    /export/graph.html) is in flight, against /api/worlds alone. With --before REV the same is
    measured for that revision of am (a git worktree) in the same run, and the ratios after/before printed.
+4. with --team: a year-old team vault of N facts (the corpus, then a history of --commits commits by
+   three agents and two people with merges, as bench/bench_audit.py grows it; contested pairs joined by
+   conflicts-with, pending-review facts, facts that watch code paths and are stale on main, 4k more
+   relations), a clone of --branches (default 20) branches registered: each slow page's first answer in
+   a fresh server (/api/review, /api/numbers, /export/graph.html and /api/graph of main, /api/review of
+   no world). With --before REV, both revisions interleaved run by run, the ratios after/before per
+   page, and whether the two answers are byte-identical (they must be).
 
 Usage: python bench/bench_web.py [--facts 10000] [--big-facts 50000] [--runs 5] [--work /tmp/am-bench]
                                  [--branches 20 [--before REV] [--only-numbers]]
+                                 [--team [--commits 10000] [--before REV]]
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import statistics
 import subprocess
@@ -185,6 +194,131 @@ def scenario_numbers(args: argparse.Namespace, home: Path) -> None:
               f"{a['during-export'] / b['during-export']:.3f}x")
 
 
+TEAM_PAGES = ["/api/review?repo=project-alpha&branch=main", "/api/review",
+              "/api/numbers?repo=project-alpha&branch=main", "/export/graph.html?repo=project-alpha&branch=main", "/api/graph?repo=project-alpha&branch=main"]
+
+
+def ensure_team_vault(work: Path, home: Path, facts: int, commits: int, branches: int) -> Path:
+    """Create (once) the team vault of scenario 4 and register its code clone; return the vault."""
+    from am.git import Change, GitStore
+    from am.records.codec import render_record
+    from am.records.ids import record_path
+    from am.records.model import Fact, Relation
+    from am.vault import Vault
+    from bench.bench_audit import grow_history
+    from bench.corpus import write_vault
+
+    dest = work / f"team-{facts}-{commits}"
+    code = work / f"code-branches-{branches}"
+    if not (dest / ".am" / "vault.yml").is_file():
+        began = time.perf_counter()
+        write_vault(dest, facts)
+        ensure_branches(work, dest, home, branches)  # the code clone, for the watched commits
+        tips = subprocess.run(["git", "-C", str(code), "rev-list", "--reverse", "main"], check=True,
+                              capture_output=True, text=True).stdout.split()
+        fact_ids = sorted(p.stem for p in (dest / "facts").rglob("*.md"))
+        stamp = "2025-12-0{}T10:00:00+08:00"
+        records: list[Fact | Relation] = []
+        for i in range(60):  # contested pairs, joined as a merge joins them; and a few with no partner
+            a, b = f"f-20251201-1000-c{i:04d}a", f"f-20251201-1000-c{i:04d}b"
+            for fid, word in ((a, "on"), (b, "off")):
+                records.append(Fact(id=fid, topics=("project-t00000",), body=f"Feature flag {i} is {word} in prod.\n",
+                                    status="contested", created=stamp.format(1), repo="project-alpha"))
+            if i % 10:
+                records.append(Relation(id=f"{a}--conflicts-with--{b}", rel="conflicts-with", from_=a, to=b,
+                                        body=f"[[{a}]] conflicts-with [[{b}]]: changed differently on two branches.\n",
+                                        created=stamp.format(1)))
+        for i in range(150):  # pending review: by hand, an import
+            records.append(Fact(id=f"f-20251202-1000-p{i:04d}", topics=("tool-t00001",), status="pending-review",
+                                body=f"The cache TTL might be {i} minutes.\n", created=stamp.format(2),
+                                provenance="import:wiki"))
+        for i in range(300):  # watch f<k>.txt at commit c<j> of main; f<k> changed after j when k > j: stale
+            j, k = 1 + i % 20, 2 + i % 29
+            records.append(Fact(id=f"f-20251203-1000-w{i:04d}", topics=("concept-t00004",), repo="project-alpha",
+                                version="main", commit=tips[j - 1], paths=(f"f{k}.txt",), created=stamp.format(3),
+                                body=f"f{k}.txt holds the number {k}, watched since c{j}.\n"))
+        for i in range(4000):  # relations between facts (a year of "references")
+            a, b = fact_ids[(i * 7) % len(fact_ids)], fact_ids[(i * 13 + 5) % len(fact_ids)]
+            if a != b:
+                records.append(Relation(id=f"{a}--references--{b}", rel="references", from_=a, to=b,
+                                        body=f"[[{a}]] references [[{b}]].\n", created=stamp.format(4)))
+        vault = Vault.open(dest)
+        store: GitStore = vault.store
+        changes = {record_path(r.type, r.id, r.created): render_record(r).encode("utf-8") for r in records}
+        with store.write_lock(op="bench"):
+            store.commit([Change(p, d) for p, d in changes.items()],
+                         message="bench: team records\n\nAm-Op: import.batch\nAm-Actor: bench\n",
+                         author=("bench", "bench@localhost"))
+        vault.close()
+        grow_history(dest, commits, 0.3)
+        print(f"  built {dest} in {time.perf_counter() - began:.1f} s")
+    ensure_branches(work, dest, home, branches)
+    return dest
+
+
+def team_pages(vault: Path, home: Path, root: Path) -> tuple[dict[str, float], dict[str, bytes]]:
+    """Return each slow page's first answer in a fresh server: seconds, and the body (run ids masked)."""
+    proc, port, _started = _start(vault, home, root)
+    times, bodies = {}, {}
+    try:
+        _get(port, "/api/worlds")
+        for path in TEAM_PAGES:
+            began = time.perf_counter()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}"})
+            response = conn.getresponse()
+            body = response.read()
+            conn.close()
+            times[path] = time.perf_counter() - began
+            assert response.status == 200, (path, response.status, body[:300])
+            if path.startswith("/api/numbers"):  # the cache file's size moves with its write-ahead log
+                data = json.loads(body)
+                data["cache"].pop("bytes", None)
+                body = json.dumps(data, sort_keys=True).encode()
+            bodies[path] = body
+    finally:
+        _stop(proc)
+    return times, bodies
+
+
+def scenario_team(args: argparse.Namespace, home: Path) -> None:
+    from bench.corpus import print_load
+
+    vault = ensure_team_vault(args.work, home, args.facts, args.commits, args.branches or 20)
+    subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(vault), "index", "status"], env=_env(home),
+                   check=True, stdout=subprocess.DEVNULL)  # a warm cache, as a vault in use has
+    roots = {"after": ROOT}
+    if args.before:
+        before = args.work / "am-before"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
+                       check=False, capture_output=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(before), args.before],
+                       check=True)
+        roots = {"before": before, "after": ROOT}
+    count = subprocess.run(["git", "-C", str(vault), "rev-list", "--count", "HEAD"], check=True, capture_output=True,
+                           text=True).stdout.strip()
+    print(f"4. a team vault of {args.facts:,} facts, {count} commits, {args.branches or 20} branches "
+          f"(first answers in a fresh server, median of {args.runs}):")
+    print_load()
+    found: dict[str, dict[str, list[float]]] = {name: {p: [] for p in TEAM_PAGES} for name in roots}
+    bodies: dict[str, dict[str, bytes]] = {}
+    for _ in range(args.runs):
+        for name, root in roots.items():  # interleaved: the machine's load falls on both alike
+            times, got = team_pages(vault, home, root)
+            for path, took in times.items():
+                found[name][path].append(took)
+            if bodies.setdefault(name, got) != got:
+                raise SystemExit(f"{name}: an answer changed between runs")
+    for path in TEAM_PAGES:
+        line = "   " + path.ljust(52) + "  ".join(f"{name} {statistics.median(found[name][path]):7.3f} s"
+                                                for name in roots)
+        if "before" in roots:
+            ratio = statistics.median(found["after"][path]) / statistics.median(found["before"][path])
+            same = "identical" if bodies["before"][path] == bodies["after"][path] else "DIFFERENT"
+            line += f"  after/before {ratio:.3f}x, answers {same}"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--facts", type=int, default=10_000)
@@ -194,12 +328,17 @@ def main() -> None:
     parser.add_argument("--branches", type=int, default=0, help="scenario 3: a clone of this many branches")
     parser.add_argument("--before", help="scenario 3: also measure this revision of am (a git worktree)")
     parser.add_argument("--only-numbers", action="store_true", help="run scenario 3 alone")
+    parser.add_argument("--team", action="store_true", help="run scenario 4 alone (a team vault's slow pages)")
+    parser.add_argument("--commits", type=int, default=10_000, help="scenario 4: the team vault's history")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     home = args.work / "home-web"
     home.mkdir(exist_ok=True)
     if args.only_numbers:
         scenario_numbers(args, home)
+        return
+    if args.team:
+        scenario_team(args, home)
         return
 
     vault = ensure_vault(args.work, args.facts)
