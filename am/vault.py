@@ -158,10 +158,12 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
 
         return open_cache(self)
 
-    def _record_pairs(self, rtype: str, topic: str | None = None,
-                      status: str | None = None) -> Iterable[tuple[PurePosixPath, Record]]:
-        cache = self.cache()  # it narrows by topic and status in SQL (not 20k facts decoded for 200); callers recheck
-        return cache.records(type=rtype, topic=topic, status=status) if cache is not None else self.iter_records()
+    def _record_pairs(self, rtype: str, topic: str | None = None, status: str | None = None,
+                      rel: str | None = None) -> Iterable[tuple[PurePosixPath, Record]]:
+        cache = self.cache()  # it narrows by topic, status, rel in SQL (not 20k facts decoded for 200); callers recheck
+        if cache is None:
+            return self.iter_records()
+        return cache.relations_of(rel, status) if rel else cache.records(type=rtype, topic=topic, status=status)
 
     def __enter__(self) -> Vault:
         return self
@@ -288,14 +290,12 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
                and (status is None or r.status == status) and (repo is None or r.repo == repo)]
         return sorted(out, key=lambda f: (f.created or "", f.id))
 
-    def list_relations(self, *, topic: str | None = None, status: str | None = None) -> list[Relation]:
-        """Return relations, sorted by id."""
-        out = [
-            r for _, r in self._record_pairs("relation", topic, status)
-            if isinstance(r, Relation)
-            and (topic is None or topic in (r.from_, r.to))
-            and (status is None or r.status == status)
-        ]
+    def list_relations(self, *, topic: str | None = None, status: str | None = None,
+                       rel: str | None = None) -> list[Relation]:
+        """Return relations (of one type: ``rel``), sorted by id."""
+        out = [r for _, r in self._record_pairs("relation", None if rel else topic, status, rel)
+               if isinstance(r, Relation) and (topic is None or topic in (r.from_, r.to))
+               and (status is None or r.status == status) and (rel is None or r.rel == rel)]
         return sorted(out, key=lambda r: r.id)
 
     def _write(self, items: Sequence[tuple[PurePosixPath, Record, str | None]], *, noun: str, verb: str,

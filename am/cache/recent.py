@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from am.cache.rows import record_from_json
-from am.records.model import Fact, Topic
+from am.records.model import Fact, Relation, Topic
 
 __all__ = ["RecentQueries"]
 
@@ -20,6 +21,25 @@ class RecentQueries:
     """What is hot in a vault; ``Index`` supplies ``conn``."""
 
     conn: Any
+
+    def relations_of(self, rel: str, status: str | None = None) -> list[tuple[PurePosixPath, Relation]]:
+        """Return (path, relation) of the relations of one type (and status), sorted by id then path: the
+        others are passed over along the index, never decoded (the review queue's conflicts-with pairs)."""
+        sql = "SELECT path, data FROM records INDEXED BY records_relation WHERE type = 'relation' AND rel = ?"
+        args: tuple[str, ...] = (rel,) if status is None else (rel, status)
+        rows = self.conn.execute(sql + (" AND status = ?" if status is not None else "") + " ORDER BY id, path", args)
+        return [(PurePosixPath(p), r) for p, d in rows if isinstance(r := record_from_json("relation", d), Relation)]
+
+    def watching_facts(self, *, repo: str | None, dropped: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Return (id, 7 world fields, data) of the facts that watch code paths and may hold in ``repo``'s world:
+        of that repo or of none, with a status other than ``dropped``; sorted by id then path."""
+        cols = "id, path, status, repo, version, commit_id, until_commit, valid_from, valid_until, data"
+        one = f"SELECT {cols} FROM records INDEXED BY records_watch WHERE type = 'fact' AND paths IS NOT NULL AND repo"
+        marks = ",".join("?" * len(dropped))
+        rows = self.conn.execute(  # two searches along records_watch (an OR of the two scanned every fact)
+            f"SELECT * FROM ({one} = ? UNION ALL {one} IS NULL) WHERE COALESCE(status, 'active') NOT IN ({marks}) "
+            "ORDER BY id, path", (repo, *dropped))
+        return [(row[0], *row[2:]) for row in rows]
 
     def pinned_facts(self) -> list[Fact]:
         """Return every pinned fact, sorted by id then path."""

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from am.worlds.ancestry import WorldSetup
     from am.packs.retrieval import Retrieved, SearchFn
 
-__all__ = ["cached_pack", "held_counts"]
+__all__ = ["cached_pack", "held_counts", "held_watching"]
 
 _Key = tuple[Any, ...]  # status, repo, version, commit, until_commit, valid_from, valid_until
 _BELIEVED = ("active", "contested")
@@ -160,6 +160,24 @@ def held_counts(index: Index, setup: WorldSetup) -> tuple[int, int] | None:
     world = setup.world
     res, _, _ = _resolution(index, world, _Judge(world, setup.oracle), counts_only=True)
     return res.fact_counts()
+
+
+def held_watching(index: Index, setup: WorldSetup) -> tuple[list[Fact], Any] | None:
+    """Return the facts of ``cached_pack``'s ``--max-tokens 0`` pack of every topic that watch code paths
+    (sorted by id), and the world's staleness lookup, with no pack built: only those facts decoded.
+
+    None when two files share an id (only the general path can tell then).
+    """
+    if index.has_twins() or not hasattr(index, "watching_facts"):
+        return None
+    world = setup.world
+    verdict = _Judge(world, setup.oracle)
+    never = ("expired", "superseded") + (() if world.include_pending else (WHY_PENDING,))
+    hidden = _hidden(index, world, never, verdict)
+    facts = [f for row in index.watching_facts(repo=world.repo, dropped=never)
+             if row[0] not in hidden and verdict(_key(row[1:8])).holds
+             and isinstance(f := record_from_json("fact", row[8]), Fact)]
+    return facts, _stale_lookup(index, setup)
 
 
 def _stale_lookup(index: Any, setup: WorldSetup) -> Any:

@@ -79,9 +79,24 @@ def stale_in_world(vault: VaultReader, request: SliceRequest) -> StaleReport:
     A fact that holds and watches paths but whose staleness cannot be derived (no readable registered clone,
     no commit, or one the clone lacks) is listed in ``cannot_tell`` with the reason, never counted as fresh.
     """
-    from am.packs.slice import slice_vault
+    from am.packs.slice import _open_index, slice_vault, world_of
+    from am.worlds.ancestry import now
 
-    pack = slice_vault(vault, replace(request, max_tokens=0, topic=None, query=None), count_use=False)
+    request = replace(request, max_tokens=0, topic=None, query=None)
+    index = _open_index(vault) if request.as_of is None else None
+    if index is not None and hasattr(index, "fact_world_groups"):
+        from am.packs.cache import held_watching
+
+        # Only the facts that watch code paths can be stale: those of the pack, judged from the cache's world
+        # fields with no pack built (the whole pack decoded and rendered 20k facts for a dozen).
+        setup = world_of(vault, request, at=request.at or now())
+        held = held_watching(index, setup)
+        if held is not None:
+            facts, lookup = held
+            found = tuple(StaleFact(f, mark) for f in facts if lookup is not None and (mark := lookup(f)) is not None)
+            unknown = tuple((f, why) for f in facts if (why := _cannot_tell(setup, f)) is not None)
+            return StaleReport(setup, found, unknown)
+    pack = slice_vault(vault, request, count_use=False)
     shown = {f.id: f for f in pack.all_shown()}
     found = tuple(StaleFact(shown[fid], mark) for fid, mark in sorted(pack.stale.items()) if fid in shown)
     unknown = tuple((f, why) for f in sorted(shown.values(), key=lambda f: f.id)

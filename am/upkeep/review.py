@@ -245,8 +245,8 @@ def proposals(vault: Any) -> list[ReviewItem]:
 def _contested(vault: Any) -> list[ReviewItem]:
     contested = {f.id: f for f in vault.list_facts(status="contested")}
     pairs: dict[str, str] = {}
-    for rel in vault.list_relations(status="active"):
-        if rel.rel == "conflicts-with" and rel.from_ in contested and rel.to in contested:
+    for rel in vault.list_relations(status="active", rel="conflicts-with"):  # only these decoded (an index)
+        if rel.from_ in contested and rel.to in contested:
             pairs.setdefault(rel.from_, rel.to)
             pairs.setdefault(rel.to, rel.from_)
     items: list[ReviewItem] = []
@@ -329,8 +329,8 @@ def _accept_contested(vault: Any, fact: Fact, reason: str | None) -> WriteResult
     from am.records.writes import one_line
 
     partner = None
-    for rel in vault.list_relations(status="active"):
-        if rel.rel == "conflicts-with" and fact.id in (rel.from_, rel.to):
+    for rel in vault.list_relations(status="active", rel="conflicts-with"):
+        if fact.id in (rel.from_, rel.to):
             partner = rel
             break
     why = one_line(reason or "chosen in review")

@@ -131,34 +131,32 @@ class Views:
     def review(self, request: SliceRequest) -> dict[str, Any]:
         """Return what waits for a person: stale facts in the world, contested facts and pairs, pending review."""
         from am.packs.pack import clean_text
-        from am.packs.slice import slice_vault
+        from am.packs.why import stale_in_world
         from am.records.model import Fact
         from am.upkeep.review import CHOICES, stale_choices
         from am.worlds.ancestry import open_clone
 
-        # Stale: of what holds in the world, as the CLI queue reads it (stale_in_world): a pending fact is listed
-        # once, under pending (its decision, accept or reject, comes first).
-        pack = slice_vault(self.vault, replace(request, topic=None, query=None, max_tokens=0, include_pending=False),
-                           count_use=False)
-        shown = {f.id: f for f in pack.all_shown()}
+        # Stale: of what holds in the world, as the CLI queue reads it: a pending fact is listed once, under
+        # pending (its decision, accept or reject, comes first).
+        report = stale_in_world(self.vault, replace(request, include_pending=False))
 
         def fact(f: Fact) -> dict[str, Any]:
             return {"id": f.id, "text": clean_text(f.body), "status": f.status, "confidence": f.confidence,
                     "topics": list(f.topics), "repo": f.repo, "branch": f.version, "commit": f.commit,
                     "provenance": clean_text(f.provenance), "created": f.created, "reason": f.reason}
 
-        world = pack.setup.world
+        world = report.setup.world
         where = [f"--{k} {shlex.quote(v)}" for k, v in (("repo", world.repo), ("branch", world.branch),
                                                          ("commit", request.commit and world.commit)) if v]
-        store = open_clone(world.repo)[0] if pack.stale and world.repo and world.commit else None
+        store = open_clone(world.repo)[0] if report.facts and world.repo and world.commit else None
         stale = []
-        for fid, mark in sorted(pack.stale.items()):
-            if fid in shown:
-                # The CLI queue's choices, by its rule (a fact of another branch: no confirm, no expire here).
-                choices, note = stale_choices(store, shown[fid], world.branch, world.commit)
-                stale.append({**fact(shown[fid]), "changed": mark.to_json(), "evidence": mark.describe(),
-                              "choices": list(choices), "note": note,
-                              "commands": [f"am why {fid}", *_decisions(fid, choices, where)]})
+        for found in report.facts:
+            # The CLI queue's choices, by its rule (a fact of another branch: no confirm, no expire here).
+            fid, mark = found.fact.id, found.mark
+            choices, note = stale_choices(store, found.fact, world.branch, world.commit)
+            stale.append({**fact(found.fact), "changed": mark.to_json(), "evidence": mark.describe(),
+                          "choices": list(choices), "note": note,
+                          "commands": [f"am why {fid}", *_decisions(fid, choices, where)]})
         contested = [{**fact(f), "choices": list(CHOICES["contested"]),
                       "commands": _decisions(f.id, CHOICES["contested"], [])}
                      for f in self.vault.list_facts(status="contested")]
@@ -168,11 +166,9 @@ class Views:
         for f in self.vault.list_facts(status="pending-review"):
             choices = CHOICES["proposal" if f.id in proposed else "pending"]
             pending.append({**fact(f), "choices": list(choices), "commands": _decisions(f.id, choices, [])})
-        pairs = []
-        for rel in self.vault.list_relations(status="active"):
-            if rel.rel == "conflicts-with":
-                pairs.append({"id": rel.id, "from": rel.from_, "to": rel.to, "note": clean_text(rel.body),
-                              "texts": {end: self._text_of(end) for end in (rel.from_, rel.to)}})
+        pairs = [{"id": rel.id, "from": rel.from_, "to": rel.to, "note": clean_text(rel.body),
+                  "texts": {end: self._text_of(end) for end in (rel.from_, rel.to)}}
+                 for rel in self.vault.list_relations(status="active", rel="conflicts-with")]
         return {"world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
                 "stale": stale, "contested": contested, "pending": pending, "pairs": pairs,
                 "proposals": proposals}
