@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import commit_file, run_git
+from test_graph import demo  # noqa: F401 -- the demo vault, built once for the module
 
 from am.packs.pack import SliceRequest
 
@@ -166,3 +167,43 @@ def test_the_review_page_is_the_same_from_a_fresh_a_stale_and_no_cache(alpha: An
     assert edited[0]["pairs"] == [] and edited == deleted
     assert [f["id"] for f in fresh[0]["stale"]] == ["fact-billing"] and len(fresh[1]["stale"]) == 4
 
+
+
+def _slices_by_reading_the_text_back(graph: Any) -> dict[str, Any]:
+    """The export's topic slices as they were made before: the whole pack's JSON text parsed, each topic's
+    facts picked by a scan of every fact."""
+    from am.packs.pack import render_json
+    from am.web.export import _command
+
+    whole = json.loads(render_json(graph.pack))
+    by_topic = {t["id"]: t for t in whole["topics"]}
+    sectioned = [f for t in whole["topics"] for f in t["facts"]]
+    out = {}
+    for node in graph.nodes:
+        topic = dict(by_topic.get(node.id, {"id": node.id, "title": node.title, "kind": node.kind, "aliases": [],
+                                            "summary": ""}))
+        topic["facts"] = [f for f in sectioned if node.id in f["topics"]]
+        out[node.id] = {"world": whole["world"], "topics": [topic],
+                        **{k: [f for f in whole[k] if node.id in f["topics"]]
+                           for k in ("pinned", "stale", "contested", "pending")},
+                        "command": _command(graph, node.id)}
+    return out
+
+
+def test_the_export_s_topic_slices_are_the_whole_pack_s(demo: tuple[Path, Path], monkeypatch: Any) -> None:  # noqa: F811
+    from am.packs.graph import world_graph
+    from am.vault import Vault
+    from am.web.export import topic_slices
+
+    root, home = demo
+    monkeypatch.setenv("AM_HOME", str(home))
+    with Vault.open(root) as vault:
+        for request in (SliceRequest(repo="project-alpha", branch="main"),
+                        SliceRequest(repo="project-alpha", branch="feat-batch", include_pending=True),
+                        SliceRequest(repo="project-alpha", topic="tool-redis", depth=1), SliceRequest()):
+            graph = world_graph(vault, request)
+            got = topic_slices(graph)
+            assert json.dumps(got, sort_keys=True) == json.dumps(_slices_by_reading_the_text_back(graph),
+                                                                 sort_keys=True)
+            kinds = {k for s in got.values() for k in ("pinned", "stale", "contested", "pending") if s[k]}
+            assert got and (request.repo is None or kinds)  # the demo has such facts in its worlds

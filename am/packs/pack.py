@@ -37,6 +37,7 @@ __all__ = [
     "placeholder_topic",
     "is_home_topic",
     "render_markdown",
+    "pack_data",
     "render_json",
     "header_tokens",
     "others_markdown",
@@ -537,7 +538,12 @@ def _found(pack: Pack) -> dict[str, str]:
 
 def render_json(pack: Pack) -> str:
     """Render a pack as JSON with a stable shape (keys sorted); the same records as the Markdown pack."""
-    if not pack.tokens:
+    return json.dumps(pack_data(pack), ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+
+
+def pack_data(pack: Pack, *, tokens: bool = True) -> dict[str, Any]:
+    """Return ``render_json``'s value, of JSON types; ``tokens=False``: no Markdown rendered to count them (0)."""
+    if tokens and not pack.tokens:
         render_markdown(pack)
     req, setup, res = pack.request, pack.setup, pack.resolution
     from am.packs.delta import pack_id
@@ -576,7 +582,7 @@ def render_json(pack: Pack) -> str:
                      _more(pack)},
         "tokens": {"estimate": pack.tokens, "budget": req.max_tokens or None},
     }
-    return json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+    return data
 
 
 # ---------------------------------------------------------------- I/O around the pure core

@@ -38,27 +38,33 @@ _BOOT = """
 
 def topic_slices(graph: TopicGraph) -> dict[str, dict[str, Any]]:
     """Return, for every node, its facts in the world in the shape of ``am slice --topic ID --depth 0 --format json``."""
-    import json as _json
+    from am.packs.pack import pack_data
 
-    from am.packs.pack import render_json
-
-    whole: dict[str, Any] = _json.loads(render_json(graph.pack))
+    # The whole pack's value, not its text read back (an indented dump of 20k facts cost seconds), and no
+    # Markdown rendered to count its tokens: no topic's slice here shows them.
+    whole: dict[str, Any] = pack_data(graph.pack, tokens=False)
     by_topic = {t["id"]: t for t in whole["topics"]}
     # A fact about two topics is shown once in a whole pack, under one of them; a topic's own slice shows it.
     sectioned = [f for t in whole["topics"] for f in t["facts"]]
+    groups = {name: _by_topic(whole[name]) for name in ("pinned", "stale", "contested", "pending")}
+    mine = _by_topic(sectioned)
     out: dict[str, dict[str, Any]] = {}
     for node in graph.nodes:
         topic = dict(by_topic.get(node.id, {"id": node.id, "title": node.title, "kind": node.kind, "aliases": [],
                                             "summary": ""}))
-
-        def mine(group: list[dict[str, Any]], tid: str = node.id) -> list[dict[str, Any]]:
-            return [f for f in group if tid in f["topics"]]
-
-        topic["facts"] = mine(sectioned)
-        out[node.id] = {"world": whole["world"], "topics": [topic], "pinned": mine(whole["pinned"]),
-                        "stale": mine(whole["stale"]), "contested": mine(whole["contested"]),
-                        "pending": mine(whole["pending"]),
+        topic["facts"] = mine.get(node.id, [])
+        out[node.id] = {"world": whole["world"], "topics": [topic],
+                        **{name: group.get(node.id, []) for name, group in groups.items()},
                         "command": _command(graph, node.id)}
+    return out
+
+
+def _by_topic(facts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Return the facts about each topic, in their order (each fact once under each of its topics)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for fact in facts:
+        for tid in dict.fromkeys(fact["topics"]):
+            out.setdefault(tid, []).append(fact)
     return out
 
 
