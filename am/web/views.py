@@ -202,7 +202,7 @@ class Views:
         """Return facts by status, actor and week; the facts that hold on each branch of every known repo (the
         first 20 by name); the full pack (facts, tokens, bytes) of the request's world; the cache's health."""
         from am.packs.slice import count_held, render_markdown, slice_vault
-        from am.upkeep.audit import log_entries
+        from am.upkeep.writers import fact_writes_by_actor
         from am.worlds.ancestry import open_clone
 
         request = replace(request, topic=None, query=None, max_tokens=0)
@@ -219,12 +219,7 @@ class Views:
                 except ValueError:
                     continue
                 by_week[f"{year}-W{week:02d}"] += 1
-        by_actor: Counter[str] = Counter()
-        for entry in log_entries(self.vault):
-            if entry.op in ("fact.add", "fact.supersede"):
-                by_actor[entry.actor] += 1
-            elif entry.op == "import.batch" or entry.manual:
-                by_actor[entry.actor] += sum(1 for r in entry.records if r.startswith("f-"))
+        by_actor = fact_writes_by_actor(self.vault)  # each commit counted once, kept in .am/cache/
         # Every branch's count of what holds (no pack: milliseconds each); the full pack of the picker's world only.
         worlds, left_out = [], []
         for repo in sorted(self.vault.known_repos()):
