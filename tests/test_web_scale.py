@@ -207,3 +207,32 @@ def test_the_export_s_topic_slices_are_the_whole_pack_s(demo: tuple[Path, Path],
                                                                  sort_keys=True)
             kinds = {k for s in got.values() for k in ("pinned", "stale", "contested", "pending") if s[k]}
             assert got and (request.repo is None or kinds)  # the demo has such facts in its worlds
+
+
+def test_a_pack_with_no_budget_sizes_its_facts_only_for_the_hint_of_what_was_left_out(demo: tuple[Path, Path],  # noqa: F811
+                                                                                          monkeypatch: Any) -> None:
+    from am.packs.assemble import fill, header_tokens
+    from am.packs.pack import Pack, render_markdown
+    from am.packs.slice import slice_vault
+    from am.vault import Vault
+
+    root, home = demo
+    monkeypatch.setenv("AM_HOME", str(home))
+    with Vault.open(root) as vault:
+        whole = slice_vault(vault, SliceRequest(repo="project-alpha", branch="main", max_tokens=0), count_use=False)
+    facts = [f for f in whole.all_shown()]
+    topics = whole.resolution.topics
+    packs = []
+    for budget in (0, 10**9):  # no budget, and one nothing reaches: the same facts admitted
+        request = replace(whole.request, max_tokens=budget)
+        pack = Pack(request, whole.setup, whole.vault_name, whole.vault_commit, whole.resolution, whole.scope)
+        pack.stale_lookup = whole.stale_lookup
+        # A fact whose file went away between two reads of the cache (None) is left out: the hint needs sizes.
+        fill(pack, iter([facts[0], None, *facts[1:]]), len(facts) + 1, set(topics), whole.relations, topics)
+        packs.append(pack)
+    none, huge = packs
+    assert none.left_out == huge.left_out == {"facts": 1, "topics": 0, "relations": 0}
+    # The same sizes, but for the header, which names the budget.
+    assert none.needed - header_tokens(none) == huge.needed - header_tokens(huge) > 100
+    assert "--max-tokens 0" not in render_markdown(none).split("## Left out")[1]  # the hint names a size
+    assert [f.id for f in none.all_shown()] == [f.id for f in huge.all_shown()] == [f.id for f in whole.all_shown()]

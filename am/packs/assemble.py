@@ -213,6 +213,18 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
         needed += cost
         return budget is None or used + cost <= budget
 
+    def cost_of(fact: Fact, where: str | None, place: str, heading: bool) -> int:
+        cost = estimate_tokens(fact_markdown(fact, where, stale=pack.stale.get(fact.id), compact=compact))
+        if heading and place == "topic":
+            cost += estimate_tokens(topic_markdown(topics.get(where or "") or placeholder_topic(where or ""),
+                                                   compact=compact))
+        elif heading:
+            cost += estimate_tokens(_HEADINGS[place])
+        return cost
+
+    # No budget: no fact is cut, and a fact's size counts only in the hint of what was left out (a relation
+    # whose topic is not shown, a fact whose file went away), so it is rendered for that only (20k: a second).
+    later: list[tuple[Fact, str | None, str, bool]] = []
     lookup = pack.stale_lookup
     for n, fact in enumerate(ranked):
         if fact is None:  # its file went away between the two reads of the cache
@@ -225,12 +237,10 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
         place = _place(fact, pack)
         section = next((t for t in fact.topics if t in topic_ids), fact.topics[0] if fact.topics else "")
         where = section if place == "topic" else None
-        cost = estimate_tokens(fact_markdown(fact, where, stale=pack.stale.get(fact.id), compact=compact))
-        if place == "topic" and section not in opened:
-            cost += estimate_tokens(topic_markdown(topics.get(section) or placeholder_topic(section), compact=compact))
-        elif place != "topic" and not lists[place]:
-            cost += estimate_tokens(_HEADINGS[place])
-        if not fits(cost):
+        heading = section not in opened if place == "topic" else not lists[place]
+        if budget is None:
+            later.append((fact, where, place, heading))
+        elif not fits(cost := cost_of(fact, where, place, heading)):
             pack.stale.pop(fact.id, None)
             # The cut is a prefix of the ranking; what follows is only counted, with a generous
             # size per fact (1-3 sentences and a meta line), so the hint gets them all.
@@ -238,7 +248,8 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
             left["facts"] += 1 + rest
             needed += rest * _LEFT_OUT_FACT_TOKENS
             break
-        used += cost
+        else:
+            used += cost
         if place == "topic":
             holder = opened.setdefault(section, [])
             section_rank.setdefault(section, n)
@@ -275,6 +286,8 @@ def fill(pack: Pack, ranked: Iterable[Fact | None], total: int, topic_ids: Colle
     pack.sections = [(topics.get(tid) or placeholder_topic(tid), opened[tid])
                      for tid in sorted(opened, key=lambda t: (not is_home_topic(t, home), section_rank[t], t))]
     pack.left_out = left
+    if later and any(left.values()):
+        needed += sum(cost_of(*item) for item in later)
     pack.needed = needed
 
 
