@@ -236,3 +236,20 @@ def test_a_pack_with_no_budget_sizes_its_facts_only_for_the_hint_of_what_was_lef
     assert none.needed - header_tokens(none) == huge.needed - header_tokens(huge) > 100
     assert "--max-tokens 0" not in render_markdown(none).split("## Left out")[1]  # the hint names a size
     assert [f.id for f in none.all_shown()] == [f.id for f in huge.all_shown()] == [f.id for f in whole.all_shown()]
+
+
+def test_a_layout_asked_again_is_the_one_computed_afresh() -> None:
+    from am.packs import layout as layouts
+
+    nodes = [f"t{i:03d}" for i in range(300)]
+    edges = [(nodes[i], nodes[(i * 7 + 3) % 300]) for i in range(300)]
+    for focus in (None, "t005", "not-a-node"):
+        layouts._KEPT.clear()
+        fresh = layouts.layout(nodes, edges, focus=focus)
+        fresh["t000"] = (-1.0, -1.0)  # a caller's change to its answer is its own
+        kept = layouts.layout(list(reversed(nodes)), edges + edges[:5], focus=focus)  # the same graph
+        layouts._KEPT.clear()
+        assert kept == layouts.layout(nodes, edges, focus=focus) != fresh
+    other = layouts.layout(nodes, edges[1:])
+    layouts._KEPT.clear()
+    assert other == layouts.layout(nodes, edges[1:]) != layouts.layout(nodes, edges)

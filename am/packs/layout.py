@@ -11,14 +11,19 @@ gets the same picture.
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 __all__ = ["SIZE", "layout"]
 
 SIZE = 1000.0  # positions fall in [0, SIZE] x [0, SIZE]
 _GOLDEN = math.pi * (3 - math.sqrt(5))
 _BUDGET = 400_000  # node pairs and edges looked at, over all steps: a third of a second of pure Python
+_KEEP = 8  # layouts kept, by their input (a server's threads share them)
+_KEPT: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+_KEPT_LOCK = threading.Lock()
 
 
 def layout(nodes: Sequence[str], edges: Iterable[tuple[str, str]], *, focus: str | None = None) -> dict[str, tuple[float, float]]:
@@ -29,9 +34,18 @@ def layout(nodes: Sequence[str], edges: Iterable[tuple[str, str]], *, focus: str
     index = {n: i for i, n in enumerate(order)}
     pairs = sorted({(min(index[a], index[b]), max(index[a], index[b]))
                     for a, b in edges if a in index and b in index and a != b})
-    if focus is not None and focus in index:
-        return {n: p for n, p in zip(order, _fit(_rings(len(order), pairs, index[focus]), centred=True))}
-    return {n: p for n, p in zip(order, _fit(_forces(len(order), pairs)))}
+    centre = index[focus] if focus is not None and focus in index else None
+    # A pure function of these: the same graph asked again (the page's graph, then its export) is laid out once.
+    key = (tuple(order), tuple(pairs), centre)
+    points = _KEPT.get(key)
+    if points is None:
+        points = _fit(_rings(len(order), pairs, centre), centred=True) if centre is not None else \
+            _fit(_forces(len(order), pairs))
+        with _KEPT_LOCK:
+            while len(_KEPT) >= _KEEP:
+                _KEPT.pop(next(iter(_KEPT)))
+            _KEPT[key] = points
+    return {n: p for n, p in zip(order, points)}
 
 
 def _rings(count: int, pairs: list[tuple[int, int]], centre: int) -> list[tuple[float, float]]:
