@@ -253,3 +253,44 @@ def test_a_layout_asked_again_is_the_one_computed_afresh() -> None:
     other = layouts.layout(nodes, edges[1:])
     layouts._KEPT.clear()
     assert other == layouts.layout(nodes, edges[1:]) != layouts.layout(nodes, edges)
+
+
+def test_the_export_and_numbers_after_the_graph_are_their_answers_alone(alpha: Any, am_home: Path,
+                                                                          tmp_path: Path) -> None:
+    from am.vault import Vault
+    from am.web.export import render_html
+    from am.web.views import Views, world_request
+
+    vault, _ = _watching_vault(alpha, tmp_path)
+    root = vault.root
+    vault.close()
+
+    def answers(opened: Any, *, graph_first: bool) -> tuple[str, str]:
+        views = Views(opened)
+        request = world_request(repo="project-alpha", branch="main")
+        if graph_first:
+            views.graph(request)
+        numbers = views.numbers(request)
+        numbers["cache"].pop("bytes")
+        return render_html(views.topic_graph(request)), json.dumps(numbers, sort_keys=True)
+
+    def alone() -> tuple[str, str]:
+        with Vault.open(root) as fresh:
+            return answers(fresh, graph_first=False)
+
+    with Vault.open(root) as opened:
+        views = Views(opened)
+        assert answers(opened, graph_first=True) == alone()
+        main = world_request(repo="project-alpha", branch="main")
+        views.graph(main)
+        assert views.topic_graph(main) is views.topic_graph(main)  # kept, built once
+        # A commit since: the kept graph is not this vault's any more.
+        opened.add_fact("A new fact about billing.", topics=["project-alpha"], id="fact-new-one")
+        html, numbers = answers(opened, graph_first=False)
+        assert "fact-new-one" in html and (html, numbers) == alone()
+        # An uncommitted edit: nothing is kept.
+        new = next(root.glob("facts/**/fact-new-one.md"))
+        new.write_text(new.read_text().replace("A new fact", "An edited fact"))
+        opened.cache().refresh()
+        html, numbers = answers(opened, graph_first=True)
+        assert "An edited fact" in html and (html, numbers) == alone()

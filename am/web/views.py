@@ -29,6 +29,7 @@ __all__ = ["Views", "world_request"]
 _CACHE_SIZE = 32
 _GRAPHS_LOCK = threading.Lock()  # the layouts may be shared by several threads' views (am serve)
 _BRANCHES = 20  # branches counted per repo on the Numbers page (the rest: named as left out)
+_LAST = ("last graph",)  # the key of the last graph built, kept whole, in the shared dict of layouts
 
 
 def world_request(repo: str | None = None, branch: str | None = None, commit: str | None = None,
@@ -75,11 +76,30 @@ class Views:
         return (self.vault.store.head(), setup.world.repo, setup.world.branch, setup.world.commit, request.at_label,
                 request.topic, request.depth if request.topic else None, request.include_pending)
 
-    def topic_graph(self, request: SliceRequest) -> TopicGraph:
-        """Return the graph of a world and scope (``am.packs.graph.world_graph``)."""
+    def _kept(self, key: tuple[Any, ...] | None, request: SliceRequest) -> TopicGraph | None:
+        """Return the last graph built, when it is of this key (vault commit, world, scope) and its pack's request
+        is ``request`` (as ``world_graph`` asks it: no budget, no query, no links followed, not compact)."""
+        with _GRAPHS_LOCK:
+            last = self._graphs.get(_LAST)
+        if key is None or last is None or last["key"] != key:
+            return None
+        graph: TopicGraph = last["graph"]
+        return graph if graph.request == replace(request, max_tokens=0, query=None, follow_links=False,
+                                                 compact=False) else None
+
+    def topic_graph(self, request: SliceRequest, key: tuple[Any, ...] | None = None) -> TopicGraph:
+        """Return the graph of a world and scope (``am.packs.graph.world_graph``); the last one built is kept
+        (one: its pack holds every shown fact), so the page's export of the graph it shows builds nothing again."""
         from am.packs.graph import world_graph
 
-        return world_graph(self.vault, request)
+        key = key or (self._key(request) if request.at is None else None)
+        graph = self._kept(key, request)
+        if graph is None:
+            graph = world_graph(self.vault, request)
+            if key is not None:
+                with _GRAPHS_LOCK:
+                    self._graphs[_LAST] = {"key": key, "graph": graph}
+        return graph
 
     def graph(self, request: SliceRequest) -> dict[str, Any]:
         """Return the graph's JSON, laid out once per vault commit, world and scope ('at' a phrase: each time)."""
@@ -90,7 +110,7 @@ class Views:
             with _GRAPHS_LOCK:
                 if key in self._graphs:
                     return self._graphs[key]
-        data = graph_json(self.topic_graph(request))
+        data = graph_json(self.topic_graph(request, key))
         if key is not None:
             with _GRAPHS_LOCK:
                 while len(self._graphs) >= _CACHE_SIZE:
@@ -231,7 +251,10 @@ class Views:
             for branch in branches:
                 held = count_held(self.vault, replace(request, repo=repo, branch=branch, commit=None))
                 worlds.append({"repo": repo, "branch": branch, "facts": held})
-        pack = slice_vault(self.vault, request, count_use=False)
+        # The page's graph of this world, if it is the last one built, holds this very pack (every topic, no budget).
+        kept = self._kept(self._key(request), request) if request.at is None else None
+        pack = kept.pack if kept is not None and kept.request == request else slice_vault(self.vault, request,
+                                                                                         count_use=False)
         world = pack.setup.world
         text = render_markdown(pack)
         return {"facts": len(facts), "by_status": dict(sorted(by_status.items())),
