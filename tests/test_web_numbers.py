@@ -53,3 +53,30 @@ def test_fact_writes_by_actor_are_counted_once_and_follow_history(alpha: Any, am
     assert fact_writes_by_actor(alpha) == first
     kept.write_text("not json")
     assert fact_writes_by_actor(alpha) == first
+
+
+def test_the_server_counts_the_writes_by_actor_at_its_start(alpha: Any, am_home: Path) -> None:
+    import json
+    import time
+
+    from test_web import Server
+
+    alpha.add_fact("One.", topics=["project-alpha"], id="fact-one")
+    kept = alpha.root / ".am" / "cache" / "writers.json"
+    server = Server(alpha.root, am_home)
+    try:
+        server.json("/api/worlds")  # not the Numbers page: its count is made at the start all the same
+        deadline = time.monotonic() + 120  # a wait for the worker, not a measure of it
+        while not kept.exists():
+            assert time.monotonic() < deadline, "the server did not count the writes at its start"
+            time.sleep(0.05)
+    finally:
+        server.stop()
+    data = json.loads(kept.read_text())  # written whole (a rename), never half
+    assert data["head"] == run_git(alpha.root, "rev-parse", "HEAD").strip()
+    assert data["totals"] == _by_actor_from_the_log(alpha)
+    server = Server(alpha.root, am_home)
+    try:
+        assert server.json("/api/numbers")["by_actor"] == data["totals"]
+    finally:
+        server.stop()

@@ -172,6 +172,14 @@ def build_app(vault_root: Path, *, port: int, defaults: dict[str, Any] | None = 
                                         commit=start.get("commit")))
         except AmError:
             pass  # the page asks again and shows the error
+        # Then the fact writes by actor of the Numbers page: the first count walks all history (seconds at 10k
+        # commits), and is kept (am/upkeep/writers.py), so a person who opens Numbers later finds it done.
+        from am.upkeep.writers import fact_writes_by_actor
+
+        try:
+            fact_writes_by_actor(views().vault)
+        except AmError:
+            pass  # the page counts again and shows the error
 
     worker.submit(warm)
 
