@@ -18,9 +18,10 @@ who starts `am serve` finds it):
    three agents and two people with merges, as bench/bench_audit.py grows it; contested pairs joined by
    conflicts-with, pending-review facts, facts that watch code paths and are stale on main, 4k more
    relations), a clone of --branches (default 20) branches registered: each slow page's first answer in
-   a fresh server (/api/review, /api/numbers, /export/graph.html and /api/graph of main, /api/review of
-   no world). With --before REV, both revisions interleaved run by run, the ratios after/before per
-   page, and whether the two answers are byte-identical (they must be).
+   a fresh server, in the order a person visits them (/api/graph of main, /api/review of main and of no
+   world, /api/numbers of main, /export/graph.html of main). With --before REV, both revisions
+   interleaved run by run, the ratios after/before per page, and whether the two answers are
+   byte-identical (they must be).
 
 Usage: python bench/bench_web.py [--facts 10000] [--big-facts 50000] [--runs 5] [--work /tmp/am-bench]
                                  [--branches 20 [--before REV] [--only-numbers]]
@@ -194,8 +195,11 @@ def scenario_numbers(args: argparse.Namespace, home: Path) -> None:
               f"{a['during-export'] / b['during-export']:.3f}x")
 
 
-TEAM_PAGES = ["/api/review?repo=project-alpha&branch=main", "/api/review",
-              "/api/numbers?repo=project-alpha&branch=main", "/export/graph.html?repo=project-alpha&branch=main", "/api/graph?repo=project-alpha&branch=main"]
+# In the order a person visits them: the page shows the graph of the world picked, then the other tabs, then
+# the export of that graph.
+TEAM_PAGES = ["/api/graph?repo=project-alpha&branch=main", "/api/review?repo=project-alpha&branch=main",
+              "/api/review", "/api/numbers?repo=project-alpha&branch=main",
+              "/export/graph.html?repo=project-alpha&branch=main"]
 
 
 def ensure_team_vault(work: Path, home: Path, facts: int, commits: int, branches: int) -> Path:
