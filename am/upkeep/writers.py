@@ -17,7 +17,7 @@ import os
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["fact_writes_by_actor"]
 
@@ -54,7 +54,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _valid(value: Any) -> bool:
+def _valid(value: Any) -> TypeGuard[list[Any]]:
     return value == [] or (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
                            and isinstance(value[1], int) and not isinstance(value[1], bool))
 
@@ -84,9 +84,8 @@ def fact_writes_by_actor(vault: Any) -> dict[str, int]:
     commits: dict[str, list[Any]] = {}
     by_actor: Counter[str] = Counter()
     for info in store.walk(head):
-        value = known.get(info.id)
-        if not _valid(value):
-            value = _count(store, info)
+        kept_value = known.get(info.id)
+        value = kept_value if _valid(kept_value) else _count(store, info)
         commits[info.id] = value
         if value:
             by_actor[value[0]] += value[1]
