@@ -8,6 +8,7 @@ import fcntl
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +118,12 @@ def _unlock_close(fd: int) -> None:
         os.close(fd)
 
 
-def _flock_within(fd: int, timeout: float) -> bool:
+def _flock_within(fd: int, timeout: float, progress: Callable[[], object] | None = None) -> bool:
     """Take an exclusive flock on ``fd``, waiting at most ``timeout`` seconds; return whether it was taken.
+
+    ``progress``: a mark of other writers getting through (``_progress_mark``); while it changes
+    from one ``timeout`` to the next, the wait goes on, so only ``timeout`` seconds in which
+    nobody got anywhere give up.
 
     Waiting is a blocking flock in a helper thread, not polling: with polling,
     a writer that just released the lock wins it back before sleepers wake, and
@@ -145,7 +150,13 @@ def _flock_within(fd: int, timeout: float) -> bool:
         os.close(waiter_fd)  # abandoned: this was the last reference, so the lock goes with it
 
     threading.Thread(target=wait, name="am-write-lock", daemon=True).start()
-    if got.wait(timeout):
+    seen = progress() if progress is not None else None
+    while not got.wait(timeout):
+        mark = progress() if progress is not None else None
+        if progress is None or mark == seen:
+            break
+        seen = mark
+    else:
         return True
     with guard:
         if got.is_set():
