@@ -48,3 +48,31 @@ def test_path_slice(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert mention in {f["id"] for t in json.loads(out.output)["topics"] for f in t["facts"]}
     assert "dead watched" not in data["scope"]["description"]
+
+
+def _slice(root: Path, *args: str) -> tuple[int, str]:
+    out = CliRunner().invoke(cli, ["--vault", str(root), "slice", *MAIN, *args])
+    return out.exit_code, out.output
+
+
+def test_a_path_pack_names_its_paths_in_its_id_and_its_hint(tmp_path: Path) -> None:
+    # A --path pack had the id of the whole world's pack (--since it then diffed the whole world), and its
+    # "Get all of them with" hint dropped --path, so the command it gave printed another pack.
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    code, whole = _slice(root, "--format", "json")
+    assert code == 0, whole
+    code, first = _slice(root, "--path", "src/api/users.py", "--format", "json")
+    assert code == 0, first
+    code, second = _slice(root, "--path", "src/session/cache.py", "--format", "json")
+    assert code == 0, second
+    ids = {json.loads(text)["pack_id"] for text in (whole, first, second)}
+    assert len(ids) == 3
+    # The same paths, given absolute from inside the clone, are the same question: the same id.
+    clone = tmp_path / "demo-code"
+    code, absolute = _slice(root, "--path", str(clone / "src" / "api" / "users.py"), "--format", "json")
+    assert code == 0, absolute
+    assert json.loads(absolute)["pack_id"] == json.loads(first)["pack_id"]
+    code, cut = _slice(root, "--path", "src/api/users.py", "--max-tokens", "300")
+    assert code == 0, cut
+    assert "Get all of them with `am slice --repo project-alpha --branch main --path src/api/users.py --max-tokens" in cut

@@ -94,6 +94,7 @@ class SliceRequest:
     include_pending: bool = False
     follow_links: bool = False
     compact: bool = False
+    paths: tuple[str, ...] = ()  # --path: the files at hand, relative to the clone (am.packs.paths)
     link_vaults: tuple[str, ...] | None = None  # the vaults links may be followed into; None: any registered one
     commit_source: str | None = None  # where ``commit`` came from when not typed (ancestry.DETACHED_HEAD); not asked
 
@@ -106,6 +107,7 @@ class SliceRequest:
                             ("--depth", str(self.depth) if self.topic else None), ("--query", self.query)):
             if value is not None:
                 parts.append(f"{flag} {_shell_word(value)}")
+        parts.extend(f"--path {_shell_word(path)}" for path in self.paths)
         if self.include_pending:
             parts.append("--include-pending")
         if self.follow_links:

@@ -90,6 +90,8 @@ def dead_paths(facts: Sequence[Fact], setup: WorldSetup) -> list[tuple[str, str]
 
 def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str]) -> Pack:
     """Build the pack of what the world's memory holds about these files."""
+    import dataclasses
+
     from am.packs.assemble import build_pack
     from am.packs.retrieval import neighbourhood
     from am.packs.slice import _usage
@@ -101,6 +103,7 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
                         include_pending=request.include_pending, cache_dir=vault.root / ".am" / "cache" / "ancestry",
                         known_repos=getattr(vault, "known_repos", None), commit_source=request.commit_source)
     wanted = normalise(paths, setup.clone)
+    request = dataclasses.replace(request, paths=tuple(wanted))  # the pack's id and its hints name them
     index = vault.cache()
     records: list[Record] = list(index.record_values()) if index is not None else [
         r for _, r in vault.iter_records()]
