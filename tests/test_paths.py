@@ -51,8 +51,17 @@ def test_path_slice(tmp_path: Path) -> None:
 
 
 def _slice(root: Path, *args: str) -> tuple[int, str]:
-    out = CliRunner().invoke(cli, ["--vault", str(root), "slice", *MAIN, *args])
-    return out.exit_code, out.output
+    """Run am slice through main() (the real error handling); return (code, stdout and stderr)."""
+    from am.cli.main import main
+
+    runner = CliRunner()
+    with runner.isolation() as streams:
+        try:
+            main(["--vault", str(root), "slice", *MAIN, *args])
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        return code, streams[0].getvalue().decode() + streams[1].getvalue().decode()
 
 
 def test_a_path_pack_names_its_paths_in_its_id_and_its_hint(tmp_path: Path) -> None:
@@ -76,3 +85,16 @@ def test_a_path_pack_names_its_paths_in_its_id_and_its_hint(tmp_path: Path) -> N
     code, cut = _slice(root, "--path", "src/api/users.py", "--max-tokens", "300")
     assert code == 0, cut
     assert "Get all of them with `am slice --repo project-alpha --branch main --path src/api/users.py --max-tokens" in cut
+
+
+def test_path_with_another_scope_is_refused(tmp_path: Path) -> None:
+    # --path chooses the scope; --topic and --query were mixed in silently (a --topic outside the paths'
+    # neighbourhood said "no topic ... in the vault"), and --since ignored --path and listed the whole world.
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    for extra, named in ((["--topic", "tool-redis"], "--topic"), (["--query", "redis"], "--query"),
+                         (["--since", "HEAD~1"], "--since")):
+        code, out = _slice(root, "--path", "src/api/users.py", *extra)
+        assert code == 2, out
+        assert f"--path and {named}" in out and "give one of them" in out, out
+

@@ -81,6 +81,15 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         max_tokens=max_tokens, include_pending=include_pending, follow_links=follow_links, compact=compact,
         commit_source=None if typed or commit_ is None else DETACHED_HEAD,  # here_world's detached HEAD
     )
+    if paths:
+        from am.errors import UsageError
+
+        for flag, value in (("--topic", topic), ("--query", query)):
+            if value is not None:
+                raise UsageError(f"--path and {flag} choose the scope in two ways; give one of them")
+        if since is not None:
+            raise UsageError("--path and --since: what changed since is listed for the whole world, not for "
+                             "the files at hand; give one of them")
     if since is not None:
         from am.packs.delta import render_delta_json, render_delta_markdown, slice_since
 
