@@ -98,3 +98,17 @@ def test_path_with_another_scope_is_refused(tmp_path: Path) -> None:
         assert code == 2, out
         assert f"--path and {named}" in out and "give one of them" in out, out
 
+
+def test_path_pack_counts_what_holds_in_the_world(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    code, whole = _slice(root, "--format", "json")
+    assert code == 0, whole
+    # No fact watches or mentions the file: the header said "Holds here: 0 facts, 0 topics" while 5 hold
+    # (and dropped the Rule line's fact judged by branch name), as if the world were empty.
+    code, none = _slice(root, "--path", "src/nothing.py", "--format", "json")
+    assert code == 0, none
+    assert json.loads(none)["holds"] == json.loads(whole)["holds"]
+    assert json.loads(none)["topics"] == []
+    code, text = _slice(root, "--path", "src/nothing.py")
+    assert "1 fact judged by branch name" in text and "Holds here: 5 facts" in text, text

@@ -113,7 +113,8 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
                backend: Any = None, backend_note: str = "vector: not installed",
                links: Any = None, load: Loader | None = None, dropped: Mapping[str, int] | None = None,
                watched: Callable[[], Iterable[WatchedFact]] | None = None, dirty: int = 0,
-               signals: UseSignals | None = None, first: Sequence[str] = ()) -> Pack:
+               signals: UseSignals | None = None, first: Sequence[str] = (),
+               near: Mapping[str, int] | None = None) -> Pack:
     """Resolve records in the world, choose the scope, rank, and fill the budget.
 
     Facts may come as ``FactView`` (no body); ``load(ids)`` then returns the
@@ -122,14 +123,16 @@ def build_pack(records: Iterable[Record | FactView], request: SliceRequest, setu
     ``watched()`` names every fact that watches code paths (a view has no
     ``paths``; full facts are found by themselves): asked only when the world's
     staleness answers lack a shown fact, to compute them all at once. ``first``: fact ids that rank first (after pinned) when
-    there is no query (``--path``'s matches).
+    there is no query (``--path``'s matches); ``near``: the topics in scope, chosen by the caller (``--path``'s),
+    while what holds is counted over every record.
     """
     res = resolve(records, setup.world, setup.oracle)
     for why, count in (dropped or {}).items():
         res.excluded[why] = res.excluded.get(why, 0) + count
-    near: dict[str, int] | None = None
     retrieved: Retrieved | None = None
-    if request.topic is not None:
+    if near is not None:
+        pass
+    elif request.topic is not None:
         if request.topic not in res.all_topics:
             raise NotFoundError(f"no topic {request.topic!r} in the vault", hint="list them with: am topic list")
         from am.packs.retrieval import neighbourhood

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from am.records.model import Fact, Record, Topic
+from am.records.model import Fact, Record
 
 if TYPE_CHECKING:
     from am.packs.pack import Pack, SliceRequest
@@ -113,13 +113,11 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
     by_id = {f.id: f for f in held}
     topics = sorted({t for i in hits for t in by_id[i].topics})
     near = neighbourhood(topics, 1, topics=res.topics, facts=res.facts, relations=res.relations) if topics else {}
-    around = set(near) | set(topics)
-    keep = set(hits) | {f.id for f in held if around.intersection(f.topics)}
-    chosen: list[Record] = [r for r in records if (r.id in keep if isinstance(r, Fact) else
-                                                    r.id in around if isinstance(r, Topic) else True)]
+    around = dict.fromkeys(sorted(set(near) | set(topics)), 0)  # every fact of these topics; hits have one
     signals = _usage(vault).signals(repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
-    pack = build_pack(chosen, request, setup, vault_name=vault.name, vault_commit=index.head if index else
-                      vault.store.head(), signals=signals, first=hits)
+    # Every record goes in, so the header counts what holds in the world, as a --topic pack's does.
+    pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=index.head if index else
+                      vault.store.head(), signals=signals, first=hits, near=around)
     dead = dead_paths([by_id[i] for i in hits], setup)
     scope = (f"paths {', '.join(f'`{p}`' for p in wanted)}: {len(hits)} fact{'s' * (len(hits) != 1)} watch or "
              f"mention them, then the facts about their topics and the topics one hop away")
