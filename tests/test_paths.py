@@ -112,3 +112,25 @@ def test_path_pack_counts_what_holds_in_the_world(tmp_path: Path) -> None:
     assert json.loads(none)["topics"] == []
     code, text = _slice(root, "--path", "src/nothing.py")
     assert "1 fact judged by branch name" in text and "Holds here: 5 facts" in text, text
+
+
+def test_path_pack_reads_the_vault_as_of(tmp_path: Path) -> None:
+    # --as-of read the work tree and labelled it "as of": the batch-lookup fact (2026-10-02) that watches
+    # users.py was in a pack of the vault as of 2026-10-01, and the Vault line named today's commit.
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    then = __import__("subprocess").run(
+        ["git", "-C", str(root), "log", "-1", "--format=%H", "--before=2026-10-01T00:00:00+08:00"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    code, now = _slice(root, "--path", "src/api/users.py", "--format", "json")
+    assert code == 0, now
+    assert "f-20261002-0915-c4f1a5" in {f["id"] for t in json.loads(now)["topics"] for f in t["facts"]}
+    code, past = _slice(root, "--path", "src/api/users.py", "--as-of", "2026-10-01T00:00:00+08:00", "--format", "json")
+    assert code == 0, past
+    data = json.loads(past)
+    assert data["vault"]["commit"] == then
+    shown = {f["id"] for t in data["topics"] for f in t["facts"]}
+    assert shown == set() and ": 0 facts watch or mention them" in data["scope"]["description"]
+    assert data["holds"]["facts"] == 4  # the world as the vault then knew it
+    code, text = _slice(root, "--path", "src/api/users.py", "--as-of", "2000-01-01")
+    assert code == 2 and "no commit at or before 2000-01-01" in text, text

@@ -94,7 +94,7 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
 
     from am.packs.assemble import build_pack
     from am.packs.retrieval import neighbourhood
-    from am.packs.slice import _usage
+    from am.packs.slice import _usage, _with_links
     from am.clock import now as clock_now
     from am.worlds.ancestry import now, setup_world
     from am.worlds.rules import resolve
@@ -104,9 +104,20 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
                         known_repos=getattr(vault, "known_repos", None), commit_source=request.commit_source)
     wanted = normalise(paths, setup.clone)
     request = dataclasses.replace(request, paths=tuple(wanted))  # the pack's id and its hints name them
-    index = vault.cache()
-    records: list[Record] = list(index.record_values()) if index is not None else [
-        r for _, r in vault.iter_records()]
+    records: list[Record]
+    if request.as_of is not None:  # the vault as it was then, as a whole-world pack reads it
+        from am.errors import UsageError
+        from am.worlds.ancestry import records_at
+
+        commit = vault.store.last_commit_at(request.as_of.timestamp())
+        if commit is None:
+            raise UsageError(f"the vault has no commit at or before {request.as_of_label or request.as_of}",
+                             hint="pick a later time (see: git log --reverse --format=%ci | head -1)")
+        records = list(records_at(vault, commit))
+    else:
+        index = vault.cache()
+        records = list(index.record_values()) if index is not None else [r for _, r in vault.iter_records()]
+        commit = (index.head if index is not None else None) or vault.store.head()
     res = resolve(records, setup.world, setup.oracle)
     held = [f for f in res.facts.values() if isinstance(f, Fact)]
     hits = touching(held, wanted)
@@ -116,8 +127,8 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
     around = dict.fromkeys(sorted(set(near) | set(topics)), 0)  # every fact of these topics; hits have one
     signals = _usage(vault).signals(repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
     # Every record goes in, so the header counts what holds in the world, as a --topic pack's does.
-    pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=index.head if index else
-                      vault.store.head(), signals=signals, first=hits, near=around)
+    pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit, signals=signals,
+                      first=hits, near=around)
     dead = dead_paths([by_id[i] for i in hits], setup)
     scope = (f"paths {', '.join(f'`{p}`' for p in wanted)}: {len(hits)} fact{'s' * (len(hits) != 1)} watch or "
              f"mention them, then the facts about their topics and the topics one hop away")
@@ -125,6 +136,4 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
         scope += "; dead watched paths (gone at the world's commit): " + ", ".join(
             f"`{p}` (watched by `{fid}`)" for fid, p in dead)
     pack.scope = scope
-    shown = [f.id for f in pack.all_shown()]
-    _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
-    return pack
+    return _with_links(pack, vault, request, setup)  # use counted, --follow-links followed, as for any pack
