@@ -134,3 +134,29 @@ def test_path_pack_reads_the_vault_as_of(tmp_path: Path) -> None:
     assert data["holds"]["facts"] == 4  # the world as the vault then knew it
     code, text = _slice(root, "--path", "src/api/users.py", "--as-of", "2000-01-01")
     assert code == 2 and "no commit at or before 2000-01-01" in text, text
+
+
+def test_one_is_singular_in_the_header(tmp_path: Path) -> None:
+    # A new project's first slice said "(1 commits in this history)", and a path one fact watches said
+    # "1 fact watch or mention them".
+    import subprocess
+
+    code_repo = tmp_path / "app"
+    code_repo.mkdir()
+    git = ["git", "-C", str(code_repo), "-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(code_repo)], check=True)
+    (code_repo / "app.py").write_text("print(1)\n")
+    subprocess.run([*git, "add", "app.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    root = tmp_path / "vault"
+    with Vault.init(root, name="app-memory", actor="tester") as v:
+        v.add_topic(id="project-app", title="App", kind="project")
+        v.add_fact("app.py prints one.", topics=["project-app"])
+    from am.registry import Registry
+
+    Registry.load().add_repo("app", code_repo, vault="app-memory")
+    out = CliRunner().invoke(cli, ["--vault", str(root), "slice", "--repo", "app", "--branch", "main",
+                                   "--path", "app.py"])
+    assert out.exit_code == 0, out.output
+    assert "(1 commit in this history)" in out.output
+    assert ": 1 fact watches or mentions them" in out.output

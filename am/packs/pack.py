@@ -306,7 +306,7 @@ def _excluded_line(res: Resolution) -> str:
 def _rule_line(pack: Pack) -> str:
     setup = pack.setup
     if setup.rule == RULE_ANCESTRY:
-        line = f"commit ancestry in the registered clone ({setup.history_size} commits in this history)"
+        line = f"commit ancestry in the registered clone ({_n(setup.history_size, 'commit')} in this history)"
         fallback = pack.resolution.rules.get(RULE_BRANCH, 0)
         if fallback:
             line += f"; {fallback} fact{'s' * (fallback != 1)} judged by branch name (no commit, or one not in the clone)"

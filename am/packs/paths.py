@@ -130,8 +130,9 @@ def slice_paths(vault: VaultReader, request: SliceRequest, paths: Sequence[str])
     pack = build_pack(records, request, setup, vault_name=vault.name, vault_commit=commit, signals=signals,
                       first=hits, near=around)
     dead = dead_paths([by_id[i] for i in hits], setup)
-    scope = (f"paths {', '.join(f'`{p}`' for p in wanted)}: {len(hits)} fact{'s' * (len(hits) != 1)} watch or "
-             f"mention them, then the facts about their topics and the topics one hop away")
+    verb = "s watch or mention" if len(hits) != 1 else " watches or mentions"
+    scope = (f"paths {', '.join(f'`{p}`' for p in wanted)}: {len(hits)} fact{verb} them, "
+             "then the facts about their topics and the topics one hop away")
     if dead:
         scope += "; dead watched paths (gone at the world's commit): " + ", ".join(
             f"`{p}` (watched by `{fid}`)" for fid, p in dead)
