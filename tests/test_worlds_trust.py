@@ -656,3 +656,19 @@ def test_check_counts_unresolved_worlds_on_one_line_per_repo_or_branch_and_all_l
     _, out, _ = am("--vault", vault, "check", "--format", "json")
     issues = json.loads(out)["issues"]
     assert len(issues) == 6 and all(set(i) == {"severity", "code", "path", "message", "field", "line"} for i in issues)
+
+
+def test_confirm_at_the_commit_it_is_observed_at_says_what_to_do(world: dict[str, Any]) -> None:
+    """`am fact confirm ID` (its branch's tip) of a fact already observed there said only 'already observed at X',
+    though the hook had just said the fact is stale on main: now it names --commit and the supersede that fixes it."""
+    vault = world["vault"]
+    ok("--vault", vault, "fact", "add", "getUsers batches ids.", "--topic", "project-alpha", "--id", "fact-batch",
+       "--repo", "project-alpha", "--branch", "feat", "--path", "src/api/batch.py")
+    before = head(vault)
+    code_, out, err = am("--vault", vault, "fact", "confirm", "fact-batch")
+    assert code_ == 2 and out == ""
+    assert f"fact-batch is already observed at {world['f1'][:10]}, the tip of its branch feat" in err
+    assert "am stale" in err and 'am fact supersede fact-batch "what holds there" --branch B' in err
+    code_, _, err = am("--vault", vault, "fact", "confirm", "fact-batch", "--commit", world["f1"])
+    assert code_ == 2 and "--commit a newer commit" in err
+    assert head(vault) == before

@@ -101,7 +101,14 @@ class WorldWrites:
                         hint="confirming there would stop the fact holding where it held; supersede it instead "
                              "(am fact supersede), or pass --unverified")
         if fact.commit == new_commit and fact.status != "pending-review":
-            raise UsageError(f"{fact_id} is already observed at {new_commit[:10]}")
+            if commit is None:  # the branch's tip: nothing changed on the fact's own branch
+                raise UsageError(
+                    f"{fact_id} is already observed at {new_commit[:10]}, the tip of its branch {fact.version}",
+                    hint=f"where it is stale (am stale --branch B), check it there and, if it no longer holds, "
+                         f"am fact supersede {fact_id} \"what holds there\" --branch B --reason \"...\"; "
+                         f"or confirm it at a later commit of {fact.version}: --commit C")
+            raise UsageError(f"{fact_id} is already observed at {new_commit[:10]}",
+                             hint="to re-observe it, pass --commit a newer commit")
         status = "active" if fact.status == "pending-review" else fact.status
         reason = f"confirmed at {fact.repo}@{new_commit[:12]}"
         updated = replace(fact, commit=new_commit, status=status)
