@@ -342,6 +342,19 @@ def test_follow_links_names_the_other_vault(alpha: Any, tmp_path: Path) -> None:
     assert "no vault named ghost is registered" in out
 
 
+def test_follow_links_follows_an_obsidian_uri(alpha: Any, tmp_path: Path) -> None:
+    """docs/obsidian.md: an Obsidian URI link is read exactly like [[vault:id]]; --follow-links skipped a fact
+    whose body had no '[[' at all, so a fact linking only by the URI followed nothing."""
+    from am.vault import Vault
+
+    other = Vault.init(tmp_path / "infra", name="infra", actor="tester")
+    other.add_topic(title="Postgres", kind="tool", id="tool-postgres", body="The shared database.")
+    alpha.add_fact("Alpha stores users in [Postgres](obsidian://open?vault=infra&file=topics%2Ftool-postgres).",
+                   topics=["project-alpha"], id="fact-db")
+    out = am(alpha, "slice", "--follow-links")
+    assert "## From other vaults" in out and "vault `infra`" in out and "The shared database." in out
+
+
 def test_fact_add_here_fills_the_world(alpha: Any, code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     c1 = code_commit(code, "a.py", "x = 1")
     (code / "src").mkdir()

@@ -273,7 +273,8 @@ def retrieve(query: str, *, topics: Mapping[str, Topic], facts: Mapping[str, Fac
 
 def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *, open_vault: VaultOpener,
                  allowed: tuple[str, ...] | None = None) -> tuple[list[tuple[str, Record]], list[str]]:
-    """Return the records that facts link in other vaults ([[vault:id]], one hop), judged in the same world.
+    """Return the records that facts link in other vaults ([[vault:id]] or an obsidian:// link, one hop), judged in
+    the same world.
 
     ``allowed`` names the vaults that may be opened (an agents' server reaches only those it was started
     with: a link an agent planted must not read a private vault); None, any registered one (a person's slice).
@@ -286,7 +287,7 @@ def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *, o
 
     wanted: dict[tuple[str, str], None] = {}
     for fact in facts:
-        if "[[" in fact.body and ":" in fact.body:
+        if ("[[" in fact.body and ":" in fact.body) or "obsidian://" in fact.body:  # [[vault:id]], or Obsidian's URI
             for link in parse_links(fact.body):
                 if link.vault and link.vault != vault_name:
                     wanted.setdefault((link.vault, link.target), None)
