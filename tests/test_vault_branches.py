@@ -106,11 +106,27 @@ def test_a_dry_run_of_a_fast_forward_lists_the_records_the_branch_brings(alpha: 
     out = runner.invoke(cli, ["--vault", str(root), "merge", "agent-z", "--dry-run"])
     assert out.exit_code == 0, out.output
     assert out.output.splitlines()[0] == "would fast-forward to branch agent-z"
-    assert "2 records from the other side would be added" in out.output
-    assert "1 records the other side deleted would be deleted" in out.output
+    assert "2 records from the other side would be added or changed" in out.output
+    assert "1 record the other side deleted would be deleted" in out.output
     out = runner.invoke(cli, ["--vault", str(root), "merge", "agent-z", "--dry-run", "--format", "json"])
     report = json.loads(out.output)
     assert report["action"] == "fast-forward" and report["changed_files"] == 3
     assert sorted((d["id"], d["path"], d["how"]) for d in report["decisions"]) == sorted(
         (Path(p).stem, p, "deleted" if "fact-old" in p else "union") for p in brought)
     assert run_git(root, "rev-parse", "HEAD") == head  # nothing moved
+
+
+def test_a_merge_report_counts_a_record_the_other_side_changed_as_changed(alpha: Any) -> None:
+    """A record the other side only expired was reported as '1 records from the other side added'."""
+    root = alpha.root
+    runner = CliRunner()
+    alpha.add_fact("Known before the branch.", topics=["project-alpha"], id="fact-old")
+    out = runner.invoke(cli, ["--vault", str(root), "--vault-branch", "agent-q", "fact", "expire", "fact-old",
+                              "--reason", "wrong"])
+    assert out.exit_code == 0, out.output
+    alpha.add_fact("Learnt on main meanwhile.", topics=["project-alpha"], id="fact-main")  # a merge, not a fast-forward
+    for args, verb in ((["--dry-run"], "would be added or changed"), ([], "added or changed")):
+        out = runner.invoke(cli, ["--vault", str(root), "merge", "agent-q", *args])
+        assert out.exit_code == 0, out.output
+        assert f"  1 record from the other side {verb}\n" in out.output, out.output
+    assert alpha.get("fact-old")[1].status == "expired"

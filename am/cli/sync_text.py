@@ -14,6 +14,10 @@ def up_to_date_line(where: str, short: str) -> str:
     return f"nothing to merge: up to date with {where} ({short})"
 
 
+def _records(count: int) -> str:
+    return f"{count} record{'s' * (count != 1)}"
+
+
 def report_lines(report: SyncReport) -> list[str]:
     """Return the lines that say what a sync or a merge of a branch did (or would do, for a dry run)."""
     lines = []
@@ -36,12 +40,13 @@ def report_lines(report: SyncReport) -> list[str]:
     for d in report.decisions:
         if d.how not in ("union", "deleted") and not d.detail.startswith("contested copy of"):
             lines.append(f"  {d.how:<6} {d.id}" + (f"  ({d.detail})" if d.detail else ""))
-    added = sum(1 for d in report.decisions if d.how == "union")
+    added = sum(1 for d in report.decisions if d.how == "union")  # new there, or changed there and not here
     if added:
-        lines.append(f"  {added} records from the other side {'would be ' if report.dry_run else ''}added")
+        lines.append(f"  {_records(added)} from the other side {'would be ' if report.dry_run else ''}added or changed")
     deleted = sum(1 for d in report.decisions if d.how == "deleted")
     if deleted:
-        lines.append(f"  {deleted} records the other side deleted {'would be ' if report.dry_run else 'are '}deleted")
+        verb = "would be" if report.dry_run else "is" if deleted == 1 else "are"
+        lines.append(f"  {_records(deleted)} the other side deleted {verb} deleted")
     if report.contested:
         lines.append(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
     if getattr(report, "marked", None):
