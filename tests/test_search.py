@@ -348,3 +348,12 @@ def test_a_query_without_a_word_is_a_usage_error(corpus: Vault, vault_path: Path
     # A time phrase or --since names what to list.
     assert [h.id for h in search(corpus.cache(), f"{query} yesterday", at=NOW).hits] == ["fact-zh-limit"]
     assert "fact-zh-limit" in [h.id for h in search(corpus.cache(), query, since="2026-11-28", at=NOW).hits]
+
+
+def test_index_status_says_one_record_in_the_singular(alpha: Vault, vault_path: Path) -> None:
+    """A vault of one topic said 'plus the working tree: 1 topics'."""
+    alpha.add_fact("One fact.", topics=["project-alpha"])
+    alpha.add_fact("Another fact.", topics=["project-alpha"])
+    out = CliRunner().invoke(cli, ["--vault", str(vault_path), "index", "status"])
+    assert out.exit_code == 0, out.output
+    assert "plus the working tree: 2 facts, 1 topic\n" in out.output

@@ -156,6 +156,8 @@ def test_git_pull_through_the_merge_driver_gives_what_am_sync_gives(
     c_root = tmp_path / "c"
     shutil.copytree(b.root, c_root, symlinks=True)
     run_git(b.root, "-c", "pull.rebase=false", "pull", "-q", "--no-edit")
+    # The post-merge hook's commit of the contested copy (it said "of 1 facts").
+    assert run_git(b.root, "log", "-1", "--format=%s").strip() == "sync: keep both versions of 1 fact changed on both sides"
     run_git(c_root, "fetch", "-q", "origin")
     run_git(c_root, "branch", "theirs", "origin/main")
     with Vault.open(c_root, actor="agent-b") as c:

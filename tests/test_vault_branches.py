@@ -130,3 +130,14 @@ def test_a_merge_report_counts_a_record_the_other_side_changed_as_changed(alpha:
         assert out.exit_code == 0, out.output
         assert f"  1 record from the other side {verb}\n" in out.output, out.output
     assert alpha.get("fact-old")[1].status == "expired"
+
+
+def test_one_is_singular_in_a_merge_report(alpha: Any) -> None:
+    """A fast-forward of one file said '(..., 1 files)'."""
+    from am.cli.sync_text import report_lines
+    from am.sync.engine import SyncReport
+
+    lines = report_lines(SyncReport("origin", "main", after="a" * 40, action="fast-forward", changed=1))
+    assert lines == [f"fast-forward to origin/main ({'a' * 10}, 1 file)"]
+    lines = report_lines(SyncReport("origin", "main", after="a" * 40, action="fast-forward", changed=2))
+    assert lines == [f"fast-forward to origin/main ({'a' * 10}, 2 files)"]

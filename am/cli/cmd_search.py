@@ -250,7 +250,7 @@ def status(ctx: click.Context, fmt: str) -> None:
     if fmt == "json":
         emit_json(data)
         return
-    counts = ", ".join(f"{n} {t}s" for t, n in sorted(st.counts.items())) or "no records"
+    counts = ", ".join(f"{n} {t}{'s' * (n != 1)}" for t, n in sorted(st.counts.items())) or "no records"
     click.echo(f"{st.path}  ({st.bytes / 1048576:.1f} MiB, schema {st.schema})")
     click.echo(f"reflects commit {st.head[:10] if st.head else '(none)'} plus the working tree: {counts}")
     if cache.rebuilt:

@@ -33,7 +33,7 @@ def report_lines(report: SyncReport) -> list[str]:
         lines.append(up_to_date_line(where, theirs or short))
     elif report.action == "fast-forward":
         lines.append(f"{prefix}fast-forward to {where}"
-                     + ("" if report.dry_run else f" ({short}, {report.changed} files)"))
+                     + ("" if report.dry_run else f" ({short}, {report.changed} file{'s' * (report.changed != 1)})"))
     else:
         lines.append(f"{prefix}merge {where}"
                      + ("" if report.dry_run else f" in commit {(report.merge_commit or '')[:10]}"))

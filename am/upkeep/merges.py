@@ -336,12 +336,16 @@ def _left_to_write(store: Any, holds: Any, base: str | None, ours: str, theirs: 
                     extra[rival_path] = data
 
 
+def _facts(count: int) -> str:
+    return f"{count} fact{'s' * (count != 1)}"
+
+
 def _commit_extra(vault: Any, store: Any, commit: str, extra: dict[str, bytes]) -> str | None:
     if not extra:
         return None
     ids = [PurePosixPath(p).stem for p in sorted(extra)]
     message = vault._message("sync", "merge", ids,
-                             subject=f"sync: keep both versions of {len(ids) // 2 or 1} facts changed on both sides")
+                             subject=f"sync: keep both versions of {_facts(len(ids) // 2 or 1)} changed on both sides")
     changes = [Change(PurePosixPath(p), data, base=store.blob_id(p, commit=commit)) for p, data in sorted(extra.items())]
     # Run by post-merge, post-commit and post-rewrite: Git may clear its merge or rebase state only after them.
     with store.write_lock(op="sync.merge", in_git_hook=True):
