@@ -247,10 +247,11 @@ def test_review_list_limit_shows_the_first_items_and_says_how_many_more_wait(alp
     code, out, err = am("--vault", root, "review", "list", "-n", "1")
     assert code == 0, err
     assert out.count("choices:") == 1
-    assert out.rstrip().splitlines()[-1] == ("1 of 4 items (3 more: raise --limit); decide with: am review "
-                                             "accept|confirm|supersede|expire|reject ID")
+    assert out.rstrip().splitlines()[-1] == ("1 of 4 items (3 more: raise --limit) (no world given: stale facts "
+                                             "not checked; give --repo R --branch B, or run in a code clone); "
+                                             "decide with: am review accept|confirm|supersede|expire|reject ID")
     code, out, _ = am("--vault", root, "review", "list")
-    assert out.count("choices:") == 4 and out.rstrip().splitlines()[-1].startswith("4 items; decide with")
+    assert out.count("choices:") == 4 and out.rstrip().splitlines()[-1].startswith("4 items (no world given")
     code, _, err = am("--vault", root, "review", "list", "--limit", "0")
     assert code == 2 and "Traceback" not in err
 
@@ -374,3 +375,18 @@ def test_the_clerk_does_not_propose_what_the_vault_already_holds(alpha, git, tmp
         "the Alpha rate limits live in src/api/limits.py, not in the handlers."]
     assert report.skipped == [("getUser is limited to 100 requests a minute per client.", (6,),
                                f"already recorded as {known.record.id} (active)")]
+
+
+def test_a_queue_listed_without_a_world_says_stale_facts_were_not_checked(alpha, git, tmp_path) -> None:
+    """Run in the vault (no clone, no --repo), am review list said '1 item' and nothing of stale facts, which
+    it never looked for; only an empty queue said '(no world given: stale facts not checked)'."""
+    alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"], id="fact-deploy")
+    alpha.set_fact_status("fact-deploy", "pending-review")
+    code, out, err = am("--vault", str(alpha.root), "review", "list")
+    assert code == 0, err
+    assert out.splitlines()[-1] == ("1 item (no world given: stale facts not checked; give --repo R --branch B, "
+                                    "or run in a code clone); decide with: am review accept|confirm|supersede|"
+                                    "expire|reject ID")
+    code, out, err = am("--vault", str(alpha.root), "review", "list", "--kind", "pending")
+    assert code == 0, err
+    assert out.splitlines()[-1] == "1 item; decide with: am review accept|confirm|supersede|expire|reject ID"

@@ -87,8 +87,10 @@ def list_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
     if fmt == "json":
         emit_json(queue.to_json())
         return
+    unchecked = "" if queue.world or "stale" not in (kinds or _KINDS) else \
+        " (no world given: stale facts not checked; give --repo R --branch B, or run in a code clone)"
     if not queue.items:
-        click.echo("nothing waits for review" + ("" if queue.world else " (no world given: stale facts not checked)"))
+        click.echo("nothing waits for review" + unchecked)
         return
     for item in queue.items:
         click.echo("\n".join(item.render()))
@@ -96,7 +98,7 @@ def list_(ctx: click.Context, repo: str | None, branch: str | None, commit_: str
     more = queue.total - len(queue.items)
     shown = f"{len(queue.items)} of {queue.total} items ({more} more: raise --limit)" if more else \
         f"{queue.total} item{'s' * (queue.total != 1)}"
-    click.echo(f"{shown}; decide with: am review accept|confirm|supersede|expire|reject ID")
+    click.echo(f"{shown}{unchecked}; decide with: am review accept|confirm|supersede|expire|reject ID")
 
 
 def _decision(name: str, doc: str, *, reason: bool = False, text: bool = False,
