@@ -386,3 +386,12 @@ def test_doctor_reports_a_corrupt_cache_rebuilt(alpha: Vault, vault_path: Path) 
     kinds = [f["kind"] for f in json.loads(out)["findings"]]
     assert code == 0 and kinds == ["cache-rebuilt"], out
     assert ok("--vault", str(vault_path), "doctor").strip() == "all good"
+
+
+def test_one_lost_commit_is_said_in_the_singular(alpha: Vault, vault_path: Path) -> None:
+    """One lost write was '1 lost am commits' (am recover) and '1 am commits are no longer on any branch' (doctor)."""
+    alpha.add_fact("Pool size is 10.", topics=["project-alpha"], id="fact-lost")
+    run_git(vault_path, "reset", "-q", "--hard", "HEAD~1")
+    assert "1 lost am commit; restore it with: am recover --apply" in ok("--vault", str(vault_path), "recover")
+    code, out = run("--vault", str(vault_path), "doctor")
+    assert code == 1 and "1 am commit is no longer on any branch" in out and "am recover --apply restores it" in out

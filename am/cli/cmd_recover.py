@@ -43,7 +43,8 @@ def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> No
             click.echo("no lost am commits")
         elif not apply_:
             also = f" (and {reverts} git revert{'s' if reverts > 1 else ''} of them)" if reverts else ""
-            click.echo(f"{mine} lost am commits{also}; restore them with: am recover --apply")
+            them = "them" if mine + reverts > 1 else "it"
+            click.echo(f"{mine} lost am commit{'s' * (mine != 1)}{also}; restore {them} with: am recover --apply")
         for r in results:
             new = r.commit[:10] if r.commit else "-"
             click.echo(f"{r.outcome:<15} {r.lost[:10]} -> {new} {r.detail}")

@@ -77,6 +77,10 @@ class Restored:
         return {"lost": self.lost, "commit": self.commit, "outcome": self.outcome, "detail": self.detail}
 
 
+def _are(count: int) -> str:
+    return f"{count} am commit{'s are' if count != 1 else ' is'}"
+
+
 def _restored_ids(store: Any) -> set[str]:
     out = set()
     for info in store.walk():
@@ -372,18 +376,19 @@ def _lost_findings(vault: Any) -> list[Finding]:
     replayable = [c for c in lost if not c.rewritten and not c.conflicts]
     findings = []
     if replayable:
-        findings.append(Finding("branch-moved-back", ref, f"{len(replayable)} am commits are no longer on any branch "
+        findings.append(Finding("branch-moved-back", ref, f"{_are(len(replayable))} no longer on any branch "
                                 f"(first: {replayable[0].commit[:10]} {replayable[0].subject}); "
-                                "am recover --apply restores them", True))
+                                f"am recover --apply restores {'them' if len(replayable) > 1 else 'it'}", True))
     if conflicts:
-        findings.append(Finding("lost-conflict", ref, f"{len(conflicts)} am commits are no longer on any branch and "
+        findings.append(Finding("lost-conflict", ref, f"{_are(len(conflicts))} no longer on any branch and "
                                 "conflict with what it holds now (first: "
                                 f"{conflicts[0].commit[:10]} {conflicts[0].subject}); am recover lists them: read "
                                 "each with git show SHA and edit or supersede those records by hand", False))
     if rewritten:
         first = rewritten[0]
         how = " and ".join(sorted({c.rewritten for c in rewritten if c.rewritten}))
-        findings.append(Finding("rewritten", ref, f"{len(rewritten)} am commits were replaced by your own {how} "
+        were = "s were" if len(rewritten) != 1 else " was"
+        findings.append(Finding("rewritten", ref, f"{len(rewritten)} am commit{were} replaced by your own {how} "
                                 f"(first: {first.commit[:10]} {first.subject}); left as you made it, not a lost "
                                 "write (am recover lists them; git reflog expire --expire-unreachable=now --all "
                                 "forgets them)", False))
@@ -484,7 +489,7 @@ def repair(vault: Any) -> list[str]:
         lost = find_lost(vault, scan_objects=False, leave_rewritten=True)
         results = restore(vault, [c for c in lost if not c.rewritten and not c.conflicts])
         ok = [r for r in results if r.outcome == "restored"]
-        done.append(f"restored {len(ok)} of {len(results)} lost am commits")
+        done.append(f"restored {len(ok)} of {len(results)} lost am commit{'s' * (len(results) != 1)}")
         done += [f"could not restore {r.lost[:10]}: {r.detail}" for r in results if r.outcome == "conflict"]
     return done
 
