@@ -204,3 +204,22 @@ def _moment(text: str):  # type: ignore[no-untyped-def]
     from datetime import datetime
 
     return datetime.fromisoformat(text)
+
+
+def test_now_leaves_out_a_fact_superseded_in_its_world(tmp_path: Path) -> None:
+    """A vault-wide search showed the demo's main-only getUser fact; am now on main then listed it under
+    'Most used this week', though on main the batch-lookup fact supersedes it and no pack shows it there."""
+    from am.demo import materialise_demo
+
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    env = {**os.environ, "AM_ACTOR": "tester"}
+    for args in (["search", "getUser"], ["fact", "show", "fact-alpha-getuser-main"]):
+        done = subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(root), *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    now = subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(root), "now", "--repo", "project-alpha",
+                          "--branch", "main", "--format", "json"], env=env, capture_output=True, text=True, timeout=120)
+    assert now.returncode == 0, now.stderr
+    used = [line["id"] for line in json.loads(now.stdout)["used"]]
+    assert "f-20261002-0915-c4f1a5" in used and "fact-alpha-getuser-main" not in used

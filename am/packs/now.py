@@ -91,9 +91,10 @@ def what_now(vault: VaultReader, *, repo: str | None = None, branch: str | None 
     if index is None:
         raise AmError("the cache cannot be opened, and am now reads it", hint="run: am index rebuild")
     loose, strict = setup.world, replace(setup.world, include_pending=False)
+    hidden = _superseded_here(index, loose, setup.oracle)
 
     def holds(fact: Fact, *, pending: bool = False) -> bool:
-        return judge(fact, loose if pending else strict, setup.oracle).holds
+        return fact.id not in hidden and judge(fact, loose if pending else strict, setup.oracle).holds
 
     world = setup.world.repo or "vault-wide"
     if setup.world.branch:
@@ -114,6 +115,15 @@ def what_now(vault: VaultReader, *, repo: str | None = None, branch: str | None 
     _cut(report, "review", [NowLine(f.id, _short(f.body), f.status) for f in review])
     report.session = _session(index)
     return report
+
+
+def _superseded_here(index: Any, world: Any, oracle: Any) -> set[str]:
+    """Return the ids of the facts a fact that supersedes them hides in this world (rule 6), as packs hide them."""
+    if not hasattr(index, "supersession_edges"):
+        return set()
+    from am.packs.cache import _Judge, _hidden
+
+    return set(_hidden(index, world, ("expired", "superseded"), _Judge(world, oracle)))
 
 
 def _topics(index: Any, moment: datetime, holds: Any) -> tuple[list[NowLine], int]:
