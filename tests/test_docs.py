@@ -111,3 +111,25 @@ def test_doc_command_lines_name_real_commands_and_options() -> None:
         for problem in _unknown_names(argv)
     ]
     assert not drift, "\n".join(drift)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as '-'."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_links_to_a_heading_name_one_that_exists() -> None:
+    """`[worlds](worlds.md#staleness-per-world-derived)` named no heading (it is '...-derived-design-56')."""
+    pages = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+    anchors = {}
+    for page in pages:
+        text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+        anchors[page.resolve()] = {_slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, flags=re.M)}
+    broken = []
+    for page in pages:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*\.md)?#([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            linked = (page.parent / target).resolve() if target else page.resolve()
+            if linked in anchors and anchor not in anchors[linked]:
+                broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == []
