@@ -355,6 +355,22 @@ def test_follow_links_follows_an_obsidian_uri(alpha: Any, tmp_path: Path) -> Non
     assert "## From other vaults" in out and "vault `infra`" in out and "The shared database." in out
 
 
+def test_follow_links_finds_a_record_of_the_other_vault_by_its_name(alpha: Any, tmp_path: Path) -> None:
+    """A link by a name (a readable file name, a title: '[[infra:Postgres]]', or the Obsidian URI of
+    topics/Postgres.md) said 'vault infra has no record Postgres': only ids were looked up there."""
+    from am.vault import Vault
+
+    other = Vault.init(tmp_path / "infra", name="infra", actor="tester")
+    other.add_topic(title="Postgres", kind="tool", id="tool-postgres", body="The shared database.")
+    other.add_topic(title="Kafka", kind="tool", id="tool-kafka", body="The shared event log.")
+    other.close()
+    alpha.add_fact("Alpha stores users in [[infra:Postgres]] and logs to [Kafka](obsidian://open?vault=infra&"
+                   "file=topics%2FKafka) but not [[infra:Nothing Here]].", topics=["project-alpha"], id="fact-db")
+    out = am(alpha, "slice", "--follow-links")
+    assert "The shared database." in out and "The shared event log." in out, out
+    assert "vault infra has no record Nothing Here" in out
+
+
 def test_fact_add_here_fills_the_world(alpha: Any, code: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     c1 = code_commit(code, "a.py", "x = 1")
     (code / "src").mkdir()

@@ -319,9 +319,8 @@ def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *, o
                 if name not in registry.vaults and (allowed is None or name in allowed):
                     notes.append(f"{shown} not followed: no vault named {name} is registered")
                 continue
-            try:
-                _, record = other.get(target)
-            except AmError:
+            record = _named_record(other, target)
+            if record is None:
                 notes.append(f"{shown} not followed: vault {name} has no record {target}")
                 continue
             if isinstance(record, (Fact, Relation)) and not judge(record, setup.world, setup.oracle).holds:
@@ -333,3 +332,23 @@ def follow_links(facts: Iterable[Fact], vault_name: str, setup: WorldSetup, *, o
             if other is not None:
                 other.close()
     return found, notes
+
+
+def _named_record(vault: VaultReader, name: str) -> Record | None:
+    """Return the record of ``vault`` a link names: by id, else by file name, title or alias (as Obsidian
+    and am resolve a [[Name]]: am/records/names.py, through the vault's cache); None when nothing is named."""
+    from am.errors import AmError
+    from am.records.names import NOTE_PREFIX, name_key
+
+    try:
+        return vault.get(name)[1]
+    except AmError:
+        pass
+    index = vault.cache()
+    found = index.resolve_name_key(name_key(name)) if index is not None and hasattr(index, "resolve_name_key") else None
+    if found is None or found.startswith(NOTE_PREFIX):
+        return None
+    try:
+        return vault.get(found)[1]
+    except AmError:
+        return None
