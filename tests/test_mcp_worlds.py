@@ -61,3 +61,30 @@ def test_topic_list_with_an_unknown_kind_is_a_tool_error(alpha: Vault) -> None:
         assert isinstance(listed, ToolOutput) and [t["id"] for t in listed.data["topics"]] == ["project-alpha"]
     finally:
         dispatcher.close()
+
+
+def test_a_fact_added_again_over_mcp_is_told_which_tool_to_call(alpha: Vault, tmp_path: Path) -> None:
+    """fact_add's note for a fact already recorded named CLI commands ('am fact confirm ID --commit C'); the agent
+    holds tools: docs/agents.md says the note names fact_confirm (and fact_supersede, review_decide)."""
+    code = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(code))
+    first = commit_file(code, "a.txt")
+    Registry.load().add_repo("project-alpha", code)
+    dispatcher = Dispatcher(ServerOptions(vault_root=alpha.root, folder=code))
+    try:
+        args = {"text": "getUser takes one id.", "topics": ["project-alpha"], "here": True}
+        added = dispatcher.call_sync("fact_add", args, "client")
+        assert isinstance(added, ToolOutput) and added.data["created"] is True, added
+        fid = added.data["records"][0]["id"]
+        again = dispatcher.call_sync("fact_add", args, "client")
+        assert isinstance(again, ToolOutput) and again.data["created"] is False, again
+        assert again.data["note"] == (f"nothing to do; to change it: fact_supersede with old_id {fid!r}, "
+                                      "the new text and a reason")
+        second = commit_file(code, "a.txt", "a changed")
+        later = dispatcher.call_sync("fact_add", args, "client")
+        assert isinstance(later, ToolOutput) and later.data["created"] is False, later
+        assert later.data["note"] == (f"to record that it still holds at {second[:10]}: fact_confirm with id "
+                                      f"{fid!r} and commit {second!r}")
+        assert first != second
+    finally:
+        dispatcher.close()

@@ -368,7 +368,15 @@ def _draft(call: Call, args: dict[str, Any]) -> FactDraft:
 
 
 def _fact_add(call: Call, args: dict[str, Any]) -> ToolOutput:
-    result = call.vault.add_fact(_draft(call, args), create_topics=args.get("create_topics", False))
+    import dataclasses
+
+    from am.records.model import Fact
+    from am.upkeep.duplicates import recorded_hint
+
+    draft = _draft(call, args)
+    result = call.vault.add_fact(draft, create_topics=args.get("create_topics", False))
+    if not result.created and isinstance(result.records[0], Fact):  # say what to do in tools, not commands
+        result = dataclasses.replace(result, note=recorded_hint(result.records[0], draft, tools=True))
     output = _written(call, result, "added")
     output.data.setdefault("created", True)
     return output

@@ -64,14 +64,18 @@ def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | No
     return None
 
 
-def recorded_hint(fact: Fact, draft: FactDraft) -> str:
-    """Return what to do instead of adding ``fact`` again, as ``draft`` says it."""
+def recorded_hint(fact: Fact, draft: FactDraft, *, tools: bool = False) -> str:
+    """Return what to do instead of adding ``fact`` again, as ``draft`` says it: am's commands, or (``tools``)
+    the MCP tools an agent calls."""
     if fact.status == "pending-review":
-        return f"it waits for review; accept it with: am review accept {fact.id}"
+        return (f"it waits for review; accept it with review_decide, decision 'accept', id {fact.id!r}" if tools
+                else f"it waits for review; accept it with: am review accept {fact.id}")
     if fact.repo and draft.commit and draft.commit != fact.commit:
-        return (f"to record that it still holds at {draft.commit[:10]}: "
-                f"am fact confirm {fact.id} --commit {draft.commit}")
-    return f"nothing to do; to change it: am fact supersede {fact.id} TEXT --reason ..."
+        return (f"to record that it still holds at {draft.commit[:10]}: " +
+                (f"fact_confirm with id {fact.id!r} and commit {draft.commit!r}" if tools else
+                 f"am fact confirm {fact.id} --commit {draft.commit}"))
+    return (f"nothing to do; to change it: fact_supersede with old_id {fact.id!r}, the new text and a reason" if tools
+            else f"nothing to do; to change it: am fact supersede {fact.id} TEXT --reason ...")
 
 
 def holds_everywhere(new: Fact, old: Fact) -> bool:
