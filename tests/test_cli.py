@@ -365,3 +365,20 @@ def test_processes_adding_one_fact_at_once_write_it_once(cli_vault: Path) -> Non
     assert sorted(a["created"] for a in answers) == [False, False, False, True]
     assert len({a["records"][0]["id"] for a in answers}) == 1
     assert run_git(cli_vault, "rev-list", "--count", f"{before}..HEAD").strip() == "1"
+
+
+def test_fact_list_keeps_its_columns_for_a_long_world_or_id(tmp_path: Path) -> None:
+    """The README's tour runs am fact list on the demo: the feat-rate-limit fact's world
+    (project-alpha@feat-rate-limit@ee456b7, 37 characters) pushed its text out of the column, and so does a
+    merge's contested copy's id (f-...-c<hash>, 31 characters)."""
+    from am.demo import materialise_demo
+
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    code, out, err = am("--vault", str(root), "fact", "list")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 7
+    # Each column starts at the same place on every line: status, world, text.
+    for column in (1, 2, 3):
+        assert len({len(line) - len(line.split(None, column)[column]) for line in lines}) == 1, out

@@ -261,11 +261,14 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
         emit_json([record_dict(f) for f in facts])
         _unreadable_note(ctx)
         return
-    for f in facts:
+    worlds = [world_of(f) for f in facts]
+    id_width = max([28, *(len(f.id) for f in facts)])  # a long id or world widens its column, never breaks it
+    world_width = max([32, *(len(w) for w in worlds)])
+    for f, world in zip(facts, worlds):
         first = f.body.strip().split("\n", 1)[0]
         if len(first) > 72:
             first = first[:71] + "…"
-        click.echo(f"{f.id:<28} {f.status:<14} {world_of(f):<32} {first}")
+        click.echo(f"{f.id:<{id_width}} {f.status:<14} {world:<{world_width}} {first}")
     if not facts:
         click.echo("no facts match", err=True)
     _unreadable_note(ctx)
