@@ -355,6 +355,18 @@ def test_follow_links_follows_an_obsidian_uri(alpha: Any, tmp_path: Path) -> Non
     assert "## From other vaults" in out and "vault `infra`" in out and "The shared database." in out
 
 
+def test_a_linked_topic_without_a_body_has_no_dangling_colon(alpha: Any, tmp_path: Path) -> None:
+    """A topic of another vault with no body was listed as '- Postgres: ' (a colon and a trailing space)."""
+    from am.vault import Vault
+
+    other = Vault.init(tmp_path / "infra", name="infra", actor="tester")
+    other.add_topic(title="Postgres", kind="tool", id="tool-postgres")
+    other.close()
+    alpha.add_fact("Alpha stores users in [[infra:tool-postgres]].", topics=["project-alpha"], id="fact-db")
+    out = am(alpha, "slice", "--follow-links")
+    assert "\n- Postgres\n  (vault `infra` · `tool-postgres` topic)\n" in out, out
+
+
 def test_follow_links_finds_a_record_of_the_other_vault_by_its_name(alpha: Any, tmp_path: Path) -> None:
     """A link by a name (a readable file name, a title: '[[infra:Postgres]]', or the Obsidian URI of
     topics/Postgres.md) said 'vault infra has no record Postgres': only ids were looked up there."""

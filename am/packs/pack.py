@@ -457,8 +457,9 @@ def _body_md(pack: Pack) -> str:
     if pack.foreign or pack.foreign_notes:
         body.append("\n## From other vaults (cross-vault links, one hop)\n\n")
         for name, record in pack.foreign:
+            summary = _summary(record) if isinstance(record, Topic) else ""
             text = fact_markdown(record, None) if isinstance(record, Fact) else (
-                f"- {clean_text(getattr(record, 'title', record.id))}: {_summary(record) if isinstance(record, Topic) else ''}"
+                f"- {clean_text(getattr(record, 'title', record.id))}{': ' + summary if summary else ''}"
                 f"\n  (`{record.id}` {record.type})\n")
             body.append(text.replace("\n  (", f"\n  (vault `{name}` · ", 1))
         body.extend(f"- {note}\n" for note in pack.foreign_notes)
