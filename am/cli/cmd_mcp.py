@@ -77,7 +77,8 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
 @click.command("setup")
 @click.argument("client", type=click.Choice(["claude-code", "codex", "cursor", "claude-desktop"]))
 @click.option("--project", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The project folder (default: the top of the Git repository around the current folder).")
+              help="The project folder (default: the top of the Git repository around the current folder, "
+                   "else the current folder).")
 @click.option("--name", default="am", show_default=True, help="The server's name in the client's configuration.")
 @click.option("--read-only", is_flag=True, help="Start the server read-only (agents read, people write).")
 @click.option("--no-hook", is_flag=True, help="Claude Code: no SessionStart hook that puts the slice into context.")
