@@ -241,3 +241,21 @@ def test_setup_again_with_other_options_replaces_ams_entry_and_remove_still_rest
     assert "read-only" in (project / "CLAUDE.md").read_text()
     _setup(vault, "claude-code", "--remove")
     assert _snapshot(project) == before
+
+
+def test_remove_deletes_the_config_folders_setup_made_outside_home(project: Path, vault: Vault, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With $CODEX_HOME or $XDG_CONFIG_HOME outside the home folder, --remove left the folders setup had made
+    (codex/, xdg/Claude/) behind, though docs/agents.md says the folders it created are deleted."""
+    codex, xdg = tmp_path / "elsewhere" / "codex", tmp_path / "elsewhere" / "xdg"
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    monkeypatch.setattr("sys.platform", "linux")
+    xdg.mkdir(parents=True)  # a config home is there already; $CODEX_HOME need not be
+    before = _snapshot(tmp_path / "elsewhere", project)
+    for client in ("codex", "claude-desktop"):
+        _setup(vault, client)
+    assert (codex / "config.toml").is_file() and (xdg / "Claude" / "claude_desktop_config.json").is_file()
+    for client in ("codex", "claude-desktop"):
+        _setup(vault, client, "--remove")
+    assert _snapshot(tmp_path / "elsewhere", project) == before

@@ -309,8 +309,15 @@ def plan(request: SetupRequest, *, remove: bool = False) -> list[FileChange]:
     import dataclasses
 
     home = request.home or Path.home()
-    return [dataclasses.replace(c, root=request.project if request.project in c.path.parents else home)
-            for c in _plan(request, remove)]
+    return [dataclasses.replace(c, root=_root(c.path, request.project, home)) for c in _plan(request, remove)]
+
+
+def _root(path: Path, project: Path, home: Path) -> Path:
+    """Return the folder up to which a removed file's emptied folders go: the project, the home folder, or, for
+    a client's config folder set elsewhere ($CODEX_HOME, $XDG_CONFIG_HOME), the folder above the client's own."""
+    if project in path.parents:
+        return project
+    return home if home in path.parents else path.parent.parent
 
 
 def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
