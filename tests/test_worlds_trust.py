@@ -427,6 +427,13 @@ def test_why_gives_evidence(world: dict[str, Any]) -> None:
                          "--format", "json"))
     assert data["holds"] is True and data["section"] == "facts"
     assert [s["rule"] for s in data["steps"]][:3] == ["status", "repo", "ancestry"]
+    # The text names where the pack shows it, as the pack's headings say (it said "shown under: facts",
+    # a section no pack has).
+    text = ok("--vault", vault, "why", "fact-batch", "--repo", "project-alpha", "--branch", "feat")
+    assert text.splitlines()[0].endswith(": holds here (shown under its topic)"), text
+    ok("--vault", vault, "fact", "pin", "fact-batch")
+    text = ok("--vault", vault, "why", "fact-batch", "--repo", "project-alpha", "--branch", "feat")
+    assert text.splitlines()[0].endswith(": holds here (shown under: Pinned)"), text
 
 
 # ------------------------------------------------------------------ 5. the pack you can paste

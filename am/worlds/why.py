@@ -69,7 +69,10 @@ class Explanation:
             where += f" @ {w['branch']}"
         if w.get("commit"):
             where += f" ({str(w['commit'])[:10]})"
-        verdict = f"holds here (shown under: {self.section})" if self.holds else "does not hold here"
+        heading = {"facts": None, "pinned": "Pinned", "stale": "Stale here", "contested": "Contested",
+                   "pending-review": "Pending review"}.get(self.section or "")  # the pack's own headings
+        verdict = ("does not hold here" if not self.holds else
+                   f"holds here (shown under: {heading})" if heading else "holds here (shown under its topic)")
         lines = [f"{self.fact_id} in {where}: {verdict}"]
         for step in self.steps:
             mark = {True: "pass", False: "FAIL", None: "skip"}[step.passed]
