@@ -136,3 +136,23 @@ def test_a_branch_of_the_clone_that_lands_a_fact_changes_the_pack_id(tmp_path: P
     assert not _fact_ids(gone) and gone["pack_id"] == without["pack_id"] != landed["pack_id"]
     delta = json.loads(run(root, "slice", *world, "--since", landed["pack_id"], "--format", "json"))
     assert delta["pack_id"] == gone["pack_id"] and delta["notes"] and "fact-a" in delta["notes"][0]
+
+
+def test_since_with_a_topic_or_a_query_is_refused_not_ignored(tmp_path: Path) -> None:
+    """`am slice --topic person-li-wei --since REF` listed what changed in the whole world (three facts about
+    project-alpha), silently dropping --topic, while its pack id's digest still named the topic."""
+    from am.cli.main import main
+
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    for extra, flag in ((["--topic", "person-li-wei"], "--topic"), (["--query", "redis"], "--query")):
+        runner = CliRunner()
+        with runner.isolation() as streams:
+            try:
+                main(["--vault", str(root), "slice", "--repo", "project-alpha", "--branch", "main", *extra,
+                      "--since", "HEAD~3"])
+                code = 0
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else 1
+            err = streams[1].getvalue().decode()
+        assert code == 2 and f"--since and {flag}" in err and "give one of them" in err, err

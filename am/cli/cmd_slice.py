@@ -46,7 +46,7 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
               help="Only the facts that watch or mention FILE (repeatable), and their topics' neighbours.")
 @click.option("--since", "since", default=None, metavar="REF",
               help="Only what changed in this world since REF: an earlier pack's id (p-...), a vault commit, "
-                   "or a time (yesterday, 上周五).")
+                   "or a time (yesterday, 上周五); the whole world's, so not with --topic, --query or --path.")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
               help="Markdown for an agent's context, or JSON for programs.")
 @click.pass_context
@@ -81,9 +81,9 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         max_tokens=max_tokens, include_pending=include_pending, follow_links=follow_links, compact=compact,
         commit_source=None if typed or commit_ is None else DETACHED_HEAD,  # here_world's detached HEAD
     )
-    if paths:
-        from am.errors import UsageError
+    from am.errors import UsageError
 
+    if paths:
         for flag, value in (("--topic", topic), ("--query", query)):
             if value is not None:
                 raise UsageError(f"--path and {flag} choose the scope in two ways; give one of them")
@@ -91,6 +91,10 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
             raise UsageError("--path and --since: what changed since is listed for the whole world, not for "
                              "the files at hand; give one of them")
     if since is not None:
+        for flag, value in (("--topic", topic), ("--query", query)):
+            if value is not None:  # a delta is the whole world's: never narrowed silently
+                raise UsageError(f"--since and {flag}: what changed since is listed for the whole world, not for "
+                                 f"one {flag[2:]}; give one of them")
         from am.packs.delta import render_delta_json, render_delta_markdown, slice_since
 
         delta = slice_since(vault, request, since)
