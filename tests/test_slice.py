@@ -30,7 +30,7 @@ def am(vault: Any, *args: str, ok: bool = True) -> str:
 def topic_ids_in(pack: str) -> set[str]:
     """Return the topics a Markdown pack names: its sections' headings and the one-line list of the others."""
     found = set(re.findall(r"^## .*\(`([a-z0-9-]+)`", pack, flags=re.M))
-    for line in re.findall(r"^Also in scope, no facts shown: (.*)$", pack, flags=re.M):
+    for line in re.findall(r"^Also in scope, no section of their own: (.*)$", pack, flags=re.M):
         found |= set(re.findall(r"\(`([a-z0-9-]+)`\)", line))
     return found
 
@@ -274,7 +274,10 @@ def test_demo_slice_is_worth_reading(demo: Any) -> None:
     # Pinned facts come first, then the world's project; the contested fact has its own section; topics with no
     # fact shown are named on one line, never as empty sections; relations are listed.
     assert main.index("## Pinned") < main.index("`f-20260924-1400-b31f07`") < main.index("## Alpha service (`project-alpha`")
-    assert "Also in scope, no facts shown: " in main and "slice-query (`tool-slice-query`)" in main
+    # They are not "topics with no facts shown": the pinned fact about slice-query and the Redis TTL fact are
+    # shown (under Pinned and under Alpha); these topics have no section of their own.
+    assert "Also in scope, no section of their own: " in main and "slice-query (`tool-slice-query`)" in main
+    assert "no facts shown" not in main
     assert "## slice-query" not in main
     contested = main.index("## Contested")
     assert main.index("`f-20261012-1100-07bb3e`") > contested

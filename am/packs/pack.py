@@ -265,7 +265,7 @@ def others_markdown(topics: list[Topic]) -> str:
     """Render the topics in scope that show no fact, on one line."""
     if not topics:
         return ""
-    return "\nAlso in scope, no facts shown: " + ", ".join(f"{clean_text(t.title)} (`{t.id}`)" for t in topics) + "\n"
+    return "\nAlso in scope, no section of their own: " + ", ".join(f"{clean_text(t.title)} (`{t.id}`)" for t in topics) + "\n"
 
 
 def other_topic_cost(topic: Topic) -> int:
