@@ -115,11 +115,14 @@ def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = N
     if register:
         # Refuse before building anything when a name is taken by another demo (DESIGN §2: never re-point silently).
         registry = Registry.load()
+        taken = []
         for table, name, where in (("repos", "project-alpha", code), ("vaults", "demo", dest)):
             old = getattr(registry, table).get(name)
             if old is not None and not replace_names and Path(old).expanduser().resolve() != where:
-                raise CollisionError(f"{table[:-1]} name {name!r} is already registered for {old}",
-                                     hint="pass --replace to point it at the new demo")
+                taken.append(f"{table[:-1]} name {name!r} is already registered for {old}")
+        if taken:
+            raise CollisionError("; ".join(taken), hint="pass --replace to point "
+                                 f"{'them' if len(taken) > 1 else 'it'} at the new demo, or cd into the first demo")
     build_demo_code(code)
     if register:
         Registry.load().add_repo("project-alpha", code, vault="demo", replace=replace_names)

@@ -87,3 +87,17 @@ def test_demo_facts_name_real_commits_of_the_demo_code(tmp_path: Path) -> None:
             named.add(record.commit)
             assert any(full.startswith(record.commit) for full in built.values()), path
     assert len(named) >= 3
+
+
+def test_a_second_demo_names_every_name_it_would_take(tmp_path: Path) -> None:
+    from am.errors import CollisionError
+
+    materialise_demo(tmp_path / "first").close()
+    with pytest.raises(CollisionError) as err:
+        materialise_demo(tmp_path / "second")
+    said = str(err.value)
+    # README: "refused because the names demo and project-alpha are taken"; both are named, with both fixes.
+    assert "repo name 'project-alpha'" in said and "vault name 'demo'" in said
+    assert "--replace" in err.value.hint and "cd into the first demo" in err.value.hint
+    assert not (tmp_path / "second").exists() and not (tmp_path / "second-code").exists()
+    materialise_demo(tmp_path / "third", replace_names=True).close()
