@@ -382,3 +382,10 @@ def test_fact_list_keeps_its_columns_for_a_long_world_or_id(tmp_path: Path) -> N
     # Each column starts at the same place on every line: status, world, text.
     for column in (1, 2, 3):
         assert len({len(line) - len(line.split(None, column)[column]) for line in lines}) == 1, out
+
+
+def test_topic_rename_says_from_which_id(cli_vault: Path) -> None:
+    code, out, err = am("--vault", str(cli_vault), "--actor", "tester", "topic", "rename", "project-alpha", "project-beta")
+    assert code == 0, err
+    # It said "renamed topic project-beta (...)", which reads as if project-beta had been renamed.
+    assert out.startswith("renamed project-alpha to topic project-beta (topics/project-beta.md) in commit "), out

@@ -56,7 +56,7 @@ def rename(ctx: click.Context, old_id: str, new_id: str, title: str | None, fmt:
 
     Example: am topic rename project-alpha project-alpha-api --title "Alpha API"
     """
-    report_write(open_vault(ctx).rename_topic(old_id, new_id, title=title), fmt, "renamed")
+    report_write(open_vault(ctx).rename_topic(old_id, new_id, title=title), fmt, f"renamed {old_id} to")
 
 
 @topic.command("show")
