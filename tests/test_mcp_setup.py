@@ -259,3 +259,21 @@ def test_remove_deletes_the_config_folders_setup_made_outside_home(project: Path
     for client in ("codex", "claude-desktop"):
         _setup(vault, client, "--remove")
     assert _snapshot(tmp_path / "elsewhere", project) == before
+
+
+@pytest.mark.parametrize("client,config", [("claude-code", ".mcp.json"), ("cursor", ".cursor/mcp.json")])
+def test_setup_again_with_another_name_renames_the_server_not_doubles_it(client: str, config: str, project: Path,
+                                                                         vault: Vault) -> None:
+    # Another vault's server (other arguments) is another server, kept beside it.
+    (project / config).parent.mkdir(parents=True, exist_ok=True)
+    (project / config).write_text('{"mcpServers": {"am-docs": {"command": "am", "args": ["--vault", "docs", "mcp"]}}}\n')
+    before = _snapshot(project)
+    _setup(vault, client)
+    out = _setup(vault, client, "--name", "mem_1")
+    servers = json.loads((project / config).read_text())["mcpServers"]
+    # Two entries of one vault gave the agent every tool twice, and the instructions named only mem_1.
+    assert set(servers) == {"mem_1", "am-docs"} and servers["mem_1"]["args"] == ["--vault", "test", "mcp"], servers
+    assert "renamed to 'mem_1'" in out and "trust the 'mem_1' server" in out, out
+    assert "\nchanged:" not in "\n" + _setup(vault, client, "--name", "mem_1")  # again: nothing to do
+    _setup(vault, client, "--name", "mem_1", "--remove")
+    assert _snapshot(project) == before

@@ -130,7 +130,7 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
     for change in changes:
         click.echo(f"{'changed' if change in made else 'unchanged'}: {change.path}  ({change.what})")
     if not remove and client != "claude-desktop":
-        click.echo("next: start the client in this project; it asks once to trust the 'am' server")
+        click.echo(f"next: start the client in this project; it asks once to trust the {name!r} server")
 
 
 def _repo_top(start: Path) -> Path:

@@ -243,6 +243,32 @@ def _json_change_text(path: Path, before: bytes | None, text: str, tree: tuple[s
     return FileChange(path, before, out.encode("utf-8"), f"{what}: added")
 
 
+def _server_change(path: Path, name: str, value: dict[str, Any], remove: bool, what: str) -> FileChange:
+    """The change of am's server entry in a client's ``mcpServers`` map.
+
+    An entry am wrote for this very server under another name (the same command and arguments:
+    an earlier ``am setup`` without ``--name``, or with another one) is renamed, not doubled: two
+    servers of one vault gave agents every tool twice, and the instructions named only one.
+    """
+    import json
+
+    servers = ("mcpServers",)
+    change = None
+    if not remove:
+        try:
+            node = json.loads(_text(_read(path), path) or "{}").get("mcpServers")
+        except (ValueError, AttributeError):
+            node = None  # not JSON, or not a map: the change below says so
+        for other in sorted(node if isinstance(node, dict) else {}):
+            if other != name and node[other] == value:
+                change = _json_change(path, servers, other, value, ("object",), True, f"{what} {other!r}",
+                                      after=change)
+    if change is None:
+        return _json_change(path, servers, name, value, ("object",), remove, what)
+    renamed = _json_change(path, servers, name, value, ("object",), False, f"renamed to {name!r}", after=change)
+    return renamed
+
+
 def _block_change(path: Path, body: str, markers: Any, remove: bool, what: str) -> FileChange:
     before = _read(path)
     text = _text(before, path)
@@ -329,8 +355,8 @@ def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
     project, name = request.project, request.name
     servers = ("mcpServers",)
     if request.client == "claude-code":
-        changes = [_json_change(project / ".mcp.json", servers, name, _mcp_entry(request, typed=True), ("object",),
-                                remove, "Claude Code MCP server (.mcp.json, project scope)")]
+        changes = [_server_change(project / ".mcp.json", name, _mcp_entry(request, typed=True), remove,
+                                  "Claude Code MCP server (.mcp.json, project scope)")]
         hooks = []
         if request.hook or remove:
             hooks.append(("SessionStart", _hook_entry(request), _is_our_hook,
@@ -352,12 +378,11 @@ def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
                 _block_change(project / "AGENTS.md", instruction_block(request), MD_MARKERS, remove,
                               "instructions in AGENTS.md")]
     if request.client == "cursor":
-        return [_json_change(project / ".cursor" / "mcp.json", servers, name, _mcp_entry(request, typed=False),
-                             ("object",), remove, "Cursor MCP server (.cursor/mcp.json)"),
+        return [_server_change(project / ".cursor" / "mcp.json", name, _mcp_entry(request, typed=False), remove,
+                               "Cursor MCP server (.cursor/mcp.json)"),
                 _cursor_rule(request, remove)]
     entry = _mcp_entry(request, typed=False)
-    return [_json_change(desktop_config_path(request.home), servers, name, entry, ("object",), remove,
-                         "Claude Desktop MCP server")]
+    return [_server_change(desktop_config_path(request.home), name, entry, remove, "Claude Desktop MCP server")]
 
 
 def am_executable() -> str:
