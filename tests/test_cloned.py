@@ -63,11 +63,24 @@ def versions_by_git(root: Path, path: str) -> list[str]:
     return run_git(root, "log", "--format=%H", "--", path).split()
 
 
+
+def other_home(tmp_path: Path) -> Path:
+    """This machine's AM_HOME: not the teammate's."""
+    home = tmp_path / "other-home"
+    home.mkdir()
+    return home
+
+
+def edit_on_both_sides(vault: Any, here: Path, home: Path, fid: str) -> None:
+    """The fact edited here (committed, not pushed) and differently by the teammate (pushed)."""
+    assert am(here, home, "fact", "edit", fid, "Alpha caches user profiles for 10 minutes.").returncode == 0
+    vault.edit_fact(fid, "Alpha caches user profiles for 7 minutes.")
+    assert sync(vault).pushed
+
 def test_history_and_blame_in_a_partial_clone_fetch_what_git_left_out(served: tuple[Any, str, str],
                                                                        tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "partial", "--filter=blob:none")
     assert run_git(here, "config", "remote.origin.promisor").strip() == "true"
     path = str(vault.locate(fid))
@@ -94,8 +107,7 @@ def test_history_and_blame_in_a_partial_clone_fetch_what_git_left_out(served: tu
 def test_a_pack_since_an_old_one_in_a_partial_clone_reads_the_old_records(served: tuple[Any, str, str],
                                                                           tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     # The pack the teammate handed over, then a change of the fact pushed after it.
     proc = am(vault.root, tmp_path / "teammate-home", "slice", "--format", "json")
     assert proc.returncode == 0, proc.stderr
@@ -113,8 +125,7 @@ def test_a_pack_since_an_old_one_in_a_partial_clone_reads_the_old_records(served
 
 def test_a_partial_clone_that_cannot_reach_its_remote_says_so(served: tuple[Any, str, str], tmp_path: Path) -> None:
     _, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "partial", "--filter=blob:none")
     run_git(here, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     head_before = run_git(here, "rev-parse", "HEAD")
@@ -128,8 +139,7 @@ def test_a_partial_clone_that_cannot_reach_its_remote_says_so(served: tuple[Any,
 def test_history_in_a_shallow_clone_starts_where_the_clone_does_and_says_so(served: tuple[Any, str, str],
                                                                            tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "shallow", "--depth", "1")
     tip = run_git(here, "rev-parse", "HEAD").strip()
     assert (here / ".git" / "shallow").read_text().split() == [tip]
@@ -179,13 +189,10 @@ def test_history_in_a_shallow_clone_starts_where_the_clone_does_and_says_so(serv
 def test_sync_does_not_publish_conflict_markers_a_plain_git_pull_committed(served: tuple[Any, str, str],
                                                                           tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
     assert run_git(here, "config", "--get", "merge.am.driver", check=False) == ""  # a clone carries no config
-    assert am(here, home, "fact", "edit", fid, "Alpha caches user profiles for 10 minutes.").returncode == 0
-    vault.edit_fact(fid, "Alpha caches user profiles for 7 minutes.")
-    assert sync(vault).pushed
+    edit_on_both_sides(vault, here, home, fid)
     # git pull without the merge driver: Git's line merge leaves markers; with no pre-commit hook they commit.
     pulled = subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True, text=True,
                             env=subprocess_env(**OTHER), check=False)
@@ -212,12 +219,9 @@ def test_sync_does_not_publish_conflict_markers_a_plain_git_pull_committed(serve
 def test_a_driverless_pull_left_unfinished_names_the_way_out_and_the_way_works(served: tuple[Any, str, str],
                                                                                tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
-    assert am(here, home, "fact", "edit", fid, "Alpha caches user profiles for 10 minutes.").returncode == 0
-    vault.edit_fact(fid, "Alpha caches user profiles for 7 minutes.")
-    assert sync(vault).pushed
+    edit_on_both_sides(vault, here, home, fid)
     env = subprocess_env(AM_HOME=str(home), **OTHER)
     pulled = subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True, text=True,
                             env=env, check=False)
@@ -252,8 +256,7 @@ def test_a_driverless_pull_left_unfinished_names_the_way_out_and_the_way_works(s
 def test_registering_a_plain_clone_names_what_it_lacks_and_whose_name_the_project_files_use(
         served: tuple[Any, str, str], tmp_path: Path) -> None:
     _, url, _ = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     first = clone(url, tmp_path / "first")
     proc = am(tmp_path, home, "vault", "add", "team", str(first))
     assert proc.returncode == 0, proc.stderr
@@ -275,8 +278,7 @@ def test_registering_a_plain_clone_names_what_it_lacks_and_whose_name_the_projec
 def test_a_sync_in_a_plain_clone_says_a_git_pull_would_leave_markers(served: tuple[Any, str, str],
                                                                       tmp_path: Path) -> None:
     vault, url, _ = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
     vault.add_fact("Brought by the sync.", topics=["project-alpha"])
     assert sync(vault).pushed
@@ -296,8 +298,7 @@ def test_a_sync_in_a_plain_clone_says_a_git_pull_would_leave_markers(served: tup
 def test_a_code_clone_registered_at_a_path_this_machine_lacks_is_named_with_the_fix(
         served: tuple[Any, str, str], tmp_path: Path) -> None:
     _, url, _ = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
     code = tmp_path / "code"
     run_git(tmp_path, "init", "-q", "-b", "main", str(code))
@@ -329,12 +330,9 @@ def test_a_code_clone_registered_at_a_path_this_machine_lacks_is_named_with_the_
 def test_a_sync_that_brings_conflict_markers_a_plain_git_push_published_says_so(served: tuple[Any, str, str],
                                                                                 tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
-    assert am(here, home, "fact", "edit", fid, "Alpha caches user profiles for 10 minutes.").returncode == 0
-    vault.edit_fact(fid, "Alpha caches user profiles for 7 minutes.")
-    assert sync(vault).pushed
+    edit_on_both_sides(vault, here, home, fid)
     env = subprocess_env(**OTHER)
     assert subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True,
                           env=env, check=False).returncode == 1
@@ -418,8 +416,7 @@ def test_a_clash_on_a_tracked_window_layout_names_it_and_the_way_out(tmp_path: P
 def test_undo_in_a_partial_clone_fetches_the_versions_it_reverts(served: tuple[Any, str, str],
                                                                  tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "partial", "--filter=blob:none")
     path = str(vault.locate(fid))
     edit = versions_by_git(vault.root, path)[1]  # the edit: its parent's version is one the clone left out
@@ -436,8 +433,7 @@ def test_undo_in_a_partial_clone_fetches_the_versions_it_reverts(served: tuple[A
 def test_am_init_adopts_a_second_clone_of_a_vault_under_the_name_given(served: tuple[Any, str, str],
                                                                        tmp_path: Path) -> None:
     _, url, _ = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     first, second = clone(url, tmp_path / "first"), clone(url, tmp_path / "second")
     proc = am(first, home, "init", ".")
     assert proc.returncode == 0 and "vault test ready" in proc.stdout, proc.stderr
@@ -457,8 +453,7 @@ def test_am_init_adopts_a_second_clone_of_a_vault_under_the_name_given(served: t
 def test_setup_from_a_second_clone_names_the_clone_its_vault_name_reaches(served: tuple[Any, str, str],
                                                                           tmp_path: Path) -> None:
     _, url, _ = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     first, second = clone(url, tmp_path / "first"), clone(url, tmp_path / "second")
     assert am(first, home, "init", ".").returncode == 0
     assert am(second, home, "init", ".", "--name", "test-2").returncode == 0
@@ -476,8 +471,7 @@ def test_setup_from_a_second_clone_names_the_clone_its_vault_name_reaches(served
 def test_vault_list_in_an_unregistered_clone_names_the_clone_and_how_to_adopt_it(served: tuple[Any, str, str],
                                                                                   tmp_path: Path) -> None:
     _, url, _ = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
     proc = am(here / "facts", home, "vault", "list")
     assert proc.returncode == 0 and "create one with" not in proc.stderr
@@ -491,8 +485,7 @@ def test_vault_list_in_an_unregistered_clone_names_the_clone_and_how_to_adopt_it
 def test_fact_list_names_a_fact_a_driverless_pull_left_unreadable(served: tuple[Any, str, str],
                                                                   tmp_path: Path) -> None:
     vault, url, fid = served
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
     # Both sides change the same frontmatter lines: Git's markers land in the YAML.
     assert am(here, home, "fact", "expire", fid, "--reason", "gone here").returncode == 0
@@ -553,8 +546,7 @@ def test_repo_add_on_another_machine_keeps_the_remote_the_teammate_recorded(serv
     shared = "repos:\n  alpha: https://example.com/org/alpha.git\n"
     assert shared in run_git(vault.root, "show", "HEAD:.am/vault.yml")
 
-    home = tmp_path / "other-home"
-    home.mkdir()
+    home = other_home(tmp_path)
     here = clone(url, tmp_path / "plain")
     head = run_git(here, "rev-parse", "HEAD")
     # The same repository by ssh, and a clone with no remote at all: neither rewrites what every machine shares.
