@@ -170,17 +170,22 @@ def numbers_and_waits(vault: Path, home: Path, root: Path, runs: int) -> dict[st
     return {k: statistics.median(v) for k, v in out.items()}
 
 
+def revisions(args: argparse.Namespace) -> dict[str, Path]:
+    """The code to time: this checkout, and with ``--before REV`` that revision in a worktree beside it."""
+    if not args.before:
+        return {"after": ROOT}
+    before = args.work / "am-before"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
+                   check=False, capture_output=True)
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(before), args.before],
+                   check=True)
+    return {"before": before, "after": ROOT}
+
+
 def scenario_numbers(args: argparse.Namespace, home: Path) -> None:
     vault = ensure_vault(args.work, args.facts)
     ensure_branches(args.work, vault, home, args.branches)
-    roots = {"after": ROOT}
-    if args.before:
-        before = args.work / "am-before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
-                       check=False, capture_output=True)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(before), args.before],
-                       check=True)
-        roots = {"before": before, "after": ROOT}
+    roots = revisions(args)
     found = {name: numbers_and_waits(vault, home, root, max(1, args.runs // 2)) for name, root in roots.items()}
     print(f"3. Numbers at {args.facts:,} facts, a clone of {args.branches} branches:")
     for name, f in found.items():
@@ -291,14 +296,7 @@ def scenario_team(args: argparse.Namespace, home: Path) -> None:
     vault = ensure_team_vault(args.work, home, args.facts, args.commits, args.branches or 20)
     subprocess.run([sys.executable, "-m", "am.cli.main", "--vault", str(vault), "index", "status"], env=_env(home),
                    check=True, stdout=subprocess.DEVNULL)  # a warm cache, as a vault in use has
-    roots = {"after": ROOT}
-    if args.before:
-        before = args.work / "am-before"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)],
-                       check=False, capture_output=True)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(before), args.before],
-                       check=True)
-        roots = {"before": before, "after": ROOT}
+    roots = revisions(args)
     count = subprocess.run(["git", "-C", str(vault), "rev-list", "--count", "HEAD"], check=True, capture_output=True,
                            text=True).stdout.strip()
     print(f"4. a team vault of {args.facts:,} facts, {count} commits, {args.branches or 20} branches "
