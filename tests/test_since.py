@@ -156,3 +156,35 @@ def test_since_with_a_topic_or_a_query_is_refused_not_ignored(tmp_path: Path) ->
                 code = exit_.code if isinstance(exit_.code, int) else 1
             err = streams[1].getvalue().decode()
         assert code == 2 and f"--since and {flag}" in err and "give one of them" in err, err
+
+
+def test_since_lists_a_fact_whose_text_was_edited_with_its_new_text(tmp_path: Path) -> None:
+    # am fact edit keeps the id and the status: the fact held then and holds now, so no other kind
+    # names it, yet an agent that reads only the delta would keep the old text. A hand edit committed
+    # with git is the same change.
+    from tests.conftest import run_git
+
+    root = tmp_path / "demo"
+    materialise_demo(root).close()
+    pack = json.loads(run(root, "slice", *MAIN, "--format", "json"))["pack_id"]
+    run(root, "fact", "edit", "f-20260923-1210-8d2e41", "Sessions live in Redis for 30 minutes.")
+    delta = json.loads(run(root, "slice", *MAIN, "--since", pack, "--format", "json"))
+    got = {kind: [(c["id"], c["text"], c["note"]) for c in items] for kind, items in delta["changes"].items() if items}
+    assert got == {"changed": [("f-20260923-1210-8d2e41", "Sessions live in Redis for 30 minutes.", "text edited")]}
+    text = run(root, "slice", *MAIN, "--since", pack)
+    assert "nothing changed" not in text and "1 changed" in text and "## Changed" in text
+    assert "Sessions live in Redis for 30 minutes." in text
+    # By hand, committed with git: the same.
+    path = next(root.glob("facts/**/f-20260924-0945-5a7c90.md"))
+    head, _, body = path.read_text(encoding="utf-8").rpartition("---\n")
+    path.write_text(head.replace("confidence: medium", "confidence: high")
+                    + "---\nLi Wei owns the Alpha service and its on-call rota.\n", encoding="utf-8")
+    run_git(root, "commit", "-qam", "hand edit")
+    delta = json.loads(run(root, "slice", *MAIN, "--since", pack, "--format", "json"))
+    assert [(c["id"], c["text"], c["note"]) for c in delta["changes"]["changed"]] == [
+        ("f-20260923-1210-8d2e41", "Sessions live in Redis for 30 minutes.", "text edited"),
+        ("f-20260924-0945-5a7c90", "Li Wei owns the Alpha service and its on-call rota.",
+         "text edited; confidence high (was medium)")]
+    # Since the delta, nothing changed again.
+    again = json.loads(run(root, "slice", *MAIN, "--since", delta["pack_id"], "--format", "json"))
+    assert not any(again["changes"].values())

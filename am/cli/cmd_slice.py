@@ -62,7 +62,7 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     repo, branch and HEAD. A repo, branch or commit that does not exist exits 13.
 
     Every pack names itself (``Pack: p-...``); ``--since`` that id lists only the facts added,
-    superseded, expired, made stale or contested in this world since, for an agent's next session.
+    edited, superseded, expired, made stale or contested in this world since, for an agent's next session.
 
     Example: am slice --repo project-alpha --branch main --max-tokens 2000
     """

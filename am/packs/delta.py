@@ -10,6 +10,8 @@ are listed:
 
 - **added**: facts that hold now and did not exist then, or did not hold then
   (a code merge brought their commit into the world's history);
+- **changed**: facts that held then and hold now whose text was edited (``am fact edit``, or by hand),
+  or whose confidence or topics changed: listed with the text now;
 - **superseded**: facts that held then and now are superseded (by status, or by a
   fact that supersedes them in this world), with what replaced them;
 - **expired**: facts that held then and are now expired;
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["Delta", "pack_id", "outside_digest", "since_commit", "slice_since", "render_delta_markdown", "render_delta_json"]
 
 _PACK_ID = re.compile(r"p-([0-9a-f]{7,40})(?:-[0-9a-f]{6}(?:-([0-9a-f]{7,40})(?:-([0-9a-f]{6}))?)?)?")
-KINDS = ("added", "superseded", "expired", "stale", "contested", "gone")
+KINDS = ("added", "changed", "superseded", "expired", "stale", "contested", "gone")
 
 
 def pack_id(vault_commit: str | None, request: SliceRequest, setup: WorldSetup | None = None) -> str:
@@ -178,8 +180,11 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
                     "no longer superseded here" if fid in then.superseded_here else "now in this world's history")
             delta.changes["contested" if fact.status == "contested" else "added"].append((fact, note))
     for fid in sorted(then.facts.keys() & now_.facts.keys()):
+        edits = _edits(old[fid], new[fid])
         if new[fid].status == "contested" and old[fid].status != "contested":
-            delta.changes["contested"].append((new[fid], f"was {old[fid].status}"))
+            delta.changes["contested"].append((new[fid], "; ".join([f"was {old[fid].status}", *edits])))
+        elif edits:
+            delta.changes["changed"].append((new[fid], "; ".join(edits)))
     for fid in sorted(then.facts.keys() - now_.facts.keys()):
         now_fact = new.get(fid)
         if now_fact is None:
@@ -196,6 +201,16 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
         else:
             delta.changes["gone"].append((fact, "no longer holds in this world"))
     return delta
+
+
+def _edits(old: Fact, new: Fact) -> list[str]:
+    """Say what an agent holding ``old`` would read wrong: its text, confidence or topics changed."""
+    edits = ["text edited"] if clean_text(old.body) != clean_text(new.body) else []
+    if old.confidence != new.confidence:
+        edits.append(f"confidence {new.confidence} (was {old.confidence})")
+    if sorted(old.topics) != sorted(new.topics):
+        edits.append(f"topics now {', '.join(new.topics) or 'none'}")
+    return edits
 
 
 def _clone_changed(setup: WorldSetup, facts: dict[str, Fact], holding: Any, argv: str) -> str:
@@ -222,7 +237,7 @@ def _line(fact: Fact, note: str) -> str:
     return f"- {clean_text(fact.body)}\n  ({' · '.join(meta)})\n"
 
 
-_HEADINGS = {"added": "Added", "superseded": "Superseded", "expired": "Expired",
+_HEADINGS = {"added": "Added", "changed": "Changed", "superseded": "Superseded", "expired": "Expired",
              "stale": "Stale (waiting for review)", "contested": "Contested", "gone": "No longer here"}
 
 
