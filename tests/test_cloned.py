@@ -498,7 +498,7 @@ def test_fact_list_names_a_fact_a_driverless_pull_left_unreadable(served: tuple[
     assert "<<<<<<< " in (here / path).read_text().split("\n---\n", 1)[0]
     proc = am(here, home, "fact", "list")
     assert proc.returncode == 0 and fid not in proc.stdout and "Later fact number 0." in proc.stdout
-    assert f"1 record file in the working tree could not be read and is not listed ({path}" in proc.stderr
+    assert f"1 record file could not be read and is not listed ({path}" in proc.stderr
     assert "am check says why" in proc.stderr
 
 
@@ -558,3 +558,49 @@ def test_repo_add_on_another_machine_keeps_the_remote_the_teammate_recorded(serv
         assert run_git(here, "rev-parse", "HEAD") == head and shared in (here / ".am" / "vault.yml").read_text()
     proc = am(here, home, "sync")
     assert proc.returncode == 0 and "nothing to merge" in proc.stdout
+
+
+def test_a_committed_conflict_is_counted_by_fact_list_and_slice_and_a_body_conflict_is_marked(
+        served: tuple[Any, str, str], tmp_path: Path) -> None:
+    # A plain git pull (no merge driver) puts markers in one fact's frontmatter and in another's body; then
+    # git commit -a commits them. The first is unreadable: no list or pack may leave it out in silence, though
+    # the working tree now equals HEAD. The second parses: its pack text must not pass for the fact's.
+    vault, url, fid = served
+    home = tmp_path / "other-home"
+    home.mkdir()
+    here = clone(url, tmp_path / "plain")
+    later = next(f.id for f in vault.list_facts() if f.body.strip() == "Later fact number 1.")
+    assert am(here, home, "fact", "expire", fid, "--reason", "gone here").returncode == 0
+    assert am(here, home, "fact", "edit", later, "Later fact number one, here.").returncode == 0
+    before = json.loads(am(here, home, "slice", "--format", "json").stdout)["pack_id"]
+    vault.set_fact_status(fid, "pending-review", reason="check it there")
+    vault.edit_fact(later, "Later fact number one, there.")
+    assert sync(vault).pushed
+    pulled = subprocess.run(["git", "-C", str(here), "pull", "--no-rebase", "-q"], capture_output=True, text=True,
+                            env=subprocess_env(**OTHER), check=False)
+    assert pulled.returncode == 1
+    subprocess.run(["git", "-C", str(here), "commit", "-qam", "merge"], env=subprocess_env(**OTHER), check=True)
+    assert run_git(here, "status", "--porcelain") == ""
+    path, body = str(vault.locate(fid)), str(vault.locate(later))
+    assert "<<<<<<< " in run_git(here, "show", f"HEAD:{path}").split("\n---\n", 1)[0]
+    assert "<<<<<<< " in run_git(here, "show", f"HEAD:{body}").split("\n---\n", 1)[1]
+    for fmt in ("text", "json"):
+        proc = am(here, home, "fact", "list", "--format", fmt)
+        assert proc.returncode == 0 and fid not in proc.stdout and "Later fact number 0." in proc.stdout
+        assert f"1 record file could not be read and is not listed ({path}: am check says why)" in proc.stderr
+    proc = am(here, home, "slice")
+    assert proc.returncode == 0, proc.stderr
+    assert f"1 record file unreadable, not in this pack (`{path}`: am check says why)" in proc.stdout
+    assert f"1 record file could not be read and is not in this pack ({path}: am check says why)" in proc.stderr
+    marked = [line for line in proc.stdout.splitlines() if later in line]
+    assert marked and all("conflict markers" in line for line in marked), proc.stdout
+    proc = am(here, home, "slice", "--format", "json")
+    pack = json.loads(proc.stdout)
+    assert pack["vault"]["unreadable"] == [path]
+    shown = [f for t in pack["topics"] for f in t["facts"] if f["id"] == later]
+    assert shown and shown[0]["conflict_markers"] is True
+    assert all(f["conflict_markers"] is False for t in pack["topics"] for f in t["facts"] if f["id"] != later)
+    # What changed since the pack made before the pull: the edited fact, marked; the unreadable file, in a note.
+    delta = json.loads(am(here, home, "slice", "--since", before, "--format", "json").stdout)
+    assert [(c["id"], c["conflict_markers"]) for c in delta["changes"]["changed"]] == [(later, True)]
+    assert any(f"1 record file could not be read and is in no pack ({path}: am check" in n for n in delta["notes"])

@@ -13,13 +13,11 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from am.cache.rows import NOTE_ERROR, Hit, IndexedLink, IndexStatus, record_from_json
+from am.cache.rows import NOTE_ERROR, UNREADABLE_WHERE, Hit, IndexedLink, IndexStatus, record_from_json
 from am.records.model import Record
 from am.cache.textseg import build_match
 
 __all__ = ["IndexQueries", "BM25"]
-_UNREADABLE = ("SELECT path FROM files WHERE path IN (SELECT value FROM json_each(?)) AND error IS NOT NULL "
-               "AND error != ? ORDER BY path")  # dirty files that are no record (and no note): by path, indexed
 
 _CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 _WORLD = "status, repo, version, commit_id, until_commit, valid_from, valid_until"
@@ -126,10 +124,13 @@ class IndexQueries:
         """Return every code-repo name a record names."""
         return [r for (r,) in self.conn.execute("SELECT DISTINCT repo FROM records WHERE repo IS NOT NULL ORDER BY repo")]
 
-    def dirty_paths(self, *, unreadable: bool = False) -> list[str]:
-        """Return the record files whose working tree differs from HEAD's (``unreadable``: and that no longer parse)."""
-        dirty = self._meta().get("dirty") or "[]"
-        return [p for (p,) in self.conn.execute(_UNREADABLE, (dirty, NOTE_ERROR))] if unreadable else json.loads(dirty)
+    def dirty_paths(self) -> list[str]:
+        """Return the record files whose working tree differs from HEAD's."""
+        return list(json.loads(self._meta().get("dirty") or "[]"))
+
+    def unreadable_paths(self) -> list[str]:
+        """Return the record files that do not parse, committed or not (a conflict, a YAML slip), by path."""
+        return [p for (p,) in self.conn.execute(f"SELECT path FROM files WHERE {UNREADABLE_WHERE} ORDER BY path")]
 
     def has_duplicate_facts(self) -> bool:
         """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
@@ -570,8 +571,7 @@ class IndexQueries:
         """Return counts and problems of the cache."""
         meta = self._meta()
         counts = dict(self.conn.execute("SELECT type, count(*) FROM records GROUP BY type").fetchall())
-        invalid = self.conn.execute("SELECT path, error FROM files WHERE error IS NOT NULL AND error != ? "
-                                    "ORDER BY path", (NOTE_ERROR,)).fetchall()
+        invalid = self.conn.execute(f"SELECT path, error FROM files WHERE {UNREADABLE_WHERE} ORDER BY path").fetchall()
         dup = [i for (i,) in self.conn.execute("SELECT id FROM records GROUP BY id HAVING count(*) > 1 ORDER BY id")]
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
         return IndexStatus(

@@ -25,16 +25,22 @@ from am.cache.textseg import _CJK_RANGES
 __all__ = [
     "Known", "check_known", "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS", "rank_rowid",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
-    "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "note_row", "statement_key",
+    "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "UNREADABLE_WHERE", "note_row", "statement_key",
 ]
 
-SCHEMA_VERSION = 16  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 17  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
 
 
 # ---------------------------------------------------------------- schema
+
+NOTE_ERROR = "a note (no am frontmatter): searched as a note, never a record"
+"""The ``files.error`` of a note: not a record, and not invalid either."""
+# The record files that could not be read, committed or not (IndexQueries.unreadable_paths: every list and
+# pack names how many, through this partial index, which holds nothing in a healthy vault).
+UNREADABLE_WHERE = f"error IS NOT NULL AND error != '{NOTE_ERROR}'"
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
@@ -112,7 +118,7 @@ CREATE VIRTUAL TABLE search USING fts5(title, body, aliases, tags, tokenize = "u
 -- columns as `search` (a query's expression fits both), the path, and the text for a snippet.
 CREATE VIRTUAL TABLE notes USING fts5(title, body, aliases, tags, path UNINDEXED, raw UNINDEXED,
   tokenize = "unicode61 remove_diacritics 2");
-"""
+""" + f"CREATE INDEX files_unreadable ON files(path) WHERE {UNREADABLE_WHERE};\n"
 
 
 # ---------------------------------------------------------------- values
@@ -267,8 +273,6 @@ def is_record_path(path: str) -> bool:
 
 
 
-NOTE_ERROR = "a note (no am frontmatter): searched as a note, never a record"
-"""The ``files.error`` of a note: not a record, and not invalid either."""
 _NOTE_RAW = 4000  # characters of a note's text kept for snippets
 
 

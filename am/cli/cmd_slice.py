@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from am.cli.context import FORMAT_OPTION, emit_json, here_world, open_vault
+from am.cli.context import FORMAT_OPTION, emit_json, here_world, open_vault, unreadable_note
 
 
 def _time(value: str | None, flag: str) -> tuple[object, str | None]:
@@ -108,6 +108,7 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         pack = slice_vault(vault, request)
     text = render_json(pack) if fmt == "json" else render_markdown(pack)
     click.echo(text, nl=False)
+    unreadable_note(pack.unreadable, "in this pack")
 
 
 @click.group()

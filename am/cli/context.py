@@ -105,6 +105,14 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True))
 
 
+def unreadable_note(paths: list[str] | tuple[str, ...], where: str) -> None:
+    """Say on stderr how many record files could not be read (they are not ``where``: listed, in this pack), and which."""
+    if paths:
+        named = ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
+        click.echo(f"note: {len(paths)} record file{'s' * (len(paths) != 1)} could not be read and "
+                   f"{'are' if len(paths) != 1 else 'is'} not {where} ({named}: am check says why)", err=True)
+
+
 def report_write(result: WriteResult, fmt: str, verb: str, *, adds: bool = False) -> None:
     """Tell the user what a write did, or that a fact add found the fact already recorded (exit 0).
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from am.cli.context import FORMAT_OPTION, describe, emit_json, open_vault, read_text_arg, record_dict, report_write
+from am.cli.context import (FORMAT_OPTION, describe, emit_json, open_vault, read_text_arg, record_dict, report_write,
+                            unreadable_note)
 from am.records.writes import FactDraft
 
 
@@ -275,10 +276,6 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
 
 
 def _unreadable_note(ctx: click.Context) -> None:
-    """Name the record files an uncommitted edit left unreadable (a git pull's conflict markers): they are not listed."""
+    """Name the record files that do not parse, committed or not (a git pull's conflict markers): they are not listed."""
     index = open_vault(ctx).cache()
-    paths = index.dirty_paths(unreadable=True) if index is not None and hasattr(index, "dirty_paths") else []
-    if paths:
-        named = ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
-        click.echo(f"note: {len(paths)} record file{'s' * (len(paths) != 1)} in the working tree could not be read "
-                   f"and {'are' if len(paths) != 1 else 'is'} not listed ({named}: am check says why)", err=True)
+    unreadable_note(index.unreadable_paths() if index is not None else [], "listed")

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
-from am.packs.pack import SliceRequest, clean_text
+from am.packs.pack import CONFLICT_MARK, SliceRequest, clean_text
+from am.records.codec import conflict_marker_line
 from am.records.model import Fact, Record
 
 if TYPE_CHECKING:
@@ -154,9 +155,11 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
             then_setup = setup
     index = vault.cache()
     current: list[Record]
+    unreadable: dict[str, str] = {}  # id (the file's name) -> path of the record files that do not parse now
     if index is not None:
         head: str | None = index.head
         current = list(index.record_values())
+        unreadable = {p.rpartition("/")[2].removesuffix(".md"): p for p in index.unreadable_paths()}
     else:
         head = vault.store.head()
         current = [r for _, r in vault.iter_records()]
@@ -169,6 +172,10 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
     if found and found.group(2) and then_setup is not setup and outside_digest(then_setup) != (
             f"-{found.group(3)}" if found.group(3) else ""):
         delta.notes.append(_clone_changed(setup, new, now_.facts.keys(), request.argv()))
+    if unreadable:
+        delta.notes.append(f"{len(unreadable)} record file{'s' * (len(unreadable) != 1)} could not be read and "
+                           f"{'are' if len(unreadable) != 1 else 'is'} in no pack ({', '.join(sorted(unreadable.values())[:3])}"
+                           f"{' ...' if len(unreadable) > 3 else ''}: am check says why)")
     for fid in sorted(now_.facts.keys() - then.facts.keys()):
         fact = new[fid]
         if fid not in old:
@@ -188,7 +195,8 @@ def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
     for fid in sorted(then.facts.keys() - now_.facts.keys()):
         now_fact = new.get(fid)
         if now_fact is None:
-            delta.changes["gone"].append((old[fid], "its file was removed"))
+            delta.changes["gone"].append((old[fid], f"its file {unreadable[fid]} could not be read (am check says why)"
+                                          if fid in unreadable else "its file was removed"))
             continue
         fact = now_fact
         if fid in now_.superseded_here or fact.status == "superseded":
@@ -234,6 +242,8 @@ def _line(fact: Fact, note: str) -> str:
         meta.append(fact.created[:10])
     if note:
         meta.append(note)
+    if conflict_marker_line(fact.body) is not None:
+        meta.append(CONFLICT_MARK)
     return f"- {clean_text(fact.body)}\n  ({' · '.join(meta)})\n"
 
 
@@ -267,7 +277,8 @@ def render_delta_json(delta: Delta) -> str:
         "pack_id": delta.id, "since": {"ref": delta.ref, "commit": delta.since}, "until": delta.until,
         "notes": list(delta.notes),
         "world": {"repo": world.repo, "branch": world.branch, "commit": world.commit},
-        "changes": {k: [{"id": f.id, "text": clean_text(f.body), "status": f.status, "note": note}
+        "changes": {k: [{"id": f.id, "text": clean_text(f.body), "status": f.status, "note": note,
+                         "conflict_markers": conflict_marker_line(f.body) is not None}
                         for f, note in v] for k, v in delta.changes.items()},
     }
     return json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n"

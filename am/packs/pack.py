@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
+from am.records.codec import conflict_marker_line
 from am.records.model import Fact, Record, Relation, Topic
 from am.worlds.rules import RULE_ANCESTRY, RULE_BRANCH, RULE_SHALLOW, WHY_SHALLOW, Resolution
 
@@ -29,6 +30,7 @@ __all__ = [
     "SliceRequest",
     "Pack",
     "estimate_tokens",
+    "CONFLICT_MARK",
     "clean_text",
     "strip_hidden",
     "fact_markdown",
@@ -176,6 +178,9 @@ def strip_hidden(value: Any) -> Any:
     return value
 
 
+CONFLICT_MARK = "unresolved: Git's conflict markers keep two versions in its text (am check)"
+
+
 def clean_text(text: str) -> str:
     """Return text on one line, without invisible or bidi control characters."""
     return " ".join(_HIDDEN.sub("", text).split())
@@ -216,8 +221,9 @@ def short_provenance(provenance: str) -> str:
 
 def fact_markdown(fact: Fact, section: str | None, *, stale: StaleMark | None = None, compact: bool = False) -> str:
     """Render one fact as a list item with its id, confidence, provenance and world (compact: one line)."""
+    mark = CONFLICT_MARK if conflict_marker_line(fact.body) is not None else ""  # a driverless merge, committed
     if compact:
-        flags = " · stale" if stale is not None else ""
+        flags = (" · stale" if stale is not None else "") + (f" · {mark}" if mark else "")
         return f"- {_item(fact.body)} (`{fact.id}` · {fact.confidence} · {short_provenance(fact.provenance)}{flags})\n"
     meta = [f"`{fact.id}`"]
     if fact.pinned:
@@ -233,8 +239,8 @@ def fact_markdown(fact: Fact, section: str | None, *, stale: StaleMark | None = 
         meta.append("about " + ", ".join(others))
     if fact.supersedes:
         meta.append("replaces " + ", ".join(fact.supersedes))
-    if stale is not None:
-        meta.append(f"{stale.describe()}")
+    meta += [stale.describe()] if stale is not None else []
+    meta += [mark] if mark else []
     return f"- {_item(fact.body)}\n  ({' · '.join(meta)})\n"
 
 
@@ -528,7 +534,7 @@ def _fact_json(fact: Fact, pack: Pack | None = None) -> dict[str, Any]:
         "provenance": clean_text(fact.provenance), "topics": list(fact.topics), "repo": fact.repo,
         "branch": fact.version, "commit": fact.commit, "created": fact.created, "pinned": fact.pinned,
         "supersedes": list(fact.supersedes), "valid_from": fact.valid_from, "valid_until": fact.valid_until,
-        "stale": None if mark is None else mark.to_json(),
+        "stale": None if mark is None else mark.to_json(), "conflict_markers": conflict_marker_line(fact.body) is not None,
     }
 
 

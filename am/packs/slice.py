@@ -293,11 +293,12 @@ def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: Wo
                 count_use: bool = True) -> Pack:
     """Add what cross-vault links of the shown facts name, when asked to follow them; count the shown facts' use.
 
-    An uncommitted edit that left a record unreadable (saved half way) is named: that fact is in no pack.
+    A record file that does not parse (saved half way, or Git's conflict markers committed by a merge made
+    without am's driver) is named, committed or not: its fact is in no pack.
     """
     index = vault.cache() if request.as_of is None else None
-    if index is not None and hasattr(index, "dirty_paths") and pack.dirty:
-        pack.unreadable = tuple(index.dirty_paths(unreadable=True))
+    if index is not None and hasattr(index, "unreadable_paths"):
+        pack.unreadable = tuple(index.unreadable_paths())
     if count_use:
         shown = [f.id for f in pack.all_shown()]
         _usage(vault).record(shown, repo=setup.world.repo, branch=setup.world.branch, at=clock_now())

@@ -27,6 +27,7 @@ __all__ = [
     "render_record",
     "render_update",
     "decode_record_bytes",
+    "conflict_marker_line",
 ]
 
 MAX_RECORD_BYTES = 1024 * 1024
@@ -295,3 +296,20 @@ def record_dict(record: Record, path: PurePosixPath | None = None) -> dict[str, 
     if path is not None:
         data["path"] = str(path)
     return data
+
+
+def conflict_marker_line(text: str) -> int | None:
+    """Return the line number of the first Git conflict marker in a file's text, or None.
+
+    A line that starts with ``<<<<<<< `` or ``>>>>>>> `` (Git's seven signs
+    and a label) is one; ``=======`` counts only beside them (alone it
+    underlines a Markdown heading), so it is never reported by itself. am's
+    own merge never writes these: it keeps two texts between ``am:merged``
+    comment lines (``am.records.merge.has_merged_text``).
+    """
+    if "<<<<<<<" not in text and ">>>>>>>" not in text:
+        return None
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line in ("<<<<<<<", ">>>>>>>"):
+            return n
+    return None

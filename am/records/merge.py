@@ -37,6 +37,7 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.records.codec import (
+    conflict_marker_line,
     decode_record_bytes,
     parse_meta,
     record_from_meta,
@@ -127,23 +128,6 @@ def is_record_path(path: str) -> bool:
 def has_merged_text(body: str) -> bool:
     """Return whether a body still holds two versions kept by a merge (``am check`` lists it)."""
     return MERGED_BEGIN in body
-
-
-def conflict_marker_line(text: str) -> int | None:
-    """Return the line number of the first Git conflict marker in a file's text, or None.
-
-    A line that starts with ``<<<<<<< `` or ``>>>>>>> `` (Git's seven signs
-    and a label) is one; ``=======`` counts only beside them (alone it
-    underlines a Markdown heading), so it is never reported by itself. am's
-    own merge never writes these: it keeps two texts between ``am:merged``
-    comment lines (``has_merged_text``).
-    """
-    if "<<<<<<<" not in text and ">>>>>>>" not in text:
-        return None
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.startswith(("<<<<<<< ", ">>>>>>> ")) or line in ("<<<<<<<", ">>>>>>>"):
-            return n
-    return None
 
 
 def _stem(path: str) -> str:
