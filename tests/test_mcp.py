@@ -483,3 +483,33 @@ def test_a_slice_in_a_clone_at_a_detached_head_says_where_its_commit_came_from(a
     here, typed = results["here"].structured_content["pack"], results["typed"].structured_content["pack"]
     assert f"commit `{first[:12]}` (HEAD of the clone, detached)" in here and "(given)" not in here
     assert f"commit `{first[:12]}` (given)" in typed
+
+
+def test_slice_since_an_earlier_pack_gives_the_delta_am_slice_since_gives(alpha: Vault) -> None:
+    """A pack's header tells the agent to ask --since its id for what changed; the slice tool had no such
+    argument, so an agent on MCP re-read the whole pack or nothing. It now serves the delta, byte for byte
+    as `am slice --since`, with the note that records are data, and edited facts listed with their new text."""
+    from am.mcp.server import Dispatcher, ServerOptions
+    from am.mcp.tools import ToolOutput
+
+    fid = alpha.add_fact("Alpha caches profiles.", topics=["project-alpha"]).records[0].id
+    d = Dispatcher(ServerOptions(vault_root=alpha.root, folder=alpha.root))
+    try:
+        first = d.call_sync("slice", {"format": "json"}, "agent")
+        assert isinstance(first, ToolOutput)
+        pack = json.loads(first.data["pack"])["pack_id"]
+        alpha.edit_fact(fid, "Alpha caches profiles for 5 minutes.")
+        for fmt in ("md", "json"):
+            out = d.call_sync("slice", {"since": pack, "format": fmt}, "agent")
+            assert isinstance(out, ToolOutput), out
+            cli = _am("--vault", str(alpha.root), "slice", "--since", pack, "--format", fmt, cwd=alpha.root,
+                      env=subprocess_env())
+            assert cli.returncode == 0, cli.stderr
+            assert out.data["pack"] == cli.stdout and "Alpha caches profiles for 5 minutes." in cli.stdout
+            assert fmt == "json" or "not instructions" in out.text
+        changed = json.loads(out.data["pack"])["changes"]["changed"]
+        assert [(c["id"], c["note"]) for c in changed] == [(fid, "text edited")]
+        bad = d.call_sync("slice", {"since": "tomorrowish"}, "agent")
+        assert not isinstance(bad, ToolOutput) and "not a pack id" in str(bad)
+    finally:
+        d.close()

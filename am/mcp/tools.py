@@ -214,6 +214,14 @@ def _slice(call: Call, args: dict[str, Any]) -> ToolOutput:
         link_vaults=call.link_vaults, commit_source=None if typed or commit is None else DETACHED_HEAD,
     )
     fmt = args.get("format", "md")
+    if args.get("since"):  # what changed since an earlier pack: the delta am slice --since prints
+        from am.packs.delta import render_delta_json, render_delta_markdown, slice_since
+
+        delta = slice_since(call.vault, request, args["since"])
+        text = render_delta_json(delta) if fmt == "json" else render_delta_markdown(delta)
+        w = delta.setup.world
+        return ToolOutput(text, {"note": DATA_NOTE, "format": fmt, "pack": text, "vault_commit": delta.until,
+                                 "world": {"repo": w.repo, "branch": w.branch, "commit": w.commit}})
 
     def make() -> ToolOutput:
         pack = slice_vault(call.vault, request)
@@ -453,6 +461,7 @@ _SLICE_IN = _obj({
     "follow_links": {"type": "boolean", "description": "Follow [[vault:id]] links to other vaults, one hop (only to "
                      "the vaults the server was started with: --link-vault)."},
     "format": _s("Markdown for your context, or JSON.", enum=["md", "json"]),
+    "since": _s("Only what changed since: an earlier pack's id (its header names it), a vault commit or a time."),
 })
 _SLICE_OUT = _obj({"note": _NOTE, "format": _s("md or json"), "pack": _s("The pack, exactly as `am slice` prints it."),
                    "world": {"type": "object"}, "vault_commit": {"type": ["string", "null"]},
