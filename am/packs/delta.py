@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
-from am.packs.pack import CONFLICT_MARK, SliceRequest, clean_text
+from am.packs.pack import CONFLICT_MARK, SliceRequest, clean_text, list_item
 from am.records.codec import conflict_marker_line
 from am.records.model import Fact, Record
 
@@ -244,7 +244,7 @@ def _line(fact: Fact, note: str) -> str:
         meta.append(note)
     if conflict_marker_line(fact.body) is not None:
         meta.append(CONFLICT_MARK)
-    return f"- {clean_text(fact.body)}\n  ({' · '.join(meta)})\n"
+    return f"- {list_item(fact.body)}\n  ({' · '.join(meta)})\n"
 
 
 _HEADINGS = {"added": "Added", "changed": "Changed", "superseded": "Superseded", "expired": "Expired",

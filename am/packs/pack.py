@@ -31,6 +31,7 @@ __all__ = [
     "Pack",
     "estimate_tokens",
     "CONFLICT_MARK",
+    "list_item",
     "clean_text",
     "strip_hidden",
     "fact_markdown",
@@ -186,7 +187,7 @@ def clean_text(text: str) -> str:
     return " ".join(_HIDDEN.sub("", text).split())
 
 
-def _item(text: str) -> str:
+def list_item(text: str) -> str:
     """Return text that stays a plain list item: a leading '#', '>' or list marker is escaped."""
     line = clean_text(text)
     return "\\" + line if _BLOCK_START.match(line) else line
@@ -224,7 +225,7 @@ def fact_markdown(fact: Fact, section: str | None, *, stale: StaleMark | None = 
     mark = CONFLICT_MARK if conflict_marker_line(fact.body) is not None else ""  # a driverless merge, committed
     if compact:
         flags = (" · stale" if stale is not None else "") + (f" · {mark}" if mark else "")
-        return f"- {_item(fact.body)} (`{fact.id}` · {fact.confidence} · {short_provenance(fact.provenance)}{flags})\n"
+        return f"- {list_item(fact.body)} (`{fact.id}` · {fact.confidence} · {short_provenance(fact.provenance)}{flags})\n"
     meta = [f"`{fact.id}`"]
     if fact.pinned:
         meta.append("pinned")
@@ -241,7 +242,7 @@ def fact_markdown(fact: Fact, section: str | None, *, stale: StaleMark | None = 
         meta.append("replaces " + ", ".join(fact.supersedes))
     meta += [stale.describe()] if stale is not None else []
     meta += [mark] if mark else []
-    return f"- {_item(fact.body)}\n  ({' · '.join(meta)})\n"
+    return f"- {list_item(fact.body)}\n  ({' · '.join(meta)})\n"
 
 
 def _summary(topic: Topic, limit: int = 400, *, markdown: bool = True) -> str:
