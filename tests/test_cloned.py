@@ -588,6 +588,9 @@ def test_a_committed_conflict_is_counted_by_fact_list_and_slice_and_a_body_confl
         proc = am(here, home, "fact", "list", "--format", fmt)
         assert proc.returncode == 0 and fid not in proc.stdout and "Later fact number 0." in proc.stdout
         assert f"1 record file could not be read and is not listed ({path}: am check says why)" in proc.stderr
+    # The fact whose text holds markers is listed by its first line of text, marked; not as '<<<<<<< HEAD'.
+    row = next(line for line in am(here, home, "fact", "list").stdout.splitlines() if line.startswith(later))
+    assert "<<<<<<<" not in row and "[conflict markers: am check] Later fact number one, here." in row, row
     proc = am(here, home, "slice")
     assert proc.returncode == 0, proc.stderr
     assert f"1 record file unreadable, not in this pack (`{path}`: am check says why)" in proc.stdout

@@ -9,6 +9,7 @@ import click
 
 from am.cli.context import (FORMAT_OPTION, describe, emit_json, open_vault, read_text_arg, record_dict, report_write,
                             unreadable_note)
+from am.records.codec import conflict_marker_line
 from am.records.writes import FactDraft
 
 
@@ -267,6 +268,9 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
     world_width = max([32, *(len(w) for w in worlds)])
     for f, world in zip(facts, worlds):
         first = f.body.strip().split("\n", 1)[0]
+        if conflict_marker_line(f.body) is not None:  # committed by a driverless merge: the first side's text, marked
+            first = "[conflict markers: am check] " + next(
+                (t for t in f.body.splitlines() if t.strip() and not t.startswith(("<<<<<<<", "=======", ">>>>>>>"))), "")
         if len(first) > 72:
             first = first[:71] + "…"
         click.echo(f"{f.id:<{id_width}} {f.status:<14} {world:<{world_width}} {first}")
