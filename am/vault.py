@@ -45,7 +45,7 @@ from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_line, one_line, with_fresh_ids
 from am.registry import Registry
 from am.upkeep.authorship import Authorship
-from am.upkeep.duplicates import adding, holds_everywhere, superseding
+from am.upkeep.duplicates import adding, holds_everywhere, superseded_already, superseding
 from am.upkeep.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_names, topic_path
 from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
 from am.upkeep.worldwrites import WorldWrites
@@ -466,6 +466,8 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
     def _supersede_once(self, old_id: str, draft: FactDraft, *, reason: str, create_topics: bool,
                         allow_secrets: bool, unverified: bool = False) -> WriteResult:
         old_path, old, base = self._existing_for_update(old_id, Fact, "fact")
+        if old.superseded_by and (done := superseded_already(self, old, draft, unverified=unverified)):
+            return done  # a retry: OLD is superseded by a fact that says this already; nothing written
         if old.status in ("superseded", "expired"):
             raise UsageError(f"{old_id} is already {old.status}", hint="supersede the fact that replaced it instead")
         if old.superseded_by:  # superseded on its branch only: one superseded_by, never overwritten

@@ -71,9 +71,10 @@ def test_cli_supersede_by_a_statement_already_held_supersedes_by_that_fact(vault
     assert "fact-mon already says this" in out["note"] and "fact-fri" in out["note"]
     assert [r["id"] for r in out["records"]] == ["fact-mon", "fact-fri"]
     _assert_superseded_by_twin(vault, vault_path, head, files)
-    # Run again (a retry): the old fact is superseded already, and says so; nothing written.
+    # Run again (a retry): the old fact is superseded by fact-mon already; answered so, nothing written.
     again = _am(vault_path, "fact", "supersede", "fact-fri", "Alpha deploys on Mondays.", "--reason", "moved")
-    assert again.returncode == 2 and "already superseded" in again.stderr
+    assert again.returncode == 0 and "already recorded as fact fact-mon" in again.stdout, again.stderr
+    assert "nothing written" in again.stdout
     assert run_git(vault_path, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
 
 

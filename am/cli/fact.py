@@ -105,7 +105,9 @@ def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confid
 
     The new fact inherits OLD's topics and world unless you give new ones. When
     another holding fact already says TEXT (same topics, repo and branch), OLD
-    is superseded by that fact instead and no second copy is written.
+    is superseded by that fact instead and no second copy is written. Run again
+    (a retry) once OLD is superseded by a fact saying TEXT, it writes nothing and
+    says so (exit 0); another TEXT is an error.
 
     Example: am fact supersede fact-alpha-getuser-main "Alpha offers getUsers(ids) too" --reason "batch API merged"
     """

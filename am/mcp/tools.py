@@ -125,9 +125,11 @@ _FACT_ADD_OUT = _obj({"commit": {"type": ["string", "null"], "description": "The
                       "id": _s("The fact already recorded (when created is false)."),
                       "note": _s("What to do instead (when created is false)."),
                       "records": {"type": "array", "items": _RECORD}}, ("commit", "created", "records"))
-_SUPERSEDE_OUT = _obj({"commit": _s("The commit that made the write."),
+_SUPERSEDE_OUT = _obj({"commit": {"type": ["string", "null"], "description": "The commit that made the write; "
+                                   "null when nothing was written (a retry: the old fact is superseded already)."},
                        "created": {"type": "boolean", "description": "False: another holding fact already said the "
-                                   "new text; the old fact is superseded by it and no twin was written."},
+                                   "new text; the old fact is superseded by it (now, or by an earlier call: a retry) "
+                                   "and no twin was written."},
                        "id": _s("The fact that already said it (when created is false)."),
                        "note": _s("What happened instead (when created is false)."),
                        "records": {"type": "array", "items": _RECORD}}, ("commit", "records"))
@@ -541,7 +543,8 @@ TOOLS: tuple[Tool, ...] = (
          "The new fact inherits the old one's topics and world unless given: pass here=true when the new text "
          "describes the code at the server's clone, else it stays observed at the old fact's commit (and stale "
          "wherever the old one was). When another holding fact already says the new text (same topics, repo and "
-         "branch), the old one is superseded by that fact instead: created false, its id, no twin written.",
+         "branch), the old one is superseded by that fact instead: created false, its id, no twin written. A retry "
+         "(the old one already superseded by a fact saying the text) answers the same, commit null, nothing written.",
          _obj({"old_id": _s("The fact being replaced."), "text": _s("The new statement."),
                "reason": _s("What changed."), **_FACT_FIELDS}, ("old_id", "text", "reason")),
          _SUPERSEDE_OUT, _fact_supersede, writes=True),

@@ -24,9 +24,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u20
 class WriteResult:
     """What one write did: the commit and the records it wrote.
 
-    ``created`` False: nothing was written (a fact add that found the fact already recorded,
-    am/upkeep/duplicates.py): ``commit`` is empty, ``records`` holds the fact found and
-    ``note`` says what to do instead.
+    ``created`` False: the fact was found already recorded (am/upkeep/duplicates.py): a fact add or
+    a retried supersede wrote nothing (``commit`` empty), a supersede by a twin wrote the two files;
+    ``records`` starts with the fact found and ``note`` says what happened or what to do instead.
     """
 
     commit: str

@@ -19,7 +19,7 @@ from typing import Any
 from am.records.model import Fact
 from am.records.writes import FactDraft, WriteResult
 
-__all__ = ["HOLDING", "adding", "holds_everywhere", "recorded", "recorded_hint", "superseding"]
+__all__ = ["HOLDING", "adding", "holds_everywhere", "recorded", "recorded_hint", "superseded_already", "superseding"]
 
 HOLDING = ("active", "contested", "pending-review")
 
@@ -57,11 +57,36 @@ def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | No
         flat = " ".join(text.split())
         pairs = ((p, r) for p, r in vault.iter_records() if isinstance(r, Fact) and " ".join(r.body.split()) == flat)
     for path, fact in pairs:
-        if (fact.status in HOLDING and fact.id != besides and (fact.repo or None) == (repo or None)
-                and (fact.version or None) == (branch or None)
-                and (topics is None or set(fact.topics) == set(topics))):
+        if fact.id != besides and _holds_as(fact, topics, repo, branch):
             return path, fact
     return None
+
+
+def _holds_as(fact: Fact, topics: Sequence[str] | None, repo: str | None, branch: str | None) -> bool:
+    return (fact.status in HOLDING and (fact.repo or None) == (repo or None)
+            and (fact.version or None) == (branch or None) and (topics is None or set(fact.topics) == set(topics)))
+
+
+def superseded_already(vault: Any, old: Fact, draft: FactDraft, *, unverified: bool) -> WriteResult | None:
+    """Return what a supersede of ``old`` by ``draft`` finds already done (a retried call), or None.
+
+    Done: ``old`` is superseded by a holding fact that says the draft's text with the topics,
+    repo and branch the new fact would get (the rule of ``recorded``). Then nothing is written
+    and the answer is a fact add's that found its fact: ``created`` False, that fact, no commit.
+    Otherwise the supersede goes on (and says that ``old`` is already superseded).
+    """
+    from am.upkeep.forms import with_ids
+
+    path = vault.locate(old.superseded_by) if old.superseded_by else None
+    successor = vault.read_path(path) if path is not None else None
+    if path is None or not isinstance(successor, Fact) or successor.body.split() != draft.text.split():
+        return None
+    draft = vault._checked_draft(draft, old.repo, unverified=unverified).inheriting(with_ids(vault, old))
+    if not _holds_as(successor, draft.topics, draft.repo, draft.branch):
+        return None
+    return WriteResult("", (successor,), (path,), created=False,
+                       note=f"{old.id} is already superseded by {successor.id}, which says this (a retried "
+                            "supersede); nothing to do")
 
 
 def recorded_hint(fact: Fact, draft: FactDraft, *, tools: bool = False) -> str:
