@@ -237,6 +237,7 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
     if read.system != "jsonl":  # am's own export is written as it was, references and all
         new = _consistent(new, set(existing), summary)
     new = _without_twins(vault, new, summary)
+    _check_names(vault, new)
     writes: list[tuple[PurePosixPath, Record, str | None]] = []
     for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
         item = _as_left(item, left.get(item.record.id))
@@ -328,6 +329,40 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
             seen.add(said(r))
         kept.append(item)
     return kept
+
+
+def _check_names(vault: Vault, items: list[Item]) -> None:
+    """Refuse the import when a new topic would answer to a name another record of the vault answers to.
+
+    The name rule of every new record (am/upkeep/forms.py ``check_names_free``): its id, file
+    name, title or aliases equal to, or looking like (Unicode TS #39), a name in use would make
+    ``[[Name]]`` links ambiguous. Every clash is named at once, before anything is written
+    (docs/import.md). A topic already in the vault under the same id is merged, never new here.
+    """
+    from am.errors import CollisionError
+    from am.upkeep.forms import check_names_free, topic_names
+
+    cache = vault.cache()
+    topics = [item for item in items if isinstance(item.record, Topic)]
+    if cache is None or not topics:
+        return
+    foreign = cache.foreign_names()
+    clashes: list[str] = []
+    for item in topics:
+        topic = item.record
+        assert isinstance(topic, Topic)
+        try:
+            check_names_free(vault, topic.id, topic_names(topic, _path_of(item)), one_script=False, foreign=foreign)
+        except CollisionError as err:
+            clashes.append(f"topic {topic.id} ({item.origin}): {err.message}")
+    if clashes:
+        s = "s" * (len(clashes) != 1)
+        raise CollisionError(f"{len(clashes)} topic{s} of the import would answer to a name another record of the "
+                             f"vault answers to; nothing was written:\n  " + "\n  ".join(clashes),
+                             hint="map each to the vault's topic in the source (give it that topic's id: in am's "
+                                  "own jsonl export its id, and in the records that name it; from another system "
+                                  "the name and type that make it, <kind>-<slug of the name>) so that it merges, "
+                                  "or rename it in the source; then import again")
 
 
 def _path_of(item: Item) -> PurePosixPath:

@@ -100,10 +100,13 @@ def topic_names(topic: Topic, path: PurePosixPath) -> list[tuple[str, str]]:
 
 
 def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]] = (), *,
-                     was: str | None = None) -> None:
+                     was: str | None = None, one_script: bool = True,
+                     foreign: list[tuple[str, str]] | None = None) -> None:
     """Refuse a new record whose id (or another of its ``names``: (what, name)) is already a name of another record.
 
     ``was``: the id the record had (a topic rename): names it answers to already are its own.
+    ``one_script`` False: a name that mixes scripts is let be (an import keeps the source's names).
+    ``foreign``: the vault's names outside ASCII (``cache.foreign_names()``), for a caller checking many.
 
     A ``[[Name]]`` link resolves by file name, id, title, alias, then path: a new record that takes a name
     already in use would silently pull links that reach another record today (a fact's ``"[[Redis]]"``
@@ -118,7 +121,7 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
     cache = vault.cache()
     if cache is None:
         return
-    foreign: list[tuple[str, str]] = []  # the vault's names outside ASCII (key, id), read once
+    foreign = foreign or []  # the vault's names outside ASCII (key, id), read once
     own = {record_id, was}
     for what, name in (("id", record_id), *names):
         key = name_key(name)
@@ -140,7 +143,7 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
             raise CollisionError(f"{what} {name!r}{spelled(name)} looks like {other!r}{spelled(other)}, a name of "
                                  f"{taken}: a [[{name}]] link and a [[{other}]] link would look alike and reach "
                                  "different records (Unicode TS #39 confusables)", hint=fix)
-        mixed = mixed_script_word(name)
+        mixed = mixed_script_word(name) if one_script else None
         if mixed is not None:
             word, scripts = mixed
             raise InvalidRecordError(
