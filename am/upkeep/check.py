@@ -229,7 +229,7 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
     pass reads them). ``memo`` holds each file's own findings and gist from an
     earlier check, by content (am/upkeep/checkmemo.py): a file it knows is not parsed.
     """
-    from am.upkeep.checklinks import check_cycles, check_lookalikes, check_references
+    from am.upkeep.checklinks import check_cycles, check_duplicate_names, check_lookalikes, check_references
 
     issues: list[Issue] = []
     records: dict[str, tuple[str, Gist]] = {}
@@ -286,6 +286,7 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
         check_references(path, gist, resolve, get, issues, attachment)
     check_cycles(records, get, issues)
     check_lookalikes(records, issues)
+    check_duplicate_names(records, issues)
     issues.sort(key=_issue_order)
     return CheckReport(tuple(issues), nfiles, len(records))
 

@@ -14,7 +14,7 @@ from am.records.names import NOTE_PREFIX
 from am.upkeep.check import Issue
 from am.upkeep.checkmemo import Gist
 
-__all__ = ["check_cycles", "check_lookalikes", "check_references"]
+__all__ = ["check_cycles", "check_duplicate_names", "check_lookalikes", "check_references"]
 
 
 def check_references(path: str, record: Gist, resolve: Callable[[str], str | None],
@@ -146,3 +146,42 @@ def check_lookalikes(records: Mapping[str, tuple[str, Gist]], issues: list[Issue
                             f"name {name!r}{spelled(name)} looks like {other!r}{spelled(other)}, a name of {other_path}: "
                             "a [[link]] typed one way or the other reaches a different record (Unicode TS #39); "
                             "rename one of them (am topic rename ID NEW-ID --title TITLE)"))
+
+
+def check_duplicate_names(records: Mapping[str, tuple[str, Gist]], issues: list[Issue]) -> None:
+    """Warn about two records that answer to the same name (file name, id, title, alias; case-insensitively):
+    a ``[[Name]]`` link reaches one of them only (am/records/names.py). am refuses a new name in use; one
+    written by hand or before that rule is read as ever, and named here, once a pair, on the later file."""
+    from am.records.names import name_key
+
+    def key_of(name: str) -> str:  # name_key, without its Unicode work for an ASCII name (most of them)
+        if not name.isascii():
+            return name_key(name)
+        text = name.strip().lower()
+        return text[:-3] if text.endswith(".md") else text
+
+    first: dict[str, tuple[str, str, str, str]] = {}  # key -> (id, path, what, name) of its first owner by path
+    told: set[tuple[str, str]] = set()
+    for rid, (path, gist) in sorted(records.items(), key=lambda kv: kv[1][0]):
+        stem = path[path.rfind("/") + 1:]
+        stem = stem[:-3] if stem.endswith(".md") else PurePosixPath(path).stem
+        names = [("id", rid)] if stem == rid else [("file name", stem), ("id", rid)]
+        if gist.type == "topic" and gist.title:
+            names.append(("title", gist.title))
+        names += (("alias", a) for a in gist.aliases)
+        for what, name in names:
+            key = key_of(name)
+            if not key:
+                continue
+            owner = first.get(key)
+            if owner is None:
+                first[key] = (rid, path, what, name)
+            elif owner[0] != rid and (owner[0], rid) not in told:
+                told.add((owner[0], rid))
+                issues.append(Issue("warning", "duplicate-name", path,
+                                    f"{what} {name!r} is also a name of {owner[1]} (its {owner[2]} {owner[3]!r}): a "
+                                    f"[[{name}]] link reaches one of them only; rename one of them (am topic rename "
+                                    "ID NEW-ID --title TITLE) or drop the alias", field=_FIELDS.get(what)))
+
+
+_FIELDS = {"title": "title", "alias": "aliases", "id": "id"}
