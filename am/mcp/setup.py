@@ -265,8 +265,7 @@ def _server_change(path: Path, name: str, value: dict[str, Any], remove: bool, w
                                       after=change)
     if change is None:
         return _json_change(path, servers, name, value, ("object",), remove, what)
-    renamed = _json_change(path, servers, name, value, ("object",), False, f"renamed to {name!r}", after=change)
-    return renamed
+    return _json_change(path, servers, name, value, ("object",), False, f"renamed to {name!r}", after=change)
 
 
 def _block_change(path: Path, body: str, markers: Any, remove: bool, what: str) -> FileChange:
@@ -353,7 +352,6 @@ def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
         raise UsageError(f"--name {request.name!r}: a server's name is ASCII letters, digits, '_' and '-' "
                          "(Codex starts no other)", hint="pick one such as: am-myapp")
     project, name = request.project, request.name
-    servers = ("mcpServers",)
     if request.client == "claude-code":
         changes = [_server_change(project / ".mcp.json", name, _mcp_entry(request, typed=True), remove,
                                   "Claude Code MCP server (.mcp.json, project scope)")]
