@@ -389,3 +389,17 @@ def test_topic_rename_says_from_which_id(cli_vault: Path) -> None:
     assert code == 0, err
     # It said "renamed topic project-beta (...)", which reads as if project-beta had been renamed.
     assert out.startswith("renamed project-alpha to topic project-beta (topics/project-beta.md) in commit "), out
+
+
+def test_init_with_vault_and_no_path_is_refused_not_made_here(tmp_path: Path, am_home: Path) -> None:
+    # `am --vault OTHER init` made the current folder a vault (a commit, hooks), not OTHER.
+    here = tmp_path / "code"
+    run_git(tmp_path, "init", "-q", "-b", "main", str(here))
+    for given, example in ((str(tmp_path / "other"), f"am init {tmp_path / 'other'}"), ("mem", "am init PATH --name mem")):
+        proc = _run("--vault", given, "init", cwd=here, am_home=am_home)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"not of --vault {given!r}" in proc.stderr and example in proc.stderr, proc.stderr
+    assert sorted(p.name for p in here.iterdir()) == [".git"] and not (tmp_path / "other").exists()
+    assert run_git(here, "rev-list", "--all") == ""
+    # With the folder given, --vault naming the same vault is fine, and $AM_VAULT never stands in for PATH.
+    assert _run("--vault", str(tmp_path / "other"), "init", str(tmp_path / "other"), am_home=am_home).returncode == 0

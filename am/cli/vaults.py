@@ -50,6 +50,7 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, r
     """
     from am.vault import Vault
 
+    _refuse_vault_option(ctx)
     vault = Vault.init(path, name=name, actor=ctx.obj.actor, replace=replace)
     if for_obsidian:
         vault.setup_obsidian()
@@ -60,6 +61,21 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, r
     click.echo(f"next: am --vault {registered} topic add project-x --title 'Project X'")
     if registered != vault.name:
         _clone_notes(registered, vault.root)
+
+
+def _refuse_vault_option(ctx: click.Context) -> None:
+    """Refuse ``am --vault X init`` without PATH: it made the current folder a vault (a commit, hooks), not X."""
+    from click.core import ParameterSource
+
+    given = ctx.obj.vault_arg
+    if given is None or ctx.get_parameter_source("path") != ParameterSource.DEFAULT \
+            or ctx.find_root().get_parameter_source("vault") != ParameterSource.COMMANDLINE:
+        return
+    from am.errors import UsageError
+
+    example = f"am init {given}" if any(c in given for c in "/~.\\") else f"am init PATH --name {given}"
+    raise UsageError(f"am init makes a vault of PATH (default: this folder, {Path.cwd()}), not of --vault {given!r}",
+                     hint=f"give the folder: {example}; nothing was written")
 
 
 @click.group()
