@@ -10,22 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from conftest import REPO_ROOT, run_git, subprocess_env
+from test_check import fact_text, write  # the same files as am check's own tests
 
 from am.upkeep.check import check_vault
 from am.upkeep.checkmemo import MEMO_FILE
 
 DAY = "facts/2026/09/23"
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    target = root / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-
-
-def fact_text(fid: str, *, topics: str = "[project-alpha]", extra: str = "", body: str = "A fact.") -> str:
-    return (f"---\ntype: fact\nid: {fid}\ntopics: {topics}\nstatus: active\nconfidence: medium\n"
-            f"provenance: human\n{extra}created: 2026-09-23T12:00:00+08:00\n---\n{body}\n")
 
 
 def memo_of(vault_path: Path) -> Path:
