@@ -46,6 +46,7 @@ from am.records.codec import (
 )
 from am.records.ids import MAX_ID_LENGTH, is_valid_id, record_path
 from am.records.model import Relation
+from am.records.names import file_stem
 
 __all__ = [
     "LIFECYCLE",
@@ -130,15 +131,9 @@ def has_merged_text(body: str) -> bool:
     return MERGED_BEGIN in body
 
 
-def _stem(path: str) -> str:
-    """A record file's id from its path (``PurePosixPath(path).stem`` without building a path: a merge has thousands)."""
-    name = path.rpartition("/")[2]
-    return name[:-3] if name.endswith(".md") and len(name) > 3 else PurePosixPath(name).stem
-
-
 def _named(path: str, blob: str | None, read: Reader) -> str:
     """The id a decision names: the file name when it is one, else (a readable name: Obsidian's) the frontmatter's."""
-    stem = _stem(path)
+    stem = file_stem(path)
     if is_valid_id(stem) or blob is None:
         return stem
     try:

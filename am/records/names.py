@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 from am.records.properties import split_link
 
-__all__ = ["NOTE_PREFIX", "Names", "name_key"]
+__all__ = ["NOTE_PREFIX", "Names", "file_stem", "name_key"]
 
 NOTE_PREFIX = "note:"
 """What ``Names.resolve`` returns for a note: ``note:`` and the note's path."""
@@ -33,11 +33,16 @@ def name_key(name: str) -> str:
     text = name.strip()
     if text.lower().endswith(".md"):
         text = text[:-3]
+    if text.isascii():  # most names: NFC leaves ASCII as it is, and casefold is lower
+        return text.lower()
     return unicodedata.normalize("NFC", text).casefold()
 
 
-def _stem(path: str) -> str:
-    """Return ``PurePosixPath(path).stem`` (a file name without its last suffix), without pathlib's cost."""
+def file_stem(path: str) -> str:
+    """Return ``PurePosixPath(path).stem`` (a file name without its last suffix), without pathlib's cost.
+
+    A record file's name without ``.md``: what Obsidian links it by, and its id when am named it (a check or
+    a merge asks it of thousands of files)."""
     if "//" in path or path.endswith(("/", "/.")) or "/./" in path or path.startswith("./") or path == ".":
         return PurePosixPath(path).stem
     name = path[path.rfind("/") + 1:]
@@ -61,7 +66,7 @@ class Names:
     def add_record(self, path: str, record_id: str, *, title: str | None = None,
                    aliases: Iterable[str] = ()) -> None:
         """Add a record's names: its file name, id, title and aliases."""
-        self._put(0, _stem(path), record_id, path)
+        self._put(0, file_stem(path), record_id, path)
         self._put(1, record_id, record_id, path)
         if title:
             self._put(2, title, record_id, path)
@@ -70,7 +75,7 @@ class Names:
 
     def add_note(self, path: str) -> None:
         """Add a note (a Markdown file that is not a record) by its file name."""
-        self._put(0, _stem(path), NOTE_PREFIX + path, path)
+        self._put(0, file_stem(path), NOTE_PREFIX + path, path)
 
     def _put(self, rank: int, name: str, value: str, path: str) -> None:
         key = name_key(name)

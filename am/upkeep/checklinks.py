@@ -7,8 +7,7 @@ unchanged file is not parsed again for them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import PurePosixPath
+from collections.abc import Callable, Mapping
 
 from am.records.names import NOTE_PREFIX
 from am.upkeep.check import Issue
@@ -131,17 +130,27 @@ def check_cycles(records: Mapping[str, tuple[str, Gist]], get: Callable[[str], G
                 stack.append((nxt, successors(nxt)))
 
 
+def record_names(path: str, rid: str, gist: Gist) -> list[tuple[str, str]]:
+    """Return (what, name) for each name a record answers to, as ``Names.add_record`` takes them: its file name
+    (when it is not the id), id, a topic's title and aliases."""
+    from am.records.names import file_stem
+
+    stem = file_stem(path)
+    names = [("id", rid)] if stem == rid else [("file name", stem), ("id", rid)]
+    if gist.type == "topic" and gist.title:
+        names.append(("title", gist.title))
+    names += (("alias", a) for a in gist.aliases)
+    return names
+
+
 def check_lookalikes(records: Mapping[str, tuple[str, Gist]], issues: list[Issue]) -> None:
     """Warn about two records with names that look alike (``dеploy``, Cyrillic е, and ``deploy``): am refuses
     a new such name (am/records/lookalikes.py); one already in the vault is read as ever, and named here."""
     from am.records.lookalikes import lookalike_pairs, spelled
 
-    def names() -> Iterator[tuple[str, str]]:
-        for rid, (path, gist) in sorted(records.items(), key=lambda kv: kv[1][0]):
-            extra = (gist.title, *gist.aliases) if gist.type == "topic" and gist.title is not None else gist.aliases
-            yield from ((n, path) for n in (PurePosixPath(path).stem, rid, *extra))
-
-    for name, path, other, other_path in lookalike_pairs(names()):
+    names = ((name, path) for rid, (path, gist) in sorted(records.items(), key=lambda kv: kv[1][0])
+             for _, name in record_names(path, rid, gist))
+    for name, path, other, other_path in lookalike_pairs(names):
         issues.append(Issue("warning", "lookalike-name", path,
                             f"name {name!r}{spelled(name)} looks like {other!r}{spelled(other)}, a name of {other_path}: "
                             "a [[link]] typed one way or the other reaches a different record (Unicode TS #39); "
@@ -154,23 +163,11 @@ def check_duplicate_names(records: Mapping[str, tuple[str, Gist]], issues: list[
     written by hand or before that rule is read as ever, and named here, once a pair, on the later file."""
     from am.records.names import name_key
 
-    def key_of(name: str) -> str:  # name_key, without its Unicode work for an ASCII name (most of them)
-        if not name.isascii():
-            return name_key(name)
-        text = name.strip().lower()
-        return text[:-3] if text.endswith(".md") else text
-
     first: dict[str, tuple[str, str, str, str]] = {}  # key -> (id, path, what, name) of its first owner by path
     told: set[tuple[str, str]] = set()
     for rid, (path, gist) in sorted(records.items(), key=lambda kv: kv[1][0]):
-        stem = path[path.rfind("/") + 1:]
-        stem = stem[:-3] if stem.endswith(".md") else PurePosixPath(path).stem
-        names = [("id", rid)] if stem == rid else [("file name", stem), ("id", rid)]
-        if gist.type == "topic" and gist.title:
-            names.append(("title", gist.title))
-        names += (("alias", a) for a in gist.aliases)
-        for what, name in names:
-            key = key_of(name)
+        for what, name in record_names(path, rid, gist):
+            key = name_key(name)
             if not key:
                 continue
             owner = first.get(key)
