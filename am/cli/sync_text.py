@@ -49,7 +49,7 @@ def report_lines(report: SyncReport) -> list[str]:
         lines.append(f"  {_records(deleted)} the other side deleted {verb} deleted")
     if report.contested:
         lines.append(f"  contested: {', '.join(report.contested)} (resolve with am fact supersede)")
-    if getattr(report, "marked", None):
+    if report.marked:
         more = f" and {len(report.marked) - 3} more" if len(report.marked) > 3 else ""
         lines.append(f"  warning: the other side {'would bring' if report.dry_run else 'brought'} Git's conflict "
                      f"markers in records ({', '.join(report.marked[:3])}{more}): a git merge made without am's merge "

@@ -63,6 +63,7 @@ def _look(text: str) -> str:
     return unicodedata.normalize("NFC", "".join(c if c.isascii() else _ascii_of(c) for c in parts)).casefold()
 
 
+@functools.lru_cache(maxsize=8192)
 def looks(name: str) -> frozenset[str]:
     """Return a name's looks (see the module's doc); an ASCII name's only look is its key."""
     text = _strip(name)

@@ -121,7 +121,6 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
     cache = vault.cache()
     if cache is None:
         return
-    foreign = foreign or []  # the vault's names outside ASCII (key, id), read once
     own = {record_id, was}
     for what, name in (("id", record_id), *names):
         key = name_key(name)
@@ -131,7 +130,8 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
             mine = looks(name)
             found = [(o, look) for look in sorted(mine - {key}) if (o := cache.resolve_name_key(look)) is not None]
             if not found:
-                foreign = foreign or cache.foreign_names()
+                if foreign is None:  # the vault's names outside ASCII (key, id): read once, even when there are none
+                    foreign = cache.foreign_names()
                 found = [(o, k) for k, o in foreign if k != key and looks(k) & mine]
             owner, other = next(((o, k) for o, k in found if o not in own), (None, key))
         if owner is not None and owner not in own:
