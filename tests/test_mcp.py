@@ -511,5 +511,9 @@ def test_slice_since_an_earlier_pack_gives_the_delta_am_slice_since_gives(alpha:
         assert [(c["id"], c["note"]) for c in changed] == [(fid, "text edited")]
         bad = d.call_sync("slice", {"since": "tomorrowish"}, "agent")
         assert not isinstance(bad, ToolOutput) and "not a pack id" in str(bad)
+        # A delta is the whole world's: a topic or query with since is refused, as am slice refuses it, not dropped.
+        for scope in ({"topic": "project-alpha"}, {"query": "caches"}):
+            narrowed = d.call_sync("slice", {"since": pack, **scope}, "agent")
+            assert not isinstance(narrowed, ToolOutput) and "give one of them" in str(narrowed), narrowed
     finally:
         d.close()

@@ -90,11 +90,7 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
         if since is not None:
             raise UsageError("--path and --since: what changed since is listed for the whole world, not for "
                              "the files at hand; give one of them")
-    if since is not None:
-        for flag, value in (("--topic", topic), ("--query", query)):
-            if value is not None:  # a delta is the whole world's: never narrowed silently
-                raise UsageError(f"--since and {flag}: what changed since is listed for the whole world, not for "
-                                 f"one {flag[2:]}; give one of them")
+    if since is not None:  # slice_since refuses --topic and --query (every door): a delta is the whole world's
         from am.packs.delta import render_delta_json, render_delta_markdown, slice_since
 
         delta = slice_since(vault, request, since)

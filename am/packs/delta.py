@@ -133,8 +133,17 @@ def since_commit(vault: VaultReader, ref: str) -> str:
 
 
 def slice_since(vault: VaultReader, request: SliceRequest, ref: str) -> Delta:
-    """Return what changed in the request's world since ``ref``."""
+    """Return what changed in the request's world since ``ref``.
+
+    A delta is the whole world's: a request narrowed to a topic or a query is refused, never
+    answered for the whole world silently (every door: am slice --since, the MCP slice tool's since).
+    """
     from am.worlds.ancestry import now, records_at, setup_world
+
+    for flag, value in (("--topic", request.topic), ("--query", request.query)):
+        if value is not None:
+            raise UsageError(f"--since and {flag}: what changed since is listed for the whole world, not for "
+                             f"one {flag[2:]}; give one of them")
     from am.worlds.rules import resolve
 
     commit = since_commit(vault, ref)

@@ -297,7 +297,7 @@ def _with_links(pack: Pack, vault: VaultReader, request: SliceRequest, setup: Wo
     without am's driver) is named, committed or not: its fact is in no pack.
     """
     index = vault.cache() if request.as_of is None else None
-    if index is not None and hasattr(index, "unreadable_paths"):
+    if index is not None:
         pack.unreadable = tuple(index.unreadable_paths())
     if count_use:
         shown = [f.id for f in pack.all_shown()]
