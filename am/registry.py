@@ -19,7 +19,7 @@ from am.errors import CollisionError, InvalidRecordError, NotFoundError
 from am.records.frontmatter import MAX_FRONTMATTER_BYTES, fast_load_tables, strict_load
 from am.records.ids import check_id
 
-__all__ = ["Registry", "am_home"]
+__all__ = ["Registry", "am_home", "find_vault_root"]
 
 
 def am_home() -> Path:
@@ -164,3 +164,11 @@ def _refuse_taken(noun: str, name: str, old: str | None, path: Path) -> None:
     if old is not None and not _same(old, path):
         raise CollisionError(f"{noun} name {name!r} is already registered for {old}",
                              hint=f"pass --replace to point it at {path}, or choose another name")
+
+
+def find_vault_root(start: Path) -> Path | None:
+    """Return the nearest folder at or above ``start`` that holds a vault (``.am/vault.yml``)."""
+    for folder in (start, *start.parents):
+        if (folder / ".am" / "vault.yml").is_file():
+            return folder
+    return None

@@ -43,7 +43,7 @@ from am.records.model import (
 )
 from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_line, one_line, with_fresh_ids
-from am.registry import Registry
+from am.registry import Registry, find_vault_root
 from am.upkeep.authorship import Authorship
 from am.upkeep.duplicates import adding, holds_everywhere, superseded_already, superseding
 from am.upkeep.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_names, topic_path
@@ -56,14 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["Vault", "FactDraft", "WriteResult", "VAULT_FILE", "FORMAT_VERSION"]
 
 log = logging.getLogger("am")
-
-
-def find_vault_root(start: Path) -> Path | None:
-    """Return the nearest folder at or above ``start`` that holds a vault."""
-    for folder in (start, *start.parents):
-        if (folder / ".am" / "vault.yml").is_file():
-            return folder
-    return None
 
 
 class Vault(Updating, Authorship, WorldWrites, CountsUses):

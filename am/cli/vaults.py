@@ -93,7 +93,7 @@ def list_(fmt: str) -> None:
 
     Example: am vault list --format json
     """
-    from am.registry import Registry
+    from am.registry import Registry, find_vault_root
 
     registry = Registry.load()
     if fmt == "json":
@@ -101,8 +101,7 @@ def list_(fmt: str) -> None:
         return
     for name, path in sorted(registry.vaults.items()):
         click.echo(f"{name:<24} {path}")
-    start = Path.cwd().resolve()
-    here = next((f for f in (start, *start.parents) if (f / ".am" / "vault.yml").is_file()), None)
+    here = find_vault_root(Path.cwd().resolve())
     if here is not None and not any(Path(p).expanduser().resolve() == here for p in registry.vaults.values()):
         # Standing in a vault this machine does not know: a fresh clone.
         click.echo(f"note: the vault at {here} is not registered on this machine (a clone is not); adopt it with: "
