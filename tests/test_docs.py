@@ -133,3 +133,64 @@ def test_links_to_a_heading_name_one_that_exists() -> None:
             if linked in anchors and anchor not in anchors[linked]:
                 broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
     assert broken == []
+
+
+def _prose(text: str) -> str:
+    """A page without its code blocks and inline code, where a link is an example, not a link."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def test_links_to_a_page_name_one_that_exists() -> None:
+    """A link into docs/decisions/ (or to any page) names a file that is there: the split of the one-page
+    decisions file moved every section, and a link to a file that is not there is not checked for its heading
+    above."""
+    pages = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+    broken = [
+        f"{page.relative_to(ROOT)}: {target}"
+        for page in pages
+        for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)\s]*)?\)", _prose(page.read_text(encoding="utf-8")))
+        if not re.match(r"[a-z]+:", target) and not (page.parent / target).is_file()
+    ]
+    assert broken == []
+
+
+DECISIONS = ROOT / "docs" / "decisions"
+
+
+def test_every_decision_file_is_in_the_index() -> None:
+    index = (DECISIONS / "index.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| \[\w+\]\((\w+\.md)\) \|", index, flags=re.MULTILINE))
+    files = {p.name for p in DECISIONS.glob("*.md")} - {"index.md"}
+    assert listed == files
+
+
+def test_the_index_names_the_decision_file_of_every_package_and_top_module() -> None:
+    """docs/decisions/index.md, "Where is the decision behind module X": each subpackage of am/ and each module
+    directly in am/ (but __init__.py) is named there, next to a link to its decision file."""
+    index = (DECISIONS / "index.md").read_text(encoding="utf-8")
+    section = index.split("## Where is the decision behind module X", 1)[1].split("\n## ", 1)[0]
+    am = ROOT / "am"
+    names = [f"`am/{p.name}/`" for p in am.iterdir() if (p / "__init__.py").is_file()]
+    names += [f"`am/{p.name}`" for p in am.glob("*.py") if p.name != "__init__.py"]
+    assert [n for n in sorted(names) if n not in section] == []
+
+
+def test_mentions_of_a_decision_file_name_one_that_exists() -> None:
+    """A mention of a file of docs/decisions/ in code, tests, benchmarks, pages and pyproject.toml names a file
+    that is there; and nothing but the code (whose docstrings are pointed at their files separately) still
+    sends a reader to the old one-page decisions file, now a pointer to docs/decisions/index.md."""
+    files = [ROOT / "pyproject.toml", ROOT / "README.md"]
+    for folder in ("am", "tests", "bench", "docs"):
+        files += sorted(p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".toml"))
+    missing, old = [], []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        missing += [f"{path.relative_to(ROOT)}: {m}" for m in re.findall(r"docs/decisions/[\w-]+\.md", text)
+                    if not (ROOT / m).is_file()]
+        where = path.relative_to(ROOT)
+        if where.parts[0] == "am" or where.parent == Path("docs/decisions") or where == Path("docs", "decisions" + ".md"):
+            continue
+        old += [str(where)] * len(re.findall(r"(?<![\w-])decisions\.md\b", text))
+    assert missing == []
+    assert old == [], "these still point at the one-page decisions file: point them at a file of docs/decisions/"

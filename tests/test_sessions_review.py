@@ -362,7 +362,7 @@ def test_the_interactive_queue_makes_one_commit_a_decision(alpha, git) -> None:
 
 def test_the_clerk_does_not_propose_what_the_vault_already_holds(alpha, git, tmp_path) -> None:
     """A proposal whose statement a holding fact of its world already says (about any topics: a proposal also
-    names its session) is skipped with that fact's id; an expired one does not count (docs/decisions.md)."""
+    names its session) is skipped with that fact's id; an expired one does not count (docs/decisions/writes.md)."""
     from am.sessions.clerk import propose
 
     known = alpha.add_fact("getUser is limited to 100  requests a minute per client.", topics=["project-alpha"])

@@ -1,6 +1,6 @@
 """A supersede whose new statement another holding fact already says writes no twin.
 
-`am fact add` of a statement the vault holds returns the fact found (docs/decisions.md, "A fact said twice
+`am fact add` of a statement the vault holds returns the fact found (docs/decisions/writes.md, "A fact said twice
 is recorded once"); `am fact supersede OLD TEXT` wrote a second copy of it, so a pack showed the line twice
 and a later supersede ended one copy and left the other holding. Now OLD is superseded by the fact that
 already says it: one commit touching those two files, `created: false` and that fact's id (CLI and MCP

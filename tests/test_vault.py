@@ -746,7 +746,7 @@ def test_an_unfinished_merge_in_a_linked_worktree_refuses_writes_there_only(alph
 
 def test_a_fact_already_recorded_writes_nothing_and_returns_the_one_recorded(alpha: Vault, git: Git) -> None:
     """A fact add that repeats a holding fact (same text up to whitespace, topics, repo and branch) is no error
-    and no commit: it returns the fact found, created False (docs/decisions.md, "Duplicates")."""
+    and no commit: it returns the fact found, created False (docs/decisions/writes.md, "A fact said twice is recorded once")."""
     alpha.add_topic(title="Redis", kind="tool", id="tool-redis")
     first = alpha.add_fact("Alpha keeps sessions in Redis.", topics=["project-alpha", "tool-redis"])
     head, count = _head(git), _count(git)

@@ -77,5 +77,5 @@ def test_am_runs_no_git_hooks_and_says_so(alpha: Vault) -> None:
 
 
 def test_docs_say_what_signing_does(tmp_path: Path) -> None:
-    decisions = (REPO_ROOT / "docs" / "decisions.md").read_text()
+    decisions = (REPO_ROOT / "docs" / "decisions" / "git.md").read_text()
     assert "commit.gpgsign" in decisions and "am.allowUnsigned" in decisions
