@@ -16,15 +16,3 @@ pygit2-free part at module level).
 Must not import: ``am.worlds``, ``am.packs``, ``am.upkeep``, ``am.vault``, doors.
 A vault reaches the cache through the ``VaultFiles`` protocol, not the facade.
 """
-
-from __future__ import annotations
-
-TYPE_CHECKING = False  # not typing's: importing this package stays free
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from am.cache.index import Progress
-
-# The command line's progress bar for a long rebuild (am/cli/context.py sets it; None: no bar). Kept on the
-# package, not on Index, so that setting it does not import the cache (sqlite3) in a command that never reads it.
-progress_hook: Callable[[], Progress | None] | None = None
