@@ -153,7 +153,7 @@ class WorldWrites:
 
     def id_hint(self, missing: str) -> str:
         """Return 'did you mean X? ' for a mistyped record id, or '': ids that share its longest start are compared."""
-        from am.worlds.checks import did_you_mean
+        from am.worlds.branches import did_you_mean
 
         cache = self.cache()  # type: ignore[attr-defined]
         if cache is None:
@@ -167,7 +167,7 @@ class WorldWrites:
 
     def topic_hint(self, missing: str) -> str:
         """Return 'did you mean X? ' for a mistyped topic id, or ''."""
-        from am.worlds.checks import did_you_mean
+        from am.worlds.branches import did_you_mean
 
         ids: Sequence[str] = [t.id for t in self.list_topics()]  # type: ignore[attr-defined]
         guess = did_you_mean(missing, ids)

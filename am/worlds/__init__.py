@@ -3,6 +3,8 @@
 Floor 4. ``rules`` judges one record in a world (status, repo, ancestry or
 branch name, valid time, supersession); ``ancestry`` reads the code
 repository's commit graph through a registered clone and caches it;
+``branches`` resolves the branch names a world may use (and the closest to a typo);
+``checks`` checks the world a write names;
 ``landed`` tells when a commit outside the history landed in it as an
 equivalent commit (patch ids, as git cherry); ``here`` finds the world of the
 current checkout; ``stale`` tells which facts
