@@ -75,7 +75,7 @@ def install_vault_hooks(vault: Any) -> list[Any]:
     do by default, so hand commits (the git CLI, obsidian-git) are checked and
     ``git pull`` merges record by record from the first day.
     """
-    from am.upkeep.hooks import VAULT_HOOKS, HookAction, am_command, install_hooks
+    from am.upkeep.hookfiles import VAULT_HOOKS, HookAction, am_command, install_hooks
 
     vault._check_writable(())  # its hooks and driver would judge records of a format it does not know
     actions = install_hooks(vault.root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])

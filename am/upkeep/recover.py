@@ -232,7 +232,7 @@ def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
         render_record,
     )
     from am.records.schemas import check_record
-    from am.upkeep.hooks import _secret_findings
+    from am.upkeep.hookscan import secret_findings
 
     found = read_work_file(str(vault.root), path, cap=MAX_RECORD_BYTES)
     if found is None or found.data is None:
@@ -249,7 +249,7 @@ def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
     if render_record(record) != text:
         # Only am's canonical form can be a write am itself was making.
         return None, "not in am's canonical form, so it looks like a person's edit"
-    if _secret_findings(path, data):
+    if secret_findings(path, data):
         return None, "it looks like it holds a credential"
     return data, ""
 
@@ -478,7 +478,7 @@ def repair(vault: Any) -> list[str]:
 
         done += reinstall_hooks(vault.root)
     if any(f.kind in ("merge-driver-missing", "merge-driver-broken") for f in findings):
-        from am.upkeep.hooks import am_command
+        from am.upkeep.hookfiles import am_command
         from am.upkeep.merges import set_driver
 
         set_driver(vault.root, am_command())
