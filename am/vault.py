@@ -44,11 +44,11 @@ from am.records.model import (
 from am.records.schemas import check_record
 from am.records.writes import FactDraft, WriteResult, batch_bounds, check_one_line, one_line, with_fresh_ids
 from am.registry import Registry, find_vault_root
-from am.upkeep.authorship import Authorship
-from am.upkeep.duplicates import adding, holds_everywhere, superseded_already, superseding
-from am.upkeep.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_names, topic_path
-from am.upkeep.updating import FORMAT_VERSION, VAULT_FILE, Updating
-from am.upkeep.worldwrites import WorldWrites
+from am.writes.authorship import Authorship
+from am.writes.duplicates import adding, holds_everywhere, superseded_already, superseding
+from am.writes.forms import check_names_free, is_note_file, relation_body, render_for_write, topic_names, topic_path
+from am.writes.updating import FORMAT_VERSION, VAULT_FILE, Updating
+from am.writes.worldwrites import WorldWrites
 
 if TYPE_CHECKING:
     from am.cache.index import Index
@@ -419,7 +419,7 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
         ``draft`` is a ``FactDraft``, or the fact's text with the draft's fields as keywords.
         Its world is checked first (DESIGN §5.7): a registered repo, a branch and commit its clone has,
         the commit stored in full; a branch without a commit records that branch's tip. ``unverified``
-        records the world as given. A fact already recorded writes nothing (am/upkeep/duplicates.py).
+        records the world as given. A fact already recorded writes nothing (am/writes/duplicates.py).
         """
         draft = self._checked_draft(FactDraft.of(draft, fields), None, unverified=unverified)
         new_topics = self._check_topics(draft.topics, create=create_topics)
@@ -466,7 +466,7 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
             raise UsageError(f"{old_id} is already superseded by {old.superseded_by} (where that fact holds)",
                              hint=f"supersede {old.superseded_by} instead, or expire {old_id} "
                                   f"(am fact expire {old_id} --reason ...) and add the new fact")
-        from am.upkeep.forms import with_ids
+        from am.writes.forms import with_ids
 
         # Topics written as "[[Name]]" are inherited as ids.
         draft = self._checked_draft(draft, old.repo, unverified=unverified).inheriting(with_ids(self, old))
@@ -509,19 +509,19 @@ class Vault(Updating, Authorship, WorldWrites, CountsUses):
 
     def edit_fact(self, fact_id: str, text: str, *, allow_secrets: bool = False) -> WriteResult:
         """Fix a fact's text (a typo) in one commit, keeping its id; a change of meaning is a supersede."""
-        from am.upkeep.renames import edit_fact
+        from am.writes.renames import edit_fact
 
         return edit_fact(self, fact_id, text, allow_secrets=allow_secrets)
 
     def rename_topic(self, old_id: str, new_id: str, *, title: str | None = None) -> WriteResult:
         """Rename a topic and rewrite every reference to it (facts, relations, wikilinks) in one commit."""
-        from am.upkeep.renames import rename_topic
+        from am.writes.renames import rename_topic
 
         return rename_topic(self, old_id, new_id, title=title)
 
     def setup_obsidian(self) -> tuple[str | None, list[str]]:
         """Write Obsidian templates and settings the vault lacks (never a person's), in one commit."""
-        from am.upkeep.obsidian import setup_obsidian
+        from am.writes.obsidian import setup_obsidian
 
         return setup_obsidian(self)
 

@@ -187,7 +187,7 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
 
 def test_client_names_become_actors() -> None:
     from am.mcp.server import actor_for_client
-    from am.upkeep.authorship import Authorship
+    from am.writes.authorship import Authorship
 
     for name, actor in (("claude-code", "claude-code"), ("Claude Desktop", "Claude-Desktop"),
                         ("  cursor/vscode 1.2 ", "cursor/vscode-1.2"), ("", None), ("!!!", None),

@@ -3,7 +3,7 @@
 An agent calls `fact_supersede` (OLD, TEXT, reason), the connection drops after the commit, and it
 calls again. The second call said "OLD is already superseded" (exit 2, a tool error), so the agent
 could not tell that its write had landed. When OLD is superseded by a holding fact that says TEXT
-(the duplicate rule of am/upkeep/duplicates.py: whitespace collapsed, the topics, repo and branch the
+(the duplicate rule of am/writes/duplicates.py: whitespace collapsed, the topics, repo and branch the
 new fact would get), the answer is now `created: false`, that fact's id, `commit: null` and a note,
 exit 0, nothing written. Another TEXT keeps the error. The git CLI says what was committed.
 """

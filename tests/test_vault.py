@@ -457,15 +457,15 @@ def test_actor_from_environment(vault_path: Path, vault: Vault, git: Git, monkey
 
 def test_a_changed_git_identity_is_used_once_its_lookup_is_a_second_old(
         alpha: Vault, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
-    import am.upkeep.authorship
+    import am.writes.authorship
     for name in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):  # the environment comes first, as for git
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 3600.0)
+    monkeypatch.setattr(am.writes.authorship, "_IDENTITY_FOR", 3600.0)
     alpha.add_topic(title="Before", kind="project")
     git("config", "user.email", "new@example.com")
     alpha.add_topic(title="Within the second", kind="project")
     assert git("log", "-1", "--format=%ce").strip() != "new@example.com"  # the lookup is reused
-    monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 0.0)
+    monkeypatch.setattr(am.writes.authorship, "_IDENTITY_FOR", 0.0)
     alpha.add_topic(title="After", kind="project")
     assert git("log", "-1", "--format=%ae|%ce").strip() == "new@example.com|new@example.com"
 

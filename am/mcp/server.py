@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from am.errors import AmError
 from am.mcp.memo import PackMemo
 from am.mcp.tools import TOOLS, Call, Tool, ToolOutput, World, tool_named
-from am.upkeep.authorship import actor_for_client
+from am.writes.authorship import actor_for_client
 
 if TYPE_CHECKING:
     from am.vault import Vault

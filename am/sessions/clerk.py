@@ -276,7 +276,7 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     from am.records.schemas import check_record
     from am.records.secrets import scan_fields
     from am.records.writes import FactDraft
-    from am.upkeep.duplicates import recorded
+    from am.writes.duplicates import recorded
 
     session = find_session(vault, name)
     sid = str(session.extra.get("session_id") or session.id)

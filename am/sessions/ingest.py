@@ -263,7 +263,7 @@ def _change(path: PurePosixPath, data: bytes, base: str | None, *, blob: str | N
 
 
 def _topic_change(vault: Vault, path: PurePosixPath, topic: Topic, base: str | None) -> Any:
-    from am.upkeep.forms import render_for_write
+    from am.writes.forms import render_for_write
 
     return _change(path, render_for_write(vault, path, topic, base).encode("utf-8"), base)
 

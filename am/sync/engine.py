@@ -81,7 +81,7 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         return MergePlan("up-to-date", ours, theirs)
     if ours is None or store.is_ancestor(ours, theirs):
         return MergePlan("fast-forward", ours, theirs)
-    from am.upkeep.updating import check_formats_at
+    from am.writes.updating import check_formats_at
 
     check_formats_at(store, ours, theirs)
     base = remote.merge_base(store, ours, theirs)
@@ -106,7 +106,7 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         else:
             merged.files[path] = text
     if unmerged:
-        from am.upkeep.obsidian import LAYOUT_FILES
+        from am.writes.obsidian import LAYOUT_FILES
 
         layout = [p for p in unmerged if p in LAYOUT_FILES]
         raise ConflictError(

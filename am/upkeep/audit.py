@@ -163,7 +163,7 @@ def log_entries(vault: Any, *, actor: str | None = None, op: str | None = None, 
     cutoff = since.timestamp() if since is not None else None
     store = vault.store
     if actor is not None:  # an MCP client's name as people know it ("Claude Desktop") is also its actor's
-        from am.upkeep.authorship import actor_for_client
+        from am.writes.authorship import actor_for_client
 
         actors = {actor, actor_for_client(actor)}
     for info in store.walk():

@@ -167,7 +167,7 @@ def check_merge_formats(cwd: Path) -> None:
 
     from am.errors import NotAVaultError
     from am.git.cligit import CliStore
-    from am.upkeep.updating import check_formats_at
+    from am.writes.updating import check_formats_at
 
     theirs = [key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")]
     try:
@@ -198,7 +198,7 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     from am.git.remote import merge_base
 
     ours, theirs = info.parents
-    from am.upkeep.updating import check_formats_at
+    from am.writes.updating import check_formats_at
 
     check_formats_at(store, ours, theirs, commit)  # a newer am's vault: this am writes nothing into it
     extra: dict[str, bytes] = {}
@@ -216,7 +216,7 @@ def complete_rebase(vault: Any, rewritten: list[tuple[str, str]]) -> str | None:
     head = store.head()
     if head is None:
         return None
-    from am.upkeep.updating import check_formats_at
+    from am.writes.updating import check_formats_at
 
     check_formats_at(store, head, *(old for old, _ in rewritten))
     extra: dict[str, bytes] = {}
@@ -246,7 +246,7 @@ def complete_squash(vault: Any, theirs: list[str]) -> list[str]:
     if ours is None or len(theirs) != 1:  # an octopus squash merges without the driver
         return []
     from am.git.remote import merge_base
-    from am.upkeep.updating import check_formats_at
+    from am.writes.updating import check_formats_at
 
     check_formats_at(store, ours, theirs[0])
     staged = _IndexFiles(Path(store.root))

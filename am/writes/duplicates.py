@@ -75,7 +75,7 @@ def superseded_already(vault: Any, old: Fact, draft: FactDraft, *, unverified: b
     and the answer is a fact add's that found its fact: ``created`` False, that fact, no commit.
     Otherwise the supersede goes on (and says that ``old`` is already superseded).
     """
-    from am.upkeep.forms import with_ids
+    from am.writes.forms import with_ids
 
     path = vault.locate(old.superseded_by) if old.superseded_by else None
     successor = vault.read_path(path) if path is not None else None

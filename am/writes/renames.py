@@ -100,7 +100,7 @@ def rename_topic(vault: Any, old_id: str, new_id: str, *, title: str | None = No
     else:
         new_path = old_path  # a readable name that is not the title: the person chose it
     link_name = new_path.stem if new_path.stem != new_id else new_id
-    from am.upkeep.forms import check_names_free
+    from am.writes.forms import check_names_free
 
     brought = [("title", new_title)] if new_title != topic.title else []  # names it answers to already are its own
     check_names_free(vault, new_id, [*brought, *([("file name", new_path.stem)] if new_path != old_path else [])],
@@ -150,7 +150,7 @@ def _commit(vault: Any, edits: list[tuple[PurePosixPath, PurePosixPath, Record]]
             edited_tree: Any, renamed: dict[str, str]) -> WriteResult:
     from am.records.codec import render_update
     from am.records.schemas import check_record
-    from am.upkeep.forms import link_names
+    from am.writes.forms import link_names
 
     vault._check_writable(())  # a vault of a newer format: refused before anything is read or written
     writes: dict[str, bytes] = {}
