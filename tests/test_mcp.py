@@ -194,7 +194,7 @@ def test_client_names_become_actors() -> None:
                         ("x" * 100, "x" * 64)):
         assert actor_for_client(name) == actor
         if actor:
-            assert Authorship._check_actor(actor) == actor
+            assert Authorship.check_actor(actor) == actor
 
 
 # ---------------------------------------------------------------- HTTP

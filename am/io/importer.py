@@ -323,7 +323,7 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
         r = item.record
         if isinstance(r, Fact) and r.status in HOLDING and r.id not in named:
             if said(r) in seen or (statement_key(r.body) in keys
-                                   and recorded(vault, r.body, r.topics, r.repo, r.version, besides=r.id) is not None):
+                                   and recorded(vault.files, r.body, r.topics, r.repo, r.version, besides=r.id) is not None):
                 summary.duplicates += 1
                 continue
             seen.add(said(r))
@@ -352,7 +352,7 @@ def _check_names(vault: Vault, items: list[Item]) -> None:
         topic = item.record
         assert isinstance(topic, Topic)
         try:
-            check_names_free(vault, topic.id, topic_names(topic, _path_of(item)), one_script=False, foreign=foreign)
+            check_names_free(vault.files, topic.id, topic_names(topic, _path_of(item)), one_script=False, foreign=foreign)
         except CollisionError as err:
             clashes.append(f"topic {topic.id} ({item.origin}): {err.message}")
     if clashes:

@@ -182,7 +182,7 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
     store = vault.store
     results = []
     if lost:
-        vault._check_writable(())  # a vault of a newer format: nothing replayed
+        vault.writer.check_writable(())  # a vault of a newer format: nothing replayed
     with store.write_lock(op="recover"):
         for item in lost:
             if not item.replayed:
@@ -195,7 +195,7 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
             try:
                 new = store.commit_tree(lambda tip, c=item.commit: store.pick_tree(c, tip),
                                         message=_restore_message(info.message, item.commit),
-                                        author=(info.author, info.email), committer=vault._committer())
+                                        author=(info.author, info.email), committer=vault.authorship.committer())
             except ConflictError as err:
                 results.append(Restored(item.commit, None, "conflict", str(err)))
                 continue
@@ -203,7 +203,7 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
                 results.append(Restored(item.commit, None, "already-present"))
                 continue
             touched = [PurePosixPath(p) for p, _ in store.changed_files(new)]
-            vault._after_write(new, touched)
+            vault.writer.after_write(new, touched)
             results.append(Restored(item.commit, new, "restored"))
     return results
 
@@ -429,7 +429,7 @@ def repair(vault: Any) -> list[str]:
     store = vault.store
     done: list[str] = []
     try:
-        vault._check_writable(())
+        vault.writer.check_writable(())
         refusal = ""
     except AmError as err:  # a vault of a newer format: local repairs only, no commit of this am's
         refusal = str(err)
@@ -465,11 +465,11 @@ def repair(vault: Any) -> list[str]:
             if changes and refusal:
                 done.append(f"could not commit {len(changes)} orphan record files: {refusal}")
             elif changes:
-                message = vault._message("doctor", "adopt", ids,
+                message = vault.authorship.message("doctor", "adopt", ids,
                                          subject=f"doctor: commit {len(changes)} record files left uncommitted")
-                commit = store.commit(changes, message=message, author=vault._author(),
-                                      committer=vault._committer())
-                vault._after_write(commit, [c.path for c in changes])
+                commit = store.commit(changes, message=message, author=vault.authorship.author(),
+                                      committer=vault.authorship.committer())
+                vault.writer.after_write(commit, [c.path for c in changes])
                 done.append(f"committed {len(changes)} orphan record files in {commit[:10]}: {', '.join(ids)}")
     if any(f.kind == "cache" for f in findings):
         done += _rebuild_cache(vault)

@@ -12,6 +12,6 @@ a code commit makes stale.
 
 May import: ``am.errors``, ``am.clock``, ``am.registry``, ``am.records``,
 ``am.git``, ``am.cache``.
-Must not import: ``am.packs``, ``am.upkeep``, ``am.vault`` (take the
+Must not import: ``am.packs``, ``am.writes``, ``am.upkeep``, ``am.vault`` (take the
 ``VaultReader`` protocol instead), doors.
 """
