@@ -160,7 +160,7 @@ def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = N
             subject = f"fact: supersede {', '.join(record.supersedes)} -> {record.id}"
         saved = vault.actor
         vault.actor = author[0]
-        message = vault._message(noun, verb, ids, subject=subject, reason=reason,
+        message = vault.authorship.message(noun, verb, ids, subject=subject, reason=reason,
                                  summary=record.body if verb == "add" else None)
         vault.actor = saved
         with store.write_lock(op="demo"):

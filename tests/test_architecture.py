@@ -98,12 +98,13 @@ FLOORS = {
     "cache": 3, "registry": 3,
     "worlds": 4,
     "packs": 5,
-    "upkeep": 6,
-    "vault": 7,
-    "demo": 8,
-    "cli": 10,
+    "writes": 6,
+    "upkeep": 7,
+    "vault": 8,
+    "demo": 9,
+    "cli": 11,
 }
-DOOR = 9  # any other package (mcp, sync, sessions, io, ...): a door above the facade, beside the others
+DOOR = 10  # any other package (mcp, sync, sessions, io, ...): a door above the facade, beside the others
 
 
 def _unit(module: str) -> str:

@@ -67,7 +67,7 @@ def test_log_filters_by_trailers(superseded: tuple[str, str, str], vault_path: P
 def test_log_finds_an_mcp_clients_writes_by_the_name_people_know_it_by(alpha: Vault, vault_path: Path) -> None:
     """An MCP client named "Claude Desktop" writes as actor Claude-Desktop (docs/agents.md); asked for by its own
     name, am log said "no commits match" (exit 0), so an audit of that agent found nothing."""
-    from am.upkeep.authorship import actor_for_client
+    from am.writes.authorship import actor_for_client
 
     actor = actor_for_client("Claude Desktop")
     assert actor == "Claude-Desktop"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import GIT_IDENTITY, run_git
 
 from am.cli.main import cli
-from am.upkeep.hooks import CODE_HOOKS, MARKER, VAULT_HOOKS
+from am.upkeep.hookfiles import CODE_HOOKS, MARKER, VAULT_HOOKS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

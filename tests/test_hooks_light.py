@@ -205,7 +205,7 @@ def test_doctor_names_older_shims_and_fix_rewrites_them(hooked: Path) -> None:
 
 def test_doctor_names_shims_from_before_shim_versions(hooked: Path) -> None:
     # The shim am wrote before `# am-shim:` lines (2026-11-30): a pinned interpreter starting the whole CLI.
-    from am.upkeep.hooks import MARKER
+    from am.upkeep.hookfiles import MARKER
 
     shim = hooked / ".git" / "hooks" / "post-commit"
     code = f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); from am.cli.main import main; main()"

@@ -136,7 +136,7 @@ def test_an_edit_between_ams_commit_and_its_cache_update_is_dirty(seeded: Vault,
                                                                    git: Callable[..., str]) -> None:
     """The write hands the cache the blobs it committed; the file's own bytes still decide what is dirty."""
     cache = seeded.cache()
-    hook = seeded._after_write
+    hook = seeded.writer.after_write
     edited: list[str] = []
 
     def edit_then_update(commit: str, paths: object, base: object = None, **kw: object) -> None:
@@ -147,7 +147,7 @@ def test_an_edit_between_ams_commit_and_its_cache_update_is_dirty(seeded: Vault,
         assert kw.get("blobs") == {rel: git("rev-parse", f"HEAD:{rel}").strip()}
         hook(commit, paths, base, **kw)  # type: ignore[arg-type]
 
-    seeded._after_write = edit_then_update  # type: ignore[method-assign]
+    seeded.writer.after_write = edit_then_update  # type: ignore[method-assign]
     seeded.add_fact("Batch lookups landed.", topics=["project-alpha"], id="fact-edited")
     assert cache.status().dirty == edited
     got = cache.get("fact-edited")
@@ -603,7 +603,7 @@ def test_own_write_hands_its_records_to_the_cache_and_the_tests_prove_they_parse
     assert cache is not None
     seeded.add_fact("Handed over, not parsed again.", topics=["project-alpha"], id="fact-handed")
     assert_same_as_fresh(cache, vault_path, tmp_path)  # the handed record is the one a fresh build parses
-    assert not seeded._known  # nothing left behind once the write returned
+    assert not seeded.writer.known  # nothing left behind once the write returned
     # The hand-over is real: a record that is not what the bytes say is taken as given when unchecked...
     path, record = cache.get("fact-handed")
     data = (vault_path / path).read_bytes()

@@ -1,7 +1,7 @@
 """`am import` writes no twin of a holding fact.
 
 A re-import of the same ids wrote nothing (the ids are the import's memory), but facts with new ids and a
-statement the vault already holds (the duplicate rule of am/upkeep/duplicates.py: whitespace collapsed, case
+statement the vault already holds (the duplicate rule of am/writes/duplicates.py: whitespace collapsed, case
 kept, same topics, repo and branch, holding) were written again: importing a second export of one memory
 doubled the vault's facts. Now such a fact, and one that repeats an earlier fact of the same import, is
 skipped and counted (`skipped_duplicates`); the import stays one commit a batch. The git CLI is the oracle.

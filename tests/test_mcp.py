@@ -187,14 +187,14 @@ def test_stdio_tools_writes_errors_read_only_and_the_pack_byte_for_byte(alpha: V
 
 def test_client_names_become_actors() -> None:
     from am.mcp.server import actor_for_client
-    from am.upkeep.authorship import Authorship
+    from am.writes.authorship import Authorship
 
     for name, actor in (("claude-code", "claude-code"), ("Claude Desktop", "Claude-Desktop"),
                         ("  cursor/vscode 1.2 ", "cursor/vscode-1.2"), ("", None), ("!!!", None),
                         ("x" * 100, "x" * 64)):
         assert actor_for_client(name) == actor
         if actor:
-            assert Authorship._check_actor(actor) == actor
+            assert Authorship.check_actor(actor) == actor
 
 
 # ---------------------------------------------------------------- HTTP

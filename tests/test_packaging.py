@@ -37,6 +37,6 @@ def test_the_web_view_s_files_are_shipped() -> None:
     static = ROOT / "am" / "web" / "static"
     files = [p.relative_to(static.parent) for p in static.iterdir() if p.is_file()]
     assert files and all(any(rel.match(p) for p in patterns) for rel in files), files
-    from am.web.server import STATIC_FILES
+    from am.web.files import STATIC_FILES
 
     assert sorted(STATIC_FILES) == sorted(p.name for p in static.iterdir() if p.is_file())

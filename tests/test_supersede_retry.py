@@ -3,7 +3,7 @@
 An agent calls `fact_supersede` (OLD, TEXT, reason), the connection drops after the commit, and it
 calls again. The second call said "OLD is already superseded" (exit 2, a tool error), so the agent
 could not tell that its write had landed. When OLD is superseded by a holding fact that says TEXT
-(the duplicate rule of am/upkeep/duplicates.py: whitespace collapsed, the topics, repo and branch the
+(the duplicate rule of am/writes/duplicates.py: whitespace collapsed, the topics, repo and branch the
 new fact would get), the answer is now `created: false`, that fact's id, `commit: null` and a note,
 exit 0, nothing written. Another TEXT keeps the error. The git CLI says what was committed.
 """
@@ -119,17 +119,17 @@ def test_a_retry_that_read_old_before_the_first_call_committed(vault: Vault, vau
     """The retry read OLD while the first call was committing: it finds the first call's fact as a twin under
     the statement's lock, loses the race on OLD's file, runs again and answers created false; nothing written."""
     _setup(vault)
-    stale = vault._existing_for_update("fact-fri", Fact, "fact")
+    stale = vault.writer.existing_for_update("fact-fri", Fact, "fact")
     new_id = vault.supersede_fact("fact-fri", "Alpha deploys on Mondays.", reason="moved").record.id
     before = _state(vault_path)
-    fresh = vault._existing_for_update
+    fresh = vault.writer.existing_for_update
     reads: list[str] = []
 
     def read_once_stale(rid: str, *args: Any) -> Any:
         reads.append(rid)
         return stale if reads == ["fact-fri"] else fresh(rid, *args)
 
-    monkeypatch.setattr(vault, "_existing_for_update", read_once_stale)
+    monkeypatch.setattr(vault.writer, "existing_for_update", read_once_stale)
     again = vault.supersede_fact("fact-fri", "Alpha deploys on Mondays.", reason="moved")
     assert (again.created, again.record.id, again.commit) == (False, new_id, "")
     assert reads.count("fact-fri") == 2  # the stale read, then the rerun's

@@ -457,15 +457,15 @@ def test_actor_from_environment(vault_path: Path, vault: Vault, git: Git, monkey
 
 def test_a_changed_git_identity_is_used_once_its_lookup_is_a_second_old(
         alpha: Vault, git: Git, monkeypatch: pytest.MonkeyPatch) -> None:
-    import am.upkeep.authorship
+    import am.writes.authorship
     for name in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):  # the environment comes first, as for git
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 3600.0)
+    monkeypatch.setattr(am.writes.authorship, "_IDENTITY_FOR", 3600.0)
     alpha.add_topic(title="Before", kind="project")
     git("config", "user.email", "new@example.com")
     alpha.add_topic(title="Within the second", kind="project")
     assert git("log", "-1", "--format=%ce").strip() != "new@example.com"  # the lookup is reused
-    monkeypatch.setattr(am.upkeep.authorship, "_IDENTITY_FOR", 0.0)
+    monkeypatch.setattr(am.writes.authorship, "_IDENTITY_FOR", 0.0)
     alpha.add_topic(title="After", kind="project")
     assert git("log", "-1", "--format=%ae|%ce").strip() == "new@example.com|new@example.com"
 
@@ -644,10 +644,10 @@ def test_git_s_cached_trees_never_go_stale_across_am_and_hand_commits(alpha: Vau
 
 def test_a_generated_fact_id_another_writer_drew_is_drawn_again(alpha: Vault, git: Git,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import am.vault
+    import am.writes.facts
 
     draws = iter(["f-20261129-1200-aaaaaa", "f-20261129-1200-aaaaaa", "f-20261129-1200-bbbbbb"])
-    monkeypatch.setattr(am.vault, "new_fact_id", lambda now: next(draws))
+    monkeypatch.setattr(am.writes.facts, "new_fact_id", lambda now: next(draws))
     monkeypatch.setenv("AM_NOW", "2026-11-29T12:00:00+00:00")
     first = alpha.add_fact("First writer's fact.", topics=["project-alpha"])
     before = _count(git)
@@ -817,7 +817,9 @@ def test_the_duplicate_check_reads_the_files_when_the_cache_cannot_be_used(alpha
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     first = alpha.add_fact("Alpha logs to stdout.", topics=["project-alpha"])
     count = _count(git)
-    monkeypatch.setattr(Vault, "cache", lambda self: None)
+    from am.cache.recordfiles import RecordFiles
+
+    monkeypatch.setattr(RecordFiles, "cache", lambda self: None)
     again = alpha.add_fact("Alpha logs  to stdout.", topics=["project-alpha"])
     assert (again.created, again.record.id, _count(git)) == (False, first.record.id, count)
 

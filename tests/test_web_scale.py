@@ -132,7 +132,7 @@ def test_conflicts_with_pairs_are_read_alone_with_and_without_the_cache(alpha: A
     assert alpha.list_relations(rel="conflicts-with", topic="fact-d") == [
         r for r in alpha.list_relations(topic="fact-d") if r.rel == "conflicts-with"]
     alpha.close()
-    alpha.__dict__["_cache_failed"] = True  # the cache cannot be used: the files are read
+    alpha.files.__dict__["_cache_failed"] = True  # the cache cannot be used: the files are read
     assert alpha.cache() is None
     assert alpha.list_relations(status="active", rel="conflicts-with") == expected
 

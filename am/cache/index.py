@@ -28,7 +28,7 @@ Public API (stable; worlds/slice and search build on it)::
 
 ``Record`` values are the frozen dataclasses of am/records/model.py, rebuilt from the
 cache without re-reading the files. ``progress`` callbacks receive
-``(done, total)``; ``am.cache.progress_hook`` (set by the command line) supplies
+``(done, total)``; ``am.cache.progress.progress_hook`` (set by the command line) supplies
 one when a command triggers a rebuild by itself.
 
 Fresh without scanning (docs/cache.md): each command diffs HEAD's tree with the
@@ -49,12 +49,13 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
-import am.cache
+import am.cache.progress
 from am.cache.file import DB_NAME, CacheDamaged, CacheFile
+from am.cache.progress import Progress
 from am.cache.query import IndexQueries
 from am.cache.recent import RecentQueries
 from am.cache.rows import (_SCHEMA, NOTE_ERROR, SCHEMA_VERSION, TOPS, Hit, IndexedLink, IndexStatus, Known, Refresh,
@@ -80,7 +81,6 @@ log = logging.getLogger("am")
 CACHE_DIR = PurePosixPath(".am/cache")
 _BATCH = 1000
 _STEP = 250  # files read between two progress reports of a build
-Progress = Callable[[int, int], None]
 
 
 class VaultFiles(Protocol):
@@ -292,7 +292,7 @@ class Index(IndexQueries, RecentQueries, StatementQueries, FolderScans):
         return count
 
     def _fill(self, progress: Progress | None) -> int:
-        hook = am.cache.progress_hook
+        hook = am.cache.progress.progress_hook
         if progress is None and hook is not None:
             progress = hook()
         head = self.store.head()

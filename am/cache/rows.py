@@ -19,7 +19,7 @@ from typing import Any
 
 from am.records.ids import RECORD_DIRS, stored_moment
 from am.records.model import Fact, Record, Relation, Topic
-from am.cache.terms import _STEMS, stem
+from am.cache.stems import _STEMS, stem
 from am.cache.textseg import _CJK_RANGES
 
 __all__ = [

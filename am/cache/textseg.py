@@ -8,7 +8,7 @@ text and queries are rewritten to match it:
 - ``segment_for_index(text)`` writes each maximal run of CJK characters as its
   overlapping bigrams followed by the run's last character alone
   ("没有限流" -> "没有 有限 限流 流"), and every other word lower-cased and, if
-  it is a word of English letters, as its stem (am/cache/terms.py: "hooks" ->
+  it is a word of English letters, as its stem (am/cache/stems.py: "hooks" ->
   "hook"), so ``unicode61`` sees each bigram, character and word as one token.
 - ``build_match(query)`` writes a CJK run as a phrase of its bigrams
   ("限流策略" -> ``"限流 流策 策略"``): a phrase matches only consecutive tokens,
@@ -98,7 +98,7 @@ def segment_for_index(text: str) -> str:
         if is_cjk:
             tokens += _bigrams(run) + [run[-1]]
         else:
-            from am.cache.terms import stem
+            from am.cache.stems import stem
 
             tokens.append(stem(run.lower()))
     return " ".join(tokens)
@@ -113,7 +113,7 @@ def build_match(query: str) -> str | None:
     terms: list[str] = []
     for is_cjk, run in _runs(query):
         if not is_cjk:
-            from am.cache.terms import stem
+            from am.cache.stems import stem
 
             term = _quote(stem(run.lower()))
         elif len(run) == 1:

@@ -45,7 +45,7 @@ def install(ctx: click.Context, code_repo: Path | None, repo: str | None, fmt: s
 
     Example: am hooks install --code-repo ~/src/alpha --repo project-alpha
     """
-    from am.upkeep.hooks import CODE_HOOKS, install_hooks
+    from am.upkeep.hookfiles import CODE_HOOKS, install_hooks
 
     vault = open_vault(ctx)
     if code_repo is None:
@@ -88,10 +88,10 @@ def uninstall(ctx: click.Context, code_repo: Path | None, fmt: str) -> None:
 
     Example: am hooks uninstall
     """
-    from am.upkeep.hooks import CODE_HOOKS, VAULT_HOOKS, uninstall_hooks
+    from am.upkeep.hookfiles import CODE_HOOKS, VAULT_HOOKS, uninstall_hooks
 
     if code_repo is None:
-        from am.upkeep.hooks import HookAction
+        from am.upkeep.hookfiles import HookAction
         from am.upkeep.merges import unregister_merge_driver
 
         root = open_vault(ctx).root

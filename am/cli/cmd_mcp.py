@@ -58,7 +58,9 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
             actor = opts.actor
     vault = open_vault(ctx)
     if actor is not None:
-        vault._check_actor(actor)
+        from am.writes.authorship import Authorship
+
+        Authorship.check_actor(actor)
     options = ServerOptions(vault_root=vault.root, folder=Path.cwd(), actor=actor, read_only=read_only,
                             repo=repo, branch=branch, link_vaults=tuple(link_vaults))
     vault.close()

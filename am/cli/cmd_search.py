@@ -14,7 +14,7 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault, progress_bar
 def _cache(ctx: click.Context) -> Any:
     from am.errors import AmError
 
-    vault = open_vault(ctx)  # which also has a rebuild show a bar (am.cache.progress_hook)
+    vault = open_vault(ctx)  # which also has a rebuild show a bar (am.cache.progress.progress_hook)
     cache = vault.cache()
     if cache is None:
         raise AmError("the search cache cannot be opened (see the warning above)",
@@ -142,7 +142,7 @@ def _check_filters(vault: Any, repo: str | None, topic: str | None) -> None:
     from am.cache.search import topic_named
 
     if repo is not None:
-        from am.worlds.checks import check_repo_known
+        from am.worlds.branches import check_repo_known
 
         check_repo_known(repo, vault.known_repos())  # exit 13, as am slice
     cache = vault.cache() if topic is not None else None

@@ -143,7 +143,7 @@ def repo_add(ctx: click.Context, name: str, path: Path, replace: bool) -> None:
     except NotAVaultError:
         vault = None
     if vault is not None:
-        vault._check_writable(())  # its .am/vault.yml gets the repo: refused before the registry changes
+        vault.writer.check_writable(())  # its .am/vault.yml gets the repo: refused before the registry changes
     registry = Registry.load()
     linked = registry.name_of(vault.root, vault.name) if vault is not None else None
     registry.add_repo(name, store.root, vault=linked, replace=replace)

@@ -51,9 +51,9 @@ def open_vault(ctx: click.Context) -> Vault:
 
     opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
     if opts._vault is None:
-        import am.cache
+        import am.cache.progress
 
-        am.cache.progress_hook = progress_bar  # any command that rebuilds the cache shows a bar after 1 s
+        am.cache.progress.progress_hook = progress_bar  # any command that rebuilds the cache shows a bar after 1 s
         opts._vault = ctx.with_resource(Vault.open(opts.vault_arg, actor=opts.actor,
                                                            branch=opts.vault_branch))
     return opts._vault

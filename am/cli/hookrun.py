@@ -32,7 +32,8 @@ def open_vault_for_hooks(where: str | Path | None = None, *, actor: str | None =
 def main(argv: list[str] | None = None) -> None:
     """Run one vault hook named by the first argument; exit with its code."""
     from am.errors import AmError, storage_error
-    from am.upkeep.hooks import VAULT_HOOKS, run_vault_hook
+    from am.upkeep.hookfiles import VAULT_HOOKS
+    from am.upkeep.hooks import run_vault_hook
 
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] not in VAULT_HOOKS:

@@ -288,7 +288,7 @@ def _consistent(items: list[Item], existing: set[str], summary: ImportSummary) -
 def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> list[Item]:
     """Drop the holding facts that a holding fact of the vault, or an earlier one of this import, already says.
 
-    The rule of a fact add (am/upkeep/duplicates.py): the statement with every run of
+    The rule of a fact add (am/writes/duplicates.py): the statement with every run of
     whitespace one space (case counts), the same topics, repo and branch. An ended
     (superseded, expired) fact is history and is written; so is a fact another record of
     the import names (a supersession, a relation's end), so that its link holds. The
@@ -297,7 +297,7 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
     killed run left uncommitted (the cache reads the work tree) is the fact itself, not its twin.
     """
     from am.cache.rows import statement_key
-    from am.upkeep.duplicates import HOLDING, recorded
+    from am.writes.duplicates import HOLDING, recorded
 
     named: set[str] = set()
     for item in items:
@@ -323,7 +323,7 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
         r = item.record
         if isinstance(r, Fact) and r.status in HOLDING and r.id not in named:
             if said(r) in seen or (statement_key(r.body) in keys
-                                   and recorded(vault, r.body, r.topics, r.repo, r.version, besides=r.id) is not None):
+                                   and recorded(vault.files, r.body, r.topics, r.repo, r.version, besides=r.id) is not None):
                 summary.duplicates += 1
                 continue
             seen.add(said(r))
@@ -334,13 +334,13 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
 def _check_names(vault: Vault, items: list[Item]) -> None:
     """Refuse the import when a new topic would answer to a name another record of the vault answers to.
 
-    The name rule of every new record (am/upkeep/forms.py ``check_names_free``): its id, file
+    The name rule of every new record (am/writes/forms.py ``check_names_free``): its id, file
     name, title or aliases equal to, or looking like (Unicode TS #39), a name in use would make
     ``[[Name]]`` links ambiguous. Every clash is named at once, before anything is written
     (docs/import.md). A topic already in the vault under the same id is merged, never new here.
     """
     from am.errors import CollisionError
-    from am.upkeep.forms import check_names_free, topic_names
+    from am.writes.forms import check_names_free, topic_names
 
     cache = vault.cache()
     topics = [item for item in items if isinstance(item.record, Topic)]
@@ -352,7 +352,7 @@ def _check_names(vault: Vault, items: list[Item]) -> None:
         topic = item.record
         assert isinstance(topic, Topic)
         try:
-            check_names_free(vault, topic.id, topic_names(topic, _path_of(item)), one_script=False, foreign=foreign)
+            check_names_free(vault.files, topic.id, topic_names(topic, _path_of(item)), one_script=False, foreign=foreign)
         except CollisionError as err:
             clashes.append(f"topic {topic.id} ({item.origin}): {err.message}")
     if clashes:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from am.errors import AmError
 from am.mcp.memo import PackMemo
 from am.mcp.tools import TOOLS, Call, Tool, ToolOutput, World, tool_named
-from am.upkeep.authorship import actor_for_client
+from am.writes.authorship import Authorship, actor_for_client
 
 if TYPE_CHECKING:
     from am.vault import Vault
@@ -149,9 +149,9 @@ class Dispatcher:
             if tool.writes:
                 actor = self.options.actor or actor_for_client(client)
                 if actor:
-                    vault.actor = vault._check_actor(actor)
+                    vault.actor = Authorship.check_actor(actor)
                 else:
-                    vault.__dict__.pop("actor", None)  # $AM_ACTOR, else git's user
+                    vault.authorship.forget_actor()  # $AM_ACTOR, else git's user
             return tool.run(Call(vault, self.here, self.memo, self.fill, self.options.link_vaults), args)
         except AmError as err:
             return f"Error: {in_tool_words(str(err), tool)}"

@@ -381,7 +381,7 @@ def _fact_add(call: Call, args: dict[str, Any]) -> ToolOutput:
     import dataclasses
 
     from am.records.model import Fact
-    from am.upkeep.duplicates import recorded_hint
+    from am.writes.duplicates import recorded_hint
 
     draft = _draft(call, args)
     result = call.vault.add_fact(draft, create_topics=args.get("create_topics", False))

@@ -7,5 +7,5 @@ world; ``pack`` ranks, budgets and renders it (Markdown and JSON, byte-stable);
 
 May import: every floor below (``am.records``, ``am.git``, ``am.cache``,
 ``am.worlds``), ``am.errors``, ``am.clock``, ``am.registry``.
-Must not import: ``am.upkeep``, ``am.vault`` (take ``am.worlds.ancestry.VaultReader``), doors.
+Must not import: ``am.writes``, ``am.upkeep``, ``am.vault`` (take ``am.worlds.ancestry.VaultReader``), doors.
 """

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
 from am.packs.pack import CONFLICT_MARK, SliceRequest, clean_text, list_item
+from am.packs.packid import outside_digest, pack_id
 from am.records.codec import conflict_marker_line
 from am.records.model import Fact, Record
 
@@ -41,32 +41,10 @@ if TYPE_CHECKING:
     from am.packs.reader import VaultReader
     from am.worlds.ancestry import WorldSetup
 
-__all__ = ["Delta", "pack_id", "outside_digest", "since_commit", "slice_since", "render_delta_markdown", "render_delta_json"]
+__all__ = ["Delta", "since_commit", "slice_since", "render_delta_markdown", "render_delta_json"]
 
 _PACK_ID = re.compile(r"p-([0-9a-f]{7,40})(?:-[0-9a-f]{6}(?:-([0-9a-f]{7,40})(?:-([0-9a-f]{6}))?)?)?")
 KINDS = ("added", "changed", "superseded", "expired", "stale", "contested", "gone")
-
-
-def pack_id(vault_commit: str | None, request: SliceRequest, setup: WorldSetup | None = None) -> str:
-    """Return a pack's id: the vault commit it read, a digest of the question (no clock), and in a
-    world judged by commit ancestry the code commit, whose history decides what holds as much as the vault does."""
-    # CRC-32, not hashlib: a slice must not load OpenSSL (tests/test_startup.py); this only tells questions apart.
-    digest = f"{zlib.crc32(request.argv().encode('utf-8')):08x}"[:6]
-    code = f"-{setup.world.commit[:12]}" if setup is not None and setup.oracle is not None and setup.world.commit else ""
-    return f"p-{(vault_commit or '0' * 12)[:12]}-{digest}{code}{outside_digest(setup)}"
-
-
-def outside_digest(setup: WorldSetup | None) -> str:
-    """Return ``-<digest>`` of how the commits outside the world's history were judged, or "" when none were.
-
-    Whether such a commit is in the clone, and where it landed (a squash of a branch the clone has), changes
-    with a fetch or a deleted branch while the world's commit stays: the id must change with it.
-    """
-    outside = getattr(setup.oracle, "outside", None) if setup is not None else None
-    if not outside or not setup or not setup.world.commit:
-        return ""
-    text = "".join(f"{c} {o}\n" for c, o in sorted(outside.items()))
-    return f"-{zlib.crc32(text.encode('ascii', 'replace')):08x}"[:7]
 
 
 @dataclass
@@ -90,8 +68,8 @@ class Delta:
 
 def since_commit(vault: VaultReader, ref: str) -> str:
     """Return the vault commit an earlier pack's id, a revision or a time names."""
-    from am.clock import now
     from am.cache.timephrases import parse_time
+    from am.clock import now
     from am.errors import AmError
 
     text = ref.strip()

@@ -376,7 +376,7 @@ def _header(pack: Pack, tokens: int) -> str:
     stale = f" ({len(pack.stale)} stale)" if pack.stale else ""
     shown = (f"{_n(pack.shown_facts, 'fact')}{stale}, {_n(shown_topics, 'topic')}, {_n(len(pack.relations), 'relation')}"
              f"; about {tokens} tokens{_budget(req)}")
-    from am.packs.delta import pack_id
+    from am.packs.packid import pack_id
 
     if req.compact:
         where = f"repo `{world.repo}`" if world.repo else "no repo"
@@ -556,7 +556,7 @@ def pack_data(pack: Pack, *, tokens: bool = True) -> dict[str, Any]:
     if tokens and not pack.tokens:
         render_markdown(pack)
     req, setup, res = pack.request, pack.setup, pack.resolution
-    from am.packs.delta import pack_id
+    from am.packs.packid import pack_id
 
     data = {
         "pack_id": pack_id(pack.vault_commit, req, pack.setup),

@@ -23,6 +23,7 @@ __all__ = [
     "ID_PATTERN",
     "MAX_ID_LENGTH",
     "RECORD_DIRS",
+    "VAULT_FILE",
     "check_id",
     "is_valid_id",
     "slugify",
@@ -47,6 +48,7 @@ _RESERVED = frozenset(
     ["con", "prn", "aux", "nul"] + [f"com{i}" for i in range(10)] + [f"lpt{i}" for i in range(10)]
 )
 RECORD_DIRS = {"topic": "topics", "fact": "facts", "relation": "relations"}
+VAULT_FILE = PurePosixPath(".am/vault.yml")  # the vault's committed settings
 _KIND_OF_FOLDER = {folder: kind for kind, folder in RECORD_DIRS.items()}
 
 

@@ -22,7 +22,7 @@ Mechanisms), keep a new name from passing for another:
   ``dеploy`` mixes Latin and Cyrillic in one word; ``Redis кластер`` (two
   words), ``деплой`` and ``東京タワー`` do not.
 
-Both are for new names only (am/upkeep/forms.py ``check_names_free``): a
+Both are for new names only (am/writes/forms.py ``check_names_free``): a
 record that already has such a name is read as ever, and ``am check`` warns
 about look-alike pairs already in a vault (``lookalike_pairs``).
 """

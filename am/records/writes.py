@@ -24,7 +24,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u20
 class WriteResult:
     """What one write did: the commit and the records it wrote.
 
-    ``created`` False: the fact was found already recorded (am/upkeep/duplicates.py): a fact add or
+    ``created`` False: the fact was found already recorded (am/writes/duplicates.py): a fact add or
     a retried supersede wrote nothing (``commit`` empty), a supersede by a twin wrote the two files;
     ``records`` starts with the fact found and ``note`` says what happened or what to do instead.
     """

@@ -276,7 +276,8 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     from am.records.schemas import check_record
     from am.records.secrets import scan_fields
     from am.records.writes import FactDraft
-    from am.upkeep.duplicates import recorded
+    from am.writes.duplicates import recorded
+    from am.writes.worldwrites import checked_draft
 
     session = find_session(vault, name)
     sid = str(session.extra.get("session_id") or session.id)
@@ -291,8 +292,7 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     extra_topics = tuple(dict.fromkeys(topics))
     for t in extra_topics:
         vault.get_topic(t)  # an unknown --topic is an error before anything runs
-    world = vault._checked_draft(FactDraft(text="-", repo=repo, branch=branch, commit=commit), None,
-                                 unverified=unverified)
+    world = checked_draft(FactDraft(text="-", repo=repo, branch=branch, commit=commit), None, unverified=unverified)
     found, skipped = (run_extractor(extractor, session, said, timeout=timeout) if extractor is not None
                       else deterministic(said))  # --extractor "" (an unset $VAR) is refused, not the default
     report.skipped.extend(skipped)
@@ -307,7 +307,7 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
             else ("", False)
         if why is None and again:
             why = f"already proposed as {fid}"
-        if why is None and (known := recorded(vault, text, None, world.repo, world.branch)) is not None:
+        if why is None and (known := recorded(vault.files, text, None, world.repo, world.branch)) is not None:
             why = f"already recorded as {known[1].id} ({known[1].status})"  # about any topics: a proposal names its session too
         if why is None and scan_fields({"body": text}):
             why = "it looks like it holds a credential"
@@ -379,16 +379,16 @@ def _write(vault: Vault, session: Topic, facts: list[Fact], report: ClerkReport)
              "proposed": len(report.proposed), "skipped": len(report.skipped)}
     extra = {**session.extra, "clerk_runs": (int(runs) if isinstance(runs, int) else 0) + 1, "clerk_last": entry}
     topic = replace(session, extra=extra)
-    topic_path, _, base = vault._existing_for_update(session.id, Topic, "topic")
+    topic_path, _, base = vault.writer.existing_for_update(session.id, Topic, "topic")
     changes = [_topic_change(vault, topic_path, topic, base)]
     for fact in facts:
         path = record_path("fact", fact.id, fact.created)
         check_record(fact, path=str(path))
         changes.append(_topic_change(vault, path, fact, None))  # type: ignore[arg-type]
-    vault._check_writable(changes)
+    vault.writer.check_writable(changes)
     message = _message(vault, f"session: propose {len(facts)} fact{'s' * (len(facts) != 1)} from {report.session}",
                        report.lines(), op="session.propose", ids=[f.id for f in facts] + [session.id])
-    commit: str = vault.store.commit_grouped(changes, message=message, author=vault._author(),
-                                             committer=vault._committer(), op="session.propose",
-                                             after=vault._after_write)
+    commit: str = vault.store.commit_grouped(changes, message=message, author=vault.authorship.author(),
+                                             committer=vault.authorship.committer(), op="session.propose",
+                                             after=vault.writer.after_write)
     return commit

@@ -178,7 +178,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     old_topic: Topic | None = None
     topic_base = None
     if existing is not None:
-        topic_path, old_topic, topic_base = vault._existing_for_update(tid, Topic, "topic")
+        topic_path, old_topic, topic_base = vault.writer.existing_for_update(tid, Topic, "topic")
         held = old_topic.extra.get("session_id")
         if held is not None and str(held) != sid:  # ids that differ only in case or punctuation share a topic id
             raise UsageError(f"session {sid!r} would be kept as topic {tid}, which holds session {str(held)!r}",
@@ -214,7 +214,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     if existing is None:
         topic_path = record_path("topic", tid, created)
     check_record(topic, path=str(topic_path))
-    vault._check_secrets([topic], False)
+    vault.writer.check_secrets([topic], False)
     result = IngestResult(str(source), sid, tid, log_path, action, None, len(stored), lines, fmt, counts, unfinished)
     changes = [_topic_change(vault, topic_path, topic, topic_base)]
     if action != "unchanged":
@@ -226,13 +226,13 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         body.append(f"Redacted: {sum(counts.values())} ("
                     + ", ".join(f"{k}: {n}" for k, n in sorted(counts.items())) + ")")
     message = _message(vault, f"session: {verb} {sid}", body, op=f"session.{verb}", ids=[tid])
-    vault._check_writable(changes[-1:])
+    vault.writer.check_writable(changes[-1:])
     if action != "unchanged" and len(stored) >= LARGE:
         # Into the object store ahead of the commit, which names it by id (am/git/bigblob.py).
         changes[0] = _change(log_path, stored, old_blob, blob=store_blob(vault.store, stored))
     with vault.store.write_lock(op=f"session.{verb}"):
-        commit = vault.store.commit(changes, message=message, author=vault._author(), committer=vault._committer())
-    vault._after_write(commit, [c.path for c in changes])
+        commit = vault.store.commit(changes, message=message, author=vault.authorship.author(), committer=vault.authorship.committer())
+    vault.writer.after_write(commit, [c.path for c in changes])
     return IngestResult(result.source, sid, tid, log_path, action if action != "unchanged" else "updated", commit,
                         len(stored), lines, fmt, counts, unfinished)
 
@@ -263,9 +263,9 @@ def _change(path: PurePosixPath, data: bytes, base: str | None, *, blob: str | N
 
 
 def _topic_change(vault: Vault, path: PurePosixPath, topic: Topic, base: str | None) -> Any:
-    from am.upkeep.forms import render_for_write
+    from am.writes.forms import render_for_write
 
-    return _change(path, render_for_write(vault, path, topic, base).encode("utf-8"), base)
+    return _change(path, render_for_write(vault.files, path, topic, base).encode("utf-8"), base)
 
 
 def _message(vault: Vault, subject: str, body: list[str], *, op: str, ids: list[str]) -> str:

@@ -81,7 +81,7 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         return MergePlan("up-to-date", ours, theirs)
     if ours is None or store.is_ancestor(ours, theirs):
         return MergePlan("fast-forward", ours, theirs)
-    from am.upkeep.updating import check_formats_at
+    from am.writes.formats import check_formats_at
 
     check_formats_at(store, ours, theirs)
     base = remote.merge_base(store, ours, theirs)
@@ -106,7 +106,7 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         else:
             merged.files[path] = text
     if unmerged:
-        from am.upkeep.obsidian import LAYOUT_FILES
+        from am.writes.obsidian import LAYOUT_FILES
 
         layout = [p for p in unmerged if p in LAYOUT_FILES]
         raise ConflictError(
@@ -170,7 +170,7 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str, again: str,
         assert plan.merge is not None and plan.ours is not None
         staged = remote.merge_commit(
             store, plan.ours, plan.merge.files, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
-            author=vault._author(), committer=vault._committer())
+            author=vault.authorship.author(), committer=vault.authorship.committer())
         commit = target = staged.commit
     try:
         paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}",
@@ -190,7 +190,7 @@ def _refresh_cache(vault: Vault) -> None:
     """Bring an open cache up to date; one not open yet catches up from the tree diff when next read (as after a write)."""
     import logging
 
-    cache = vault.__dict__.get("_cache")
+    cache = vault.files.held_cache()
     if cache is None:
         return
     try:

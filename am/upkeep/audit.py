@@ -163,7 +163,7 @@ def log_entries(vault: Any, *, actor: str | None = None, op: str | None = None, 
     cutoff = since.timestamp() if since is not None else None
     store = vault.store
     if actor is not None:  # an MCP client's name as people know it ("Claude Desktop") is also its actor's
-        from am.upkeep.authorship import actor_for_client
+        from am.writes.authorship import actor_for_client
 
         actors = {actor, actor_for_client(actor)}
     for info in store.walk():
@@ -447,13 +447,13 @@ def undo(vault: Any, rev: str) -> UndoResult:
     lines += [f"Am-Record: {i}" for i in ids]
     lines.append(f"Am-Actor: {vault.actor}")
     message = "\n".join(lines) + "\n"
-    vault._check_writable(())
+    vault.writer.check_writable(())
     with store.write_lock(op="undo"):
         new = store.commit_tree(lambda tip: store.revert_tree(commit, tip), message=message,
-                                author=vault._author(), committer=vault._committer())
+                                author=vault.authorship.author(), committer=vault.authorship.committer())
         if new is None:
             raise UsageError(f"{commit[:10]} is already undone: reverting it changes nothing")
         touched = [PurePosixPath(p) for p, _ in store.changed_files(new)]
-        vault._after_write(new, touched)
+        vault.writer.after_write(new, touched)
     return UndoResult(new, commit, tuple(ids), tuple(str(p) for p in touched))
 

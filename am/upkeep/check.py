@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -30,8 +30,9 @@ from am.records.model import RELATION_TYPES, Record
 from am.records.names import Names
 from am.records.notes import is_record_meta, is_record_text
 from am.upkeep.checkmemo import CheckMemo, Gist, gist_of
+from am.upkeep.issues import Issue
 
-__all__ = ["Issue", "CheckReport", "check_texts", "check_vault", "check_record_bytes", "is_record_text",
+__all__ = ["CheckReport", "check_texts", "check_vault", "check_record_bytes", "is_record_text",
            "is_record_meta", "name_other", "session_file_issues"]
 
 _FOLDER_OF = {v: k for k, v in RECORD_DIRS.items()}
@@ -40,28 +41,6 @@ _NOTE_MESSAGE = ("a note, not a record (no am frontmatter): am indexes it for li
 _CONFLICT_MESSAGE = ("holds Git's conflict markers (<<<<<<<, =======, >>>>>>>) from a merge made without am's merge "
                      "driver; resolve it: keep one text and delete the marker lines (or keep the other as a new fact: "
                      "am fact supersede), then commit; am hooks install registers the merge driver that avoids this")
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One problem found in one file."""
-
-    severity: str
-    code: str
-    path: str
-    message: str
-    field: str | None = None
-    line: int | None = None
-
-    def describe(self) -> str:
-        """Return the issue as one line for people."""
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        field = f" field '{self.field}':" if self.field else ""
-        return f"{self.severity}: {where}:{field} {self.message} [{self.code}]"
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the stable JSON shape of the issue."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from am.records.names import NOTE_PREFIX
-from am.upkeep.check import Issue
 from am.upkeep.checkmemo import Gist
+from am.upkeep.issues import Issue
 
 __all__ = ["check_cycles", "check_duplicate_names", "check_lookalikes", "check_references"]
 

@@ -18,9 +18,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from am.upkeep.hooks import HEALTH_NOTE, MARKER, SHIM_VERSION, VAULT_HOOKS, shared_gitdir
+from am.upkeep.hookfiles import (
+    HEALTH_NOTE,
+    MARKER,
+    SHIM_VERSION,
+    VAULT_HOOKS,
+    hooks_dir,
+    ignore_health_note,
+    install_hooks,
+)
 
-__all__ = ["HEALTH_NOTE", "HookFinding", "hook_findings", "ignore_health_note", "note_warnings", "reinstall_hooks"]
+__all__ = ["HookFinding", "hook_findings", "note_warnings", "reinstall_hooks"]
 
 _KEEP_LINES = 200
 _SHIM_LINE = re.compile(r"^# am-shim: (\d+)$", re.MULTILINE)
@@ -37,9 +45,7 @@ class HookFinding:
 
 
 def _hooks_folder(root: Path) -> Path:
-    from am.upkeep.hooks import _hooks_dir
-
-    return _hooks_dir(root)[0]
+    return hooks_dir(root)[0]
 
 
 def hook_findings(root: Path, *, names: Sequence[str] = VAULT_HOOKS) -> list[HookFinding]:
@@ -106,22 +112,6 @@ def _shim_problem(text: str) -> str | None:
     return f"{first} is gone, so the hook cannot run am"
 
 
-def ignore_health_note(gitdir: Path) -> None:
-    """Make Git ignore the health note in this clone (``.git/info/exclude``), if it does not already."""
-    exclude = shared_gitdir(gitdir) / "info" / "exclude"  # the one Git reads in every work tree
-    line = f"/{HEALTH_NOTE}"
-    try:
-        current = exclude.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        current = ""
-    if line in current.splitlines():
-        return
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    sep = "" if not current or current.endswith("\n") else "\n"
-    with open(exclude, "a", encoding="utf-8") as handle:
-        handle.write(f"{sep}{line}\n")
-
-
 def note_warnings(root: Path, gitdir: Path, source: str, lines: Sequence[str]) -> None:
     """Put warnings at the top of the vault's ``am-health.md`` (newest first, the last 200 lines kept)."""
     if not lines:
@@ -147,7 +137,5 @@ def note_warnings(root: Path, gitdir: Path, source: str, lines: Sequence[str]) -
 
 def reinstall_hooks(root: Path) -> list[str]:
     """Install am's vault hooks again (what `am doctor --fix` does about hook findings); return what was done."""
-    from am.upkeep.hooks import install_hooks
-
     actions = install_hooks(root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])
     return [f"{a.action} hook {a.name} ({a.path})" for a in actions]

@@ -1,10 +1,6 @@
-"""Git hooks: install, uninstall, and what each hook does when Git runs it.
+"""Git hooks: what each hook does when Git runs it, then the hook it replaced.
 
-Every installed hook is a one-line shim that runs the *installed* am (the
-interpreter and package that ran ``am hooks install``, in isolated mode so the
-current folder is never on ``sys.path``) — never code from the vault. A hook
-that was already there is moved to ``.git/am/hooks-chained/`` and run after
-am's own work; ``am hooks uninstall`` puts it back.
+Installing am's shims (and chaining the hooks they replace) is ``am.upkeep.hookfiles``.
 
 Vault hooks: ``pre-commit`` refuses staged records that break the format or
 carry a credential; ``post-commit``, ``post-merge``, ``post-checkout`` and
@@ -17,224 +13,19 @@ there (see ``am.worlds.stale``); they never write to the vault.
 from __future__ import annotations
 
 import os
-import shlex
-import stat
 import subprocess
-import sys
-import sysconfig
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from am.errors import UsageError
-from am.records.ids import RECORD_DIRS
+from am.upkeep.hookfiles import VAULT_HOOKS, shared_gitdir
+from am.upkeep.hookscan import RECORD_TOPS, is_record_file
 
 if TYPE_CHECKING:
     from am.packs.reader import VaultOpener
 
-__all__ = [
-    "VAULT_HOOKS",
-    "CODE_HOOKS",
-    "MARKER",
-    "HookAction",
-    "am_command",
-    "render_shim",
-    "SHIM_VERSION",
-    "install_hooks",
-    "uninstall_hooks",
-    "run_vault_hook",
-    "run_code_hook",
-    "run_chained",
-    "refresh_cache",
-    "shared_gitdir",
-]
-
-VAULT_HOOKS = ("pre-commit", "post-commit", "post-merge", "post-checkout", "post-rewrite")
-CODE_HOOKS = ("post-commit", "post-merge")
-MARKER = "# am-hook: installed by `am hooks install`; a hook it replaced is kept in .git/am/hooks-chained/"
-_RECORD_TOPS = tuple(RECORD_DIRS.values())
-
-
-@dataclass(frozen=True)
-class HookAction:
-    """What install or uninstall did to one hook file."""
-
-    name: str
-    path: str
-    action: str  # installed, updated, chained, restored, removed, kept
-
-
-def am_command(module: str = "am.cli.main") -> list[str]:
-    """Return the argv prefix that runs this installation of am, independent of the current folder.
-
-    ``module`` is the entry: ``am.cli.main`` (the command line) or
-    ``am.cli.hookrun`` (a vault hook, without the command line's start-up).
-    """
-    python, package_parent, installed = _installation()
-    if installed:
-        return [python, "-I", "-m", module]
-    # A source checkout: put exactly that folder on the path, nothing else.
-    code = f"import sys; sys.path.insert(0, {str(package_parent)!r}); from {module} import main; main()"
-    return [python, "-I", "-c", code]
-
-
-def _installation() -> tuple[str, Path, bool]:
-    """Return (this interpreter, the folder holding the am package, whether that folder is site-packages)."""
-    import am
-
-    package_parent = Path(am.__file__).resolve().parent.parent
-    site = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
-    return str(Path(sys.executable).absolute()), package_parent, package_parent in site
-
-
-SHIM_VERSION = 3
-HEALTH_NOTE = "am-health.md"
-
-
-def render_shim(args: Sequence[str]) -> str:
-    """Return the text of a hook that runs ``am <args> "$@"``, and survives a moved or rebuilt virtualenv.
-
-    It runs the am that installed it while that interpreter and package are
-    there; else the ``am`` on PATH; else it says how to fix it (into
-    ``am-health.md`` too, where an Obsidian user sees it) and lets Git go on:
-    a hook that cannot run must not hold every commit hostage.
-    """
-    python, package_parent, _ = _installation()
-    # A vault hook runs the entry without click (am/cli/hookrun.py): its start-up is most of a hook's cost.
-    light = len(args) == 2 and args[0] == "hook" and args[1] in VAULT_HOOKS
-    entry = "hookrun" if light else "main"
-    command = " ".join(shlex.quote(w) for w in [*am_command(f"am.cli.{entry}"), *(args[1:] if light else args)])
-    fallback = " ".join(shlex.quote(w) for w in ["am", *args])
-    name = args[args.index("hook") + 1] if "hook" in args[:-1] else "hook"
-    health = "hook" == (args[0] if args else "")  # a vault's hook; a code repository gets no note
-    check = shlex.quote(str(package_parent / "am" / "cli" / f"{entry}.py"))
-    problem = (f"am: the {name} hook cannot find am (it was installed with {python}, which is gone, and there is "
-               "no am on PATH); git goes on unchecked. Fix: install am again (pip install am) and run: "
-               "am hooks install")
-    return (
-        "#!/bin/sh\n"
-        f"{MARKER}\n"
-        f"# am-shim: {SHIM_VERSION}\n"
-        f"if [ -x {shlex.quote(python)} ] && [ -f {check} ]; then\n"
-        f"  exec {command} \"$@\"\n"
-        "fi\n"
-        "if command -v am >/dev/null 2>&1; then\n"
-        f"  exec {fallback} \"$@\"\n"
-        "fi\n"
-        f"echo {shlex.quote(problem)} >&2\n"
-        + (f"printf '%s\\n' {shlex.quote('- ' + problem)} >> {HEALTH_NOTE} 2>/dev/null\n" if health else "")
-        + "exit 0\n"
-    )
-
-
-def _is_ours(path: Path) -> bool:
-    try:
-        return MARKER in path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-
-
-def shared_gitdir(gitdir: Path) -> Path:
-    """The git dir every work tree shares (hooks, info/exclude): a linked worktree's ``commondir``, else ``gitdir``."""
-    try:
-        common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
-        return gitdir
-    return Path(os.path.normpath(gitdir / common))  # an absolute commondir replaces gitdir here
-
-
-def _hooks_dir(root: Path) -> tuple[Path, Path]:
-    """Return (hooks folder Git runs, am's folder in the shared git dir) for a repository."""
-    from am.git import GitStore
-
-    store = GitStore.open(root)
-    configured = store.config_value("core.hooksPath")
-    if configured:
-        hooks = Path(configured).expanduser()
-        if not hooks.is_absolute():
-            hooks = store.root / hooks
-        try:
-            hooks.resolve().relative_to(store.root)
-        except ValueError:
-            pass
-        else:
-            # Hook files there are versioned content; am neither moves nor writes them.
-            raise UsageError(f"core.hooksPath points inside the repository ({configured})",
-                             hint="point it outside (or unset it: git config --unset core.hooksPath), "
-                                  "then run am hooks install again")
-    else:
-        hooks = shared_gitdir(store.gitdir) / "hooks"
-    return hooks, shared_gitdir(store.gitdir) / "am"
-
-
-def _check_not_inside(package: Path, root: Path) -> None:
-    try:
-        package.resolve().relative_to(root.resolve())
-    except ValueError:
-        return
-    raise UsageError(f"the am that would run the hooks lives inside {root}",
-                     hint="install am outside the repository (pip install am) and run am hooks install again")
-
-
-def install_hooks(root: Path, *, names: Sequence[str], args_for: Callable[[str], list[str]]) -> list[HookAction]:
-    """Install am's shim for each hook name, chaining any hook already there."""
-    import am
-
-    _check_not_inside(Path(am.__file__).parent, root)
-    hooks, am_dir = _hooks_dir(root)
-    chained = am_dir / "hooks-chained"
-    hooks.mkdir(parents=True, exist_ok=True)
-    actions = []
-    for name in names:
-        target = hooks / name
-        action = "installed"
-        if target.exists() or target.is_symlink():
-            if _is_ours(target):
-                action = "updated"
-            else:
-                chained.mkdir(parents=True, exist_ok=True)
-                keep = chained / name
-                n = 1
-                while keep.exists():
-                    keep = chained / f"{name}.{n}"
-                    n += 1
-                os.replace(target, keep)
-                action = "chained"
-        if name in VAULT_HOOKS and args_for(name)[:1] == ["hook"]:
-            from am.upkeep.health import ignore_health_note
-
-            ignore_health_note(am_dir.parent)  # the note the hooks write warnings to is never committed
-        tmp = target.with_name(f".{name}.am-tmp")
-        tmp.write_text(render_shim(args_for(name)), encoding="utf-8")
-        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH | stat.S_IRUSR)
-        os.replace(tmp, target)
-        actions.append(HookAction(name, str(target), action))
-    return actions
-
-
-def uninstall_hooks(root: Path, *, names: Sequence[str]) -> list[HookAction]:
-    """Remove am's shims and put back the hooks they replaced."""
-    hooks, am_dir = _hooks_dir(root)
-    chained = am_dir / "hooks-chained"
-    actions = []
-    for name in names:
-        target = hooks / name
-        kept = chained / name
-        if target.exists() and not _is_ours(target):
-            actions.append(HookAction(name, str(target), "kept"))
-            continue
-        if target.exists():
-            target.unlink()
-            action = "removed"
-        else:
-            action = "absent"
-        if kept.exists():
-            os.replace(kept, target)
-            action = "restored"
-        if action != "absent":
-            actions.append(HookAction(name, str(target), action))
-    return actions
+__all__ = ["post_change", "post_change_paths", "refresh_cache", "run_chained", "run_code_hook", "run_vault_hook"]
 
 
 def run_chained(gitdir: Path, name: str, args: Sequence[str], stdin: bytes | None) -> int:
@@ -266,30 +57,6 @@ def refresh_cache(vault: Any) -> str | None:
 # ---------------------------------------------------------------- what the vault hooks do
 
 
-def _is_record_path(path: str) -> bool:
-    return path.endswith(".md") and path.split("/", 1)[0] in _RECORD_TOPS and "/." not in "/" + path
-
-
-def _secret_findings(path: str, data: bytes) -> list[str]:
-    """Return descriptions of suspected credentials in a record file, like the am write path sees them."""
-    from am.errors import InvalidRecordError
-    from am.records.codec import decode_record_bytes, parse_record
-    from am.records.secrets import scan_text
-    from am.records.writes import scan_record
-
-    try:
-        text = decode_record_bytes(data, path=path)
-    except InvalidRecordError:
-        return []
-    try:
-        record = parse_record(text, path)
-    except InvalidRecordError:
-        findings = scan_text(text, field="file")
-    else:
-        findings = scan_record(record)
-    return [f"{path}: {f.describe()}" for f in findings]
-
-
 def _rev(store: Any, rev: str) -> str | None:
     from am.errors import GitError
 
@@ -303,7 +70,7 @@ def _changed_between(store: Any, old: str | None, new: str | None) -> list[str]:
     if new is None:
         return []
     if old is None or set(old) == {"0"}:
-        return [p for p, _ in store.tree_files(list(_RECORD_TOPS), commit=new)]
+        return [p for p, _ in store.tree_files(list(RECORD_TOPS), commit=new)]
     return [p for p, blob in store.diff_paths(old, new) if blob is not None]
 
 
@@ -327,7 +94,7 @@ def post_change_paths(store: Any, name: str, args: Sequence[str], stdin: bytes) 
                     paths += [p for p, blob in store.changed_files(parts[1]) if blob is not None]
                 except Exception:
                     continue
-    return sorted({p for p in paths if _is_record_path(p)})
+    return sorted({p for p in paths if is_record_file(p)})
 
 
 def post_change(vault: Any, name: str, args: Sequence[str], stdin: bytes, out: TextIO) -> int:
@@ -406,7 +173,7 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
                 else:
                     from am.upkeep.postcommit import post_commit_short
 
-                    code = 0 if post_commit_short(light, tops=_RECORD_TOPS, is_record_path=_is_record_path,
+                    code = 0 if post_commit_short(light, tops=RECORD_TOPS, is_record_path=is_record_file,
                                                   out=out) else -1
         except AmError as err:
             out.write(f"am: {name}: {err}\n")

@@ -57,13 +57,13 @@ def register_merge_driver(vault: Any, *, command: list[str]) -> list[str]:
     lines = current.decode("utf-8", "replace").splitlines()
     missing = [line for line in ATTRIBUTES if line not in lines]
     if missing:
-        vault._check_writable(())
+        vault.writer.check_writable(())
         sep = "" if not current or current.endswith(b"\n") else "\n"
         data = current + (sep + "\n".join(missing) + "\n").encode("utf-8")
-        message = vault._message("hooks", "install", [], subject="hooks: register the record merge driver")
+        message = vault.authorship.message("hooks", "install", [], subject="hooks: register the record merge driver")
         with store.write_lock(op="hooks.install"):
             store.commit([Change(path, data, base=store.blob_id(path))], message=message,
-                         author=vault._author(), committer=vault._committer())
+                         author=vault.authorship.author(), committer=vault.authorship.committer())
         done.append(".gitattributes")
     return done
 
@@ -75,9 +75,9 @@ def install_vault_hooks(vault: Any) -> list[Any]:
     do by default, so hand commits (the git CLI, obsidian-git) are checked and
     ``git pull`` merges record by record from the first day.
     """
-    from am.upkeep.hooks import VAULT_HOOKS, HookAction, am_command, install_hooks
+    from am.upkeep.hookfiles import VAULT_HOOKS, HookAction, am_command, install_hooks
 
-    vault._check_writable(())  # its hooks and driver would judge records of a format it does not know
+    vault.writer.check_writable(())  # its hooks and driver would judge records of a format it does not know
     actions = install_hooks(vault.root, names=VAULT_HOOKS, args_for=lambda name: ["hook", name])
     for what in register_merge_driver(vault, command=am_command()):
         actions.append(HookAction("merge-driver", what, "registered"))
@@ -167,7 +167,7 @@ def check_merge_formats(cwd: Path) -> None:
 
     from am.errors import NotAVaultError
     from am.git.cligit import CliStore
-    from am.upkeep.updating import check_formats_at
+    from am.writes.formats import check_formats_at
 
     theirs = [key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")]
     try:
@@ -198,7 +198,7 @@ def complete_merge(vault: Any, commit: str | None = None) -> str | None:
     from am.git.remote import merge_base
 
     ours, theirs = info.parents
-    from am.upkeep.updating import check_formats_at
+    from am.writes.formats import check_formats_at
 
     check_formats_at(store, ours, theirs, commit)  # a newer am's vault: this am writes nothing into it
     extra: dict[str, bytes] = {}
@@ -216,7 +216,7 @@ def complete_rebase(vault: Any, rewritten: list[tuple[str, str]]) -> str | None:
     head = store.head()
     if head is None:
         return None
-    from am.upkeep.updating import check_formats_at
+    from am.writes.formats import check_formats_at
 
     check_formats_at(store, head, *(old for old, _ in rewritten))
     extra: dict[str, bytes] = {}
@@ -246,7 +246,7 @@ def complete_squash(vault: Any, theirs: list[str]) -> list[str]:
     if ours is None or len(theirs) != 1:  # an octopus squash merges without the driver
         return []
     from am.git.remote import merge_base
-    from am.upkeep.updating import check_formats_at
+    from am.writes.formats import check_formats_at
 
     check_formats_at(store, ours, theirs[0])
     staged = _IndexFiles(Path(store.root))
@@ -344,10 +344,10 @@ def _commit_extra(vault: Any, store: Any, commit: str, extra: dict[str, bytes]) 
     if not extra:
         return None
     ids = [PurePosixPath(p).stem for p in sorted(extra)]
-    message = vault._message("sync", "merge", ids,
+    message = vault.authorship.message("sync", "merge", ids,
                              subject=f"sync: keep both versions of {_facts(len(ids) // 2 or 1)} changed on both sides")
     changes = [Change(PurePosixPath(p), data, base=store.blob_id(p, commit=commit)) for p, data in sorted(extra.items())]
     # Run by post-merge, post-commit and post-rewrite: Git may clear its merge or rebase state only after them.
     with store.write_lock(op="sync.merge", in_git_hook=True):
-        new = str(store.commit(changes, message=message, author=vault._author(), committer=vault._committer()))
+        new = str(store.commit(changes, message=message, author=vault.authorship.author(), committer=vault.authorship.committer()))
     return new

@@ -15,7 +15,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
-from am.upkeep.hooks import _is_record_path, _secret_findings
+from am.upkeep.hookscan import RECORD_TOPS, is_record_file, secret_findings
 from am.upkeep.postcommit import forget_checked, remember_checked
 
 if TYPE_CHECKING:
@@ -49,11 +49,11 @@ class _StagedMap:
         return blob
 
     def items(self) -> list[tuple[str, str]]:
-        return [(p, b) for p in self._index.paths if _is_record_path(p) and (b := self._index.blob(p)) is not None]
+        return [(p, b) for p in self._index.paths if is_record_file(p) and (b := self._index.blob(p)) is not None]
 
 
 def _is_note_path(path: str) -> bool:
-    return path.endswith(".md") and not _is_record_path(path) and "/." not in "/" + path
+    return path.endswith(".md") and not is_record_file(path) and "/." not in "/" + path
 
 
 class _Staged:
@@ -117,11 +117,10 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     removes or renames a record other records still point at is refused, with
     the command that does it properly.
     """
-    from am.upkeep.hooks import _RECORD_TOPS
 
     forget_checked(store.gitdir)
     head_now = store.head()
-    delta = [(p, old, new) for p, old, new in store.staged_changes(index_file, _RECORD_TOPS) if _is_record_path(p)]
+    delta = [(p, old, new) for p, old, new in store.staged_changes(index_file, RECORD_TOPS) if is_record_file(p)]
     if not delta:
         remember_checked(store.gitdir, head_now, [], [])
         return 0
@@ -186,7 +185,7 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
     refused += [i.describe() for i in session_file_issues(vault_root or Path(store.root), parsed)]
     if not allow_secrets:
         for p in changed:
-            refused += [f"error: {line} [secret]" for line in _secret_findings(p, blobs[p])]
+            refused += [f"error: {line} [secret]" for line in secret_findings(p, blobs[p])]
 
     @functools.cache
     def was(p: str) -> bytes:  # HEAD's version of a file: read once, and only if needed

@@ -182,7 +182,7 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
     store = vault.store
     results = []
     if lost:
-        vault._check_writable(())  # a vault of a newer format: nothing replayed
+        vault.writer.check_writable(())  # a vault of a newer format: nothing replayed
     with store.write_lock(op="recover"):
         for item in lost:
             if not item.replayed:
@@ -195,7 +195,7 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
             try:
                 new = store.commit_tree(lambda tip, c=item.commit: store.pick_tree(c, tip),
                                         message=_restore_message(info.message, item.commit),
-                                        author=(info.author, info.email), committer=vault._committer())
+                                        author=(info.author, info.email), committer=vault.authorship.committer())
             except ConflictError as err:
                 results.append(Restored(item.commit, None, "conflict", str(err)))
                 continue
@@ -203,7 +203,7 @@ def restore(vault: Any, lost: list[LostCommit]) -> list[Restored]:
                 results.append(Restored(item.commit, None, "already-present"))
                 continue
             touched = [PurePosixPath(p) for p, _ in store.changed_files(new)]
-            vault._after_write(new, touched)
+            vault.writer.after_write(new, touched)
             results.append(Restored(item.commit, new, "restored"))
     return results
 
@@ -232,7 +232,7 @@ def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
         render_record,
     )
     from am.records.schemas import check_record
-    from am.upkeep.hooks import _secret_findings
+    from am.upkeep.hookscan import secret_findings
 
     found = read_work_file(str(vault.root), path, cap=MAX_RECORD_BYTES)
     if found is None or found.data is None:
@@ -249,7 +249,7 @@ def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
     if render_record(record) != text:
         # Only am's canonical form can be a write am itself was making.
         return None, "not in am's canonical form, so it looks like a person's edit"
-    if _secret_findings(path, data):
+    if secret_findings(path, data):
         return None, "it looks like it holds a credential"
     return data, ""
 
@@ -429,7 +429,7 @@ def repair(vault: Any) -> list[str]:
     store = vault.store
     done: list[str] = []
     try:
-        vault._check_writable(())
+        vault.writer.check_writable(())
         refusal = ""
     except AmError as err:  # a vault of a newer format: local repairs only, no commit of this am's
         refusal = str(err)
@@ -465,11 +465,11 @@ def repair(vault: Any) -> list[str]:
             if changes and refusal:
                 done.append(f"could not commit {len(changes)} orphan record files: {refusal}")
             elif changes:
-                message = vault._message("doctor", "adopt", ids,
+                message = vault.authorship.message("doctor", "adopt", ids,
                                          subject=f"doctor: commit {len(changes)} record files left uncommitted")
-                commit = store.commit(changes, message=message, author=vault._author(),
-                                      committer=vault._committer())
-                vault._after_write(commit, [c.path for c in changes])
+                commit = store.commit(changes, message=message, author=vault.authorship.author(),
+                                      committer=vault.authorship.committer())
+                vault.writer.after_write(commit, [c.path for c in changes])
                 done.append(f"committed {len(changes)} orphan record files in {commit[:10]}: {', '.join(ids)}")
     if any(f.kind == "cache" for f in findings):
         done += _rebuild_cache(vault)
@@ -478,7 +478,7 @@ def repair(vault: Any) -> list[str]:
 
         done += reinstall_hooks(vault.root)
     if any(f.kind in ("merge-driver-missing", "merge-driver-broken") for f in findings):
-        from am.upkeep.hooks import am_command
+        from am.upkeep.hookfiles import am_command
         from am.upkeep.merges import set_driver
 
         set_driver(vault.root, am_command())

@@ -305,11 +305,11 @@ def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None
 def _set(vault: Any, fact: Fact, status: str, verb: str, *, reason: str | None) -> WriteResult:
     from am.records.writes import one_line
 
-    path, current, base = vault._existing_for_update(fact.id, Fact, "fact")
+    path, current, base = vault.writer.existing_for_update(fact.id, Fact, "fact")
     if current.status != fact.status:
         raise UsageError(f"{fact.id} changed while being reviewed (now {current.status})", hint="list the queue again")
     updated = replace(current, status=status, reason=one_line(reason) if reason else current.reason)
-    return vault._write([(path, updated, base)], noun="review", verb=verb, ids=[fact.id],  # type: ignore[no-any-return]
+    return vault.writer.write([(path, updated, base)], noun="review", verb=verb, ids=[fact.id],  # type: ignore[no-any-return]
                         reason=reason, subject=f"review: {verb} {fact.id} (by {vault.actor})")
 
 
@@ -334,19 +334,19 @@ def _accept_contested(vault: Any, fact: Fact, reason: str | None) -> WriteResult
             partner = rel
             break
     why = one_line(reason or "chosen in review")
-    path, current, base = vault._existing_for_update(fact.id, Fact, "fact")
+    path, current, base = vault.writer.existing_for_update(fact.id, Fact, "fact")
     items: list[tuple[PurePosixPath, Any, str | None]] = []
     ids = [fact.id]
     other_id = None
     if partner is not None:
         other_id = partner.to if partner.from_ == fact.id else partner.from_
-        o_path, other, o_base = vault._existing_for_update(other_id, Fact, "fact")
+        o_path, other, o_base = vault.writer.existing_for_update(other_id, Fact, "fact")
         items.append((o_path, replace(other, status="superseded", superseded_by=fact.id, reason=why), o_base))
-        r_path, rel, r_base = vault._existing_for_update(partner.id, Relation, "relation")
+        r_path, rel, r_base = vault.writer.existing_for_update(partner.id, Relation, "relation")
         items.append((r_path, replace(rel, status="expired", reason=why), r_base))
         ids += [other_id, partner.id]
     supersedes = tuple(dict.fromkeys((*current.supersedes, *([other_id] if other_id else []))))
     items.insert(0, (path, replace(current, status="active", supersedes=supersedes), base))
-    return vault._write(items, noun="review", verb="accept", ids=ids, reason=why,  # type: ignore[no-any-return]
+    return vault.writer.write(items, noun="review", verb="accept", ids=ids, reason=why,  # type: ignore[no-any-return]
                         subject=f"review: accept {fact.id}" + (f" over {other_id}" if other_id else "")
                         + f" (by {vault.actor})")

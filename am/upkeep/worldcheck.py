@@ -22,8 +22,8 @@ from typing import Any
 
 from am.records.model import Fact, Record, Relation
 from am.registry import Registry
-from am.upkeep.check import Issue
 from am.upkeep.checkmemo import Gist
+from am.upkeep.issues import Issue
 
 __all__ = ["WorldIssue", "group_world_issues", "world_issues"]
 
@@ -87,7 +87,8 @@ def world_issues(records: Iterable[tuple[PurePosixPath | str, Record | Gist]],
     ``records`` are records or their gists (what ``am check`` keeps of them, am/upkeep/checkmemo.py).
     """
     from am.worlds.ancestry import CommitGraph, is_shallow, open_clone
-    from am.worlds.checks import branch_tip, home_branch
+    from am.worlds.branches import branch_tip
+    from am.worlds.checks import home_branch
 
     registry = registry or Registry.load()
     clones: dict[str, Any] = {}

@@ -5,7 +5,7 @@ slice, ``am.packs.graph``, the audit log, the cache's status) and writes
 nothing; ``server`` serves them on the MCP SDK's web stack (starlette and
 uvicorn, imported only when a server starts) with every route a GET and Host
 and Origin checked; ``export`` writes the self-contained graph file; the page,
-its script and stylesheet are plain files in ``static/``, shipped in the
+its script and stylesheet are plain files in ``static/`` (read by ``files``), shipped in the
 package, and fetch nothing from the network.
 
 May import: the facade (``am.vault``), every library floor, ``am.errors``, starlette and uvicorn

@@ -83,7 +83,7 @@ def _script_json(data: Any) -> str:
 def render_html(graph: TopicGraph) -> str:
     """Render one HTML file: the graph drawn by the page's own inlined script, every topic's facts on click."""
     from am.packs.graph import graph_json
-    from am.web.server import static_text
+    from am.web.files import static_text
 
     data = {"graph": graph_json(graph), "topics": topic_slices(graph)}
     world = data["graph"]["world"]

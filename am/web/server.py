@@ -20,22 +20,20 @@ import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from am.errors import AmError, NotFoundError, UsageError
 from am.loopback import HOST, Guard, bind
+from am.web.files import STATIC_FILES, static_text
 
 if TYPE_CHECKING:
     from am.web.views import Views
 
-__all__ = ["HOST", "STATIC_FILES", "Guard", "bind", "build_app", "serve"]
+__all__ = ["HOST", "Guard", "bind", "build_app", "serve"]
 
 WORKERS = 4  # requests the library answers at once; each thread opens the vault once
 
-STATIC_FILES = {"app.js": "text/javascript", "graph.js": "text/javascript", "style.css": "text/css",
-                "index.html": "text/html"}
 _HEADERS = {
     "cache-control": "no-store",
     "x-content-type-options": "nosniff",
@@ -44,11 +42,6 @@ _HEADERS = {
     "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                                "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
 }
-
-
-def static_text(name: str) -> str:
-    """Return one of the page's files, shipped in the package (am/web/static/)."""
-    return resources.files("am.web").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def _flag(value: str | None) -> bool:

@@ -394,7 +394,7 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
     branch or commit the registered clone does not have. A repo the vault knows
     but this machine has no clone of is judged by branch name, and says so.
     """
-    from am.worlds.checks import (
+    from am.worlds.branches import (
         branch_names,
         branch_tip,
         check_repo_known,

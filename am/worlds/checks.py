@@ -10,19 +10,17 @@ what exists and suggests the closest name, unless the writer says
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from am.errors import UnknownWorldError
 from am.registry import Registry
+from am.worlds.branches import branch_names, branch_tip, closest_hint, known_list
 
 if TYPE_CHECKING:
     from am.git import GitStore
 
-__all__ = ["CheckedWorld", "branch_names", "branch_tip", "branches_with", "check_confirm", "check_repo_known",
-           "did_you_mean", "home_branch", "keeps_branch", "known_list", "main_line", "verify_world"]
+__all__ = ["CheckedWorld", "branches_with", "check_confirm", "home_branch", "keeps_branch", "main_line", "verify_world"]
 
 
 @dataclass(frozen=True)
@@ -33,56 +31,6 @@ class CheckedWorld:
     branch: str | None
     commit: str | None
     verified: bool
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    """Return the closest of ``choices`` to a mistyped ``word``, or None."""
-    found = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def known_list(choices: Sequence[str], *, limit: int = 12) -> str:
-    """Return up to ``limit`` names as a comma list ('none' when empty)."""
-    names = sorted(set(choices))
-    if not names:
-        return "none"
-    more = len(names) - limit
-    return ", ".join(names[:limit]) + (f" and {more} more" if more > 0 else "")
-
-
-def check_repo_known(repo: str, known: Iterable[str]) -> None:
-    """Raise UnknownWorldError for a repo neither registered here nor named by the vault, suggesting the closest."""
-    names = sorted(set(known))
-    if repo not in names:
-        raise UnknownWorldError(
-            f"repo {repo!r} is neither registered here nor named by any record (known: {known_list(names)})",
-            hint=_hint(repo, names, "check the name (am repo list)"))
-
-
-def _hint(word: str, choices: Sequence[str], fix: str) -> str:
-    guess = did_you_mean(word, choices)
-    return (f"did you mean {guess!r}? " if guess else "") + fix
-
-
-def branch_names(store: GitStore) -> list[str]:
-    """Return the branch and tag names a world may name in a clone (local, origin's, tags)."""
-    names = set()
-    for ref in store.ref_names():
-        for prefix in ("refs/heads/", "refs/remotes/origin/", "refs/tags/"):
-            if ref.startswith(prefix):
-                name = ref[len(prefix):]
-                if name != "HEAD":
-                    names.add(name)
-    return sorted(names)
-
-
-def branch_tip(store: GitStore, branch: str) -> str | None:
-    """Return the commit a branch (or origin's branch, or a tag) names in a clone, or None."""
-    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", f"refs/tags/{branch}"):
-        tip = store.find_commit(ref)
-        if tip is not None:
-            return tip
-    return None
 
 
 def _on_branch(store: GitStore, tip: str, commit: str) -> bool:
@@ -183,7 +131,7 @@ def verify_world(repo: str | None, branch: str | None, commit: str | None, *, un
         names = sorted(registry.repos)
         raise UnknownWorldError(
             f"repo {repo!r} is not registered on this machine (registered: {known_list(names)})",
-            hint=_hint(repo, names, f"register its clone (am repo add {repo} PATH), or pass --unverified"))
+            hint=closest_hint(repo, names, f"register its clone (am repo add {repo} PATH), or pass --unverified"))
     store, why = open_clone(repo, registry)
     if store is None:
         raise UnknownWorldError(f"repo {repo!r}: {why}", hint="or record it as given: pass --unverified")
@@ -194,7 +142,7 @@ def verify_world(repo: str | None, branch: str | None, commit: str | None, *, un
             names = branch_names(store)
             raise UnknownWorldError(
                 f"branch {branch!r} is not in the clone of {repo} at {store.root} (branches: {known_list(names)})",
-                hint=_hint(branch, names, "fetch it, check the name, or pass --unverified"))
+                hint=closest_hint(branch, names, "fetch it, check the name, or pass --unverified"))
     if commit is not None:
         full = store.find_commit(commit)
         if full is None:

@@ -39,14 +39,14 @@ def test_concurrent_supersede_loser_does_not_overwrite_the_winner(alpha: Vault, 
     other = Vault.open(alpha.root, actor="other")
     raced = []
 
-    real_base_of = alpha._base_of
+    real_base_of = alpha.writer.base_of
 
     def base_of_after_the_other_wins(path: PurePosixPath) -> str | None:
         if not raced:  # the other writer supersedes between this one's read and its look at HEAD
             raced.append(other.supersede_fact(old, "The cache lives in Memcached.", reason="moved").records[0].id)
         return real_base_of(path)
 
-    monkeypatch.setattr(alpha, "_base_of", base_of_after_the_other_wins)
+    monkeypatch.setattr(alpha.writer, "base_of", base_of_after_the_other_wins)
     with pytest.raises(UsageError, match="already superseded"):
         alpha.supersede_fact(old, "The cache lives in Valkey.", reason="moved again")
     winner = raced[0]

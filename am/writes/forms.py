@@ -6,52 +6,55 @@ writes new records' link-valued keys as ``"[[...]]"`` when the vault has
 ``property_links: true`` (so Obsidian's graph joins facts to their topics),
 linking by file name where a topic's file is not named after its id.
 ``topic_path`` names a new topic's file after its title when the vault has
-``readable_names: true``. Takes the vault as its argument; imports no facade.
+``readable_names: true``. Takes the vault's ``RecordFiles`` (am/cache/recordfiles.py); imports no facade.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from am.records.codec import render_record, render_update
 from am.records.ids import is_valid_id, readable_path, record_path
 from am.records.model import Fact, Record, Relation, Topic
 
-__all__ = ["check_names_free", "is_note_file", "link_names", "relation_body", "render_for_write", "topic_names",
+if TYPE_CHECKING:
+    from am.cache.recordfiles import RecordFiles
+
+__all__ = ["check_names_free", "link_names", "relation_body", "render_for_write", "topic_names",
            "topic_path", "with_ids"]
 
 
-def render_for_write(vault: Any, path: PurePosixPath, record: Record, base: str | None) -> str:
+def render_for_write(files: RecordFiles, path: PurePosixPath, record: Record, base: str | None) -> str:
     """Return the text a write puts at ``path`` (``base``: the blob it replaces, None for a new file)."""
     if base is not None:
         try:
-            old = (vault.root / path).read_bytes().decode("utf-8")
+            old = (files.root / path).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             old = None
         if old is not None:
-            return render_update(old, record, path=str(path), names=link_names(vault, record))
-    if vault.settings.get("property_links") is not True:
+            return render_update(old, record, path=str(path), names=link_names(files, record))
+    if files.settings.get("property_links") is not True:
         return render_record(record)
-    return render_record(record, links=True, names=link_names(vault, record))
+    return render_record(record, links=True, names=link_names(files, record))
 
 
-def link_names(vault: Any, record: Record) -> dict[str, str]:
+def link_names(files: RecordFiles, record: Record) -> dict[str, str]:
     """Map the ids a record links to onto their file names where those differ (Obsidian links by file name)."""
     ids: tuple[str, ...] = record.topics if isinstance(record, Fact) else (
         (record.from_, record.to) if isinstance(record, Relation) else ())
     names: dict[str, str] = {}
     for rid in ids:
-        if not is_valid_id(rid) or (vault.root / "topics" / f"{rid}.md").is_file():
+        if not is_valid_id(rid) or (files.root / "topics" / f"{rid}.md").is_file():
             continue  # the usual case: the file is named after the id
-        found = vault.locate(rid)
+        found = files.locate(rid)
         if found is not None and found.stem != rid:
             names[rid] = found.stem
     return names
 
 
-def with_ids(vault: Any, fact: Fact) -> Fact:
+def with_ids(files: RecordFiles, fact: Fact) -> Fact:
     """Return the fact with its "[[Name]]" references as the ids they name, for a new fact to inherit.
 
     A fact that Obsidian or ``property_links`` wrote names its topics by link
@@ -62,7 +65,7 @@ def with_ids(vault: Any, fact: Fact) -> Fact:
     from am.records.names import NOTE_PREFIX, name_key
     from am.records.properties import split_link
 
-    cache = vault.cache()
+    cache = files.cache()
 
     def resolve(ref: str) -> str | None:
         parts = split_link(ref)
@@ -76,21 +79,11 @@ def with_ids(vault: Any, fact: Fact) -> Fact:
     return resolved
 
 
-def is_note_file(root: Path, path: PurePosixPath) -> bool:
-    """Return whether the work tree's file at ``path`` is a note (no am frontmatter), not a broken record."""
-    from am.git.workfiles import read_work_file
-    from am.records.codec import MAX_RECORD_BYTES
-    from am.records.notes import note_text
-
-    found = read_work_file(str(root), str(path), cap=MAX_RECORD_BYTES)
-    return found is not None and found.data is not None and note_text(str(path), found.data) is not None
-
-
-def topic_path(vault: Any, topic_id: str, topic: Topic) -> PurePosixPath:
+def topic_path(files: RecordFiles, topic_id: str, topic: Topic) -> PurePosixPath:
     """Return where a new topic's file goes: ``topics/<id>.md``, or ``topics/<Title>.md`` with readable names."""
     path = record_path("topic", topic_id, topic.created)
-    if vault.settings.get("readable_names") is True:
-        path = readable_path(path, topic.title, exists=lambda p: (vault.root / p).exists())
+    if files.settings.get("readable_names") is True:
+        path = readable_path(path, topic.title, exists=lambda p: (files.root / p).exists())
     return path
 
 
@@ -99,7 +92,7 @@ def topic_names(topic: Topic, path: PurePosixPath) -> list[tuple[str, str]]:
     return [("file name", path.stem), ("title", topic.title), *(("alias", a) for a in topic.aliases)]
 
 
-def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]] = (), *,
+def check_names_free(files: RecordFiles, record_id: str, names: Sequence[tuple[str, str]] = (), *,
                      was: str | None = None, one_script: bool = True,
                      foreign: list[tuple[str, str]] | None = None) -> None:
     """Refuse a new record whose id (or another of its ``names``: (what, name)) is already a name of another record.
@@ -118,7 +111,7 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
     from am.records.lookalikes import foreign_letters, looks, mixed_script_word, spelled
     from am.records.names import NOTE_PREFIX, name_key
 
-    cache = vault.cache()
+    cache = files.cache()
     if cache is None:
         return
     own = {record_id, was}
@@ -153,7 +146,7 @@ def check_names_free(vault: Any, record_id: str, names: Sequence[tuple[str, str]
                 field=what, hint="type each word in one script; nothing was written")
 
 
-def relation_body(vault: Any, from_id: str, rel: str, to_id: str) -> str:
+def relation_body(files: RecordFiles, from_id: str, rel: str, to_id: str) -> str:
     """Return a new relation's body: its two ends as wikilinks, by file name where that is not the id."""
-    names = link_names(vault, Relation(id="x", rel=rel, from_=from_id, to=to_id))
+    names = link_names(files, Relation(id="x", rel=rel, from_=from_id, to=to_id))
     return f"[[{names.get(from_id, from_id)}]] {rel} [[{names.get(to_id, to_id)}]].\n"

@@ -6,14 +6,14 @@ id is ``<from>--<rel>--<to>`` gets the new id and file name too) and
 is changed in its own form (``render_update``). With a new title, the old
 title becomes an alias, so links by the old name still resolve.
 
-Takes the vault as its argument (the facade calls in); imports no facade.
+Takes the vault's ``RecordWriter`` (the facade calls in); imports no facade.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from am.errors import CollisionError, UsageError
 from am.records.ids import check_id, is_valid_id, relation_id
@@ -22,20 +22,22 @@ from am.records.names import name_key
 from am.records.properties import split_link
 from am.records.writes import WriteResult
 
+if TYPE_CHECKING:
+    from am.writes.writer import RecordWriter
+
 __all__ = ["edit_fact", "rename_topic", "rewrite_links"]
 
 
-def edit_fact(vault: Any, fact_id: str, text: str, *, allow_secrets: bool = False) -> WriteResult:
+def edit_fact(writer: RecordWriter, fact_id: str, text: str, *, allow_secrets: bool = False) -> WriteResult:
     """Fix a fact's text (a typo) in one commit, keeping its id; a change of meaning is a supersede."""
     if not text.strip():
         raise UsageError("the fact's text is empty", hint="say it in one to three sentences")
-    path, fact, base = vault._existing_for_update(fact_id, Fact, "fact")
+    path, fact, base = writer.existing_for_update(fact_id, Fact, "fact")
     body = (text.replace("\r\n", "\n").strip("\n") + "\n").replace("\n", fact.eol)  # the file's line ends
     if fact.body == body:
         raise UsageError(f"{fact_id} already says that", hint="nothing to change")
-    result: WriteResult = vault._write([(path, replace(fact, body=body), base)], noun="fact", verb="edit",
-                                       ids=[fact_id], summary=text, allow_secrets=allow_secrets)
-    return result
+    return writer.write([(path, replace(fact, body=body), base)], noun="fact", verb="edit",
+                        ids=[fact_id], summary=text, allow_secrets=allow_secrets)
 
 
 def rewrite_links(body: str, names: set[str], new: str) -> str:
@@ -76,15 +78,16 @@ def _refers(ref: str, old_names: set[str]) -> bool:
     return ref in old_names
 
 
-def rename_topic(vault: Any, old_id: str, new_id: str, *, title: str | None = None) -> WriteResult:
+def rename_topic(writer: RecordWriter, old_id: str, new_id: str, *, title: str | None = None) -> WriteResult:
     """Rename topic ``old_id`` to ``new_id`` (and optionally retitle it), rewriting every reference, in one commit."""
     from am.git.edits import edited_tree
 
     check_id(new_id, field="new id")
-    old_path, topic, _ = vault._existing_for_update(old_id, Topic, "topic")
+    files = writer.files
+    old_path, topic, _ = writer.existing_for_update(old_id, Topic, "topic")
     if new_id == old_id and (title is None or title.strip() == topic.title):
         raise UsageError(f"{old_id} already has that id and title", hint="nothing to change")
-    if new_id != old_id and vault.locate(new_id) is not None:
+    if new_id != old_id and files.locate(new_id) is not None:
         raise CollisionError(f"a record with id {new_id!r} already exists", hint="choose another id")
     new_title = title.strip() if title and title.strip() else topic.title
     aliases = topic.aliases
@@ -96,20 +99,20 @@ def rename_topic(vault: Any, old_id: str, new_id: str, *, title: str | None = No
     elif title and old_path.stem == topic.title:
         from am.records.ids import readable_path
 
-        new_path = readable_path(old_path, new_title, exists=lambda p: (vault.root / p).exists())
+        new_path = readable_path(old_path, new_title, exists=lambda p: (files.root / p).exists())
     else:
         new_path = old_path  # a readable name that is not the title: the person chose it
     link_name = new_path.stem if new_path.stem != new_id else new_id
-    from am.upkeep.forms import check_names_free
+    from am.writes.forms import check_names_free
 
     brought = [("title", new_title)] if new_title != topic.title else []  # names it answers to already are its own
-    check_names_free(vault, new_id, [*brought, *([("file name", new_path.stem)] if new_path != old_path else [])],
+    check_names_free(files, new_id, [*brought, *([("file name", new_path.stem)] if new_path != old_path else [])],
                      was=old_id)
     renamed = replace(topic, id=new_id, title=new_title, aliases=aliases,
                       body=rewrite_links(topic.body, old_names, link_name))
     edits: list[tuple[PurePosixPath, PurePosixPath, Record]] = [(old_path, new_path, renamed)]
-    index = vault.cache()  # its records name others by id, names resolved ("[[Li Wei]]" -> person-li-wei)
-    for path, record in (index.records() if index is not None else vault.iter_records()):
+    index = files.cache()  # its records name others by id, names resolved ("[[Li Wei]]" -> person-li-wei)
+    for path, record in (index.records() if index is not None else files.iter_records()):
         if path == old_path:
             continue
         changed = _retarget(record, old_names, new_id, link_name)
@@ -119,11 +122,11 @@ def rename_topic(vault: Any, old_id: str, new_id: str, *, title: str | None = No
         if isinstance(record, Relation) and isinstance(changed, Relation) and changed.id != record.id:
             if path.stem == record.id:
                 target = path.with_name(f"{changed.id}.md")
-            if vault.locate(changed.id) is not None:
+            if files.locate(changed.id) is not None:
                 raise CollisionError(f"renaming would make relation {changed.id}, which already exists",
                                      hint=f"expire one of them first: am relation expire {record.id}")
         edits.append((path, target, changed))
-    return _commit(vault, edits, old_id, new_id, edited_tree, {new_id: link_name} if link_name != new_id else {})
+    return _commit(writer, edits, old_id, new_id, edited_tree, {new_id: link_name} if link_name != new_id else {})
 
 
 def _retarget(record: Record, old_names: set[str], new_id: str, link_name: str) -> Record | None:
@@ -146,31 +149,31 @@ def _retarget(record: Record, old_names: set[str], new_id: str, link_name: str) 
     return replace(record, **changes) if changes else None
 
 
-def _commit(vault: Any, edits: list[tuple[PurePosixPath, PurePosixPath, Record]], old_id: str, new_id: str,
+def _commit(writer: RecordWriter, edits: list[tuple[PurePosixPath, PurePosixPath, Record]], old_id: str, new_id: str,
             edited_tree: Any, renamed: dict[str, str]) -> WriteResult:
     from am.records.codec import render_update
     from am.records.schemas import check_record
-    from am.upkeep.forms import link_names
+    from am.writes.forms import link_names
 
-    vault._check_writable(())  # a vault of a newer format: refused before anything is read or written
+    writer.check_writable(())  # a vault of a newer format: refused before anything is read or written
     writes: dict[str, bytes] = {}
     removes: list[str] = []
     for old, new, record in edits:
         check_record(record, path=str(new))
-        text = (vault.root / old).read_bytes().decode("utf-8")
-        names = {**link_names(vault, record), **renamed}  # links by file name stay links by file name
+        text = (writer.files.root / old).read_bytes().decode("utf-8")
+        names = {**link_names(writer.files, record), **renamed}  # links by file name stay links by file name
         writes[str(new)] = render_update(text, record, path=str(new), names=names).encode("utf-8")
         if new != old:
             removes.append(str(old))
     ids = [new_id, old_id] + [r.id for _, _, r in edits[1:]]
-    message = vault._message("topic", "rename", list(dict.fromkeys(ids)),
-                             subject=f"topic: rename {old_id} -> {new_id}")
-    store = vault.store
+    message = writer.authorship.message("topic", "rename", list(dict.fromkeys(ids)),
+                                        subject=f"topic: rename {old_id} -> {new_id}")
+    store = writer.store
     with store.write_lock(op="topic.rename"):
         commit = store.commit_tree(lambda tip: edited_tree(store, tip, writes, removes), message=message,
-                                   author=vault._author(), committer=vault._committer())
+                                   author=writer.authorship.author(), committer=writer.authorship.committer())
     if commit is None:
         raise UsageError("nothing to change")
     paths = [PurePosixPath(p) for p in [*writes, *removes]]
-    vault._after_write(commit, paths)
+    writer.after_write(commit, paths)
     return WriteResult(commit=commit, records=tuple(r for _, _, r in edits), paths=tuple(paths))

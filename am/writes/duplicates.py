@@ -14,10 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from am.records.model import Fact
 from am.records.writes import FactDraft, WriteResult
+
+if TYPE_CHECKING:
+    from am.cache.recordfiles import RecordFiles
+    from am.writes.writer import RecordWriter
 
 __all__ = ["HOLDING", "adding", "holds_everywhere", "recorded", "recorded_hint", "superseded_already", "superseding"]
 
@@ -25,7 +29,7 @@ HOLDING = ("active", "contested", "pending-review")
 
 
 @contextmanager
-def adding(vault: Any, draft: FactDraft) -> Iterator[WriteResult | None]:
+def adding(writer: RecordWriter, draft: FactDraft) -> Iterator[WriteResult | None]:
     """Hold the lock of the draft's statement while a fact add checks and writes; yield the fact found, or None.
 
     Two adds of one statement (a retry while the first call is still committing, two agents at
@@ -34,13 +38,13 @@ def adding(vault: Any, draft: FactDraft) -> Iterator[WriteResult | None]:
     """
     from am.cache.rows import statement_key
 
-    with vault.store.key_lock(statement_key(draft.text)):
-        found = recorded(vault, draft.text, draft.topics, draft.repo, draft.branch)
+    with writer.store.key_lock(statement_key(draft.text)):
+        found = recorded(writer.files, draft.text, draft.topics, draft.repo, draft.branch)
         yield None if found is None else WriteResult("", (found[1],), (found[0],), created=False,
                                                      note=recorded_hint(found[1], draft))
 
 
-def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | None,
+def recorded(files: RecordFiles, text: str, topics: Sequence[str] | None, repo: str | None,
              branch: str | None, *, besides: str | None = None) -> tuple[PurePosixPath, Fact] | None:
     """Return (path, fact) of a holding fact that already says ``text`` in this repo and branch, or None.
 
@@ -49,13 +53,13 @@ def recorded(vault: Any, text: str, topics: Sequence[str] | None, repo: str | No
     """
     if not text.strip():
         return None  # no statement: the write's own check says so
-    cache = vault.cache()
+    cache = files.cache()
     pairs: Iterable[tuple[PurePosixPath, Any]]
     if cache is not None:
         pairs = cache.facts_stating(text)
     else:  # no usable cache: every file is read (logged when the cache failed)
         flat = " ".join(text.split())
-        pairs = ((p, r) for p, r in vault.iter_records() if isinstance(r, Fact) and " ".join(r.body.split()) == flat)
+        pairs = ((p, r) for p, r in files.iter_records() if isinstance(r, Fact) and " ".join(r.body.split()) == flat)
     for path, fact in pairs:
         if fact.id != besides and _holds_as(fact, topics, repo, branch):
             return path, fact
@@ -67,7 +71,7 @@ def _holds_as(fact: Fact, topics: Sequence[str] | None, repo: str | None, branch
             and (fact.version or None) == (branch or None) and (topics is None or set(fact.topics) == set(topics)))
 
 
-def superseded_already(vault: Any, old: Fact, draft: FactDraft, *, unverified: bool) -> WriteResult | None:
+def superseded_already(writer: RecordWriter, old: Fact, draft: FactDraft, *, unverified: bool) -> WriteResult | None:
     """Return what a supersede of ``old`` by ``draft`` finds already done (a retried call), or None.
 
     Done: ``old`` is superseded by a holding fact that says the draft's text with the topics,
@@ -75,13 +79,15 @@ def superseded_already(vault: Any, old: Fact, draft: FactDraft, *, unverified: b
     and the answer is a fact add's that found its fact: ``created`` False, that fact, no commit.
     Otherwise the supersede goes on (and says that ``old`` is already superseded).
     """
-    from am.upkeep.forms import with_ids
+    from am.writes.forms import with_ids
+    from am.writes.worldwrites import checked_draft
 
-    path = vault.locate(old.superseded_by) if old.superseded_by else None
-    successor = vault.read_path(path) if path is not None else None
+    files = writer.files
+    path = files.locate(old.superseded_by) if old.superseded_by else None
+    successor = files.read_path(path) if path is not None else None
     if path is None or not isinstance(successor, Fact) or successor.body.split() != draft.text.split():
         return None
-    draft = vault._checked_draft(draft, old.repo, unverified=unverified).inheriting(with_ids(vault, old))
+    draft = checked_draft(draft, old.repo, unverified=unverified).inheriting(with_ids(files, old))
     if not _holds_as(successor, draft.topics, draft.repo, draft.branch):
         return None
     return WriteResult("", (successor,), (path,), created=False,
@@ -114,7 +120,7 @@ def holds_everywhere(new: Fact, old: Fact) -> bool:
 
 
 @contextmanager
-def superseding(vault: Any, old: tuple[PurePosixPath, Fact, str | None], draft: FactDraft, *, reason: str,
+def superseding(writer: RecordWriter, old: tuple[PurePosixPath, Fact, str | None], draft: FactDraft, *, reason: str,
                 allow_secrets: bool) -> Iterator[WriteResult | None]:
     """Hold the lock of the new statement while a supersede checks and writes; yield what it did instead, or None.
 
@@ -125,12 +131,12 @@ def superseding(vault: Any, old: tuple[PurePosixPath, Fact, str | None], draft: 
     """
     from am.cache.rows import statement_key
 
-    with vault.store.key_lock(statement_key(draft.text)):
-        found = recorded(vault, draft.text, draft.topics, draft.repo, draft.branch, besides=old[1].id)
-        yield None if found is None else _by_twin(vault, old, found[1].id, reason=reason, allow_secrets=allow_secrets)
+    with writer.store.key_lock(statement_key(draft.text)):
+        found = recorded(writer.files, draft.text, draft.topics, draft.repo, draft.branch, besides=old[1].id)
+        yield None if found is None else _by_twin(writer, old, found[1].id, reason=reason, allow_secrets=allow_secrets)
 
 
-def _by_twin(vault: Any, old: tuple[PurePosixPath, Fact, str | None], twin_id: str, *, reason: str,
+def _by_twin(writer: RecordWriter, old: tuple[PurePosixPath, Fact, str | None], twin_id: str, *, reason: str,
              allow_secrets: bool) -> WriteResult:
     from dataclasses import replace
 
@@ -138,7 +144,7 @@ def _by_twin(vault: Any, old: tuple[PurePosixPath, Fact, str | None], twin_id: s
     from am.records.writes import one_line
 
     old_path, fact, base = old
-    twin_path, twin, twin_base = vault._existing_for_update(twin_id, Fact, "fact")
+    twin_path, twin, twin_base = writer.existing_for_update(twin_id, Fact, "fact")
     if twin.status == "pending-review":
         raise UsageError(f"fact {twin.id} already says this and waits for review",
                          hint=f"accept it first (am review accept {twin.id}), then supersede {fact.id} again; "
@@ -149,9 +155,9 @@ def _by_twin(vault: Any, old: tuple[PurePosixPath, Fact, str | None], twin_id: s
     updated = replace(fact, superseded_by=twin.id, reason=one_line(reason),
                       status="superseded" if holds_everywhere(twin, fact) else fact.status)
     kept = replace(twin, supersedes=(*twin.supersedes, fact.id))
-    result: WriteResult = vault._write([(twin_path, kept, twin_base), (old_path, updated, base)], noun="fact",
-                                       verb="supersede", ids=[twin.id, fact.id], reason=reason,
-                                       subject=f"fact: supersede {fact.id} -> {twin.id}", allow_secrets=allow_secrets)
+    result = writer.write([(twin_path, kept, twin_base), (old_path, updated, base)], noun="fact",
+                          verb="supersede", ids=[twin.id, fact.id], reason=reason,
+                          subject=f"fact: supersede {fact.id} -> {twin.id}", allow_secrets=allow_secrets)
     return replace(result, created=False, note=f"{twin.id} already says this: {fact.id} is superseded by it, and no "
                                                "second copy was written")
 

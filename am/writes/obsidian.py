@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from am.errors import InvalidRecordError
+
+if TYPE_CHECKING:
+    from am.writes.writer import RecordWriter
 
 __all__ = ["LAYOUT_FILES", "TEMPLATES", "obsidian_changes", "setup_obsidian"]
 
@@ -145,22 +148,22 @@ def obsidian_changes(read: Any) -> dict[str, bytes]:
     return out
 
 
-def setup_obsidian(vault: Any) -> tuple[str | None, list[str]]:
+def setup_obsidian(writer: RecordWriter) -> tuple[str | None, list[str]]:
     """Write what an Obsidian vault needs and is missing, in one commit; return (commit or None, paths)."""
     from am.git import Change
 
-    store = vault.store
+    store, files = writer.store, writer.files
 
     def read(path: str) -> bytes | None:
         try:
-            data: bytes = (vault.root / path).read_bytes()
+            data: bytes = (files.root / path).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
         return data
 
     from am.git import hash_blob
 
-    vault._check_writable(())
+    writer.check_writable(())
     changes = obsidian_changes(read)
     skipped: list[str] = []
     for path in sorted(changes):
@@ -176,8 +179,8 @@ def setup_obsidian(vault: Any) -> tuple[str | None, list[str]]:
     if not changes:
         return None, []
     items = [Change(PurePosixPath(p), data, base=store.blob_id(p)) for p, data in sorted(changes.items())]
-    message = vault._message("vault", "obsidian", [], subject="vault: set up for Obsidian (templates, settings)")
+    message = writer.authorship.message("vault", "obsidian", [], subject="vault: set up for Obsidian (templates, settings)")
     with store.write_lock(op="vault.obsidian"):
-        commit = store.commit(items, message=message, author=vault._author(), committer=vault._committer())
-    vault.settings = vault._read_settings()
+        commit = store.commit(items, message=message, author=writer.authorship.author(), committer=writer.authorship.committer())
+    files.settings = files.read_settings()
     return commit, sorted(changes)

@@ -44,12 +44,16 @@ def _clean_actor(name: str) -> str:
 
 
 class Authorship:
-    """A mixin of ``Vault``: the actor, the author and committer of its commits, and their messages."""
+    """Who a vault's writes are by: the actor, the author and committer of its commits, and their messages."""
 
-    store: LazyStore
+    def __init__(self, store: LazyStore, actor: str | None = None) -> None:
+        self.store = store
+        if actor:  # else $AM_ACTOR or Git's user.name (which needs pygit2), read when a write asks
+            self.actor = self.check_actor(actor)
 
     @staticmethod
-    def _check_actor(actor: str) -> str:
+    def check_actor(actor: str) -> str:
+        """Return ``actor`` if am accepts it as an actor, else raise UsageError."""
         if not _ACTOR_RE.match(actor):
             raise UsageError(
                 f"actor {actor!r} is not allowed",
@@ -60,14 +64,18 @@ class Authorship:
     def _default_actor(self) -> str:
         env = os.environ.get("AM_ACTOR")
         if env:
-            return self._check_actor(env)
+            return self.check_actor(env)
         name = os.environ.get("GIT_AUTHOR_NAME") or self._identity()[0]  # as git names an author
         self._person = bool(name)  # git's user.name: a person at the command line, not an agent's session
         return _clean_actor(name) if name else "am"
     actor = cached_property(_default_actor)
     _person = False
 
-    def _provenance(self) -> str:
+    def forget_actor(self) -> None:
+        """Let the next write find its actor again: $AM_ACTOR, else git's user."""
+        self.__dict__.pop("actor", None)
+
+    def provenance(self) -> str:
         """A new fact's provenance when none is given: ``human`` for a person (or no actor), else ``session:ACTOR``."""
         actor = self.actor  # first: reading it finds out whether it is a person's
         return "human" if self._person or actor == "am" else f"session:{actor}"
@@ -85,17 +93,20 @@ class Authorship:
             self.__dict__["_identity_memo"] = memo
         return memo[1]
 
-    def _author(self) -> tuple[str, str]:
+    def author(self) -> tuple[str, str]:
+        """Return the (name, email) of a write's author: the actor, with git's email."""
         email = os.environ.get("GIT_AUTHOR_EMAIL") or self._identity()[1]  # git's order: the environment first
         return (self.actor, clean_email(email or "") or "am@localhost")
 
-    def _committer(self) -> tuple[str, str]:
+    def committer(self) -> tuple[str, str]:
+        """Return the (name, email) of a write's committer: git's identity, else the actor."""
         name = os.environ.get("GIT_COMMITTER_NAME") or self._identity()[0]
         email = os.environ.get("GIT_COMMITTER_EMAIL") or self._identity()[1]
         return (clean_name(one_line(name or "", limit=64)) or self.actor, clean_email(email or "") or "am@localhost")
 
-    def _message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,
-                 reason: str | None = None, summary: str | None = None) -> str:
+    def message(self, noun: str, verb: str, ids: Sequence[str], *, subject: str | None = None,
+                reason: str | None = None, summary: str | None = None) -> str:
+        """Return a write's commit message: its subject, the reason, and the ``Am-*`` trailers."""
         head = subject or f"{noun}: {verb} {ids[0] if ids else ''}".rstrip()
         if summary:
             head += f" {one_line(summary, limit=72)!s}" if subject is None else ""
