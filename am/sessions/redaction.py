@@ -327,15 +327,20 @@ def _fix_line(original: bytes, masked: bytes, spans: list[tuple[int, int, str]],
     """Return the masked line, or (when masking in place broke its JSON) the line parsed, masked and written again."""
     try:
         json.loads(original)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python reads
         for _, _, kind in spans:
             counts[kind] += 1
         return masked  # not JSON before: the bytes masked in place are the best there is
     try:
         json.loads(masked)
-    except ValueError:
-        value = _redact_value(json.loads(original), counts)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
+    except (ValueError, RecursionError):
+        try:
+            value = _redact_value(json.loads(original), counts)
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
+        except RecursionError:  # too deep to walk: the bytes masked in place
+            for _, _, kind in spans:
+                counts[kind] += 1
+            return masked
     for _, _, kind in spans:
         counts[kind] += 1
     return masked
