@@ -159,6 +159,12 @@ def _cases() -> list[tuple[str, str, str]]:
     add("password assignment", "数据库密码：{}", "Abc" + "12345xyz")
     add("password assignment", "$password = '{}';", "correct" + "horsebattery")
     add("password assignment", "password: {}", "Pass" + "word2024!")
+    add("password assignment", "PGPASSWORD={} psql -h db", rand(ALNUM, 14))
+    # passwords given to a command, said in a sentence, or kept as a hash (tests/test_secret_shapes.py has more)
+    add("password on a command line", "mysql -uroot -p{} app", "Xq7" + rand(ALNUM, 10))
+    add("password on a command line", "curl -u admin:{} https://ci.internal", "Wq9" + rand(ALNUM, 10))
+    add("password in prose", "The admin password is {} for now.", "Kx9" + rand(ALNUM, 10))
+    add("password hash", "alice:{}", "$" + "apr1$" + rand(ALNUM, 8) + "$" + rand(ALNUM, 22))
     return cases
 
 

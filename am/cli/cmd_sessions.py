@@ -38,7 +38,7 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
 
     log_format, fmt = _split_formats(formats, log_format)
     if str(target) == "-":
-        target = _hook_transcript(sys.stdin.read())
+        target = _hook_transcript(sys.stdin.read(_HOOK_LIMIT + 1))
     results, skipped = run(open_vault(ctx), target, fmt=log_format)
     if fmt == "json":
         emit_json({"sessions": [r.to_json() for r in results], "skipped": skipped})
@@ -52,15 +52,21 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
         click.echo(f"skipped: {line}")
 
 
+_HOOK_LIMIT = 1 << 20  # a hook's JSON is a few hundred bytes; standard input is read no further than this
+
+
 def _hook_transcript(text: str) -> Path:
     """Return the transcript a client hook's JSON names (``transcript_path``, as Claude Code's hooks send it)."""
     import json
 
     from am.errors import UsageError
 
+    if len(text) > _HOOK_LIMIT:
+        raise UsageError(f"standard input holds more than {_HOOK_LIMIT >> 20} MiB; a hook's JSON is a few hundred bytes",
+                         hint='send {"transcript_path": "..."} (Claude Code hooks do), or pass the file')
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python reads
         data = None
     path = data.get("transcript_path") if isinstance(data, dict) else None
     if not isinstance(path, str) or not path:

@@ -237,6 +237,7 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
     if read.system != "jsonl":  # am's own export is written as it was, references and all
         new = _consistent(new, set(existing), summary)
     new = _without_twins(vault, new, summary)
+    _check_keys(new)
     _check_names(vault, new)
     writes: list[tuple[PurePosixPath, Record, str | None]] = []
     for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
@@ -329,6 +330,36 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
             seen.add(said(r))
         kept.append(item)
     return kept
+
+
+def _check_keys(items: list[Item]) -> None:
+    """Refuse the import when a record holds a key (or a value) that am cannot write as YAML that reads back.
+
+    The canonical renderer quotes whatever key needs it (``"!x"``, ``"[k]"``, ``""``); what it
+    refuses is a key longer than a YAML key may be, text that is not text (a lone surrogate) and
+    a value nested deeper than am reads. The keys a record brings beyond am's own are rendered
+    here once, so that every such entry is named at once, before anything is written
+    (docs/import.md), not found by the batch that would write it.
+    """
+    from am.records.frontmatter import dump
+
+    refused: list[str] = []
+    for item in items:
+        record = item.record
+        if not record.extra:
+            continue
+        try:
+            dump(record.extra)
+        except InvalidRecordError as err:
+            key = err.field or ""
+            shown = repr(key) if len(key) <= 60 else f"{key[:40]!r}... ({len(key):,} characters)"
+            refused.append(f"{record.type} {record.id} ({item.origin}): key {shown}: {err.detail}")
+    if refused:
+        s = "s" * (len(refused) != 1)
+        raise InvalidRecordError(f"{len(refused)} record{s} of the import hold{'s' * (not s)} a key or value am cannot "
+                                 "write so that it reads back; nothing was written:\n  " + "\n  ".join(refused),
+                                 hint="rename the key in the source (at most 1,024 characters as written, no lone "
+                                      "surrogate) or drop it, flatten a value nested that deep; then import again")
 
 
 def _check_names(vault: Vault, items: list[Item]) -> None:

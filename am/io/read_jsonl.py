@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from am.errors import InvalidRecordError
-from am.io.files import json_lines, read_text
+from am.io.files import UnreadableJSON, json_lines, parse_json, read_text
 from am.io.source import Aside, Item, SourceRead
 from am.records.codec import record_from_meta
 from am.records.schemas import check_record
@@ -20,7 +19,9 @@ def _entries(path: Path, text: str) -> list[tuple[str, Any, str | None]]:
     head = text.lstrip()[:200]
     if head.startswith("{") and '"format"' in head and '"am-export"' in head:
         try:
-            doc = json.loads(text)
+            doc = parse_json(text)
+        except UnreadableJSON as err:
+            return [(path.name, None, str(err))]
         except ValueError as err:
             return [(path.name, None, f"not JSON ({err})")]
         records = doc.get("records") if isinstance(doc, dict) else None

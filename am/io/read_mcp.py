@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from am.io.files import json_lines, read_text, source_time
+from am.io.files import json_lines, parse_json, read_text, source_time
 from am.io.source import Builder, SourceRead, extra_key, guess_kind, plain_value
 
 __all__ = ["read_mcp_memory"]
@@ -24,11 +24,9 @@ def _lines(path: Path, text: str) -> list[tuple[str, Any, str | None]]:
     stripped = text.lstrip()
     if stripped.startswith("{") and "\n{" not in stripped.rstrip():
         # A whole graph in one object ({"entities": [...], "relations": [...]}, what read_graph returns).
-        import json
-
         try:
-            graph = json.loads(stripped)
-        except ValueError:
+            graph = parse_json(stripped)
+        except ValueError:  # not JSON, or JSON am cannot hold: read as lines, which names the line
             graph = None
         if isinstance(graph, dict) and ("entities" in graph or "relations" in graph):
             out: list[tuple[str, Any, str | None]] = []

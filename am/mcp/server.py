@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from am.errors import AmError
 from am.mcp.memo import PackMemo
@@ -235,6 +235,90 @@ def build_server(dispatcher: Dispatcher) -> Any:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+class Answering:
+    """The stream the server reads messages from, answering for it each line the transport could not read.
+
+    The SDK's stdio transport puts a line it cannot validate on the stream as an
+    exception, and its dispatcher drops it: the client waits for its own
+    timeout. JSON-RPC 2.0 wants an error, so this answers it on the write
+    stream, in order with the other answers: -32700 (Parse error, id null) for
+    a line that is not JSON; -32600 (Invalid Request) for JSON that is no valid
+    message, or holds a lone surrogate (``"\\ud800"``, which the SDK's parser
+    refuses), with the request's id when it can be read, so the client's call
+    ends. A line that reads costs nothing more: only a failure is looked at.
+    """
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(_error_answer(item))
+
+    def __aiter__(self) -> Answering:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _error_answer(error: Exception) -> Any:
+    """Return the JSON-RPC error that answers a line the transport could not read as a message."""
+    import json
+
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    errors = getattr(error, "errors", None)
+    problems: list[dict[str, Any]] = errors() if callable(errors) else []  # pydantic's, one a union member
+    line = next((p["input"] for p in problems if p.get("type") == "json_invalid" and isinstance(p.get("input"), str)),
+                None)
+    value: Any = None
+    code, message = types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+    if line is not None:
+        try:  # Python's reader takes what the SDK's refuses: a lone surrogate, NaN
+            value = json.loads(line)
+            if re.search(r"\\u[dD][89a-fA-F]", line):
+                message = ("Invalid Request: the message holds a lone surrogate escape (such as \\ud800), "
+                           "which is not text")
+            else:
+                message = "Invalid Request: the message holds JSON outside the standard (NaN, Infinity)"
+        except (ValueError, RecursionError):
+            code, message = types.PARSE_ERROR, "Parse error: the line is not JSON"
+    elif problems:
+        value = next((p["input"] for p in problems if isinstance(p.get("input"), dict)), None)
+        if isinstance(value, dict) and isinstance(value.get("method"), str):
+            message = f"Invalid Request: {value['method']!r} is not a valid JSON-RPC 2.0 request"
+    else:
+        code, message = types.PARSE_ERROR, f"Parse error: {type(error).__name__}"
+    got = value.get("id") if isinstance(value, dict) else None
+    rid = got if isinstance(got, str) or (isinstance(got, int) and not isinstance(got, bool)) else None
+    answer = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+    return SessionMessage(answer)
+
+
 def serve_stdio(options: ServerOptions) -> None:
     """Serve MCP over standard input and output until the client closes it."""
     import anyio
@@ -248,14 +332,14 @@ def serve_stdio(options: ServerOptions) -> None:
     async def main() -> None:
         if not pipes.usable():
             async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+                await server.run(Answering(read, write), write, server.create_initialization_options())
             return
         with pipes.claim() as wire:
             reader, writer = pipes.LineReader(wire.read_fd), pipes.LineWriter(wire.write_fd)
             try:
                 # stdio_server() takes the two streams it reads lines from and writes messages to.
                 async with stdio_server(cast(Any, reader), cast(Any, writer)) as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
+                    await server.run(Answering(read, write), write, server.create_initialization_options())
             finally:
                 reader.close()
                 writer.close()

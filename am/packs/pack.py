@@ -49,9 +49,10 @@ __all__ = [
 ]
 
 DEFAULT_MAX_TOKENS = 8000
-# Invisible and bidi control characters can hide instructions from a reader; a
-# pack served to an agent never carries them (RELIABILITY: prompt injection).
-_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# Never in a pack (RELIABILITY: prompt injection): controls, bidi and every Default_Ignorable (invisible) character.
+_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+                     r"\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                     r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 _CJK_CLASS = (r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef"
               r"\U00020000-\U000323af]")
 _CJK: list[re.Pattern[str]] = []  # compiled on first use: the class costs ~10 ms at start-up

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from am.errors import InvalidRecordError
@@ -40,6 +40,7 @@ __all__ = [
     "load_settings",
     "dump",
     "format_scalar",
+    "format_key",
 ]
 
 MAX_FRONTMATTER_BYTES = 64 * 1024
@@ -110,7 +111,9 @@ def _text_dumper() -> Any:
         pass
 
     def text_scalar(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-        style = None if _resolve_plain(data) == _STR else '"'
+        # A line break of any kind (U+2028 too) or a control character: double-quoted, so that it is
+        # escaped on the one line (PyYAML would fold it over lines in single quotes).
+        style = None if _resolve_plain(data) == _STR and not _LINE_BREAKING.search(data) else '"'
         return dumper.represent_scalar(_STR, data, style=style)
 
     Dumper.add_representer(str, text_scalar)
@@ -346,16 +349,71 @@ def _fast_settings(text: str) -> dict[str, Any] | None:
 # ---------------------------------------------------------------- canonical form
 
 _PLAIN_OK = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^\x00-\x1f\x7f\x85\u2028\u2029\ufeff]*$")
-_PLAIN_BAD = re.compile(r": |:$| #|\s$|[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+_PLAIN_BAD = re.compile(
+    r": |:$| #|\s$|[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]|[\u200b-\u200f\u202a-\u202e\u2066-\u2069]"
+)
 _FLOW_BAD = re.compile(r"[,\[\]{}]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 # Only writes use these two: left to re's cache, so a read command does not compile them.
 _TIMESTAMP = r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?\Z"
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-_NEEDS_ESCAPE = r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\u200b-\u200f\u202a-\u202e\u2066-\u2069]'
+_NEEDS_ESCAPE = r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\u200b-\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]'
+# A key on one line: YAML reads an implicit key of at most 1,024 characters (libyaml and PyYAML alike).
+MAX_KEY_CHARS = 1024
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if "\ud800" <= char <= "\udfff":  # from JSON's "\ud800": not text, and no YAML reader takes its escape
+        raise InvalidRecordError(f"holds a lone surrogate (U+{ord(char):04X}), which is not text",
+                                 hint="remove it or write the character it was half of")
+    return _ESCAPES.get(char, f"\\u{ord(char):04x}")
 
 
 def _quote(text: str) -> str:
-    return '"' + re.sub(_NEEDS_ESCAPE, lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text) + '"'
+    return '"' + re.sub(_NEEDS_ESCAPE, _escape, text) + '"'
+
+
+@lru_cache(maxsize=4096)
+def format_key(key: str) -> str:
+    """Render a mapping key so that every YAML reader reads it back as this very string, on one line.
+
+    A name (am's own keys, most people's) is written as it is; any other key as
+    a plain scalar when that reads back as the key (``due date``), else double-quoted
+    with escapes (``"!x"``, ``"[k]"``, ``" lead"``, ``""``, ``"a\u2028b"``). A key no
+    one-line YAML key can hold raises InvalidRecordError: longer than
+    ``MAX_KEY_CHARS`` as written, or not text (a lone surrogate).
+    """
+    if len(key) <= MAX_KEY_CHARS and _NAME.match(key):
+        return key
+    text = format_scalar(key)
+    if len(text) > MAX_KEY_CHARS:
+        raise InvalidRecordError(
+            f"the key is {len(key):,} characters long; a YAML key holds at most {MAX_KEY_CHARS:,} as written",
+            hint="give it a shorter name",
+        )
+    return text
+
+
+def _check_nested(value: Any, depth: int) -> None:
+    # What the strict loader reads back: containers at most _MAX_DEPTH deep below the top mapping, text only.
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            _quote(value)  # raises naming the character
+        return
+    if not isinstance(value, (dict, list, tuple)):
+        return
+    if depth >= _MAX_DEPTH:
+        raise InvalidRecordError(f"the value is nested deeper than {_MAX_DEPTH - 1} levels, which am cannot read back",
+                                 hint="flatten it, or keep it as text")
+    for item in value.items() if isinstance(value, dict) else value:
+        if isinstance(item, tuple):
+            _check_nested(item[0], depth + 1)
+            _check_nested(item[1], depth + 1)
+        else:
+            _check_nested(item, depth + 1)
 
 
 # PyYAML picks the YAML 1.1 implicit resolvers to try by a scalar's first
@@ -411,19 +469,25 @@ def format_scalar(value: Any, *, in_flow: bool = False, allow_timestamp: bool = 
 def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozenset()) -> str:
     """Render a mapping in canonical form, one key a line, keys in the given order."""
     lines: list[str] = []
-    for key, value in mapping.items():
-        if isinstance(value, (list, tuple)) and all(
-            v is None or isinstance(v, (str, int, float, bool)) for v in value
-        ):
-            items = ", ".join(format_scalar(v, in_flow=True) for v in value)
-            lines.append(f"{key}: [{items}]")
-        elif isinstance(value, (dict, list, tuple)):
-            # Nested values only come from hand-written files; keep them in
-            # flow style so the line-per-key shape still holds.
-            flow = safe_dump(value, default_flow_style=True, allow_unicode=True, width=1 << 30, sort_keys=False)
-            lines.append(f"{key}: {flow.strip()}")
-        else:
-            lines.append(f"{key}: {format_scalar(value, allow_timestamp=key in timestamp_fields)}")
+    key = ""
+    try:
+        for key, value in mapping.items():
+            name = format_key(key)
+            if isinstance(value, (list, tuple)) and all(
+                v is None or isinstance(v, (str, int, float, bool)) for v in value
+            ):
+                items = ", ".join(format_scalar(v, in_flow=True) for v in value)
+                lines.append(f"{name}: [{items}]")
+            elif isinstance(value, (dict, list, tuple)):
+                # Nested values only come from hand-written files and imports; keep them in
+                # flow style so the line-per-key shape still holds.
+                _check_nested(value, 1)
+                flow = safe_dump(value, default_flow_style=True, allow_unicode=True, width=1 << 30, sort_keys=False)
+                lines.append(f"{name}: {flow.strip()}")
+            else:
+                lines.append(f"{name}: {format_scalar(value, allow_timestamp=key in timestamp_fields)}")
+    except InvalidRecordError as err:  # name the key, which the value's own check does not know
+        raise InvalidRecordError(err.detail, field=key, hint=err.hint) from None
     return "".join(line + "\n" for line in lines)
 
 

@@ -97,7 +97,22 @@ def property_links(meta: Mapping[str, Any]) -> Iterator[tuple[str, str, str | No
 
 # ---------------------------------------------------------------- changing a file in its own form
 
-_KEY = re.compile(r"^([^\s#'\"\-?:,\[\]{}][^:]*?|\"[^\"]*\"|'[^']*'):(?:[ \t]|$)")
+_KEY = re.compile(r"^([^\s#'\"\-?:,\[\]{}][^:]*?|\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'):(?:[ \t]|$)")
+
+
+def _unquote(key: str) -> str:
+    # A quoted key as YAML reads it: '' in single quotes is one quote; escapes in double quotes (rare: ask YAML).
+    if key[:1] == "'":
+        return key[1:-1].replace("''", "'")
+    if "\\" not in key:
+        return key[1:-1]
+    from am.errors import InvalidRecordError
+    from am.records.frontmatter import strict_load
+
+    try:
+        return next(iter(strict_load(f"{key}: 0")))
+    except InvalidRecordError:  # not a key YAML reads: compare it as written
+        return key[1:-1]
 
 
 def _blocks(front: str) -> list[tuple[str | None, list[str]]]:
@@ -109,7 +124,7 @@ def _blocks(front: str) -> list[tuple[str | None, list[str]]]:
         if match is not None:
             key = match.group(1).strip()
             if key[:1] in "\"'":
-                key = key[1:-1]
+                key = _unquote(key)
             blocks.append((key, pending + [line]))
             pending = []
         elif blocks and line[:1] in (" ", "\t") and not pending:

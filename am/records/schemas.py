@@ -9,7 +9,9 @@ can a schema compare two keys: only ``check_record`` refuses a ``valid_until``
 at or before ``valid_from``, a record that would hold at no time. It also
 refuses control characters in a body (not part of the frontmatter the schemas
 see): NUL makes Git call the file binary, ESC puts terminal escapes into
-listings and commit subjects. The schema refuses them in a title.
+listings and commit subjects. The schema refuses them in a title. Nor may a
+body hide a message in invisible characters (tag characters outside an emoji
+flag, a run of variation selectors): a model reads it, a person does not.
 """
 
 from __future__ import annotations
@@ -161,6 +163,35 @@ def _plain(text: str, field: str, path: str | None) -> None:
         )
 
 
+# Two channels for text a model reads and a person does not see, with no use in ordinary text: the tag
+# block (U+E0000-U+E007F: ASCII, invisible) outside an emoji flag (U+1F3F4, tags, U+E007F), and variation
+# selectors one after another (one follows an emoji or an ideograph; 256 of them encode any bytes).
+_TAG_RUN = re.compile(r"[\U000e0000-\U000e007f]+")
+_FLAG_TAGS = re.compile(r"[\U000e0020-\U000e007e]+\U000e007f\Z")
+_SELECTOR_RUN = re.compile(r"[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
+
+
+def _no_hidden_message(text: str, field: str, path: str | None) -> None:
+    if text.isascii():
+        return
+    for run in _TAG_RUN.finditer(text):
+        if run.start() > 0 and text[run.start() - 1] == "\U0001f3f4" and _FLAG_TAGS.match(run.group()):
+            continue  # a flag such as England's
+        spelled = "".join(chr(ord(c) - 0xE0000) for c in run.group() if 0xE0020 <= ord(c) <= 0xE007E)
+        raise InvalidRecordError(
+            f"hides text in Unicode tag characters (U+{ord(run.group()[0]):04X} at offset {run.start()}), "
+            f"which a model reads and a person does not see: {spelled[:60]!r}",
+            path=path, field=field, hint="remove them; a record says what a person reading it sees",
+        )
+    found = _SELECTOR_RUN.search(text)
+    if found is not None:
+        raise InvalidRecordError(
+            f"holds {len(found.group())} variation selectors in a row at offset {found.start()} "
+            f"(U+{ord(found.group()[0]):04X} ...): invisible, they can carry a hidden message",
+            path=path, field=field, hint="remove them; one after an emoji or an ideograph is all text needs",
+        )
+
+
 def _world(record: Fact | Relation, path: str | None) -> None:
     for key in ("repo", "version"):
         value = getattr(record, key)
@@ -188,6 +219,7 @@ def check_record(record: Record, *, path: str | None = None) -> None:
     _need(is_valid_id(record.id), "id", "is not a valid id", path)
     _need(record.status in STATUSES, "status", f"must be one of: {', '.join(STATUSES)}", path)
     _plain(record.body, "body", path)
+    _no_hidden_message(record.body, "body", path)
     if isinstance(record, Topic):
         _plain(record.title, "title", path)
         _need(record.kind in TOPIC_KINDS, "kind", f"must be one of: {', '.join(TOPIC_KINDS)}", path)

@@ -19,11 +19,14 @@ import base64
 import binascii
 import bisect
 import json
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+
+from am.records.secret_values import char_classes as _char_classes
+from am.records.secret_values import entropy as _entropy
+from am.records.secret_values import is_placeholder as _is_placeholder
+from am.records.secret_values import looks_random as _looks_random
 
 __all__ = ["KINDS", "SecretFinding", "scan_fields", "scan_text"]
 
@@ -52,117 +55,10 @@ class _Family:
     kind: str
     pattern: re.Pattern[str]
     check: _Check | None = None
+    needs: tuple[str, ...] = ()  # run only on a text whose lower case holds one of these (a scan stays cheap)
 
 
 # --- helpers ---------------------------------------------------------------------
-
-_PLACEHOLDER_WORDS = (
-    "xxx",
-    "***",
-    "...",
-    "…",
-    "changeme",
-    "change_me",
-    "change-me",
-    "example",
-    "placeholder",
-    "your",
-    "dummy",
-    "sample",
-    "redacted",
-    "replace",
-    "insert",
-    "todo",
-    "fixme",
-    "foobar",
-    "lorem",
-)
-_PLACEHOLDER_VALUES = frozenset(
-    {
-        "none",
-        "null",
-        "nil",
-        "true",
-        "false",
-        "undefined",
-        "empty",
-        "string",
-        "str",
-        "bytes",
-        "required",
-        "optional",
-        "secret",
-        "password",
-        "passwd",
-        "token",
-        "hidden",
-        "masked",
-        "unset",
-        "not-set",
-        "notset",
-        "n/a",
-        "test",
-        "testing",
-        "admin",
-        "root",
-        "guest",
-        "postgres",
-        "mysql",
-        "default",
-    }
-)
-_TEMPLATE = re.compile(
-    r"""
-      <[^<>]*>                    # <token>, <your key>
-    | \{\{.*\}\}                  # {{ vault_token }}
-    | \$\{[^}]*\}                 # ${API_KEY}
-    | \$\(?[A-Za-z_][A-Za-z0-9_]*\)?  # $API_KEY, $(TOKEN)
-    | %[A-Za-z_][A-Za-z0-9_]*%    # %API_KEY%
-    | \{[A-Za-z_][A-Za-z0-9_]*\}  # {api_key}
-    | \[[A-Za-z_ -]*\]            # [token]
-    """,
-    re.VERBOSE,
-)
-_SEQUENCES = "0123456789abcdefghijklmnopqrstuvwxyz"
-
-
-def _is_placeholder(value: str) -> bool:
-    """Tell whether a value is a stand-in for a secret rather than a secret."""
-    lowered = value.lower()
-    if not lowered or lowered in _PLACEHOLDER_VALUES:
-        return True
-    if _TEMPLATE.fullmatch(value):
-        return True
-    if any(word in lowered for word in _PLACEHOLDER_WORDS):
-        return True
-    if len(set(lowered)) <= 3:  # aaaaaaaa, 00000000, abababab
-        return True
-    return lowered in _SEQUENCES or lowered in _SEQUENCES[::-1]
-
-
-def _entropy(value: str) -> float:
-    """Return the Shannon entropy of a string in bits per character."""
-    length = len(value)
-    return -sum(n / length * math.log2(n / length) for n in Counter(value).values())
-
-
-def _char_classes(value: str) -> int:
-    """Count how many of lower case, upper case and digits a value uses."""
-    return (
-        any(c.islower() for c in value)
-        + any(c.isupper() for c in value)
-        + any(c.isdigit() for c in value)
-    )
-
-
-def _looks_random(body: str, *, min_entropy: float = 3.0) -> bool:
-    """Tell whether the variable part of a token looks generated, not typed."""
-    return (
-        not _is_placeholder(body)
-        and _char_classes(body) >= 2
-        and _entropy(body) >= min_entropy
-    )
-
 
 def _after_prefix(match: re.Match[str]) -> str:
     """Return a token without its family prefix (up to the first _ or -)."""
@@ -219,6 +115,14 @@ def _url_password(match: re.Match[str], text: str) -> bool:
     return _is_password(match.group("secret"), user=match.group("user"), min_length=6)
 
 
+_COMMAND = "password on a command line"
+
+
+def _command_password(match: re.Match[str], text: str) -> bool:
+    value = match.group("secret")  # "$PASS", "$(cat f)", "%PASS%", "<password>": a reference, not the password
+    return not value.startswith(("$", "%", "<")) and _is_password(value, min_length=6)
+
+
 def _random_value(match: re.Match[str], text: str) -> bool:
     return _looks_random(match.group("secret"), min_entropy=3.5)
 
@@ -228,8 +132,8 @@ _L = r"(?<![A-Za-z0-9_\-])"
 _R = r"(?![A-Za-z0-9_\-])"
 
 
-def _family(kind: str, pattern: str, check: _Check | None = None) -> _Family:
-    return _Family(kind, re.compile(pattern), check)
+def _family(kind: str, pattern: str, check: _Check | None = None, needs: tuple[str, ...] = ()) -> _Family:
+    return _Family(kind, re.compile(pattern), check, needs)
 
 
 # Most specific first: where two families claim the same characters, the
@@ -367,6 +271,43 @@ _FAMILIES: tuple[_Family, ...] = (
         r"(?i:\bbasic)\s{1,3}(?P<secret>[A-Za-z0-9+/]{8,400}+={0,2})(?![A-Za-z0-9+/=])",
         _is_basic_credential,
     ),
+    # A password given to a command: mysql -pX, sshpass -p X, docker login -p X, curl -u user:X.
+    _family(
+        _COMMAND,
+        r"\bmysql[a-z]{0,6}\b[^\n|;&]{0,200}?[^\S\n]-p['\"]?(?P<secret>[^\s'\"]{1,200}+)",
+        _command_password, ("mysql",),
+    ),
+    _family(_COMMAND, r"\bsshpass[^\S\n]+-p[^\S\n]*['\"]?(?P<secret>[^\s'\"]{1,200}+)", _command_password,
+            ("sshpass",)),
+    _family(
+        _COMMAND,
+        r"\b(?:docker|podman|nerdctl)[^\S\n]+login\b[^\n|;&]{0,200}?[^\S\n](?:-p|--password)(?:[^\S\n]+|=)"
+        r"['\"]?(?P<secret>[^\s'\"]{1,200}+)",
+        _command_password, ("login",),
+    ),
+    _family(
+        _COMMAND,
+        r"\bcurl\b[^\n|;&]{0,300}?[^\S\n](?:-u[^\S\n]*|--user(?:[^\S\n]+|=))['\"]?"
+        r"(?P<user>[^\s:'\"]{1,100}):(?P<secret>[^\s'\"]{1,200}+)",
+        lambda m, t: _command_password(m, t) and _is_password(m.group("secret"), user=m.group("user"), min_length=6),
+        ("curl",),
+    ),
+    # "the admin password is X", "the password for prod is X": a value that is no word, path or placeholder.
+    _family(
+        "password in prose",
+        r"(?i:\b(?:pass(?:word|wd|phrase|code)))(?:[^\S\n]+(?i:for|of|to|on|at)[^\S\n]+[^\n.,;:!?]{1,40}?)?"
+        r"[^\S\n]+(?i:is|was|remains)[^\S\n]+(?:(?i:now|still)[^\S\n]+)?['\"`]?"
+        r"(?P<secret>[^\s'\"`]{1,200}?)(?=[.,;:!?)]?(?:\s|$|['\"`]))",
+        lambda m, t: _is_password(m.group("secret"), quoted=False) and _char_classes(m.group("secret")) >= 2,
+        ("pass",),
+    ),
+    # An htpasswd or crypt(3) line: $apr1$, $1$, $5$, $6$, bcrypt's $2y$, {SHA}: crackable offline.
+    _family(
+        "password hash",
+        r"(?<![A-Za-z0-9$])(?P<secret>\$(?:apr1|[156])\$[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,86}"
+        r"|\$2[abxy]?\$[0-9]{2}\$[./A-Za-z0-9]{53}|\{SHA\}[A-Za-z0-9+/]{27}=)(?![A-Za-z0-9./+=])",
+        needs=("$", "{sha}"),
+    ),
 )
 
 # --- assignments -------------------------------------------------------------------
@@ -439,7 +380,7 @@ def _name_kind(name: str) -> str | None:
     if not words:
         return None
     last = words[-1]
-    if last in _PASSWORD_WORDS:
+    if last in _PASSWORD_WORDS or last.endswith(("password", "passwd")):  # PGPASSWORD, MYSQLPASSWORD
         return "password"
     if last in _SECRET_WORDS:
         if len(words) >= 2 and words[-2] in _NOT_SECRET_QUALIFIERS:
@@ -504,10 +445,12 @@ def _judge(name: str, value: str, *, quoted: bool) -> str | None:
 
 def _assignment_hits(text: str) -> Iterator[_Hit]:
     """Yield assignments of credential-looking values to credential-like names."""
-    for match in _ASSIGNMENT.finditer(text):
+    pos = 0
+    while (match := _ASSIGNMENT.search(text, pos)) is not None:
         name = match.group("name").lstrip("-$")
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
         raw, start = match.group(group), match.start(group)
+        pos = start  # not a credential: a name may sit in what was read as its value ("note: PGPASSWORD=...")
         if group == "bare":
             if raw.startswith(":"):
                 continue  # reStructuredText roles (":type key: :class:`x`"), not values
@@ -518,6 +461,7 @@ def _assignment_hits(text: str) -> Iterator[_Hit]:
             start += len(raw) - len(raw.lstrip())
         kind = _judge(name, value, quoted=group != "bare")
         if kind is not None:
+            pos = start + len(value)
             yield kind, start, start + len(value)
 
 
@@ -529,7 +473,12 @@ KINDS: tuple[str, ...] = tuple(
 
 
 def _family_hits(text: str) -> Iterator[_Hit]:
+    lowered: str | None = None
     for family in _FAMILIES:
+        if family.needs:
+            lowered = text.lower() if lowered is None else lowered
+            if not any(word in lowered for word in family.needs):
+                continue
         for match in family.pattern.finditer(text):
             if family.check is None or family.check(match, text):
                 yield family.kind, match.start("secret"), match.end("secret")

@@ -110,7 +110,7 @@ def _objects(lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str
             continue
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python reads: not a message
             continue
         if isinstance(value, dict):
             yield number, value
@@ -235,7 +235,11 @@ def messages(data: bytes, fmt: str) -> Iterator[Message]:
     for number, obj in _objects(lines):
         ts = _ts(obj, fmt)
         ts = ts if isinstance(ts, str) else None
-        for role, text in _said(obj, fmt):
+        try:
+            said = list(_said(obj, fmt))
+        except RecursionError:  # a block nested some hundred levels deep: no text to show
+            continue
+        for role, text in said:
             if text.strip():
                 yield Message(number, ts, role, text)
 

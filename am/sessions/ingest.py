@@ -130,7 +130,7 @@ def _complete_lines(data: bytes) -> tuple[bytes, int]:
         return data, 0
     try:
         json.loads(data[cut:])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep to tell; held back like a half line
         return data[:cut], len(data) - cut
     return data, 0
 

@@ -65,6 +65,12 @@ _LITERALS: tuple[tuple[bytes, bytes | None, str], ...] = (
     (b"dor_v1_", None, "DigitalOcean token"), (b":aa", b":AA", "Telegram bot token"),
     (b"eyj", b"eyJ", "JSON Web Token"), (b"://", None, "password in URL"), (b"bearer", None, "HTTP bearer token"),
     (b"basic", None, "HTTP basic auth credentials"), (b"-----begin", None, "private key block"),
+    *((command, None, "password on a command line") for command in (b"mysql", b"sshpass", b"docker", b"podman",
+                                                                    b"nerdctl", b"curl")),
+    *((word, None, "password in prose") for word in (b"password", b"passwd", b"passphrase", b"passcode")),
+    *((lead, None, "password hash") for lead in (b"$apr1$", b"$1$", b"$5$", b"$6$", b"$2$", b"$2a$", b"$2b$",
+                                                 b"$2x$", b"$2y$")),
+    (b"{sha}", b"{SHA}", "password hash"),
 )
 _ASSIGN = "assignment"
 # An assignment secrets.py judges: a name whose last word is one of these, a closing quote, spaces and a
@@ -327,15 +333,20 @@ def _fix_line(original: bytes, masked: bytes, spans: list[tuple[int, int, str]],
     """Return the masked line, or (when masking in place broke its JSON) the line parsed, masked and written again."""
     try:
         json.loads(original)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python reads
         for _, _, kind in spans:
             counts[kind] += 1
         return masked  # not JSON before: the bytes masked in place are the best there is
     try:
         json.loads(masked)
-    except ValueError:
-        value = _redact_value(json.loads(original), counts)
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
+    except (ValueError, RecursionError):
+        try:
+            value = _redact_value(json.loads(original), counts)
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
+        except RecursionError:  # too deep to walk: the bytes masked in place
+            for _, _, kind in spans:
+                counts[kind] += 1
+            return masked
     for _, _, kind in spans:
         counts[kind] += 1
     return masked
