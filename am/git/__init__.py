@@ -48,9 +48,9 @@ _LIGHT = frozenset({"FAILPOINTS", "Change", "CommitInfo", "LazyStore", "failpoin
 
 def __getattr__(name: str) -> object:
     if name in _LIGHT:
-        from am.git import light
+        import am.git.light
 
-        return getattr(light, name)
+        return getattr(am.git.light, name)
     if name == "GitStore":
         from am.git.store import GitStore
 

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import pygit2
 
-from am.git.common import Change
 from am.git.trees import Kept
+from am.git.values import Change
 
 # (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
 Who = tuple[str, str] | tuple[str, str, int, int]

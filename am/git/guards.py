@@ -20,12 +20,15 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
+import am.git.checks as checks
+import am.git.inflight as inflight
+import am.git.lease as lease
 from am.errors import AmError, DirtyFileError, GitError, UsageError, storage_error
-from am.git import checks, inflight, lease
-from am.git.common import _fsync_dir, hash_blob, hash_fd, log
+from am.git.common import _fsync_dir, log
 from am.git.group import Request
 from am.git.reading import tree_blob_ids
 from am.git.staging import Staging
+from am.git.values import hash_blob, hash_fd
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
 # am's temporary files in .git/am/ and its queue, each naming the process that wrote it (spool.py, staging.py, inflight.py).

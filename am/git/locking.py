@@ -11,12 +11,14 @@ from contextlib import contextmanager
 
 import pygit2
 
+import am.git.checks as checks
+import am.git.spool as spool
 from am.errors import AmError, LockTimeoutError
-from am.git import checks, spool
-from am.git.common import _flock_now, _flock_within, _unlock_close, hash_blob, log
+from am.git.common import _flock_now, _flock_within, _unlock_close, log
 from am.git.group import Request
 from am.git.sparse import refuse_hidden
 from am.git.staging import Staging
+from am.git.values import hash_blob
 
 
 class Locking(Staging):

@@ -23,11 +23,12 @@ from pathlib import PurePosixPath
 import pygit2
 from pygit2.enums import FileMode
 
+import am.git.inflight as inflight
+import am.git.spool as spool
 from am.errors import AmError, ConflictError
-from am.git import inflight, spool
-from am.git.common import failpoint
 from am.git.group import Request
 from am.git.staging import Staging
+from am.git.values import failpoint
 
 __all__ = ["PlainWriter", "build_tree", "plain"]
 

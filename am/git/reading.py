@@ -10,10 +10,8 @@ from typing import TYPE_CHECKING, Any, Self, cast
 import pygit2
 
 from am.errors import GitError, NotAVaultError
-from am.git.common import (
-    CommitInfo,
-)
 from am.git.trees import ChainTrees
+from am.git.values import CommitInfo
 
 if TYPE_CHECKING:
     from am.git.packs import BatchObjects

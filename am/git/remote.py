@@ -24,11 +24,14 @@ from typing import TYPE_CHECKING
 
 import pygit2
 
+import am.git.common as common
+import am.git.packs as packs
+import am.git.transport as transport
 from am.errors import DirtyFileError, GitError, UsageError
-from am.git import common, packs, transport
-from am.git.common import _fsync_dir, _Moved, failpoint, hash_blob
-from am.git.light import UNKNOWN
+from am.git.common import _fsync_dir, _Moved
+from am.git.refs import UNKNOWN
 from am.git.transport import JOURNAL, PushResult
+from am.git.values import failpoint, hash_blob
 
 if TYPE_CHECKING:
     from am.git.prewrite import Prewrite

@@ -11,17 +11,13 @@ from typing import Any
 
 import pygit2
 
+import am.git.common as common
+import am.git.inflight as inflight
 from am.errors import ConflictError, DirtyFileError, GitError
-from am.git import common, inflight
-from am.git.common import (
-    _MAX_CAS_RETRIES,
-    Change,
-    CommitInfo,
-    _Moved,
-    hash_blob,
-)
+from am.git.common import _MAX_CAS_RETRIES, _Moved
 from am.git.group import Who
 from am.git.staging import IndexView
+from am.git.values import Change, CommitInfo, hash_blob
 from am.git.writing import Writer
 
 

@@ -16,12 +16,15 @@ from typing import Protocol
 
 import pygit2
 
+import am.git.common as common
+import am.git.inflight as inflight
+import am.git.packs as packs
 from am.errors import AmError, GitError, LockTimeoutError, storage_error
-from am.git import common, inflight, packs
-from am.git.common import _Moved, _StatEntry, failpoint, hash_blob, log
+from am.git.common import _Moved, _StatEntry, log
 from am.git.gitindex import GitIndex, IndexUnsupported
 from am.git.group import Group, group_for
 from am.git.reading import Reader
+from am.git.values import failpoint, hash_blob
 
 # An index at least this large is freed off the write path (see _install_staged).
 _FREE_LATER = 1 << 20

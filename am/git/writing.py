@@ -9,6 +9,10 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
+import am.git.common as common
+import am.git.inflight as inflight
+import am.git.packs as packs
+import am.git.spool as spool
 from am.errors import (
     AmError,
     ConflictError,
@@ -16,17 +20,8 @@ from am.errors import (
     GitError,
     PathTakenError,
 )
-from am.git import common, inflight, packs, spool
 from am.git.bigblob import blob_of
-from am.git.common import (
-    _MAX_CAS_RETRIES,
-    Change,
-    _Moved,
-    failpoint,
-    hash_blob,
-    hash_file,
-    log,
-)
+from am.git.common import _MAX_CAS_RETRIES, _Moved, log
 from am.git.group import (
     _MAX_BATCH,
     AfterHook,
@@ -42,6 +37,7 @@ from am.git.plain import PlainWriter, plain
 from am.git.reading import tree_blob_ids
 from am.git.staging import IndexView, StagedIndex
 from am.git.trees import ChainTrees, Kept
+from am.git.values import Change, failpoint, hash_blob, hash_file
 
 # How much longer a leader keeps committing other processes' queued requests once its own is done.
 _LINGER = 0.1
