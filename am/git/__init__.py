@@ -1,5 +1,28 @@
 """The only user of pygit2 (this package): the write lock, compare-and-swap commits, and reads of history.
 
+Who owns what. ``GitStore`` (store.py) is a thin front: it opens the repository
+and builds one object per job, each handed what it needs in its constructor
+(the pygit2 ``Repository``, the paths, the other objects it drives), the way
+dulwich's ``Repo`` holds an object store and a refs container:
+
+* ``Reader`` (reading.py): refs, trees, blobs, history, ancestry;
+* ``Staging`` (staging.py): Git's index, Git's lock files and the
+  compare-and-swap branch move, and what this process's writers share (group.py);
+* ``Locking`` (locking.py): am's write lock and key locks, and the queue of
+  other processes' requests while one waits (spool.py);
+* ``WorkTree`` (worktree.py): the work tree's files, replaced only if still as checked;
+* ``Guards`` (guards.py): request checks, signing, the dirty check, index healing;
+* ``Writer`` (writing.py) with ``PlainWriter`` (plain.py): the write transaction;
+* ``Repairer`` (repair.py): undo, recovery, doctor, hooks.
+
+Below them: ``values`` (``Change``, ``CommitInfo``, failpoints, blob ids: the
+leaf every module may import), ``common`` (fsync and lock-wait helpers),
+``trees``, ``packs``, ``gitindex`` (the Git formats am writes itself). Beside
+them, without pygit2: ``refs`` and ``light`` (``LazyStore``: HEAD from the ref
+files, the store opened on first need) and ``transport`` (the git program).
+A module never imports the ``am.git`` package itself, only the submodule it
+needs; a type needed only for annotations is a small ``Protocol``.
+
 A write follows RELIABILITY.md to the letter:
 
 1. take am's own advisory lock (``.git/am/write.lock``), blocking with a timeout;

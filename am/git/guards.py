@@ -1,10 +1,10 @@
-"""What keeps a write from harming anything that is not its own (used by writing.py).
+"""What keeps a write from harming anything that is not its own (``Guards``, used by writing.py and repair.py).
 
 * every request is checked the same way, whoever made it (``checks.py``);
 * a repository that asks for signed commits is refused (am does not sign);
-* a work-tree file is replaced only if it is still what the dirty check saw,
-  re-checked under the replace: a person's edit that lands meanwhile is kept
-  and the write refused;
+* a file to be written must hold the tip's version or the new one (the dirty
+  check); the work tree re-checks that under the replace (worktree.py), so a
+  person's edit that lands meanwhile is kept and the write refused;
 * Git's index entries a killed or blocked write left out are set by the next
   write (``inflight.py``), and entries are never staged on the index of a
   branch that was checked out while am was writing.
@@ -16,29 +16,34 @@ import errno
 import os
 import re
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 import pygit2
 
 import am.git.checks as checks
 import am.git.inflight as inflight
-import am.git.lease as lease
-from am.errors import AmError, DirtyFileError, GitError, UsageError, storage_error
-from am.git.common import _fsync_dir, log
+from am.errors import (
+    AmError,
+    ConflictError,
+    DirtyFileError,
+    GitError,
+    PathTakenError,
+    UsageError,
+    storage_error,
+)
+from am.git.common import log
 from am.git.group import Request
-from am.git.reading import tree_blob_ids
-from am.git.staging import Staging
-from am.git.values import hash_blob, hash_fd
+from am.git.reading import Reader, tree_blob_ids
+from am.git.staging import IndexView, Staging
+from am.git.trees import Kept
+from am.git.values import Change, hash_blob, hash_file
+from am.git.worktree import WorkTree
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
 # am's temporary files in .git/am/ and its queue, each naming the process that wrote it (spool.py, staging.py, inflight.py).
 _LEFTOVER = re.compile(r"^(?:index\.(?P<pid>\d+)\.tmp|\.inflight\.(?P<pid2>\d+)\.tmp"
                        r"|\.?(?P<pid3>\d+)-\d+-[0-9a-f]+\.(?:req|claimed|done|tmp|done\.tmp))$")
-
-
-def os_error(err: OSError, what: str) -> GitError:
-    """Return the one-line error for a failed file operation (am.errors.storage_error)."""
-    return storage_error(err, what)
 
 
 def _read_only(folder: Path) -> bool:
@@ -49,20 +54,71 @@ def _read_only(folder: Path) -> bool:
         return False
 
 
-def _read_all(fd: int) -> bytes:
-    """Read a whole file from the start through an open descriptor."""
-    parts: list[bytes] = []
-    at = 0
-    while True:
-        chunk = os.pread(fd, 1 << 20, at)
-        if not chunk:
-            return b"".join(parts)
-        parts.append(chunk)
-        at += len(chunk)
+class Guards:
+    """Request checks, signing, the dirty check and index healing."""
 
+    def __init__(self, reader: Reader, staging: Staging, worktree: WorkTree,
+                 config_value: Callable[[str], str | None]) -> None:
+        self.reader = reader
+        self.staging = staging
+        self.worktree = worktree
+        self.config_value = config_value  # the store's (its Config is kept there)
+        self.repo = reader.repo
+        self.root = reader.root
+        self.gitdir = reader.gitdir
+        self._am_dir = staging._am_dir
+        self._signing_memo: tuple[float, bool] | None = None
 
-class Guards(Staging):
-    """Request checks, signing, the checked replace and index healing."""
+    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None, index: IndexView, *,
+                         odb: pygit2.Repository | None = None, kept: Kept | None = None) -> list[frozenset[str | None]]:
+        """Raise if a file to be written carries someone else's change; return each file's allowed blob ids.
+
+        What may be on disk is the tip's version or the new one (a retried
+        write); ``_write_file`` checks that again under its replace.
+        """
+        allowed: list[frozenset[str | None]] = []
+        # From the folders this process's last chain wrote when they are the tip's (an import's day folder is
+        # megabytes: not parsed again), else each folder's tree found once.
+        paths = [str(c.path) for c in changes]
+        base_ids = {} if kept is None or base_tree is None else kept.entry_ids(base_tree.id, paths)
+        base_ids.update(tree_blob_ids(odb or self.repo, base_tree, [p for p in paths if p not in base_ids], kinds=None))
+        for change in changes:
+            p = str(change.path)
+            base_id = base_ids[p]
+            if change.base is not None and base_id != change.base:
+                raise ConflictError(
+                    f"{p} changed in the vault while am was writing it",
+                    hint="run the command again; it will start from the new version",
+                )
+            if change.base is None and base_id is not None and base_id != hash_blob(change.data):
+                raise PathTakenError(f"{p} already exists in the vault", path=p, hint="choose another id")
+            full = self.root / p
+            try:
+                on_disk: str | None = hash_file(full)
+            except FileNotFoundError:
+                on_disk = None
+            except IsADirectoryError:
+                raise DirtyFileError(f"{p} is a folder in the work tree") from None
+            new_id = change.blob or hash_blob(change.data)
+            allowed.append(frozenset((base_id, new_id)))
+            if on_disk is not None and on_disk not in (base_id, new_id):
+                on_disk = self.worktree._as_git_sees(full, p, on_disk)  # as git compares it, after its filters
+            if on_disk not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has uncommitted changes",
+                    # git checkout -- FILE cannot discard a file no commit has.
+                    hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry"
+                    if base_id is not None else "the file is in no commit: commit it (git add/commit) or move it "
+                    "out of the vault, then retry",
+                )
+            staged = index.staged(p)
+            if staged not in (base_id, new_id):
+                raise DirtyFileError(
+                    f"{p} has staged changes",
+                    hint="commit them first (git commit), or unstage them (git restore --staged FILE)",
+                )
+        return allowed
+
 
     def _check_request(self, r: Request) -> None:
         """Raise the error of a request a write must not commit (paths, identities, message)."""
@@ -95,11 +151,11 @@ class Guards(Staging):
         lets go of Python's lock, which busy writer threads then hold ~0.5 ms.
         """
         now = time.monotonic()
-        memo: tuple[float, bool] | None = self.__dict__.get("_signing_memo")
+        memo = self._signing_memo
         if memo is None or now - memo[0] >= 1.0:
             refused = ((self.config_value("commit.gpgsign") or "").lower() in _TRUE
                        and (self.config_value("am.allowUnsigned") or "").lower() not in _TRUE)
-            memo = self.__dict__["_signing_memo"] = (now, refused)
+            memo = self._signing_memo = (now, refused)
         if not memo[1]:
             return
         raise GitError(
@@ -107,18 +163,6 @@ class Guards(Staging):
             hint="let am write unsigned commits here with: git config am.allowUnsigned true "
                  "(or turn signing off: git config commit.gpgsign false)",
         )
-
-    def _as_git_sees(self, file: Path, rel: PurePosixPath | str, raw: str) -> str:
-        """Return the blob id git would store for a work-tree file, after its filters (autocrlf, attributes).
-
-        Called only when the file's raw bytes match no expected blob: with
-        ``core.autocrlf=true`` a checked-out record has CRLF line ends that
-        git's clean filter turns back into the committed blob.
-        """
-        try:
-            return str(self.repo.hashfile(str(file), as_path=str(rel)))
-        except (pygit2.GitError, OSError, ValueError, TypeError):
-            return raw
 
     def _sweep_leftovers(self) -> None:
         """Remove what killed am writers left in `.git/am/` (once a process; the write lock is held).
@@ -128,7 +172,7 @@ class Guards(Staging):
         request stays, its lock says it lives). Temporary packs go with the
         pack merge (packs.py).
         """
-        group = self._process_group()
+        group = self.staging._process_group()
         if group.swept:
             return
         group.swept = True
@@ -149,192 +193,16 @@ class Guards(Staging):
                 except OSError:
                     pass
 
-    # ------------------------------------------------------------ the checked replace
-
-    def _replace_checked(self, rel: PurePosixPath, target: Path, tmp: Path,
-                         allowed: frozenset[str | None], ours: bytes) -> None:
-        """Put ``tmp`` at ``target`` only if the file there is one of ``allowed`` (blob ids; None: absent).
-
-        The file in place is opened, leased (lease.py: a program opening it
-        for writing meanwhile is seen) and checked, then replaced by the
-        rename (so the name never goes missing: an editor's open-for-append
-        never makes a new file). If a program began opening the old file for
-        writing meanwhile, the old file is put back under its name before the
-        lease is let go, so the person's write lands in it, and am's write is
-        refused. Without leases, the old file is read again through the
-        descriptor kept open: a write that reached it puts the person's
-        version back. A new file is linked in, which fails if someone created
-        one meanwhile (theirs stays).
-        """
-        try:
-            fd = os.open(target, os.O_RDONLY)
-        except FileNotFoundError:
-            fd = None
-        if fd is None:
-            if None not in allowed:
-                tmp.unlink(missing_ok=True)
-                raise DirtyFileError(f"{rel} was deleted while am was writing it",
-                                     hint="restore it (git checkout -- FILE) or commit the deletion, then retry")
-            self._link_new(rel, target, tmp)
-            return
-        try:
-            with lease.hold(fd) as held:
-                raw = hash_fd(fd)  # a mebibyte at a time: a session log is not read whole
-                seen = raw if raw in allowed else self._as_git_sees(target, rel, raw)
-                if seen not in allowed:
-                    tmp.unlink(missing_ok=True)
-                    raise DirtyFileError(f"{rel} has uncommitted changes",
-                                         hint="commit or discard them first (git add/commit or git checkout -- FILE), "
-                                              "then retry")
-                old = self._link_old(target) if held.held else None
-                try:
-                    mine = os.stat(tmp).st_ino
-                    os.replace(tmp, target)
-                except BaseException:
-                    if old is not None:
-                        os.unlink(old)
-                    raise
-                if held.broken():
-                    self._restore_old(target, old, mine)
-                    raise DirtyFileError(f"{rel} was opened for writing by another program while am was writing it",
-                                         hint="their version is kept; commit or discard it, then retry")
-                changed = hash_fd(fd) != raw
-                theirs = _read_all(fd) if changed else b""
-                if old is not None:
-                    os.unlink(old)
-            if changed:
-                self._put_back(target, theirs, ours)
-                raise DirtyFileError(f"{rel} was changed by someone else while am was writing it",
-                                     hint="their version is kept; commit or discard it, then retry")
-        except lease.FileBusy:
-            tmp.unlink(missing_ok=True)
-            raise DirtyFileError(f"{rel} is open for writing in another program",
-                                 hint="save and close it there (or wait for it to finish), then retry") from None
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _link_old(target: Path) -> str | None:
-        """Give the file about to be replaced a second name, so it can be put back; None if that cannot be done."""
-        old = lease.backup_name(target)
-        try:
-            os.unlink(old)  # left by a killed process with this one's pid
-        except FileNotFoundError:
-            pass
-        try:
-            os.link(target, old)
-        except OSError:
-            return None
-        return old
-
-    @staticmethod
-    def _restore_old(target: Path, old: str | None, mine: int) -> None:
-        """Put the replaced file back under its name (a program is about to write to it); keep it aside if that name was taken again."""
-        if old is None:
-            log.warning("%s was opened for writing while am replaced it, and its old file could not be kept", target)
-            return
-        try:
-            still_mine = os.stat(target).st_ino == mine
-        except FileNotFoundError:
-            still_mine = True
-        if still_mine:
-            os.replace(old, target)
-            return
-        kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
-        os.replace(old, kept)
-        log.warning("%s changed twice while am was writing it; the earlier version is in %s", target, kept)
-
-    def _remove_checked(self, rel: PurePosixPath, target: Path, ours: bytes) -> None:
-        """Remove a work-tree file am wrote, only if it is still am's (leased as in ``_replace_checked``)."""
-        try:
-            fd = os.open(target, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            with lease.hold(fd) as held:
-                if _read_all(fd) != ours:
-                    raise DirtyFileError(f"{rel} was changed by someone else while am was writing it")
-                aside = lease.backup_name(target)
-                os.replace(target, aside)
-                if held.broken() or _read_all(fd) != ours:
-                    try:
-                        os.link(aside, target)  # back under its name, unless someone made a new one there
-                        os.unlink(aside)
-                    except FileExistsError:
-                        kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
-                        os.replace(aside, kept)
-                        log.warning("%s changed twice while am removed it; the earlier version is in %s", target, kept)
-                    raise DirtyFileError(f"{rel} was opened for writing by another program while am removed it")
-                os.unlink(aside)
-        except lease.FileBusy:
-            raise DirtyFileError(f"{rel} is open for writing in another program") from None
-        finally:
-            os.close(fd)
-
-    def _link_new(self, rel: PurePosixPath, target: Path, tmp: Path) -> None:
-        """Put a new file in place unless someone made one there meanwhile."""
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            tmp.unlink(missing_ok=True)
-            raise DirtyFileError(f"{rel} was created by someone else while am was writing it",
-                                 hint="look at it, commit or remove it, then retry") from None
-        except OSError as err:
-            if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-                raise
-            os.replace(tmp, target)  # a file system without hard links: the rename is the best there is
-            return
-        tmp.unlink()
-
-    def _put_back(self, target: Path, theirs: bytes, ours: bytes) -> None:
-        """Put a person's version back over am's file; if that changed too, keep theirs beside it."""
-        back = target.with_name(f".{target.name}.am-{os.getpid()}.back")
-        back.write_bytes(theirs)
-        try:
-            now = target.read_bytes()
-        except FileNotFoundError:
-            now = ours
-        if now == ours:
-            os.replace(back, target)
-            return
-        kept = target.with_name(f"{target.name}.am-kept-{os.getpid()}")
-        os.replace(back, kept)
-        log.warning("%s changed twice while am was writing it; the earlier version is in %s", target, kept)
-
-    def _write_new_file(self, rel: PurePosixPath, target: Path, data: bytes, sync: bool,
-                        allowed: frozenset[str | None] | None) -> None:
-        """Write ``data`` to a temporary file beside ``target`` and put it in place (checked when ``allowed``)."""
-        tmp = target.parent / f".{target.name}.am-{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if sync:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        if allowed is None:
-            os.replace(tmp, target)
-        else:
-            self._replace_checked(rel, target, tmp, allowed, data)
-        if sync:
-            _fsync_dir(target.parent)
-
     # ------------------------------------------------------------ Git's index after a killed or moved write
 
     def _drifted(self, note: inflight.Note) -> list[tuple[PurePosixPath, pygit2.Oid]]:
         """Return the noted entries Git's index still lacks: HEAD, the note and the work-tree file agree on them."""
-        ref = self._head_branch()
-        tip = None if ref is None else self.branch_tip(ref)
+        ref = self.staging._head_branch()
+        tip = None if ref is None else self.reader.branch_tip(ref)
         if tip is None:
             return []
         tree = self.repo[tip].peel(pygit2.Tree)
-        index = self._read_index()
+        index = self.staging._read_index()
         out = []
         # Each folder's tree found once: a killed import's note holds a whole batch of one large folder.
         committed = tree_blob_ids(self.repo, tree, [str(path) for path, _ in note.entries], kinds=None)
@@ -358,9 +226,9 @@ class Guards(Staging):
             return []
         if note.dead():
             # Killed inside the branch move or the index update: its lock files go at once.
-            for lock in (self._ref_lock(note.ref), self.gitdir / "index.lock"):
+            for lock in (self.staging._ref_lock(note.ref), self.gitdir / "index.lock"):
                 if inflight.owned_by_dead_am(lock, note):
-                    self._clear_stale_git_lock(lock)
+                    self.staging._clear_stale_git_lock(lock)
         try:
             heal = self._drifted(note)
         except (AmError, OSError, pygit2.GitError) as err:

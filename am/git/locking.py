@@ -16,13 +16,22 @@ import am.git.spool as spool
 from am.errors import AmError, LockTimeoutError
 from am.git.common import _flock_now, _flock_within, _unlock_close, log
 from am.git.group import Request
+from am.git.reading import Reader
 from am.git.sparse import refuse_hidden
 from am.git.staging import Staging
 from am.git.values import hash_blob
 
 
-class Locking(Staging):
+class Locking:
     """Holding the vault's write lock, and waiting for it with a request in the queue (am/git/spool.py)."""
+
+    def __init__(self, reader: Reader, staging: Staging) -> None:
+        self.reader = reader
+        self.staging = staging
+        self.repo = reader.repo
+        self.root = reader.root
+        self.gitdir = reader.gitdir
+        self._am_dir = staging._am_dir
 
     @contextmanager
     def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None,
@@ -99,7 +108,7 @@ class Locking(Staging):
         is taken too, and Git's index entries of a commit whose leader died
         before setting them are set here.
         """
-        queue = self._queue_dir
+        queue = self.staging._queue_dir
         ticket = spool.put(queue, request)
         try:
             # Polled, not a blocking flock in a helper thread: a writer that returns
@@ -143,7 +152,7 @@ class Locking(Staging):
         request.commit, request.error = got.commit, got.error
         if got.commit is not None and not got.final:
             try:
-                self._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
+                self.staging._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
             except (OSError, AmError) as err:
                 log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
                             got.commit[:10], err)
@@ -158,7 +167,7 @@ class Locking(Staging):
     def _progress_mark(self) -> tuple[str | None, bytes]:
         """Return what changes while writers get through: HEAD's branch tip and the lock holder's note."""
         try:
-            tip = self.branch_tip(self.head_ref())
+            tip = self.reader.branch_tip(self.reader.head_ref())
         except (pygit2.GitError, AmError, KeyError, ValueError):
             tip = None
         try:
@@ -169,7 +178,7 @@ class Locking(Staging):
 
     def _in_branch(self, commit: str) -> bool:
         """Return whether HEAD's branch reaches ``commit``."""
-        tip = self.branch_tip(self.head_ref())
+        tip = self.reader.branch_tip(self.reader.head_ref())
         if tip is None:
             return False
         if tip == commit:

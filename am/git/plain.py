@@ -60,8 +60,12 @@ def build_tree(repo: pygit2.Repository, base: pygit2.Oid | None,
     return builder.write()
 
 
-class PlainWriter(Staging):
+class PlainWriter:
     """The chain of a batch written with libgit2's object, tree and index writers."""
+
+    def __init__(self, staging: Staging) -> None:
+        self.staging = staging
+        self.repo = staging.repo
 
     def _write_chain_plain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
                            heal: list[tuple[PurePosixPath, pygit2.Oid]],
@@ -87,18 +91,18 @@ class PlainWriter(Staging):
             return outcomes, None
         for r, o in zip(live, outcomes):
             if r.remote is not None and not isinstance(o, AmError):
-                spool.answer_pending(self._queue_dir, r, str(o))
+                spool.answer_pending(self.staging._queue_dir, r, str(o))
         failpoint("after-objects")
         entries = [(c.path, str(r.blobs[tuple(c.path.parts)])) for r, o in zip(live, outcomes)
                    if not isinstance(o, AmError) for c in r.changes]
-        inflight.write(self._am_dir, ref, parent, entries + [(p, str(o)) for p, o in heal])
+        inflight.write(self.staging._am_dir, ref, parent, entries + [(p, str(o)) for p, o in heal])
         reflog = "commit: " + subjects[-1]
         if len(subjects) > 1:
             reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-        self._lock_index_for_move()  # as git commit does (staging.py)
+        self.staging._lock_index_for_move()  # as git commit does (staging.py)
         try:
-            self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+            self.staging._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
-            self._let_go_index_lock()
+            self.staging._let_go_index_lock()
             raise
         return outcomes, None

@@ -1,21 +1,17 @@
-"""Opening repositories and reading them: refs, trees, blobs, history, ancestry."""
+"""Reading a repository: refs, trees, blobs, history, ancestry (``Reader``, owned by ``GitStore``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import Any, cast
 
 import pygit2
 
-from am.errors import GitError, NotAVaultError
+from am.errors import GitError
 from am.git.trees import ChainTrees
 from am.git.values import CommitInfo
-
-if TYPE_CHECKING:
-    from am.git.packs import BatchObjects
-
 
 # Past this many entries in two versions of a folder, tree_changes leaves the comparison to libgit2.
 _BIG_FOLDER = 512
@@ -27,65 +23,12 @@ _LINK, _GITLINK = b"120000", b"160000"
 
 
 class Reader:
-    """Opening a repository and reading it."""
+    """Reading a repository: refs, trees, blobs, history and ancestry (given the opened pygit2 Repository)."""
 
     def __init__(self, repo: pygit2.Repository, root: Path) -> None:
         self.repo = repo
         self.root = root
         self.gitdir = Path(repo.path)
-        self._am_dir = self.gitdir / "am"
-        self._group: Any = None  # the process's group-commit queue and kept index for this repository (writing.py)
-        self._objects: BatchObjects | None = None  # the second handle whose new objects become one pack a batch
-        self._index_lock_held: Path | None = None  # Git's index lock, taken before a branch move (staging.py)
-
-    # ------------------------------------------------------------ open / init
-
-    @classmethod
-    def open(cls, root: Path) -> Self:
-        """Open the repository whose work tree is ``root``."""
-        try:
-            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-        except (pygit2.GitError, KeyError, ValueError) as err:
-            cls._unsupported(root, err)
-            raise NotAVaultError(
-                f"{root} is not a Git repository",
-                hint=f"give the folder that holds .git (to make a new vault there: am init {root})",
-            ) from None
-        if repo.is_bare or repo.workdir is None:
-            raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree")
-        return cls(repo, Path(repo.workdir).resolve())
-
-    @staticmethod
-    def _unsupported(root: Path, err: BaseException) -> None:
-        """Raise a clear error for a Git repository libgit2 cannot open (SHA-256 object ids, newer formats)."""
-        if "object format" in str(err) or "extension" in str(err):
-            raise NotAVaultError(
-                f"{root} is a Git repository am cannot use: {err}",
-                hint="am supports SHA-1 repositories only (git init --object-format=sha1); "
-                     "convert the vault with git fast-export | git fast-import into a new one",
-            ) from None
-
-    @classmethod
-    def open_code(cls, root: Path) -> Self:
-        """Open a code repository (work tree or bare) to read its commit graph."""
-        try:
-            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-        except (pygit2.GitError, KeyError):
-            raise GitError(f"{root} is not a Git repository",
-                           hint="give the folder of a local clone (the one holding .git)") from None
-        return cls(repo, Path(repo.workdir or repo.path).resolve())
-
-    @classmethod
-    def init(cls, root: Path, *, branch: str = "main") -> Self:
-        """Create a repository at ``root``, or open the one that is there."""
-        if (root / ".git").exists():
-            return cls.open(root)
-        if (root / "HEAD").is_file() and (root / "objects").is_dir() and (root / "refs").is_dir():
-            raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree",
-                                 hint=f"clone it and make the vault in the clone: git clone {root} DIR && am init DIR")
-        root.mkdir(parents=True, exist_ok=True)
-        repo = pygit2.init_repository(str(root), initial_head=branch)
-        return cls(repo, Path(repo.workdir).resolve())
 
     def build_commit(self, branch: str, files: dict[str, bytes], *, parents: Sequence[str], message: str,
                      author: tuple[str, str, int, int]) -> str:
@@ -444,18 +387,6 @@ class Reader:
             if c.commit_time <= moment:
                 return str(c.id)
         return None
-
-    def config_value(self, key: str) -> str | None:
-        """Return a git config value, or None."""
-        # One Config kept per store: libgit2 re-reads a config file that changed
-        # on every lookup, and opening a Config for each is most of its cost.
-        config = self.__dict__.get("_config")
-        if config is None:
-            config = self.__dict__["_config"] = self.repo.config
-        try:
-            return str(config[key])
-        except KeyError:
-            return None
 
 
 def _kind(entry: tuple[bytes, bytes] | None) -> str | None:

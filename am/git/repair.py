@@ -1,4 +1,4 @@
-"""Repairs: undo, recovery of lost commits, doctor's checks, staging for hooks."""
+"""Repairs (``Repairer``): undo, recovery of lost commits, doctor's checks, staging for hooks."""
 
 from __future__ import annotations
 
@@ -16,15 +16,24 @@ import am.git.inflight as inflight
 from am.errors import ConflictError, DirtyFileError, GitError
 from am.git.common import _MAX_CAS_RETRIES, _Moved
 from am.git.group import Who
-from am.git.staging import IndexView
+from am.git.guards import Guards
+from am.git.reading import Reader
+from am.git.staging import IndexView, Staging
 from am.git.values import Change, CommitInfo, hash_blob
-from am.git.writing import Writer
+from am.git.worktree import WorkTree
 
 
-class Repairer(Writer):
+class Repairer:
     """Undo, recover, doctor and hooks: history-level operations."""
 
-    # ------------------------------------------------------------ repair: undo, recover, doctor, hooks
+    def __init__(self, reader: Reader, staging: Staging, guards: Guards, worktree: WorkTree) -> None:
+        self.reader = reader
+        self.staging = staging
+        self.guards = guards
+        self.worktree = worktree
+        self.repo = reader.repo
+        self.root = reader.root
+        self.gitdir = reader.gitdir
 
     def staged_entries(self, index_file: str | None = None) -> dict[str, str]:
         """Return {path: blob id} of Git's index, or of the index file a hook was handed."""
@@ -45,15 +54,15 @@ class Repairer(Writer):
         Its entries carry no stat data, so git re-reads each file once; a
         staged change that only the damaged file held is lost with it.
         """
-        lock = self._lock_index()
+        lock = self.staging._lock_index()
         try:
             index = pygit2.Index()
-            head = self.head()
+            head = self.reader.head()
             if head is not None:
                 index.read_tree(self.repo[head].peel(pygit2.Tree))
-            tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+            tmp = self.staging._am_dir / f"index.{os.getpid()}.tmp"
             index_path = self.gitdir / "index"
-            kept = self._am_dir / f"index.damaged.{int(time.time())}"
+            kept = self.staging._am_dir / f"index.damaged.{int(time.time())}"
             if index_path.exists():
                 shutil.copyfile(index_path, kept)
             tmp.unlink(missing_ok=True)
@@ -62,19 +71,19 @@ class Repairer(Writer):
                 written.add(entry)
             written.write()
             os.replace(tmp, index_path)
-            self._index_kept = None
+            self.staging._index_kept = None
             return kept
         finally:
             lock.unlink(missing_ok=True)
 
     def changed_files(self, commit: str) -> list[tuple[str, str | None]]:
         """Return (path, new blob id or None) for what one commit changed against its first parent."""
-        info = self.commit_info(commit)
+        info = self.reader.commit_info(commit)
         parent = info.parents[0] if info.parents else None
         if parent is None:
             tree = self.repo[commit].peel(pygit2.Tree)
             return [(p, str(e)) for p, e in self._all_files(tree, "")]
-        return self.diff_paths(parent, commit)
+        return self.reader.diff_paths(parent, commit)
 
     def _all_files(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
         for entry in tree:
@@ -114,11 +123,11 @@ class Repairer(Writer):
 
         libgit2 cannot fetch them; ``read_object`` asks git, which does (am/git/partial.py).
         """
-        for path, _ in self.file_changes(parent, commit):
+        for path, _ in self.reader.file_changes(parent, commit):
             for rev in (parent, commit, onto):
-                oid = self.blob_id(path, commit=rev) if rev is not None else None
+                oid = self.reader.blob_id(path, commit=rev) if rev is not None else None
                 if oid is not None and oid not in self.repo:
-                    self.read_object(oid)
+                    self.reader.read_object(oid)
 
     def _merged_tree(self, index: pygit2.Index, what: str) -> str:
         if index.conflicts is not None:
@@ -144,11 +153,11 @@ class Repairer(Writer):
         """
         if "\x00" in message:
             raise GitError("a commit message may not contain NUL")
-        ref = self.head_ref()
+        ref = self.reader.head_ref()
         author_sig = pygit2.Signature(*author)
         committer_sig = pygit2.Signature(*(committer or author))
         for _attempt in range(_MAX_CAS_RETRIES):
-            tip = self.branch_tip(ref)
+            tip = self.reader.branch_tip(ref)
             tree_id = str(make_tree(tip))
             base_tree = self._tree_of(tip)
             if tree_id == str(base_tree.id):
@@ -163,21 +172,21 @@ class Repairer(Writer):
                 if delta.status_char() != "D":
                     old = None if delta.status_char() == "A" else str(delta.old_file.id)
                     writes.append((PurePosixPath(delta.new_file.path), delta.new_file.id, old))
-            index = self._read_index()
-            allowed = self._check_not_dirty(
-                [Change(p, self.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
+            index = self.staging._read_index()
+            allowed = self.guards._check_not_dirty(
+                [Change(p, self.reader.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
             for rel, base in removes:
                 self._check_removable(rel, base, index)
             for (rel, oid, _), ok in zip(writes, allowed):
-                self._write_file(rel, self.read_object(str(oid)), allowed=ok)
+                self.worktree._write_file(rel, self.reader.read_object(str(oid)), allowed=ok)
             for rel, _ in removes:
-                target = self._safe_target(rel)
+                target = self.worktree._safe_target(rel)
                 target.unlink(missing_ok=True)
             try:
                 oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
             except _Moved:
                 continue
-            self._update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
+            self.staging._update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
             return str(oid)
         raise GitError(f"could not move {ref}: it kept changing under am")
 
@@ -196,11 +205,11 @@ class Repairer(Writer):
         """Set Git's index entries of these paths to their blobs in HEAD (repairs an interrupted write)."""
         entries = []
         for rel in paths:
-            oid = self.blob_id(rel)
+            oid = self.reader.blob_id(rel)
             if oid is not None and (self.root / rel).is_file():
                 entries.append((rel, pygit2.Oid(hex=oid)))
         if entries:
-            self._update_index(entries)
+            self.staging._update_index(entries)
 
     def work_tree_status(self) -> dict[str, str]:
         """Return {path: 'untracked'|'modified'|'deleted'|'staged'} for files that differ from HEAD."""
@@ -227,8 +236,8 @@ class Repairer(Writer):
         found = []
         candidates = [self.gitdir / n for n in ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")]
         candidates += list((self.gitdir / "refs").rglob("*.lock"))
-        if self._common_dir() != self.gitdir:  # a linked worktree: its branches' locks are in the common folder
-            candidates += [self._common_dir() / "packed-refs.lock", *(self._common_dir() / "refs").rglob("*.lock")]
+        if self.reader._common_dir() != self.gitdir:  # a linked worktree: its branches' locks are in the common folder
+            candidates += [self.reader._common_dir() / "packed-refs.lock", *(self.reader._common_dir() / "refs").rglob("*.lock")]
         now = time.time()
         for lock in candidates:
             try:
@@ -239,13 +248,13 @@ class Repairer(Writer):
 
     def left_by_dead_am(self, lock: Path) -> bool:
         """Return whether a Git lock file was left by an am process that is gone (cleared without waiting)."""
-        return inflight.owned_by_dead_am(lock, inflight.read(self._am_dir))
+        return inflight.owned_by_dead_am(lock, inflight.read(self.staging._am_dir))
 
     def clear_stale_git_locks(self) -> list[Path]:
         """Move aside Git lock files older than AM_GIT_LOCK_STALE or left by a dead am; return them. Hold write_lock."""
         moved = []
         for lock, age in self.git_locks():
-            if (age >= common._GIT_LOCK_STALE or self.left_by_dead_am(lock)) and self._clear_stale_git_lock(lock):
+            if (age >= common._GIT_LOCK_STALE or self.left_by_dead_am(lock)) and self.staging._clear_stale_git_lock(lock):
                 moved.append(lock)
         return moved
 
@@ -266,7 +275,7 @@ class Repairer(Writer):
         all; an entry takes off what its old id reaches and its new id does not
         (walking only commits no branch or tag reaches, as lost ones are).
         """
-        head = self.head()
+        head = self.reader.head()
         tips = [] if head is None else [pygit2.Oid(hex=head)]
         for name in self.repo.references:
             if name.startswith("refs/am-"):
@@ -315,7 +324,7 @@ class Repairer(Writer):
                 walker = self.repo.walk(target, pygit2.enums.SortMode.NONE)
             else:
                 walker.push(target)
-        head = self.head()
+        head = self.reader.head()
         if head is not None:
             if walker is None:
                 walker = self.repo.walk(head, pygit2.enums.SortMode.NONE)
@@ -364,7 +373,7 @@ class Repairer(Writer):
                     continue
                 if kind == commit_type:
                     collect(str(oid), "unreachable")
-        infos = [self.commit_info(cid) for cid in found]
+        infos = [self.reader.commit_info(cid) for cid in found]
         # Oldest first, parents before children, so restoring them replays history in order.
         order = {cid: i for i, cid in enumerate(self._topo_order(found))}
         infos.sort(key=lambda i: order[i.id])
@@ -373,7 +382,7 @@ class Repairer(Writer):
     def _failed_writes(self, reachable: set[str]) -> set[str]:
         """Return the commits of am writes whose branch move failed (noted by the writer, who reported the error)."""
         chain: set[str] = set()
-        for new, tip in inflight.failed_moves(self._am_dir):
+        for new, tip in inflight.failed_moves(self.staging._am_dir):
             try:
                 walker = self.repo.walk(new, pygit2.enums.SortMode.NONE)
                 if tip is not None:
@@ -389,7 +398,7 @@ class Repairer(Writer):
 
     def _topo_order(self, ids: dict[str, str]) -> list[str]:
         """Return ids so that every commit comes after its parents among them (ties by time)."""
-        infos = {cid: self.commit_info(cid) for cid in ids}
+        infos = {cid: self.reader.commit_info(cid) for cid in ids}
         done: list[str] = []
         seen: set[str] = set()
 
@@ -416,7 +425,7 @@ class Repairer(Writer):
     def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
                        message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
         """Commit ``tree`` on ``ref`` in one libgit2 call (it moves the ref); raise _Moved if ``ref`` left ``tip``."""
-        lock = self._ref_lock(ref)
+        lock = self.staging._ref_lock(ref)
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
@@ -424,12 +433,12 @@ class Repairer(Writer):
                 return self.repo.create_commit(ref, author, committer, message, tree, parents)
             except pygit2.GitError as err:
                 # libgit2 re-checks the tip under the ref lock: someone moved it.
-                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
+                if "current tip" in str(err) or "first parent" in str(err) or self.reader.branch_tip(ref) != tip:
                     raise _Moved() from None
                 raise GitError(f"could not commit: {err}") from None
             except OSError as err:
                 if "lock" not in str(err):
                     raise GitError(f"could not commit: {err}") from None
-                self._wait_git_lock(lock, deadline, error=err)
-                if self.branch_tip(ref) != tip:
+                self.staging._wait_git_lock(lock, deadline, error=err)
+                if self.reader.branch_tip(ref) != tip:
                     raise _Moved() from None

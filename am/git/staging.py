@@ -91,8 +91,23 @@ class StagedIndex:
     removed: tuple[PurePosixPath, ...]
 
 
-class Staging(Reader):
-    """Git's index entries, lock files and branch moves, shared by the write and repair paths."""
+class Staging:
+    """Git's index entries, lock files and branch moves, shared by the write and repair paths.
+
+    Holds what the writers of this store share between two calls: the process's group (group
+    commit, kept index and trees), the batch's second handle on the object store, and Git's
+    index lock while a branch move holds it.
+    """
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.repo = reader.repo
+        self.root = reader.root
+        self.gitdir = reader.gitdir
+        self._am_dir = self.gitdir / "am"
+        self._group: Group | None = None  # the process's group-commit queue and kept index for this repository
+        self._objects: packs.BatchObjects | None = None  # the second handle whose new objects become one pack a batch
+        self._index_lock_held: Path | None = None  # Git's index lock, taken before a branch move
 
     @property
     def _queue_dir(self) -> Path:
@@ -103,7 +118,7 @@ class Staging(Reader):
         """What the writers of this process share for this repository (group commit, kept index and trees)."""
         if self._group is None:
             self._group = group_for(self.gitdir)
-        return self._group  # type: ignore[no-any-return]
+        return self._group
 
     @property
     def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, GitIndex] | None:
@@ -165,7 +180,7 @@ class Staging(Reader):
     def _ref_lock(self, ref: str) -> Path:
         """Return the lock file of a ref: in the common Git folder for a branch, also from a linked worktree."""
         if ref.startswith("refs/") and not ref.startswith(("refs/bisect/", "refs/worktree/", "refs/rewritten/")):
-            return self._common_dir() / (ref + ".lock")
+            return self.reader._common_dir() / (ref + ".lock")
         return self.gitdir / (ref + ".lock")
 
     def _read_index(self) -> IndexView:
@@ -356,13 +371,13 @@ class Staging(Reader):
     def _head_branch(self) -> str | None:
         """Return HEAD's branch now, or None when HEAD is detached or unreadable."""
         try:
-            return self.head_ref()
+            return self.reader.head_ref()
         except (AmError, pygit2.GitError, KeyError):
             return None
 
     def _restage_to_head(self, paths: Sequence[PurePosixPath], ours: dict[PurePosixPath, pygit2.Oid]) -> None:
         """Make Git's index agree with HEAD for these paths (HEAD moved to another branch while am wrote)."""
-        head = self.head()
+        head = self.reader.head()
         tree = None if head is None else self.repo[head].peel(pygit2.Tree)
         index = self._read_index()
         entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
@@ -407,6 +422,12 @@ class Staging(Reader):
         index.write()  # to tmp, fsynced by libgit2 (enable_fsync_gitdir)
         os.replace(tmp, index_path)
 
+    def _drop_staged(self, staged: StagedIndex | None) -> None:
+        """Throw away a staged index that will not be installed (the kept copy has its entries: forget it)."""
+        self._index_kept = None
+        if staged is not None:
+            staged.tmp.unlink(missing_ok=True)
+
     def _index_stamp(self) -> tuple[int, int, int, int] | None:
         """Return what tells one index file from another: inode, size, mtime and ctime."""
         try:
@@ -436,7 +457,7 @@ class Staging(Reader):
             for path, size in zip(logs, sizes):
                 _take_back_reflog(path, size, str(oid))
             try:
-                moved = self.branch_tip(ref) == str(oid)
+                moved = self.reader.branch_tip(ref) == str(oid)
             except (pygit2.GitError, ValueError, OSError):
                 moved = True  # cannot tell: noted as nothing, recover lists it as before
             if not moved:  # its commits are in the object database, never on the branch
@@ -459,7 +480,7 @@ class Staging(Reader):
             except (pygit2.AlreadyExistsError, ValueError):
                 raise _Moved() from None
             except (pygit2.GitError, OSError) as err:
-                if "does not match" in str(err) or self.branch_tip(ref) != tip:
+                if "does not match" in str(err) or self.reader.branch_tip(ref) != tip:
                     raise _Moved() from None
                 for code in (errno.ENOSPC, errno.EDQUOT, errno.EIO):  # libgit2 words the errno; name the fix
                     if os.strerror(code) in str(err):

@@ -24,7 +24,7 @@ from adversarial._helpers import add_fact, am, fact_id, head_files, staged_diffe
 from am.errors import ConflictError, DirtyFileError, InvalidRecordError, UsageError
 from am.git.guards import Guards
 from am.git.staging import Staging
-from am.git.writing import Writer
+from am.git.worktree import WorkTree
 from am.vault import Vault
 
 
@@ -82,16 +82,16 @@ def test_an_edit_landing_between_the_dirty_check_and_the_replace_is_kept(
         alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     fid = alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"]).record.id
     path = _fact_file(alpha.root, fid)
-    real_check = Writer._check_not_dirty
+    real_check = Guards._check_not_dirty
 
-    def check_then_person_appends(self: Writer, changes: Any, base_tree: Any, index: Any, **kw: Any) -> Any:
+    def check_then_person_appends(self: Guards, changes: Any, base_tree: Any, index: Any, **kw: Any) -> Any:
         out = real_check(self, changes, base_tree, index, **kw)
         if any(c.path.name == path.name for c in changes):
             with open(path, "a") as f:  # an editor saving right after am looked
                 f.write("A line the person typed.\n")
         return out
 
-    monkeypatch.setattr(Writer, "_check_not_dirty", check_then_person_appends)
+    monkeypatch.setattr(Guards, "_check_not_dirty", check_then_person_appends)
     with pytest.raises(DirtyFileError):
         alpha.expire_fact(fid, reason="no longer true")
     assert "A line the person typed." in path.read_text()
@@ -154,7 +154,7 @@ def test_an_editor_that_opened_the_old_file_before_the_rename_keeps_its_write(
     fid = alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"]).record.id
     path = _fact_file(alpha.root, fid)
     head = run_git(alpha.root, "rev-parse", "HEAD").strip()
-    real_link_old = Guards._link_old
+    real_link_old = WorkTree._link_old
     editors: list[subprocess.Popen[str]] = []
 
     def link_old_while_an_editor_opens(target: Path) -> str | None:
@@ -165,7 +165,7 @@ def test_an_editor_that_opened_the_old_file_before_the_rename_keeps_its_write(
             time.sleep(0.3)  # the editor is now inside open(), waiting on am's lease
         return real_link_old(target)
 
-    monkeypatch.setattr(Guards, "_link_old", staticmethod(link_old_while_an_editor_opens))
+    monkeypatch.setattr(WorkTree, "_link_old", staticmethod(link_old_while_an_editor_opens))
     with pytest.raises(DirtyFileError, match="opened for writing by another program"):
         alpha.expire_fact(fid, reason="no longer true")
     assert editors[0].wait(timeout=30) == 0
