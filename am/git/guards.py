@@ -66,15 +66,15 @@ class Guards:
         self.repo = reader.repo
         self.root = reader.root
         self.gitdir = reader.gitdir
-        self._am_dir = staging._am_dir
+        self._am_dir = staging.am_dir
         self._signing_memo: tuple[float, bool] | None = None
 
-    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None, index: IndexView, *,
+    def check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None, index: IndexView, *,
                          odb: pygit2.Repository | None = None, kept: Kept | None = None) -> list[frozenset[str | None]]:
         """Raise if a file to be written carries someone else's change; return each file's allowed blob ids.
 
         What may be on disk is the tip's version or the new one (a retried
-        write); ``_write_file`` checks that again under its replace.
+        write); ``write_file`` checks that again under its replace.
         """
         allowed: list[frozenset[str | None]] = []
         # From the folders this process's last chain wrote when they are the tip's (an import's day folder is
@@ -102,7 +102,7 @@ class Guards:
             new_id = change.blob or hash_blob(change.data)
             allowed.append(frozenset((base_id, new_id)))
             if on_disk is not None and on_disk not in (base_id, new_id):
-                on_disk = self.worktree._as_git_sees(full, p, on_disk)  # as git compares it, after its filters
+                on_disk = self.worktree.as_git_sees(full, p, on_disk)  # as git compares it, after its filters
             if on_disk not in (base_id, new_id):
                 raise DirtyFileError(
                     f"{p} has uncommitted changes",
@@ -120,7 +120,7 @@ class Guards:
         return allowed
 
 
-    def _check_request(self, r: Request) -> None:
+    def check_request(self, r: Request) -> None:
         """Raise the error of a request a write must not commit (paths, identities, message)."""
         if not isinstance(r.message, str) or "\x00" in r.message:
             raise GitError("a commit message may not contain NUL")
@@ -133,7 +133,7 @@ class Guards:
         if r.committer is not None:
             checks.check_who(r.committer, field="committer")
 
-    def _check_writable(self) -> None:
+    def check_writable(self) -> None:
         """Refuse a write before anything is done when Git's folder cannot be written (Git's index lives there).
 
         Without this, an immutable or read-only ``.git`` let the commit land
@@ -144,7 +144,7 @@ class Guards:
             err = OSError(errno.EROFS if _read_only(self.gitdir) else errno.EPERM, "not writable", str(self.gitdir))
             raise storage_error(err, f"write in Git's folder {self.gitdir}")
 
-    def _check_signing(self) -> None:
+    def check_signing(self) -> None:
         """Refuse to write where Git is configured to sign every commit (am would write unsigned ones).
 
         Looked up at most once a second: each lookup is a libgit2 call that
@@ -164,7 +164,7 @@ class Guards:
                  "(or turn signing off: git config commit.gpgsign false)",
         )
 
-    def _sweep_leftovers(self) -> None:
+    def sweep_leftovers(self) -> None:
         """Remove what killed am writers left in `.git/am/` (once a process; the write lock is held).
 
         Temporary index files and notes, and queue files of processes that
@@ -172,7 +172,7 @@ class Guards:
         request stays, its lock says it lives). Temporary packs go with the
         pack merge (packs.py).
         """
-        group = self.staging._process_group()
+        group = self.staging.process_group()
         if group.swept:
             return
         group.swept = True
@@ -197,12 +197,12 @@ class Guards:
 
     def _drifted(self, note: inflight.Note) -> list[tuple[PurePosixPath, pygit2.Oid]]:
         """Return the noted entries Git's index still lacks: HEAD, the note and the work-tree file agree on them."""
-        ref = self.staging._head_branch()
+        ref = self.staging.head_branch()
         tip = None if ref is None else self.reader.branch_tip(ref)
         if tip is None:
             return []
         tree = self.repo[tip].peel(pygit2.Tree)
-        index = self.staging._read_index()
+        index = self.staging.read_index()
         out = []
         # Each folder's tree found once: a killed import's note holds a whole batch of one large folder.
         committed = tree_blob_ids(self.repo, tree, [str(path) for path, _ in note.entries], kinds=None)
@@ -219,16 +219,16 @@ class Guards:
             out.append((path, pygit2.Oid(hex=oid)))
         return out
 
-    def _to_heal(self) -> list[tuple[PurePosixPath, pygit2.Oid]]:
+    def to_heal(self) -> list[tuple[PurePosixPath, pygit2.Oid]]:
         """Return the index entries an unfinished earlier write left out (held write lock: no batch is under way)."""
         note = inflight.read(self._am_dir)
         if note is None:
             return []
         if note.dead():
             # Killed inside the branch move or the index update: its lock files go at once.
-            for lock in (self.staging._ref_lock(note.ref), self.gitdir / "index.lock"):
+            for lock in (self.staging.ref_lock(note.ref), self.gitdir / "index.lock"):
                 if inflight.owned_by_dead_am(lock, note):
-                    self.staging._clear_stale_git_lock(lock)
+                    self.staging.clear_stale_git_lock(lock)
         try:
             heal = self._drifted(note)
         except (AmError, OSError, pygit2.GitError) as err:

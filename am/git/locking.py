@@ -31,7 +31,7 @@ class Locking:
         self.repo = reader.repo
         self.root = reader.root
         self.gitdir = reader.gitdir
-        self._am_dir = staging._am_dir
+        self._am_dir = staging.am_dir
 
     @contextmanager
     def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None,
@@ -108,7 +108,7 @@ class Locking:
         is taken too, and Git's index entries of a commit whose leader died
         before setting them are set here.
         """
-        queue = self.staging._queue_dir
+        queue = self.staging.queue_dir
         ticket = spool.put(queue, request)
         try:
             # Polled, not a blocking flock in a helper thread: a writer that returns
@@ -126,11 +126,11 @@ class Locking:
             pause = 0.0005
             while True:
                 if _flock_now(fd):
-                    got = spool.collect(queue, ticket, self._in_branch)
+                    got = spool.collect(queue, ticket, self.in_branch)
                     if got is not None:
                         self._take_answer(request, got)
                     return True
-                got = spool.collect(queue, ticket, self._in_branch, final_only=True)
+                got = spool.collect(queue, ticket, self.in_branch, final_only=True)
                 if got is not None:
                     self._take_answer(request, got)
                     return False
@@ -152,7 +152,7 @@ class Locking:
         request.commit, request.error = got.commit, got.error
         if got.commit is not None and not got.final:
             try:
-                self.staging._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
+                self.staging.update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
             except (OSError, AmError) as err:
                 log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
                             got.commit[:10], err)
@@ -176,7 +176,7 @@ class Locking:
             note = b""
         return tip, note
 
-    def _in_branch(self, commit: str) -> bool:
+    def in_branch(self, commit: str) -> bool:
         """Return whether HEAD's branch reaches ``commit``."""
         tip = self.reader.branch_tip(self.reader.head_ref())
         if tip is None:

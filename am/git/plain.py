@@ -67,7 +67,7 @@ class PlainWriter:
         self.staging = staging
         self.repo = staging.repo
 
-    def _write_chain_plain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
+    def write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
                            heal: list[tuple[PurePosixPath, pygit2.Oid]],
                            ) -> tuple[list[pygit2.Oid | AmError], None]:
         """Write one commit per request (loose objects, fsynced by libgit2), then move the branch to the last."""
@@ -91,18 +91,18 @@ class PlainWriter:
             return outcomes, None
         for r, o in zip(live, outcomes):
             if r.remote is not None and not isinstance(o, AmError):
-                spool.answer_pending(self.staging._queue_dir, r, str(o))
+                spool.answer_pending(self.staging.queue_dir, r, str(o))
         failpoint("after-objects")
         entries = [(c.path, str(r.blobs[tuple(c.path.parts)])) for r, o in zip(live, outcomes)
                    if not isinstance(o, AmError) for c in r.changes]
-        inflight.write(self.staging._am_dir, ref, parent, entries + [(p, str(o)) for p, o in heal])
+        inflight.write(self.staging.am_dir, ref, parent, entries + [(p, str(o)) for p, o in heal])
         reflog = "commit: " + subjects[-1]
         if len(subjects) > 1:
             reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-        self.staging._lock_index_for_move()  # as git commit does (staging.py)
+        self.staging.lock_index_for_move()  # as git commit does (staging.py)
         try:
-            self.staging._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+            self.staging.move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
-            self.staging._let_go_index_lock()
+            self.staging.let_go_index_lock()
             raise
         return outcomes, None

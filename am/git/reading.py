@@ -63,7 +63,7 @@ class Reader:
         target: str | None = None
         try:
             text = (self.gitdir / "HEAD").read_bytes()
-            if text.startswith(b"ref: refs/") and not (self._common_dir() / "reftable").exists():
+            if text.startswith(b"ref: refs/") and not (self.common_dir() / "reftable").exists():
                 target = text[5:].strip().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             target = None
@@ -72,7 +72,7 @@ class Reader:
             if ref is None:
                 raise GitError("HEAD is missing")
             if not isinstance(ref.target, str):
-                if (self._common_dir() / "BISECT_LOG").exists():  # git bisect checks out commits detached
+                if (self.common_dir() / "BISECT_LOG").exists():  # git bisect checks out commits detached
                     raise GitError("HEAD is detached: a git bisect is under way",
                                    hint="finish it before writing: git bisect reset")
                 raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
@@ -81,7 +81,7 @@ class Reader:
         # branch am moves is the direct ref at the end of the chain. A loose ref file holding an
         # id, or none (a packed ref, an unborn branch), settles it without asking libgit2.
         try:
-            if not (self._common_dir() / target).read_bytes().startswith(b"ref:"):
+            if not (self.common_dir() / target).read_bytes().startswith(b"ref:"):
                 return target
         except (FileNotFoundError, NotADirectoryError):
             if not (self.gitdir / "reftable").exists():
@@ -96,7 +96,7 @@ class Reader:
         raise GitError(f"HEAD's branch is a chain of more than ten symbolic refs (at {target})",
                        hint="point HEAD at a branch: git switch main")
 
-    def _common_dir(self) -> Path:
+    def common_dir(self) -> Path:
         """Return the Git folder shared by every worktree of the repository (``gitdir`` itself for most)."""
         found = self.__dict__.get("_commondir")
         if found is None:

@@ -268,7 +268,7 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
                  again: str = "am sync") -> None:
     """Refuse, changing nothing, if a path to be written holds a user's uncommitted or staged edit."""
     old_tree = None if expected is None else store.repo[expected].peel(pygit2.Tree)
-    index = store.staging._read_index()
+    index = store.staging.read_index()
     root = str(store.root)
     for path, new in changes:
         try:
@@ -306,24 +306,24 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
     removed = [PurePosixPath(p) for p, n in changes if n is None]
     # Git's index is staged before the flush, as a write's is (docs/commit-protocol.md step 6): the one
     # syncfs covers it, and its write-out starts now, beside the pack's.
-    index = store.staging._stage_index(entries, removed, sync=sync_each, early=not sync_each)
+    index = store.staging.stage_index(entries, removed, sync=sync_each, early=not sync_each)
     try:
         failpoint("sync-files")
         if not sync_each:
             # One flush for every file written: the merge's pack, the work tree, the journal, the index.
-            store.staging._sync_filesystems()
+            store.staging.sync_filesystems()
         if staged is not None:
             staged.pending.install(sync=sync_each)  # flushed under temporary names, renamed before the branch moves
         failpoint("sync-flushed")
         if store.branch_tip(ref) != target:
-            store.staging._lock_index_for_move()  # as a write does: no git commit between the move and the index
-            store.staging._move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
+            store.staging.lock_index_for_move()  # as a write does: no git commit between the move and the index
+            store.staging.move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
     except BaseException:
-        store.staging._let_go_index_lock()
-        store.staging._drop_staged(index)
+        store.staging.let_go_index_lock()
+        store.staging.drop_staged(index)
         raise
     failpoint("sync-moved")
-    store.staging._finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
+    store.staging.finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
 
 
 def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None]]], made: Mapping[str, bytes], *,
@@ -355,7 +355,7 @@ def _write_folder(store: GitStore, folder: str, files: list[tuple[str, str | Non
     root = str(store.root)
     # The folder's path is checked once for symbolic links, then every file is written through a
     # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
-    store.worktree._safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
+    store.worktree.safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
     os.makedirs(os.path.join(root, folder), exist_ok=True)
     dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
@@ -460,5 +460,5 @@ def _install_noted_pack(store: GitStore, noted: object) -> None:
             finally:
                 os.close(fd)
     else:
-        store.staging._sync_filesystems()
+        store.staging.sync_filesystems()
     pending.install(sync=common._syncfs is None)

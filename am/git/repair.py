@@ -54,15 +54,15 @@ class Repairer:
         Its entries carry no stat data, so git re-reads each file once; a
         staged change that only the damaged file held is lost with it.
         """
-        lock = self.staging._lock_index()
+        lock = self.staging.lock_index()
         try:
             index = pygit2.Index()
             head = self.reader.head()
             if head is not None:
                 index.read_tree(self.repo[head].peel(pygit2.Tree))
-            tmp = self.staging._am_dir / f"index.{os.getpid()}.tmp"
+            tmp = self.staging.am_dir / f"index.{os.getpid()}.tmp"
             index_path = self.gitdir / "index"
-            kept = self.staging._am_dir / f"index.damaged.{int(time.time())}"
+            kept = self.staging.am_dir / f"index.damaged.{int(time.time())}"
             if index_path.exists():
                 shutil.copyfile(index_path, kept)
             tmp.unlink(missing_ok=True)
@@ -71,7 +71,7 @@ class Repairer:
                 written.add(entry)
             written.write()
             os.replace(tmp, index_path)
-            self.staging._index_kept = None
+            self.staging.index_kept = None
             return kept
         finally:
             lock.unlink(missing_ok=True)
@@ -172,21 +172,21 @@ class Repairer:
                 if delta.status_char() != "D":
                     old = None if delta.status_char() == "A" else str(delta.old_file.id)
                     writes.append((PurePosixPath(delta.new_file.path), delta.new_file.id, old))
-            index = self.staging._read_index()
-            allowed = self.guards._check_not_dirty(
+            index = self.staging.read_index()
+            allowed = self.guards.check_not_dirty(
                 [Change(p, self.reader.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
             for rel, base in removes:
                 self._check_removable(rel, base, index)
             for (rel, oid, _), ok in zip(writes, allowed):
-                self.worktree._write_file(rel, self.reader.read_object(str(oid)), allowed=ok)
+                self.worktree.write_file(rel, self.reader.read_object(str(oid)), allowed=ok)
             for rel, _ in removes:
-                target = self.worktree._safe_target(rel)
+                target = self.worktree.safe_target(rel)
                 target.unlink(missing_ok=True)
             try:
                 oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
             except _Moved:
                 continue
-            self.staging._update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
+            self.staging.update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
             return str(oid)
         raise GitError(f"could not move {ref}: it kept changing under am")
 
@@ -209,7 +209,7 @@ class Repairer:
             if oid is not None and (self.root / rel).is_file():
                 entries.append((rel, pygit2.Oid(hex=oid)))
         if entries:
-            self.staging._update_index(entries)
+            self.staging.update_index(entries)
 
     def work_tree_status(self) -> dict[str, str]:
         """Return {path: 'untracked'|'modified'|'deleted'|'staged'} for files that differ from HEAD."""
@@ -236,8 +236,8 @@ class Repairer:
         found = []
         candidates = [self.gitdir / n for n in ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")]
         candidates += list((self.gitdir / "refs").rglob("*.lock"))
-        if self.reader._common_dir() != self.gitdir:  # a linked worktree: its branches' locks are in the common folder
-            candidates += [self.reader._common_dir() / "packed-refs.lock", *(self.reader._common_dir() / "refs").rglob("*.lock")]
+        if self.reader.common_dir() != self.gitdir:  # a linked worktree: its branches' locks are in the common folder
+            candidates += [self.reader.common_dir() / "packed-refs.lock", *(self.reader.common_dir() / "refs").rglob("*.lock")]
         now = time.time()
         for lock in candidates:
             try:
@@ -248,13 +248,13 @@ class Repairer:
 
     def left_by_dead_am(self, lock: Path) -> bool:
         """Return whether a Git lock file was left by an am process that is gone (cleared without waiting)."""
-        return inflight.owned_by_dead_am(lock, inflight.read(self.staging._am_dir))
+        return inflight.owned_by_dead_am(lock, inflight.read(self.staging.am_dir))
 
     def clear_stale_git_locks(self) -> list[Path]:
         """Move aside Git lock files older than AM_GIT_LOCK_STALE or left by a dead am; return them. Hold write_lock."""
         moved = []
         for lock, age in self.git_locks():
-            if (age >= common._GIT_LOCK_STALE or self.left_by_dead_am(lock)) and self.staging._clear_stale_git_lock(lock):
+            if (age >= common._GIT_LOCK_STALE or self.left_by_dead_am(lock)) and self.staging.clear_stale_git_lock(lock):
                 moved.append(lock)
         return moved
 
@@ -382,7 +382,7 @@ class Repairer:
     def _failed_writes(self, reachable: set[str]) -> set[str]:
         """Return the commits of am writes whose branch move failed (noted by the writer, who reported the error)."""
         chain: set[str] = set()
-        for new, tip in inflight.failed_moves(self.staging._am_dir):
+        for new, tip in inflight.failed_moves(self.staging.am_dir):
             try:
                 walker = self.repo.walk(new, pygit2.enums.SortMode.NONE)
                 if tip is not None:
@@ -425,7 +425,7 @@ class Repairer:
     def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
                        message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
         """Commit ``tree`` on ``ref`` in one libgit2 call (it moves the ref); raise _Moved if ``ref`` left ``tip``."""
-        lock = self.staging._ref_lock(ref)
+        lock = self.staging.ref_lock(ref)
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
@@ -439,6 +439,6 @@ class Repairer:
             except OSError as err:
                 if "lock" not in str(err):
                     raise GitError(f"could not commit: {err}") from None
-                self.staging._wait_git_lock(lock, deadline, error=err)
+                self.staging.wait_git_lock(lock, deadline, error=err)
                 if self.reader.branch_tip(ref) != tip:
                     raise _Moved() from None

@@ -49,7 +49,7 @@ class GitStore:
         self.reader = Reader(repo, root)
         self.gitdir = self.reader.gitdir
         self.staging = Staging(self.reader)
-        self._am_dir = self.staging._am_dir
+        self._am_dir = self.staging.am_dir
         self.locking = Locking(self.reader, self.staging)
         self.worktree = WorkTree(repo, root)
         self.guards = Guards(self.reader, self.staging, self.worktree, self.config_value)
@@ -240,7 +240,7 @@ class GitStore:
 
     def _in_branch(self, commit: str) -> bool:
         """Return whether HEAD's branch reaches ``commit``."""
-        return self.locking._in_branch(commit)
+        return self.locking.in_branch(commit)
 
     # ------------------------------------------------------------ writing (writing.py)
 
@@ -258,11 +258,11 @@ class GitStore:
 
     def _commit_batch(self, batch: Sequence[Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip (the caller holds ``write_lock``)."""
-        return self.writer._commit_batch(batch)
+        return self.writer.commit_batch(batch)
 
     def _batch_objects(self) -> BatchObjects:
         """This store's second handle on the repository, whose new objects are kept for one pack a batch."""
-        return self.staging._batch_objects()
+        return self.staging.batch_objects()
 
     # ------------------------------------------------------------ repairs (repair.py)
 

@@ -4,7 +4,7 @@
   (fsynced, with its folder, unless the batch's one syncfs does it);
 * the file in place is leased and checked under the replace (``_replace_checked``):
   a person's edit that lands meanwhile is kept and the write refused;
-* a failed write's files are put back (``_roll_back``), checked the same way.
+* a failed write's files are put back (``roll_back``), checked the same way.
 
 Owned by ``GitStore`` (am/git/store.py); used by the write transaction (writing.py)
 and repairs (repair.py).
@@ -49,7 +49,7 @@ class WorkTree:
         self.repo = repo
         self.root = root
 
-    def _as_git_sees(self, file: Path, rel: PurePosixPath | str, raw: str) -> str:
+    def as_git_sees(self, file: Path, rel: PurePosixPath | str, raw: str) -> str:
         """Return the blob id git would store for a work-tree file, after its filters (autocrlf, attributes).
 
         Called only when the file's raw bytes match no expected blob: with
@@ -61,7 +61,7 @@ class WorkTree:
         except (pygit2.GitError, OSError, ValueError, TypeError):
             return raw
 
-    def _safe_target(self, rel: PurePosixPath) -> Path:
+    def safe_target(self, rel: PurePosixPath) -> Path:
         parts, parent = rel.parts, str(self.root)
         for i in range(len(parts)):  # each folder on the way, then the file: strings, not a Path a step
             parent = f"{parent}/{parts[i]}"
@@ -69,10 +69,10 @@ class WorkTree:
                 raise DirtyFileError(f"{'/'.join(parts[:i + 1])} is a symbolic link; am will not write through it")
         return self.root / rel
 
-    def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True,
+    def write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True,
                     allowed: frozenset[str | None] | None = None) -> None:
         """Write a work-tree file atomically; with ``allowed``, only over one of those versions (see guards.py)."""
-        target = self._safe_target(rel)
+        target = self.safe_target(rel)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._write_new_file(rel, target, data, sync, allowed)
@@ -112,7 +112,7 @@ class WorkTree:
         try:
             with lease.hold(fd) as held:
                 raw = hash_fd(fd)  # a mebibyte at a time: a session log is not read whole
-                seen = raw if raw in allowed else self._as_git_sees(target, rel, raw)
+                seen = raw if raw in allowed else self.as_git_sees(target, rel, raw)
                 if seen not in allowed:
                     tmp.unlink(missing_ok=True)
                     raise DirtyFileError(f"{rel} has uncommitted changes",
@@ -257,24 +257,24 @@ class WorkTree:
         if sync:
             _fsync_dir(target.parent)
 
-    def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
+    def read_or_none(self, rel: PurePosixPath) -> bytes | None:
         try:
             return (self.root / rel).read_bytes()
         except (FileNotFoundError, IsADirectoryError):
             return None
 
-    def _roll_back(self, changes: Sequence[Change], previous: dict[PurePosixPath, bytes | None]) -> None:
+    def roll_back(self, changes: Sequence[Change], previous: dict[PurePosixPath, bytes | None]) -> None:
         """Put back the work-tree files of a write that failed before its commit (only if still ours)."""
         for c in changes:
-            if self._read_or_none(c.path) != c.data or c.path not in previous:
+            if self.read_or_none(c.path) != c.data or c.path not in previous:
                 continue
             before = previous[c.path]
             # Checked as any write is: a person's edit that reaches the file meanwhile is kept.
             try:
                 if before is None:
-                    self._remove_checked(c.path, self._safe_target(c.path), c.data)
+                    self._remove_checked(c.path, self.safe_target(c.path), c.data)
                 else:
-                    self._write_file(c.path, before, allowed=frozenset((hash_blob(c.data),)))
+                    self.write_file(c.path, before, allowed=frozenset((hash_blob(c.data),)))
             except DirtyFileError:
                 log.info("%s was edited while am put it back after a failed write; the edit is kept", c.path)
             except (OSError, AmError) as err:

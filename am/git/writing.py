@@ -64,7 +64,7 @@ class Writer:
         The caller holds ``write_lock``.
         """
         request = Request(tuple(changes), message, author, committer)
-        self._commit_batch([request])
+        self.commit_batch([request])
         self._tidy_packs()
         if request.error is not None:
             raise request.error
@@ -85,7 +85,7 @@ class Writer:
         request's commit id once it is on disk; raises this request's own error.
         """
         request = Request(tuple(changes), message, author, committer, after)
-        group = self.staging._process_group()
+        group = self.staging.process_group()
         with group.lock:
             group.pending.append(request)
             lead = not group.leading
@@ -109,7 +109,7 @@ class Writer:
                 # next leader would first re-read Git's index, which this one keeps
                 # (~50 ms at 50k files); this writer's caller waits at most _LINGER more.
                 until = time.monotonic() + _LINGER
-                while led and spool.enabled() and time.monotonic() < until and spool.waiting(self.staging._queue_dir):
+                while led and spool.enabled() and time.monotonic() < until and spool.waiting(self.staging.queue_dir):
                     time.sleep(_SETTLE)  # let the writers just answered queue their next requests too
                     batch = self._next_batch(group)
                     if not batch:
@@ -139,13 +139,13 @@ class Writer:
 
     def _next_batch(self, group: Group) -> list[Request]:
         """Take the next batch: this process's waiting writers and the queued requests of others."""
-        remote = spool.claim(self.staging._queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
+        remote = spool.claim(self.staging.queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
         with group.lock:
             batch, rest = take_batch(group.pending + remote)
             group.pending = [r for r in rest if r.remote is None]
         for r in rest:
             if r.remote is not None:
-                spool.unclaim(self.staging._queue_dir, r)
+                spool.unclaim(self.staging.queue_dir, r)
         return batch
 
     def _lead_batch(self, batch: list[Request], own: Request | None,
@@ -156,7 +156,7 @@ class Writer:
         (a lingering leader's batch holds only other processes' requests).
         """
         try:
-            base = self._commit_batch(batch)
+            base = self.commit_batch(batch)
             done = [r for r in batch if r.commit is not None]
             hook = next((r.after for r in done if r.after is not None), after)
             if done and hook is not None:
@@ -172,12 +172,12 @@ class Writer:
         finally:
             for r in batch:
                 if r.remote is not None:
-                    spool.answer(self.staging._queue_dir, r)
+                    spool.answer(self.staging.queue_dir, r)
                 elif r is not own:
                     r.woken.set()
         self._tidy_packs()  # its writers are answered
 
-    def _commit_batch(self, batch: Sequence[Request]) -> str | None:
+    def commit_batch(self, batch: Sequence[Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
 
         Returns the tip the chain was built on.
@@ -188,18 +188,18 @@ class Writer:
         file written by the batch put back.
         """
         ref = self.reader.head_ref()
-        self.guards._check_writable()
-        self.guards._check_signing()
-        self.guards._sweep_leftovers()
+        self.guards.check_writable()
+        self.guards.check_signing()
+        self.guards.sweep_leftovers()
         live: list[Request] = []
         for r in batch:
             try:
-                self.guards._check_request(r)  # the same checks for this process's writes and the queue's
+                self.guards.check_request(r)  # the same checks for this process's writes and the queue's
             except AmError as err:
                 r.error = err
             else:
                 live.append(r)
-        heal = self.guards._to_heal()  # index entries an earlier write was killed or blocked before setting
+        heal = self.guards.to_heal()  # index entries an earlier write was killed or blocked before setting
         # The pack of the batch's objects and its files are flushed with one syncfs
         # per batch instead of an fsync (and a folder fsync) each, as git's
         # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
@@ -207,7 +207,7 @@ class Writer:
         # fsynced. The objects go to memory first, then to one pack (am/git/packs.py).
         libgit2_only = plain()  # AM_GIT_WRITER=libgit2: no Git format written by am (am/git/plain.py)
         sync_each = common._syncfs is None or libgit2_only
-        objects = self.staging._batch_objects()
+        objects = self.staging.batch_objects()
         objects.sink.clear()  # left by a batch that failed before its pack was written
         odb = self.repo if libgit2_only else objects.repo
         for r in live:
@@ -220,29 +220,29 @@ class Writer:
             for _attempt in range(_MAX_CAS_RETRIES):
                 tip = self.reader.branch_tip(ref)
                 base_tree = None if tip is None else odb[tip].peel(pygit2.Tree)
-                index, kept = self.staging._read_index(), self.staging._process_group().trees
+                index, kept = self.staging.read_index(), self.staging.process_group().trees
                 for r in list(live):
                     try:
                         # Requests of one batch touch disjoint paths (see take_batch): each checked as if alone.
-                        allowed = self.guards._check_not_dirty(r.changes, base_tree, index, odb=odb, kept=kept)
+                        allowed = self.guards.check_not_dirty(r.changes, base_tree, index, odb=odb, kept=kept)
                     except AmError as err:
                         r.error = err
                         live.remove(r)
                         if r in written:
-                            self.worktree._roll_back(r.changes, r.previous)
+                            self.worktree.roll_back(r.changes, r.previous)
                             written.remove(r)
                         continue
                     if r not in written:
-                        r.previous = {c.path: self.worktree._read_or_none(c.path) for c in r.changes}
+                        r.previous = {c.path: self.worktree.read_or_none(c.path) for c in r.changes}
                         written.append(r)
                         try:
                             for c, ok in zip(r.changes, allowed):
-                                self.worktree._write_file(c.path, c.data, sync=sync_each, allowed=ok)
+                                self.worktree.write_file(c.path, c.data, sync=sync_each, allowed=ok)
                         except AmError as err:  # e.g. a symbolic link on its path: this request only
                             r.error = err
                             live.remove(r)
                             written.remove(r)
-                            self.worktree._roll_back(r.changes, r.previous)
+                            self.worktree.roll_back(r.changes, r.previous)
                 if not live:
                     if heal:
                         self._heal_now(heal)
@@ -252,7 +252,7 @@ class Writer:
                     failpoint("after-file")
                 try:
                     if libgit2_only:
-                        outcomes, staged = self.plain_writer._write_chain_plain(ref, live, base_tree, tip, heal)
+                        outcomes, staged = self.plain_writer.write_chain(ref, live, base_tree, tip, heal)
                     else:
                         outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each, heal)
                 except _Moved:
@@ -261,7 +261,7 @@ class Writer:
                 for r, outcome in zip(live, outcomes):
                     if isinstance(outcome, AmError):
                         r.error = outcome
-                        self.worktree._roll_back(r.changes, r.previous)  # its tree could not be built
+                        self.worktree.roll_back(r.changes, r.previous)  # its tree could not be built
                     else:
                         r.commit = str(outcome)
                 done = [r for r in live if r.commit is not None]
@@ -270,8 +270,8 @@ class Writer:
                 failpoint("after-commit")
                 ours = [(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes]
                 try:
-                    self.staging._finish_index(staged, ours + [h for h in heal if h[0] not in dict(ours)], ref=ref)
-                    inflight.clear(self.staging._am_dir)
+                    self.staging.finish_index(staged, ours + [h for h in heal if h[0] not in dict(ours)], ref=ref)
+                    inflight.clear(self.staging.am_dir)
                 except (AmError, OSError) as err:
                     # The writes are committed and durable: reported as done, never as failed (a retry
                     # would write them twice). Only Git's index lags; the next write sets it (inflight.py).
@@ -281,10 +281,10 @@ class Writer:
                 return tip
             raise GitError(f"could not move {ref}: it kept changing under am")
         except BaseException:
-            self.staging._let_go_index_lock()
+            self.staging.let_go_index_lock()
             if not committed:
                 for r in written:
-                    self.worktree._roll_back(r.changes, r.previous)
+                    self.worktree.roll_back(r.changes, r.previous)
             raise
 
     def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
@@ -304,12 +304,12 @@ class Writer:
         entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r in live for c in r.changes]
         mine = {p for p, _ in entries}
         entries += [h for h in heal if h[0] not in mine]
-        staged = self.staging._stage_index(entries, sync=sync_each, early=not sync_each)
-        objects = self.staging._batch_objects()
+        staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each)
+        objects = self.staging.batch_objects()
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
         tree: pygit2.Oid | None = None if base_tree is None else base_tree.id
-        trees = ChainTrees(objects.repo, sink=objects.sink, kept=self.staging._process_group().trees)
+        trees = ChainTrees(objects.repo, sink=objects.sink, kept=self.staging.process_group().trees)
         subjects = []
         pending: packs.PendingPack | None = None
         try:
@@ -327,7 +327,7 @@ class Writer:
                 parent = str(oid)
                 subjects.append(r.message.split("\n", 1)[0])
             if any(isinstance(o, AmError) for o in outcomes):
-                self.staging._drop_staged(staged)
+                self.staging.drop_staged(staged)
                 staged = None
                 if parent is None or parent == tip:
                     return outcomes, None  # every request failed its tree: nothing to move
@@ -335,44 +335,44 @@ class Writer:
                            if not isinstance(o, AmError) for c in r.changes]
                 mine = {p for p, _ in entries}
                 entries += [h for h in heal if h[0] not in mine]
-                staged = self.staging._stage_index(entries, sync=sync_each, early=not sync_each)
+                staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each)
         except BaseException:
-            self.staging._drop_staged(staged)
+            self.staging.drop_staged(staged)
             raise
         assert parent is not None  # at least one commit was made (checked above)
         for r, o in zip(live, outcomes):
             if r.remote is not None and not isinstance(o, AmError):
-                spool.answer_pending(self.staging._queue_dir, r, str(o))
+                spool.answer_pending(self.staging.queue_dir, r, str(o))
         try:
             # Noted before the move: a write killed after it (or whose index.lock is held) is
             # finished by the next one, and a branch lock it leaves is known as a dead am's.
-            inflight.write(self.staging._am_dir, ref, parent, [(p, str(o)) for p, o in entries])
+            inflight.write(self.staging.am_dir, ref, parent, [(p, str(o)) for p, o in entries])
             taken, bases = objects.sink.take()
             pending = packs.stage_pack(objects.pack_dir, taken, sync=sync_each, bases=bases)
             failpoint("after-objects")
             if not sync_each:
-                self.staging._sync_filesystems()
+                self.staging.sync_filesystems()
             # Like git's core.fsyncMethod=batch: flushed under temporary names, then renamed into place.
             pending.install(sync=sync_each)
             pending = None
             reflog = "commit: " + subjects[-1]
             if len(subjects) > 1:
                 reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-            self.staging._lock_index_for_move()
-            self.staging._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+            self.staging.lock_index_for_move()
+            self.staging.move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
-            self.staging._let_go_index_lock()
+            self.staging.let_go_index_lock()
             if pending is not None:
                 pending.discard()
-            self.staging._drop_staged(staged)
+            self.staging.drop_staged(staged)
             raise
         return outcomes, staged
 
     def _heal_now(self, heal: Sequence[tuple[PurePosixPath, pygit2.Oid]]) -> None:
         """Set the index entries an unfinished write left out, in a batch that commits nothing itself."""
         try:
-            self.staging._update_index(heal)
-            inflight.clear(self.staging._am_dir)
+            self.staging.update_index(heal)
+            inflight.clear(self.staging.am_dir)
         except (AmError, OSError) as err:
             log.warning("could not set Git's index entries an unfinished write left out (%s)", err)
 
@@ -385,6 +385,6 @@ class Writer:
         if plain():
             return  # am writes no pack on the libgit2 path
         try:
-            packs.tidy(self.staging._batch_objects().pack_dir, least=packs.TIDY_AT)
+            packs.tidy(self.staging.batch_objects().pack_dir, least=packs.TIDY_AT)
         except (OSError, ValueError) as err:
             log.warning("could not merge small pack files (%s); they stay as they are", err)
