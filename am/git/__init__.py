@@ -13,7 +13,8 @@ dulwich's ``Repo`` holds an object store and a refs container:
 * ``WorkTree`` (worktree.py): the work tree's files, replaced only if still as checked;
 * ``Guards`` (guards.py): request checks, signing, the dirty check, index healing;
 * ``Writer`` (writing.py) with ``PlainWriter`` (plain.py): the write transaction;
-* ``Repairer`` (repair.py): undo, recovery, doctor, hooks.
+* ``Repairer`` (repair.py): undo, recovery, doctor, hooks; ``LostCommits``
+  (lost.py): the commits no ref reaches, from the reflogs and the objects.
 
 Below them: ``values`` (``Change``, ``CommitInfo``, failpoints, blob ids: the
 leaf every module may import), ``common`` (fsync and lock-wait helpers),

@@ -9,7 +9,7 @@
 * ``worktree`` (worktree.py): the work tree's files, each replaced only if it is still what was checked;
 * ``guards`` (guards.py): request checks, signing, the dirty check, healing of Git's index;
 * ``plain_writer`` (plain.py) and ``writer`` (writing.py): the write transaction;
-* ``repairer`` (repair.py): undo, recovery, doctor, hooks.
+* ``repairer`` (repair.py): undo, recovery, doctor, hooks; ``lost`` (lost.py): the commits no ref reaches.
 
 The methods here are the store's public surface (what am above this package calls), each
 handing the call to the one object that does it.
@@ -28,6 +28,7 @@ from am.errors import GitError, NotAVaultError
 from am.git.group import AfterHook, Request, Who
 from am.git.guards import Guards
 from am.git.locking import Locking
+from am.git.lost import LostCommits
 from am.git.packs import BatchObjects
 from am.git.plain import PlainWriter
 from am.git.reading import Reader
@@ -56,6 +57,7 @@ class GitStore:
         self.plain_writer = PlainWriter(self.staging)
         self.writer = Writer(self.reader, self.staging, self.locking, self.guards, self.worktree, self.plain_writer)
         self.repairer = Repairer(self.reader, self.staging, self.guards, self.worktree)
+        self.lost = LostCommits(self.reader, self.staging.am_dir)
 
     # ------------------------------------------------------------ open / init
 
@@ -106,6 +108,8 @@ class GitStore:
         repo = pygit2.init_repository(str(root), initial_head=branch)
         return cls(repo, Path(repo.workdir).resolve())
 
+    # ------------------------------------------------------------ config (kept here: remote.py and
+    # am/upkeep/merges.py drop the memo from the store after changing the config with the git program)
 
     def config_value(self, key: str) -> str | None:
         """Return a git config value, or None."""
@@ -118,7 +122,6 @@ class GitStore:
             return str(config[key])
         except KeyError:
             return None
-
 
     # ------------------------------------------------------------ reading (reading.py)
 
@@ -317,12 +320,12 @@ class GitStore:
 
     def reflog(self, ref: str) -> list[tuple[str, str, str]]:
         """Return (old id, new id, message) of a ref's reflog, newest first (empty when there is none)."""
-        return self.repairer.reflog(ref)
+        return self.lost.reflog(ref)
 
     def left_by(self, ids: set[str]) -> dict[str, str]:
         """Return, for each of ``ids`` a reflog shows leaving a ref, the message of the newest entry that took it off."""
-        return self.repairer.left_by(ids)
+        return self.lost.left_by(ids)
 
     def lost_commits(self, *, scan_objects: bool = True) -> list[tuple[CommitInfo, str]]:
         """Return commits no branch or tag reaches, oldest first, each with how it was found."""
-        return self.repairer.lost_commits(scan_objects=scan_objects)
+        return self.lost.lost_commits(scan_objects=scan_objects)

@@ -71,7 +71,7 @@ class WorkTree:
 
     def write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True,
                     allowed: frozenset[str | None] | None = None) -> None:
-        """Write a work-tree file atomically; with ``allowed``, only over one of those versions (see guards.py)."""
+        """Write a work-tree file atomically; with ``allowed``, only over one of those versions (see ``_replace_checked``)."""
         target = self.safe_target(rel)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
