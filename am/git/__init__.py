@@ -10,9 +10,9 @@ dulwich's ``Repo`` holds an object store and a refs container:
   compare-and-swap branch move, and what this process's writers share (group.py);
 * ``Locking`` (locking.py): am's write lock and key locks, and the queue of
   other processes' requests while one waits (spool.py);
-* ``WorkTree`` (worktree.py): the work tree's files, replaced only if still as checked;
-* ``Guards`` (guards.py): request checks, signing, the dirty check, index healing;
-* ``Writer`` (writing.py) with ``PlainWriter`` (plain.py): the write transaction;
+* ``WorkTree`` (write/worktree.py): the work tree's files, replaced only if still as checked;
+* ``Guards`` (write/guards.py): request checks, signing, the dirty check, index healing;
+* ``Writer`` (write/transaction.py) with ``PlainWriter`` (write/plain.py): the write transaction;
 * ``Repairer`` (repair.py): undo, recovery, doctor, hooks; ``LostCommits``
   (lost.py): the commits no ref reaches, from the reflogs and the objects.
 

@@ -4,7 +4,7 @@ Network operations (fetch, push) run the ``git`` program (``am/git/transport.py`
 says why); the refspec never has a ``+``, so a push that is not a fast-forward is
 refused by the remote and reported, never forced. Local work (the merge commit,
 the branch move, the work tree and Git's index) is done here with pygit2 under
-am's write lock, following the write protocol of ``am/git/writing.py``: files
+am's write lock, following the write protocol of ``am/git/write/transaction.py``: files
 first, then the branch by compare-and-swap, then the index. A journal in
 ``.git/am/`` names the move while it is under way, so a sync killed half way is
 completed by the next one (``resume_advance``).

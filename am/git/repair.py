@@ -16,11 +16,11 @@ import am.git.inflight as inflight
 from am.errors import ConflictError, DirtyFileError, GitError
 from am.git.common import _MAX_CAS_RETRIES, _Moved
 from am.git.group import Who
-from am.git.guards import Guards
 from am.git.reading import Reader
 from am.git.staging import IndexView, Staging
 from am.git.values import Change, hash_blob
-from am.git.worktree import WorkTree
+from am.git.write.guards import Guards
+from am.git.write.worktree import WorkTree
 
 
 class Repairer:

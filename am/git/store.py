@@ -6,9 +6,9 @@
 * ``staging`` (staging.py): Git's index, lock files and compare-and-swap branch moves, and what the writers
   of this process share (the group, the batch's object handle, the index lock a move holds);
 * ``locking`` (locking.py): am's write lock and the per-statement key locks, the queue while one waits;
-* ``worktree`` (worktree.py): the work tree's files, each replaced only if it is still what was checked;
-* ``guards`` (guards.py): request checks, signing, the dirty check, healing of Git's index;
-* ``plain_writer`` (plain.py) and ``writer`` (writing.py): the write transaction;
+* ``worktree`` (write/worktree.py): the work tree's files, each replaced only if it is still what was checked;
+* ``guards`` (write/guards.py): request checks, signing, the dirty check, healing of Git's index;
+* ``plain_writer`` (write/plain.py) and ``writer`` (write/transaction.py): the write transaction;
 * ``repairer`` (repair.py): undo, recovery, doctor, hooks; ``lost`` (lost.py): the commits no ref reaches.
 
 The methods here are the store's public surface (what am above this package calls), each
@@ -26,17 +26,17 @@ import pygit2
 
 from am.errors import GitError, NotAVaultError
 from am.git.group import AfterHook, Request, Who
-from am.git.guards import Guards
 from am.git.locking import Locking
 from am.git.lost import LostCommits
 from am.git.packs import BatchObjects
-from am.git.plain import PlainWriter
 from am.git.reading import Reader
 from am.git.repair import Repairer
 from am.git.staging import Staging
 from am.git.values import Change, CommitInfo
-from am.git.worktree import WorkTree
-from am.git.writing import Writer
+from am.git.write.guards import Guards
+from am.git.write.plain import PlainWriter
+from am.git.write.transaction import Writer
+from am.git.write.worktree import WorkTree
 
 __all__ = ["GitStore"]
 
@@ -245,7 +245,7 @@ class GitStore:
         """Return whether HEAD's branch reaches ``commit``."""
         return self.locking.in_branch(commit)
 
-    # ------------------------------------------------------------ writing (writing.py)
+    # ------------------------------------------------------------ writing (write/transaction.py)
 
     def commit(self, changes: Sequence[Change], *, message: str, author: Who,
                committer: Who | None = None) -> str:

@@ -22,9 +22,9 @@ from conftest import PYTHON, run_git, subprocess_env
 
 from adversarial._helpers import add_fact, am, fact_id, head_files, staged_differences
 from am.errors import ConflictError, DirtyFileError, InvalidRecordError, UsageError
-from am.git.guards import Guards
 from am.git.staging import Staging
-from am.git.worktree import WorkTree
+from am.git.write.guards import Guards
+from am.git.write.worktree import WorkTree
 from am.vault import Vault
 
 

@@ -30,14 +30,14 @@ from am.git.group import (
     batch_tip,
     take_batch,
 )
-from am.git.guards import Guards
 from am.git.locking import Locking
-from am.git.plain import PlainWriter, plain
 from am.git.reading import Reader
 from am.git.staging import StagedIndex, Staging
 from am.git.trees import ChainTrees
 from am.git.values import Change, failpoint
-from am.git.worktree import WorkTree
+from am.git.write.guards import Guards
+from am.git.write.plain import PlainWriter, plain
+from am.git.write.worktree import WorkTree
 
 # How much longer a leader keeps committing other processes' queued requests once its own is done.
 _LINGER = 0.1
@@ -205,7 +205,7 @@ class Writer:
         # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
         # and the ref itself is fsynced. Without syncfs (not Linux) every file is
         # fsynced. The objects go to memory first, then to one pack (am/git/packs.py).
-        libgit2_only = plain()  # AM_GIT_WRITER=libgit2: no Git format written by am (am/git/plain.py)
+        libgit2_only = plain()  # AM_GIT_WRITER=libgit2: no Git format written by am (am/git/write/plain.py)
         sync_each = common._syncfs is None or libgit2_only
         objects = self.staging.batch_objects()
         objects.sink.clear()  # left by a batch that failed before its pack was written

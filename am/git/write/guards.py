@@ -1,9 +1,9 @@
-"""What keeps a write from harming anything that is not its own (``Guards``, used by writing.py and repair.py).
+"""What keeps a write from harming anything that is not its own (``Guards``, used by write/transaction.py and repair.py).
 
 * every request is checked the same way, whoever made it (``checks.py``);
 * a repository that asks for signed commits is refused (am does not sign);
 * a file to be written must hold the tip's version or the new one (the dirty
-  check); the work tree re-checks that under the replace (worktree.py), so a
+  check); the work tree re-checks that under the replace (write/worktree.py), so a
   person's edit that lands meanwhile is kept and the write refused;
 * Git's index entries a killed or blocked write left out are set by the next
   write (``inflight.py``), and entries are never staged on the index of a
@@ -38,7 +38,7 @@ from am.git.reading import Reader, tree_blob_ids
 from am.git.staging import IndexView, Staging
 from am.git.trees import Kept
 from am.git.values import Change, hash_blob, hash_file
-from am.git.worktree import WorkTree
+from am.git.write.worktree import WorkTree
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
 # am's temporary files in .git/am/ and its queue, each naming the process that wrote it (spool.py, staging.py, inflight.py).

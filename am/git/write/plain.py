@@ -1,4 +1,4 @@
-"""The escape hatch: ``AM_GIT_WRITER=libgit2`` commits through libgit2's own writers only (used by writing.py).
+"""The escape hatch: ``AM_GIT_WRITER=libgit2`` commits through libgit2's own writers only (used by write/transaction.py).
 
 am's write path writes some Git formats itself, for speed: the batch's pack
 and its index (packs.py), the chain's trees (trees.py) and Git's index

@@ -6,7 +6,7 @@
   a person's edit that lands meanwhile is kept and the write refused;
 * a failed write's files are put back (``roll_back``), checked the same way.
 
-Owned by ``GitStore`` (am/git/store.py); used by the write transaction (writing.py)
+Owned by ``GitStore`` (am/git/store.py); used by the write transaction (write/transaction.py)
 and repairs (repair.py).
 """
 
