@@ -21,8 +21,10 @@ leaf every module may import), ``common`` (fsync and lock-wait helpers),
 ``trees``, ``packs``, ``gitindex`` (the Git formats am writes itself). Beside
 them, without pygit2: ``refs`` and ``light`` (``LazyStore``: HEAD from the ref
 files, the store opened on first need) and ``transport`` (the git program).
-A module never imports the ``am.git`` package itself, only the submodule it
-needs; a type needed only for annotations is a small ``Protocol``.
+No import circle: a module never imports the ``am.git`` package itself, only
+the submodule it needs, and a module below the store that needs a store only
+for annotations takes a small ``Protocol`` (``bigblob.Objects``); only
+``light``, ``remote`` and ``patch``, above the store, name ``GitStore``.
 
 A write follows RELIABILITY.md to the letter:
 
