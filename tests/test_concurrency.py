@@ -45,7 +45,7 @@ while not os.path.exists(stop) or i < 5:
 
 
 # The concurrency and crash runs hold on both writers (issue 14): am's own Git formats (the
-# default) and libgit2's writers only (AM_GIT_WRITER=libgit2, am/git/plain.py). The second
+# default) and libgit2's writers only (AM_GIT_WRITER=libgit2, am/git/write/plain.py). The second
 # run is long, so it goes with the stress runs CI makes.
 @pytest.fixture(autouse=True, params=["am", pytest.param("libgit2", marks=pytest.mark.stress)])
 def git_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:

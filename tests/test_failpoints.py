@@ -25,7 +25,7 @@ from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 
 
 # The concurrency and crash runs hold on both writers (issue 14): am's own Git formats (the
-# default) and libgit2's writers only (AM_GIT_WRITER=libgit2, am/git/plain.py). The second
+# default) and libgit2's writers only (AM_GIT_WRITER=libgit2, am/git/write/plain.py). The second
 # run is long, so it goes with the stress runs CI makes.
 @pytest.fixture(autouse=True, params=["am", pytest.param("libgit2", marks=pytest.mark.stress)])
 def git_writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:

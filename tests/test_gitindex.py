@@ -270,7 +270,7 @@ def test_kept_blocks_match_a_fresh_join_after_every_write(tmp_path_factory: pyte
 def test_index_replaced_by_git_between_staging_and_install_keeps_both(tmp_path: Path, monkeypatch:
                                                                        pytest.MonkeyPatch) -> None:
     """am stages Git's index before its flush; a `git add` landing before the branch moves must survive."""
-    from am.git.writing import Writer
+    from am.git.staging import Staging
     from am.vault import Vault
 
     monkeypatch.setenv("AM_HOME", str(tmp_path / "home"))
@@ -278,15 +278,15 @@ def test_index_replaced_by_git_between_staging_and_install_keeps_both(tmp_path: 
     vault = Vault.init(root, name="t", actor="tester", register=False)
     vault.add_topic(title="Alpha", kind="project", id="project-alpha")
     (root / "mine.txt").write_text("a person's staged file\n")
-    original = Writer._lock_index_for_move
+    original = Staging.lock_index_for_move
 
-    def git_add_first(self: Writer) -> None:
+    def git_add_first(self: Staging) -> None:
         git(root, "add", "mine.txt")  # git replaces .git/index while am's staged copy waits
         original(self)  # then am takes the index lock and moves the branch
 
-    monkeypatch.setattr(Writer, "_lock_index_for_move", git_add_first)
+    monkeypatch.setattr(Staging, "lock_index_for_move", git_add_first)
     result = vault.add_fact("staged around a git add", topics=["project-alpha"])
-    monkeypatch.setattr(Writer, "_lock_index_for_move", original)
+    monkeypatch.setattr(Staging, "lock_index_for_move", original)
     fact = str(result.paths[0])
     assert git(root, "diff", "--cached", "--name-only") == "mine.txt\n"  # theirs kept, ours matches HEAD
     assert git(root, "ls-files", "-s", fact).split()[1] == git(root, "rev-parse", f"HEAD:{fact}").strip()

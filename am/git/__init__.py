@@ -1,5 +1,31 @@
 """The only user of pygit2 (this package): the write lock, compare-and-swap commits, and reads of history.
 
+Who owns what. ``GitStore`` (store.py) is a thin front: it opens the repository
+and builds one object per job, each handed what it needs in its constructor
+(the pygit2 ``Repository``, the paths, the other objects it drives), the way
+dulwich's ``Repo`` holds an object store and a refs container:
+
+* ``Reader`` (reading.py): refs, trees, blobs, history, ancestry;
+* ``Staging`` (staging.py): Git's index, Git's lock files and the
+  compare-and-swap branch move, and what this process's writers share (group.py);
+* ``Locking`` (locking.py): am's write lock and key locks, and the queue of
+  other processes' requests while one waits (spool.py);
+* ``WorkTree`` (write/worktree.py): the work tree's files, replaced only if still as checked;
+* ``Guards`` (write/guards.py): request checks, signing, the dirty check, index healing;
+* ``Writer`` (write/transaction.py) with ``PlainWriter`` (write/plain.py): the write transaction;
+* ``Repairer`` (repair.py): undo, recovery, doctor, hooks; ``LostCommits``
+  (lost.py): the commits no ref reaches, from the reflogs and the objects.
+
+Below them: ``values`` (``Change``, ``CommitInfo``, failpoints, blob ids: the
+leaf every module may import), ``common`` (fsync and lock-wait helpers),
+``trees``, ``packs``, ``gitindex`` (the Git formats am writes itself). Beside
+them, without pygit2: ``refs`` and ``light`` (``LazyStore``: HEAD from the ref
+files, the store opened on first need) and ``transport`` (the git program).
+No import circle: a module never imports the ``am.git`` package itself, only
+the submodule it needs, and a module below the store that needs a store only
+for annotations takes a small ``Protocol`` (``bigblob.Objects``); only
+``light``, ``remote`` and ``patch``, above the store, name ``GitStore``.
+
 A write follows RELIABILITY.md to the letter:
 
 1. take am's own advisory lock (``.git/am/write.lock``), blocking with a timeout;
@@ -48,9 +74,9 @@ _LIGHT = frozenset({"FAILPOINTS", "Change", "CommitInfo", "LazyStore", "failpoin
 
 def __getattr__(name: str) -> object:
     if name in _LIGHT:
-        from am.git import light
+        import am.git.light
 
-        return getattr(light, name)
+        return getattr(am.git.light, name)
     if name == "GitStore":
         from am.git.store import GitStore
 

@@ -15,20 +15,29 @@ of the write (one ``syncfs`` before the branch moves).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pygit2
 
 if TYPE_CHECKING:
-    from am.git.light import Change
-    from am.git.store import GitStore
+    from am.git.packs import BatchObjects
+    from am.git.values import Change
 
 __all__ = ["LARGE", "blob_of", "store_blob"]
 
 LARGE = 1 << 20  # files from this size on are written ahead, as loose objects
 
 
-def store_blob(store: GitStore, data: bytes) -> str:
+class Objects(Protocol):
+    """What ``store_blob`` needs of a store (a GitStore): its repository and the batch's second handle."""
+
+    @property
+    def repo(self) -> pygit2.Repository: ...
+
+    def _batch_objects(self) -> BatchObjects: ...
+
+
+def store_blob(store: Objects, data: bytes) -> str:
     """Write ``data`` as a blob into the repository's object store (not the batch's); return its id."""
     oid = store.repo.create_blob(data)
     store._batch_objects().sink.ahead.add(oid)

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import IO, Self
 
 from am.errors import GitError, NotAVaultError
-from am.git.light import UNKNOWN, read_ref
+from am.git.refs import UNKNOWN, read_ref
 
 __all__ = ["EMPTY_TREE", "CliStore"]
 

@@ -1,4 +1,4 @@
-"""Shared pieces of the Git store: fsync control, lock waits; the value types and failpoints live in am/git/light.py."""
+"""Shared pieces of the Git store: fsync control, lock waits; the value types and failpoints live in am/git/values.py."""
 
 from __future__ import annotations
 
@@ -15,14 +15,6 @@ from typing import Any
 import pygit2
 from pygit2 import IndexEntry
 from pygit2.enums import FileMode
-
-from am.git.light import FAILPOINTS as FAILPOINTS
-from am.git.light import Change as Change
-from am.git.light import CommitInfo as CommitInfo
-from am.git.light import failpoint as failpoint
-from am.git.light import hash_blob as hash_blob
-from am.git.light import hash_fd as hash_fd
-from am.git.light import hash_file as hash_file
 
 log = logging.getLogger("am")
 

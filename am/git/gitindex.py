@@ -36,7 +36,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from am.git.light import hash_blob
+from am.git.values import hash_blob
 
 __all__ = ["GitIndex", "IndexUnsupported"]
 

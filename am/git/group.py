@@ -1,4 +1,4 @@
-"""Group commit's queue: the writers of one process waiting to commit to one repository (used by writing.py)."""
+"""Group commit's queue: the writers of one process waiting to commit to one repository (used by write/transaction.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import pygit2
 
-from am.git.common import Change
 from am.git.trees import Kept
+from am.git.values import Change
 
 # (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
 Who = tuple[str, str] | tuple[str, str, int, int]
@@ -56,7 +56,7 @@ class Group:
         self.kept: tuple[tuple[int, int, int, int] | None, Any] | None = None
         # The folders the last chain of commits wrote, for the next one, whoever leads it.
         self.trees = Kept()
-        # Whether this process has cleared what killed writers left in .git/am/ (guards.py).
+        # Whether this process has cleared what killed writers left in .git/am/ (write/guards.py).
         self.swept = False
 
 

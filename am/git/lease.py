@@ -1,4 +1,4 @@
-"""Knowing when another program opens a work-tree file for writing while am replaces it (used by guards.py).
+"""Knowing when another program opens a work-tree file for writing while am replaces it (used by write/worktree.py).
 
 am replaces a file by renaming a new one over it. A program that opened the
 old file just before the rename (an editor saving with ``open(O_APPEND)``,
@@ -24,7 +24,7 @@ process ignores by default, and reads the lease state instead.
 
 Where leases are not available (not Linux, a file system without them, a file
 owned by another user), ``hold`` yields a lease that never reports a break and
-the re-read of the old file through its descriptor (guards.py) is the check.
+the re-read of the old file through its descriptor (write/worktree.py) is the check.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What a read needs from Git without pygit2: value types, failpoints, blob ids, and HEAD from the ref files.
+"""What a read needs from Git without pygit2: ``LazyStore``, HEAD from the ref files, and (re-exported from
+``am.git.values``) the value types, failpoints and blob ids.
 
 Importing pygit2 costs ~100 ms, more than a whole warm `am search`. A read on a
 fresh cache needs only HEAD's commit id (to see that the cache is current) and
@@ -11,11 +12,19 @@ chain, reftable, an unborn branch) is left to pygit2.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from am.git.refs import UNKNOWN, failpoint, read_ref
+from am.git.refs import UNKNOWN, read_ref
+from am.git.values import (
+    FAILPOINTS,
+    Change,
+    CommitInfo,
+    failpoint,
+    hash_blob,
+    hash_fd,
+    hash_file,
+)
 
 if TYPE_CHECKING:
     from am.git.store import GitStore
@@ -27,101 +36,7 @@ else:
 __all__ = ["FAILPOINTS", "UNKNOWN", "Change", "CommitInfo", "LazyStore", "failpoint", "hash_blob", "hash_fd", "hash_file",
            "read_ref"]
 
-FAILPOINTS = (
-    "before-write",      # lock held, nothing written
-    "after-file",        # working-tree file written, no commit
-    "after-objects",     # the batch's commits written (unsynced), branch not moved
-    "after-commit",      # commit created and branch moved, Git's index not updated
-    "index-locked",      # branch moved, .git/index.lock taken, the index not yet replaced
-    "after-index",       # index updated, cache not yet
-)
-
 _OPENING = threading.Lock()
-
-
-def hash_blob(data: bytes | memoryview) -> str:
-    """Return the Git blob id of some bytes."""
-    import hashlib  # OpenSSL's start-up (~5 ms) is paid only by commands that hash files
-
-    # Git's object id: SHA-1 of "blob <size>\0" and the bytes (what pygit2.hash computes), fed in two
-    # parts so that a large file (a session log) is not copied to be hashed.
-    digest = hashlib.sha1(b"blob %d\x00" % len(data))
-    digest.update(data)
-    return digest.hexdigest()
-
-
-def hash_fd(fd: int) -> str:
-    """Return the Git blob id of a file read through an open descriptor from its start, a mebibyte at a time.
-
-    A large file (a session log) is never held whole to be hashed. Should the
-    file change size while it is read, it is read whole and hashed as read.
-    """
-    import hashlib
-    import os
-
-    size = os.fstat(fd).st_size
-    digest = hashlib.sha1(b"blob %d\x00" % size)
-    at = 0
-    while chunk := os.pread(fd, 1 << 20, at):
-        digest.update(chunk)
-        at += len(chunk)
-    if at != size:
-        parts, at = [], 0
-        while chunk := os.pread(fd, 1 << 20, at):
-            parts.append(chunk)
-            at += len(chunk)
-        return hash_blob(b"".join(parts))
-    return digest.hexdigest()
-
-
-def hash_file(path: Path) -> str:
-    """Return the Git blob id of a file's bytes, read a mebibyte at a time (FileNotFoundError if absent)."""
-    import os
-
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return hash_fd(fd)
-    finally:
-        os.close(fd)
-
-
-@dataclass(frozen=True)
-class Change:
-    """One file a write puts in the tree; ``base`` is the blob it was computed from (None: new)."""
-
-    path: PurePosixPath
-    data: bytes
-    base: str | None = None
-    # The blob id of ``data`` when it was already written to the object store (am/git/bigblob.py): the write
-    # names it instead of handing the bytes to libgit2 again (which copies a buffer it writes to a backend).
-    blob: str | None = None
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """A commit as am reads it."""
-
-    id: str
-    parents: tuple[str, ...]
-    author: str
-    email: str
-    time: int
-    offset: int
-    message: str
-
-    @property
-    def subject(self) -> str:
-        return self.message.split("\n", 1)[0]
-
-    def trailers(self) -> list[tuple[str, str]]:
-        """Return the (key, value) trailers of the message's last paragraph."""
-        block = self.message.rstrip("\n").rsplit("\n\n", 1)[-1]
-        pairs = []
-        for line in block.split("\n"):
-            key, sep, value = line.partition(": ")
-            if sep and key and " " not in key:
-                pairs.append((key, value))
-        return pairs
 
 
 class LazyStore(_Store):

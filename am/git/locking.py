@@ -11,16 +11,27 @@ from contextlib import contextmanager
 
 import pygit2
 
+import am.git.checks as checks
+import am.git.spool as spool
 from am.errors import AmError, LockTimeoutError
-from am.git import checks, spool
-from am.git.common import _flock_now, _flock_within, _unlock_close, hash_blob, log
+from am.git.common import _flock_now, _flock_within, _unlock_close, log
 from am.git.group import Request
+from am.git.reading import Reader
 from am.git.sparse import refuse_hidden
 from am.git.staging import Staging
+from am.git.values import hash_blob
 
 
-class Locking(Staging):
+class Locking:
     """Holding the vault's write lock, and waiting for it with a request in the queue (am/git/spool.py)."""
+
+    def __init__(self, reader: Reader, staging: Staging) -> None:
+        self.reader = reader
+        self.staging = staging
+        self.repo = reader.repo
+        self.root = reader.root
+        self.gitdir = reader.gitdir
+        self._am_dir = staging.am_dir
 
     @contextmanager
     def write_lock(self, *, timeout: float = 30.0, op: str = "write", request: Request | None = None,
@@ -97,7 +108,7 @@ class Locking(Staging):
         is taken too, and Git's index entries of a commit whose leader died
         before setting them are set here.
         """
-        queue = self._queue_dir
+        queue = self.staging.queue_dir
         ticket = spool.put(queue, request)
         try:
             # Polled, not a blocking flock in a helper thread: a writer that returns
@@ -115,11 +126,11 @@ class Locking(Staging):
             pause = 0.0005
             while True:
                 if _flock_now(fd):
-                    got = spool.collect(queue, ticket, self._in_branch)
+                    got = spool.collect(queue, ticket, self.in_branch)
                     if got is not None:
                         self._take_answer(request, got)
                     return True
-                got = spool.collect(queue, ticket, self._in_branch, final_only=True)
+                got = spool.collect(queue, ticket, self.in_branch, final_only=True)
                 if got is not None:
                     self._take_answer(request, got)
                     return False
@@ -141,7 +152,7 @@ class Locking(Staging):
         request.commit, request.error = got.commit, got.error
         if got.commit is not None and not got.final:
             try:
-                self._update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
+                self.staging.update_index([(c.path, pygit2.Oid(hex=hash_blob(c.data))) for c in request.changes])
             except (OSError, AmError) as err:
                 log.warning("committed %s, but Git's index was not updated (%s); run: am doctor --fix",
                             got.commit[:10], err)
@@ -156,7 +167,7 @@ class Locking(Staging):
     def _progress_mark(self) -> tuple[str | None, bytes]:
         """Return what changes while writers get through: HEAD's branch tip and the lock holder's note."""
         try:
-            tip = self.branch_tip(self.head_ref())
+            tip = self.reader.branch_tip(self.reader.head_ref())
         except (pygit2.GitError, AmError, KeyError, ValueError):
             tip = None
         try:
@@ -165,9 +176,9 @@ class Locking(Staging):
             note = b""
         return tip, note
 
-    def _in_branch(self, commit: str) -> bool:
+    def in_branch(self, commit: str) -> bool:
         """Return whether HEAD's branch reaches ``commit``."""
-        tip = self.branch_tip(self.head_ref())
+        tip = self.reader.branch_tip(self.reader.head_ref())
         if tip is None:
             return False
         if tip == commit:

@@ -35,7 +35,7 @@ import errno
 import os
 import sys
 
-__all__ = ["FOLDER", "SAFE_GIT", "Prewrite", "start"]
+__all__ = ["FOLDER", "SAFE_GIT", "Prewrite", "git_env", "start"]
 
 # Under .git/am/.
 FOLDER = "prewrite"
@@ -54,6 +54,22 @@ _LIST = ".list"
 # here, where the helper (run without am on its path) can see them; am.git.transport takes them from here.
 SAFE_GIT = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 _SAFE = SAFE_GIT
+# The environment of am's git subprocesses lives here too (os and sys only), so that this module and
+# am.git.transport, which takes it from here, do not import each other.
+# Git variables that describe the user's setup (credentials, ssh, proxies), not a repository.
+_KEEP_GIT_VARS = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT",
+                            "GIT_HTTP_PROXY_AUTHMETHOD", "GIT_SSL_NO_VERIFY", "GIT_SSL_CAINFO", "GIT_CONFIG_GLOBAL",
+                            "GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                            "GIT_COMMITTER_EMAIL", "GIT_TRACE", "GIT_CURL_VERBOSE", "GIT_PROTOCOL"})
+
+
+def git_env() -> dict[str, str]:
+    """The environment a git subprocess of am runs in: the user's, without what points git at another repository."""
+    # GIT_DIR, GIT_INDEX_FILE and friends (set when am runs inside a hook) would point git elsewhere.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_GIT_VARS}
+    if not sys.stdin.isatty():
+        env["GIT_TERMINAL_PROMPT"] = "0"  # no one to answer a password prompt: fail at once
+    return env
 
 
 class Prewrite:
@@ -109,7 +125,7 @@ class Prewrite:
         if not self._when_there(blob):
             return False
         # This process has am on its path; the helper (run with -I -S) never gets here.
-        from am.git.light import hash_fd
+        from am.git.values import hash_fd
 
         try:
             fd = os.open(blob, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._dir_fd)
@@ -229,9 +245,6 @@ def start(root: str, theirs: str) -> Prewrite | None:
         os.makedirs(folder)
     except OSError:
         return None
-    # This process has am on its path; the helper never runs this function.
-    from am.git.transport import git_env
-
     env = git_env()
     devnull = os.open(os.devnull, os.O_RDWR)
     try:

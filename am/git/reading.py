@@ -1,23 +1,17 @@
-"""Opening repositories and reading them: refs, trees, blobs, history, ancestry."""
+"""Reading a repository: refs, trees, blobs, history, ancestry (``Reader``, owned by ``GitStore``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import Any, cast
 
 import pygit2
 
-from am.errors import GitError, NotAVaultError
-from am.git.common import (
-    CommitInfo,
-)
+from am.errors import GitError
 from am.git.trees import ChainTrees
-
-if TYPE_CHECKING:
-    from am.git.packs import BatchObjects
-
+from am.git.values import CommitInfo
 
 # Past this many entries in two versions of a folder, tree_changes leaves the comparison to libgit2.
 _BIG_FOLDER = 512
@@ -29,65 +23,12 @@ _LINK, _GITLINK = b"120000", b"160000"
 
 
 class Reader:
-    """Opening a repository and reading it."""
+    """Reading a repository: refs, trees, blobs, history and ancestry (given the opened pygit2 Repository)."""
 
     def __init__(self, repo: pygit2.Repository, root: Path) -> None:
         self.repo = repo
         self.root = root
         self.gitdir = Path(repo.path)
-        self._am_dir = self.gitdir / "am"
-        self._group: Any = None  # the process's group-commit queue and kept index for this repository (writing.py)
-        self._objects: BatchObjects | None = None  # the second handle whose new objects become one pack a batch
-        self._index_lock_held: Path | None = None  # Git's index lock, taken before a branch move (staging.py)
-
-    # ------------------------------------------------------------ open / init
-
-    @classmethod
-    def open(cls, root: Path) -> Self:
-        """Open the repository whose work tree is ``root``."""
-        try:
-            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-        except (pygit2.GitError, KeyError, ValueError) as err:
-            cls._unsupported(root, err)
-            raise NotAVaultError(
-                f"{root} is not a Git repository",
-                hint=f"give the folder that holds .git (to make a new vault there: am init {root})",
-            ) from None
-        if repo.is_bare or repo.workdir is None:
-            raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree")
-        return cls(repo, Path(repo.workdir).resolve())
-
-    @staticmethod
-    def _unsupported(root: Path, err: BaseException) -> None:
-        """Raise a clear error for a Git repository libgit2 cannot open (SHA-256 object ids, newer formats)."""
-        if "object format" in str(err) or "extension" in str(err):
-            raise NotAVaultError(
-                f"{root} is a Git repository am cannot use: {err}",
-                hint="am supports SHA-1 repositories only (git init --object-format=sha1); "
-                     "convert the vault with git fast-export | git fast-import into a new one",
-            ) from None
-
-    @classmethod
-    def open_code(cls, root: Path) -> Self:
-        """Open a code repository (work tree or bare) to read its commit graph."""
-        try:
-            repo = pygit2.Repository(str(root), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
-        except (pygit2.GitError, KeyError):
-            raise GitError(f"{root} is not a Git repository",
-                           hint="give the folder of a local clone (the one holding .git)") from None
-        return cls(repo, Path(repo.workdir or repo.path).resolve())
-
-    @classmethod
-    def init(cls, root: Path, *, branch: str = "main") -> Self:
-        """Create a repository at ``root``, or open the one that is there."""
-        if (root / ".git").exists():
-            return cls.open(root)
-        if (root / "HEAD").is_file() and (root / "objects").is_dir() and (root / "refs").is_dir():
-            raise NotAVaultError(f"{root} is a bare Git repository; a vault needs a work tree",
-                                 hint=f"clone it and make the vault in the clone: git clone {root} DIR && am init DIR")
-        root.mkdir(parents=True, exist_ok=True)
-        repo = pygit2.init_repository(str(root), initial_head=branch)
-        return cls(repo, Path(repo.workdir).resolve())
 
     def build_commit(self, branch: str, files: dict[str, bytes], *, parents: Sequence[str], message: str,
                      author: tuple[str, str, int, int]) -> str:
@@ -122,7 +63,7 @@ class Reader:
         target: str | None = None
         try:
             text = (self.gitdir / "HEAD").read_bytes()
-            if text.startswith(b"ref: refs/") and not (self._common_dir() / "reftable").exists():
+            if text.startswith(b"ref: refs/") and not (self.common_dir() / "reftable").exists():
                 target = text[5:].strip().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             target = None
@@ -131,7 +72,7 @@ class Reader:
             if ref is None:
                 raise GitError("HEAD is missing")
             if not isinstance(ref.target, str):
-                if (self._common_dir() / "BISECT_LOG").exists():  # git bisect checks out commits detached
+                if (self.common_dir() / "BISECT_LOG").exists():  # git bisect checks out commits detached
                     raise GitError("HEAD is detached: a git bisect is under way",
                                    hint="finish it before writing: git bisect reset")
                 raise GitError("HEAD is detached", hint="check out a branch before writing: git switch main")
@@ -140,7 +81,7 @@ class Reader:
         # branch am moves is the direct ref at the end of the chain. A loose ref file holding an
         # id, or none (a packed ref, an unborn branch), settles it without asking libgit2.
         try:
-            if not (self._common_dir() / target).read_bytes().startswith(b"ref:"):
+            if not (self.common_dir() / target).read_bytes().startswith(b"ref:"):
                 return target
         except (FileNotFoundError, NotADirectoryError):
             if not (self.gitdir / "reftable").exists():
@@ -155,7 +96,7 @@ class Reader:
         raise GitError(f"HEAD's branch is a chain of more than ten symbolic refs (at {target})",
                        hint="point HEAD at a branch: git switch main")
 
-    def _common_dir(self) -> Path:
+    def common_dir(self) -> Path:
         """Return the Git folder shared by every worktree of the repository (``gitdir`` itself for most)."""
         found = self.__dict__.get("_commondir")
         if found is None:
@@ -446,18 +387,6 @@ class Reader:
             if c.commit_time <= moment:
                 return str(c.id)
         return None
-
-    def config_value(self, key: str) -> str | None:
-        """Return a git config value, or None."""
-        # One Config kept per store: libgit2 re-reads a config file that changed
-        # on every lookup, and opening a Config for each is most of its cost.
-        config = self.__dict__.get("_config")
-        if config is None:
-            config = self.__dict__["_config"] = self.repo.config
-        try:
-            return str(config[key])
-        except KeyError:
-            return None
 
 
 def _kind(entry: tuple[bytes, bytes] | None) -> str | None:

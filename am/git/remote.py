@@ -4,7 +4,7 @@ Network operations (fetch, push) run the ``git`` program (``am/git/transport.py`
 says why); the refspec never has a ``+``, so a push that is not a fast-forward is
 refused by the remote and reported, never forced. Local work (the merge commit,
 the branch move, the work tree and Git's index) is done here with pygit2 under
-am's write lock, following the write protocol of ``am/git/writing.py``: files
+am's write lock, following the write protocol of ``am/git/write/transaction.py``: files
 first, then the branch by compare-and-swap, then the index. A journal in
 ``.git/am/`` names the move while it is under way, so a sync killed half way is
 completed by the next one (``resume_advance``).
@@ -24,11 +24,14 @@ from typing import TYPE_CHECKING
 
 import pygit2
 
+import am.git.common as common
+import am.git.packs as packs
+import am.git.transport as transport
 from am.errors import DirtyFileError, GitError, UsageError
-from am.git import common, packs, transport
-from am.git.common import _fsync_dir, _Moved, failpoint, hash_blob
-from am.git.light import UNKNOWN
+from am.git.common import _fsync_dir, _Moved
+from am.git.refs import UNKNOWN
 from am.git.transport import JOURNAL, PushResult
+from am.git.values import failpoint, hash_blob
 
 if TYPE_CHECKING:
     from am.git.prewrite import Prewrite
@@ -265,7 +268,7 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
                  again: str = "am sync") -> None:
     """Refuse, changing nothing, if a path to be written holds a user's uncommitted or staged edit."""
     old_tree = None if expected is None else store.repo[expected].peel(pygit2.Tree)
-    index = store._read_index()
+    index = store.staging.read_index()
     root = str(store.root)
     for path, new in changes:
         try:
@@ -303,24 +306,24 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
     removed = [PurePosixPath(p) for p, n in changes if n is None]
     # Git's index is staged before the flush, as a write's is (docs/commit-protocol.md step 6): the one
     # syncfs covers it, and its write-out starts now, beside the pack's.
-    index = store._stage_index(entries, removed, sync=sync_each, early=not sync_each)
+    index = store.staging.stage_index(entries, removed, sync=sync_each, early=not sync_each)
     try:
         failpoint("sync-files")
         if not sync_each:
             # One flush for every file written: the merge's pack, the work tree, the journal, the index.
-            store._sync_filesystems()
+            store.staging.sync_filesystems()
         if staged is not None:
             staged.pending.install(sync=sync_each)  # flushed under temporary names, renamed before the branch moves
         failpoint("sync-flushed")
         if store.branch_tip(ref) != target:
-            store._lock_index_for_move()  # as a write does: no git commit between the move and the index
-            store._move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
+            store.staging.lock_index_for_move()  # as a write does: no git commit between the move and the index
+            store.staging.move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
     except BaseException:
-        store._let_go_index_lock()
-        store._drop_staged(index)
+        store.staging.let_go_index_lock()
+        store.staging.drop_staged(index)
         raise
     failpoint("sync-moved")
-    store._finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
+    store.staging.finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
 
 
 def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None]]], made: Mapping[str, bytes], *,
@@ -352,7 +355,7 @@ def _write_folder(store: GitStore, folder: str, files: list[tuple[str, str | Non
     root = str(store.root)
     # The folder's path is checked once for symbolic links, then every file is written through a
     # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
-    store._safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
+    store.worktree.safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
     os.makedirs(os.path.join(root, folder), exist_ok=True)
     dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
@@ -457,5 +460,5 @@ def _install_noted_pack(store: GitStore, noted: object) -> None:
             finally:
                 os.close(fd)
     else:
-        store._sync_filesystems()
+        store.staging.sync_filesystems()
     pending.install(sync=common._syncfs is None)

@@ -1,4 +1,4 @@
-"""Repairs: undo, recovery of lost commits, doctor's checks, staging for hooks."""
+"""Repairs (``Repairer``): undo, recovery of lost commits, doctor's checks, staging for hooks."""
 
 from __future__ import annotations
 
@@ -11,24 +11,29 @@ from typing import Any
 
 import pygit2
 
+import am.git.common as common
+import am.git.inflight as inflight
 from am.errors import ConflictError, DirtyFileError, GitError
-from am.git import common, inflight
-from am.git.common import (
-    _MAX_CAS_RETRIES,
-    Change,
-    CommitInfo,
-    _Moved,
-    hash_blob,
-)
+from am.git.common import _MAX_CAS_RETRIES, _Moved
 from am.git.group import Who
-from am.git.staging import IndexView
-from am.git.writing import Writer
+from am.git.reading import Reader
+from am.git.staging import IndexView, Staging
+from am.git.values import Change, hash_blob
+from am.git.write.guards import Guards
+from am.git.write.worktree import WorkTree
 
 
-class Repairer(Writer):
+class Repairer:
     """Undo, recover, doctor and hooks: history-level operations."""
 
-    # ------------------------------------------------------------ repair: undo, recover, doctor, hooks
+    def __init__(self, reader: Reader, staging: Staging, guards: Guards, worktree: WorkTree) -> None:
+        self.reader = reader
+        self.staging = staging
+        self.guards = guards
+        self.worktree = worktree
+        self.repo = reader.repo
+        self.root = reader.root
+        self.gitdir = reader.gitdir
 
     def staged_entries(self, index_file: str | None = None) -> dict[str, str]:
         """Return {path: blob id} of Git's index, or of the index file a hook was handed."""
@@ -49,15 +54,15 @@ class Repairer(Writer):
         Its entries carry no stat data, so git re-reads each file once; a
         staged change that only the damaged file held is lost with it.
         """
-        lock = self._lock_index()
+        lock = self.staging.lock_index()
         try:
             index = pygit2.Index()
-            head = self.head()
+            head = self.reader.head()
             if head is not None:
                 index.read_tree(self.repo[head].peel(pygit2.Tree))
-            tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+            tmp = self.staging.am_dir / f"index.{os.getpid()}.tmp"
             index_path = self.gitdir / "index"
-            kept = self._am_dir / f"index.damaged.{int(time.time())}"
+            kept = self.staging.am_dir / f"index.damaged.{int(time.time())}"
             if index_path.exists():
                 shutil.copyfile(index_path, kept)
             tmp.unlink(missing_ok=True)
@@ -66,19 +71,19 @@ class Repairer(Writer):
                 written.add(entry)
             written.write()
             os.replace(tmp, index_path)
-            self._index_kept = None
+            self.staging.index_kept = None
             return kept
         finally:
             lock.unlink(missing_ok=True)
 
     def changed_files(self, commit: str) -> list[tuple[str, str | None]]:
         """Return (path, new blob id or None) for what one commit changed against its first parent."""
-        info = self.commit_info(commit)
+        info = self.reader.commit_info(commit)
         parent = info.parents[0] if info.parents else None
         if parent is None:
             tree = self.repo[commit].peel(pygit2.Tree)
             return [(p, str(e)) for p, e in self._all_files(tree, "")]
-        return self.diff_paths(parent, commit)
+        return self.reader.diff_paths(parent, commit)
 
     def _all_files(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
         for entry in tree:
@@ -118,11 +123,11 @@ class Repairer(Writer):
 
         libgit2 cannot fetch them; ``read_object`` asks git, which does (am/git/partial.py).
         """
-        for path, _ in self.file_changes(parent, commit):
+        for path, _ in self.reader.file_changes(parent, commit):
             for rev in (parent, commit, onto):
-                oid = self.blob_id(path, commit=rev) if rev is not None else None
+                oid = self.reader.blob_id(path, commit=rev) if rev is not None else None
                 if oid is not None and oid not in self.repo:
-                    self.read_object(oid)
+                    self.reader.read_object(oid)
 
     def _merged_tree(self, index: pygit2.Index, what: str) -> str:
         if index.conflicts is not None:
@@ -148,11 +153,11 @@ class Repairer(Writer):
         """
         if "\x00" in message:
             raise GitError("a commit message may not contain NUL")
-        ref = self.head_ref()
+        ref = self.reader.head_ref()
         author_sig = pygit2.Signature(*author)
         committer_sig = pygit2.Signature(*(committer or author))
         for _attempt in range(_MAX_CAS_RETRIES):
-            tip = self.branch_tip(ref)
+            tip = self.reader.branch_tip(ref)
             tree_id = str(make_tree(tip))
             base_tree = self._tree_of(tip)
             if tree_id == str(base_tree.id):
@@ -167,21 +172,21 @@ class Repairer(Writer):
                 if delta.status_char() != "D":
                     old = None if delta.status_char() == "A" else str(delta.old_file.id)
                     writes.append((PurePosixPath(delta.new_file.path), delta.new_file.id, old))
-            index = self._read_index()
-            allowed = self._check_not_dirty(
-                [Change(p, self.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
+            index = self.staging.read_index()
+            allowed = self.guards.check_not_dirty(
+                [Change(p, self.reader.read_object(str(oid)), base) for p, oid, base in writes], base_tree, index)
             for rel, base in removes:
                 self._check_removable(rel, base, index)
             for (rel, oid, _), ok in zip(writes, allowed):
-                self._write_file(rel, self.read_object(str(oid)), allowed=ok)
+                self.worktree.write_file(rel, self.reader.read_object(str(oid)), allowed=ok)
             for rel, _ in removes:
-                target = self._safe_target(rel)
+                target = self.worktree.safe_target(rel)
                 target.unlink(missing_ok=True)
             try:
                 oid = self._create_commit(ref, author_sig, committer_sig, message, pygit2.Oid(hex=tree_id), tip)
             except _Moved:
                 continue
-            self._update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
+            self.staging.update_index([(p, o) for p, o, _ in writes], removed=[p for p, _ in removes])
             return str(oid)
         raise GitError(f"could not move {ref}: it kept changing under am")
 
@@ -200,11 +205,11 @@ class Repairer(Writer):
         """Set Git's index entries of these paths to their blobs in HEAD (repairs an interrupted write)."""
         entries = []
         for rel in paths:
-            oid = self.blob_id(rel)
+            oid = self.reader.blob_id(rel)
             if oid is not None and (self.root / rel).is_file():
                 entries.append((rel, pygit2.Oid(hex=oid)))
         if entries:
-            self._update_index(entries)
+            self.staging.update_index(entries)
 
     def work_tree_status(self) -> dict[str, str]:
         """Return {path: 'untracked'|'modified'|'deleted'|'staged'} for files that differ from HEAD."""
@@ -231,8 +236,8 @@ class Repairer(Writer):
         found = []
         candidates = [self.gitdir / n for n in ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")]
         candidates += list((self.gitdir / "refs").rglob("*.lock"))
-        if self._common_dir() != self.gitdir:  # a linked worktree: its branches' locks are in the common folder
-            candidates += [self._common_dir() / "packed-refs.lock", *(self._common_dir() / "refs").rglob("*.lock")]
+        if self.reader.common_dir() != self.gitdir:  # a linked worktree: its branches' locks are in the common folder
+            candidates += [self.reader.common_dir() / "packed-refs.lock", *(self.reader.common_dir() / "refs").rglob("*.lock")]
         now = time.time()
         for lock in candidates:
             try:
@@ -243,184 +248,20 @@ class Repairer(Writer):
 
     def left_by_dead_am(self, lock: Path) -> bool:
         """Return whether a Git lock file was left by an am process that is gone (cleared without waiting)."""
-        return inflight.owned_by_dead_am(lock, inflight.read(self._am_dir))
+        return inflight.owned_by_dead_am(lock, inflight.read(self.staging.am_dir))
 
     def clear_stale_git_locks(self) -> list[Path]:
         """Move aside Git lock files older than AM_GIT_LOCK_STALE or left by a dead am; return them. Hold write_lock."""
         moved = []
         for lock, age in self.git_locks():
-            if (age >= common._GIT_LOCK_STALE or self.left_by_dead_am(lock)) and self._clear_stale_git_lock(lock):
+            if (age >= common._GIT_LOCK_STALE or self.left_by_dead_am(lock)) and self.staging.clear_stale_git_lock(lock):
                 moved.append(lock)
         return moved
-
-    def reflog(self, ref: str) -> list[tuple[str, str, str]]:
-        """Return (old id, new id, message) of a ref's reflog, newest first (empty when there is none)."""
-        reference = self.repo.references.get(ref)
-        if reference is None:
-            return []
-        try:
-            return [(str(e.oid_old), str(e.oid_new), e.message or "") for e in reference.log()]
-        except (pygit2.GitError, KeyError):
-            return []
-
-    def left_by(self, ids: set[str]) -> dict[str, str]:
-        """Return, for each of ``ids`` a reflog shows leaving a ref, the message of the newest entry that took it off.
-
-        Every reflog is read (HEAD's and each ref's), newest entry first across them
-        all; an entry takes off what its old id reaches and its new id does not
-        (walking only commits no branch or tag reaches, as lost ones are).
-        """
-        head = self.head()
-        tips = [] if head is None else [pygit2.Oid(hex=head)]
-        for name in self.repo.references:
-            if name.startswith("refs/am-"):
-                continue  # as _reachable_from_refs: what only am's own refs hold counts as lost
-            try:
-                tips.append(self.repo.references[name].resolve().peel(pygit2.Commit).id)
-            except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
-                continue
-        entries: list[tuple[int, int, Any]] = []
-        for name in ["HEAD", *self.repo.references]:
-            reference = self.repo.references.get(name)
-            try:
-                log = list(reference.log()) if reference is not None else []
-            except (pygit2.GitError, KeyError):
-                continue
-            entries += [(-e.committer.time, len(entries) + i, e) for i, e in enumerate(log)]
-        pending, out = set(ids), {}
-        for _, _, entry in sorted(entries, key=lambda item: item[:2]):
-            old, new = entry.oid_old, entry.oid_new
-            if not pending:
-                break
-            if old == new or set(str(old)) == {"0"}:
-                continue
-            try:
-                walker = self.repo.walk(old, pygit2.enums.SortMode.NONE)
-                for tip in [*tips, new] if set(str(new)) != {"0"} else tips:
-                    walker.hide(tip)
-                gone = [str(c.id) for c in walker]
-            except (pygit2.GitError, KeyError, ValueError):
-                continue
-            for cid in pending.intersection(gone):
-                out[cid] = entry.message or ""
-            pending.difference_update(gone)
-        return out
-
-    def _reachable_from_refs(self) -> set[str]:
-        walker = None
-        for name in self.repo.references:
-            if name == "HEAD" or name.startswith("refs/am-"):
-                continue
-            try:
-                target = self.repo.references[name].resolve().peel(pygit2.Commit).id
-            except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
-                continue
-            if walker is None:
-                walker = self.repo.walk(target, pygit2.enums.SortMode.NONE)
-            else:
-                walker.push(target)
-        head = self.head()
-        if head is not None:
-            if walker is None:
-                walker = self.repo.walk(head, pygit2.enums.SortMode.NONE)
-            else:
-                walker.push(pygit2.Oid(hex=head))
-        return set() if walker is None else {str(c.id) for c in walker}
-
-    def lost_commits(self, *, scan_objects: bool = True) -> list[tuple[CommitInfo, str]]:
-        """Return commits no branch or tag reaches, oldest first, each with how it was found.
-
-        The reflogs are read first (``reflog``); with ``scan_objects`` every
-        object in the database is then looked at too (``unreachable``), like
-        ``git fsck --unreachable``, for a repository without reflogs.
-        """
-        reachable = self._reachable_from_refs()
-        found: dict[str, str] = {}
-
-        def collect(start: str, how: str) -> None:
-            if start in reachable or start in found or set(start) == {"0"}:
-                return
-            try:
-                walker = self.repo.walk(start, pygit2.enums.SortMode.NONE)
-            except (pygit2.GitError, KeyError, ValueError):
-                return
-            for c in walker:
-                cid = str(c.id)
-                if cid in reachable or cid in found:
-                    walker.hide(c.id)
-                    continue
-                found[cid] = how
-
-        refs = ["HEAD", *self.repo.references]
-        for name in refs:
-            for old, new, _ in self.reflog(name):
-                collect(new, "reflog")
-                collect(old, "reflog")
-        if scan_objects:
-            commit_type = pygit2.enums.ObjectType.COMMIT
-            failed = self._failed_writes(reachable)
-            for oid in self.repo.odb:
-                if str(oid) in reachable or str(oid) in found or str(oid) in failed:
-                    continue
-                try:
-                    kind = self.repo.odb.read_header(oid)[0]
-                except (pygit2.GitError, KeyError, ValueError):
-                    continue
-                if kind == commit_type:
-                    collect(str(oid), "unreachable")
-        infos = [self.commit_info(cid) for cid in found]
-        # Oldest first, parents before children, so restoring them replays history in order.
-        order = {cid: i for i, cid in enumerate(self._topo_order(found))}
-        infos.sort(key=lambda i: order[i.id])
-        return [(info, found[info.id]) for info in infos]
-
-    def _failed_writes(self, reachable: set[str]) -> set[str]:
-        """Return the commits of am writes whose branch move failed (noted by the writer, who reported the error)."""
-        chain: set[str] = set()
-        for new, tip in inflight.failed_moves(self._am_dir):
-            try:
-                walker = self.repo.walk(new, pygit2.enums.SortMode.NONE)
-                if tip is not None:
-                    walker.hide(pygit2.Oid(hex=tip))
-            except (pygit2.GitError, KeyError, ValueError):
-                continue
-            for c in walker:
-                if str(c.id) in reachable or str(c.id) in chain:
-                    walker.hide(c.id)
-                    continue
-                chain.add(str(c.id))
-        return chain
-
-    def _topo_order(self, ids: dict[str, str]) -> list[str]:
-        """Return ids so that every commit comes after its parents among them (ties by time)."""
-        infos = {cid: self.commit_info(cid) for cid in ids}
-        done: list[str] = []
-        seen: set[str] = set()
-
-        def visit(cid: str) -> None:
-            stack = [(cid, False)]
-            while stack:
-                node, expanded = stack.pop()
-                if expanded:
-                    if node not in seen:
-                        seen.add(node)
-                        done.append(node)
-                    continue
-                if node in seen:
-                    continue
-                stack.append((node, True))
-                for parent in infos[node].parents:
-                    if parent in infos and parent not in seen:
-                        stack.append((parent, False))
-
-        for cid in sorted(infos, key=lambda c: (infos[c].time, c)):
-            visit(cid)
-        return done
 
     def _create_commit(self, ref: str, author: pygit2.Signature, committer: pygit2.Signature,
                        message: str, tree: pygit2.Oid, tip: str | None) -> pygit2.Oid:
         """Commit ``tree`` on ``ref`` in one libgit2 call (it moves the ref); raise _Moved if ``ref`` left ``tip``."""
-        lock = self._ref_lock(ref)
+        lock = self.staging.ref_lock(ref)
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
         while True:
             try:
@@ -428,12 +269,12 @@ class Repairer(Writer):
                 return self.repo.create_commit(ref, author, committer, message, tree, parents)
             except pygit2.GitError as err:
                 # libgit2 re-checks the tip under the ref lock: someone moved it.
-                if "current tip" in str(err) or "first parent" in str(err) or self.branch_tip(ref) != tip:
+                if "current tip" in str(err) or "first parent" in str(err) or self.reader.branch_tip(ref) != tip:
                     raise _Moved() from None
                 raise GitError(f"could not commit: {err}") from None
             except OSError as err:
                 if "lock" not in str(err):
                     raise GitError(f"could not commit: {err}") from None
-                self._wait_git_lock(lock, deadline, error=err)
-                if self.branch_tip(ref) != tip:
+                self.staging.wait_git_lock(lock, deadline, error=err)
+                if self.reader.branch_tip(ref) != tip:
                     raise _Moved() from None

@@ -16,12 +16,15 @@ from typing import Protocol
 
 import pygit2
 
+import am.git.common as common
+import am.git.inflight as inflight
+import am.git.packs as packs
 from am.errors import AmError, GitError, LockTimeoutError, storage_error
-from am.git import common, inflight, packs
-from am.git.common import _Moved, _StatEntry, failpoint, hash_blob, log
+from am.git.common import _Moved, _StatEntry, log
 from am.git.gitindex import GitIndex, IndexUnsupported
 from am.git.group import Group, group_for
 from am.git.reading import Reader
+from am.git.values import failpoint, hash_blob
 
 # An index at least this large is freed off the write path (see _install_staged).
 _FREE_LATER = 1 << 20
@@ -88,30 +91,45 @@ class StagedIndex:
     removed: tuple[PurePosixPath, ...]
 
 
-class Staging(Reader):
-    """Git's index entries, lock files and branch moves, shared by the write and repair paths."""
+class Staging:
+    """Git's index entries, lock files and branch moves, shared by the write and repair paths.
+
+    Holds what the writers of this store share between two calls: the process's group (group
+    commit, kept index and trees), the batch's second handle on the object store, and Git's
+    index lock while a branch move holds it.
+    """
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.repo = reader.repo
+        self.root = reader.root
+        self.gitdir = reader.gitdir
+        self.am_dir = self.gitdir / "am"
+        self._group: Group | None = None  # the process's group-commit queue and kept index for this repository
+        self._objects: packs.BatchObjects | None = None  # the second handle whose new objects become one pack a batch
+        self._index_lock_held: Path | None = None  # Git's index lock, taken before a branch move
 
     @property
-    def _queue_dir(self) -> Path:
+    def queue_dir(self) -> Path:
         """Where writers of other processes leave their requests (am/git/spool.py)."""
-        return self._am_dir / "queue"
+        return self.am_dir / "queue"
 
-    def _process_group(self) -> Group:
+    def process_group(self) -> Group:
         """What the writers of this process share for this repository (group commit, kept index and trees)."""
         if self._group is None:
             self._group = group_for(self.gitdir)
-        return self._group  # type: ignore[no-any-return]
+        return self._group
 
     @property
-    def _index_kept(self) -> tuple[tuple[int, int, int, int] | None, GitIndex] | None:
+    def index_kept(self) -> tuple[tuple[int, int, int, int] | None, GitIndex] | None:
         """The GitIndex am wrote .git/index from last, in this process (read and replaced holding the write lock)."""
-        return self._process_group().kept
+        return self.process_group().kept
 
-    @_index_kept.setter
-    def _index_kept(self, value: tuple[tuple[int, int, int, int] | None, GitIndex] | None) -> None:
-        self._process_group().kept = value
+    @index_kept.setter
+    def index_kept(self, value: tuple[tuple[int, int, int, int] | None, GitIndex] | None) -> None:
+        self.process_group().kept = value
 
-    def _clear_stale_git_lock(self, lock: Path) -> bool:
+    def clear_stale_git_lock(self, lock: Path) -> bool:
         """Move a git lock file aside if it is stale or left by a dead am process; return whether it is gone.
 
         A lock an am process that is gone made (or the branch lock of the move
@@ -124,10 +142,10 @@ class Staging(Reader):
             return True
         except OSError:
             return False
-        dead_am = inflight.owned_by_dead_am(lock, inflight.read(self._am_dir))
+        dead_am = inflight.owned_by_dead_am(lock, inflight.read(self.am_dir))
         if age < common._GIT_LOCK_STALE and not dead_am:
             return False
-        aside = self._am_dir / "stale-locks"
+        aside = self.am_dir / "stale-locks"
         aside.mkdir(parents=True, exist_ok=True)
         target = aside / f"{lock.name}.{int(time.time())}.{os.getpid()}"
         try:
@@ -140,14 +158,14 @@ class Staging(Reader):
             log.warning("moved a stale Git lock aside (%.0f s old): %s -> %s", age, lock, target)
         return True
 
-    def _wait_git_lock(self, lock: Path, deadline: float, *, error: BaseException | None = None) -> None:
+    def wait_git_lock(self, lock: Path, deadline: float, *, error: BaseException | None = None) -> None:
         """Wait a little for a Git lock file to go; past ``deadline`` raise, naming the lock (or Git's own error).
 
         Every call sleeps, so a caller's retry loop never spins; a lock that
         is not there while Git still cannot take it (a folder it cannot write)
         ends in Git's own message at the deadline, not in a wait for ever.
         """
-        gone = self._clear_stale_git_lock(lock)
+        gone = self.clear_stale_git_lock(lock)
         if time.monotonic() >= deadline:
             if gone and error is not None:
                 raise GitError(f"could not take Git's lock {lock}: {error}",
@@ -159,13 +177,13 @@ class Staging(Reader):
             )
         time.sleep(0.001 if gone else 0.005)
 
-    def _ref_lock(self, ref: str) -> Path:
+    def ref_lock(self, ref: str) -> Path:
         """Return the lock file of a ref: in the common Git folder for a branch, also from a linked worktree."""
         if ref.startswith("refs/") and not ref.startswith(("refs/bisect/", "refs/worktree/", "refs/rewritten/")):
-            return self._common_dir() / (ref + ".lock")
+            return self.reader.common_dir() / (ref + ".lock")
         return self.gitdir / (ref + ".lock")
 
-    def _read_index(self) -> IndexView:
+    def read_index(self) -> IndexView:
         """Return Git's index, read afresh (or the one am wrote last, if it is still on disk); retry a torn read.
 
         libgit2 takes the index file's size with stat() and then reads it, so
@@ -173,7 +191,7 @@ class Staging(Reader):
         truncated" or "could not read"; 16 writers racing a `git commit` loop
         hit it. The file itself is always whole (git renames it into place).
         """
-        kept = self._index_kept
+        kept = self.index_kept
         if kept is not None and kept[0] == self._index_stamp():
             return kept[1]  # the index am wrote last is still the one on disk
         for attempt in range(50):
@@ -181,7 +199,7 @@ class Staging(Reader):
                 stamp = self._index_stamp()
                 index = GitIndex.read(self.gitdir / "index", previous=_previous(kept))[0]
                 if stamp is not None and self._index_stamp() == stamp:
-                    self._index_kept = (stamp, index)  # the index write that follows need not parse it again
+                    self.index_kept = (stamp, index)  # the index write that follows need not parse it again
                 return index
             except IndexUnsupported as err:
                 _refuse_format(err)
@@ -203,7 +221,7 @@ class Staging(Reader):
                 time.sleep(0.002)
         raise AssertionError("unreachable")
 
-    def _lock_index(self) -> Path:
+    def lock_index(self) -> Path:
         """Take `.git/index.lock` as git does (O_EXCL), waiting for a running git command; return its path."""
         lock = self.gitdir / "index.lock"
         deadline = time.monotonic() + common._GIT_LOCK_WAIT
@@ -216,9 +234,9 @@ class Staging(Reader):
                     os.close(fd)
                 return lock
             except FileExistsError:
-                self._wait_git_lock(lock, deadline)
+                self.wait_git_lock(lock, deadline)
 
-    def _lock_index_for_move(self) -> None:
+    def lock_index_for_move(self) -> None:
         """Take `.git/index.lock` before the branch moves, held until Git's index has the new entries.
 
         As `git commit` does: a person's `git commit` reads HEAD first and
@@ -229,17 +247,17 @@ class Staging(Reader):
         index is set when the lock can be had (or by the next write).
         """
         try:
-            self._index_lock_held = self._lock_index()
+            self._index_lock_held = self.lock_index()
         except LockTimeoutError:
             self._index_lock_held = None
 
-    def _let_go_index_lock(self) -> None:
+    def let_go_index_lock(self) -> None:
         """Let go of an index lock taken for a branch move that did not happen (or whose index update was skipped)."""
         lock, self._index_lock_held = self._index_lock_held, None
         if lock is not None:
             lock.unlink(missing_ok=True)
 
-    def _stage_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+    def stage_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                      removed: Sequence[PurePosixPath] = (), *, sync: bool = True,
                      early: bool = False) -> StagedIndex | None:
         """Write the index with these entries set to am's temporary file; None if its format is libgit2's to write.
@@ -251,11 +269,11 @@ class Staging(Reader):
         """
         index_path = self.gitdir / "index"
         # One name per process: threads stage the index only holding the write lock.
-        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
-        kept = self._index_kept
+        tmp = self.am_dir / f"index.{os.getpid()}.tmp"
+        kept = self.index_kept
         stamp = self._index_stamp()
         # If .git/index is still the file am wrote last, the GitIndex kept from then is current.
-        self._index_kept = None  # changed below: kept again only once installed
+        self.index_kept = None  # changed below: kept again only once installed
         if kept is not None and kept[0] == stamp and stamp is not None:
             index, replaced_mtime = kept[1], stamp[2]
         else:
@@ -285,7 +303,7 @@ class Staging(Reader):
             # Someone (git add, git commit) replaced the index after am staged
             # it: set the entries again on theirs. Holding the lock, it cannot change again.
             staged.tmp.unlink(missing_ok=True)
-            again = self._stage_index(staged.entries, staged.removed)
+            again = self.stage_index(staged.entries, staged.removed)
             if again is None:
                 self._update_index_libgit2(staged.entries, staged.removed, staged.tmp)
                 return
@@ -307,9 +325,9 @@ class Staging(Reader):
         finally:
             if held is not None:
                 _close_later(held)
-        self._index_kept = (self._index_stamp(), staged.index)
+        self.index_kept = (self._index_stamp(), staged.index)
 
-    def _finish_index(self, staged: StagedIndex | None, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+    def finish_index(self, staged: StagedIndex | None, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                       removed: Sequence[PurePosixPath] = (), *, ref: str | None = None) -> None:
         """Install a staged index under `.git/index.lock` (None: set the entries through libgit2 there).
 
@@ -319,22 +337,22 @@ class Staging(Reader):
         before am took the lock but moved HEAD only after is caught once the
         lock is let go: the entries are then set back to what HEAD has.
         """
-        tmp = self._am_dir / f"index.{os.getpid()}.tmp"
+        tmp = self.am_dir / f"index.{os.getpid()}.tmp"
         lock, self._index_lock_held = self._index_lock_held, None
         try:
             if lock is None:
-                lock = self._lock_index()
+                lock = self.lock_index()
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
         installed = False
         try:
             failpoint("index-locked")
-            if ref is not None and self._head_branch() != ref:
+            if ref is not None and self.head_branch() != ref:
                 log.warning("HEAD left %s while am was committing on it; Git's index is left to the branch "
                             "checked out now", ref)
                 tmp.unlink(missing_ok=True)
-                self._index_kept = None
+                self.index_kept = None
             elif staged is None:
                 self._update_index_libgit2(entries, removed, tmp)  # a format am's writer leaves alone
                 installed = True
@@ -342,26 +360,26 @@ class Staging(Reader):
                 self._install_staged(staged)
                 installed = True
         except BaseException:
-            self._index_kept = None
+            self.index_kept = None
             tmp.unlink(missing_ok=True)
             raise
         finally:
             lock.unlink(missing_ok=True)
-        if installed and ref is not None and self._head_branch() != ref:
+        if installed and ref is not None and self.head_branch() != ref:
             self._restage_to_head([p for p, _ in entries], dict(entries))
 
-    def _head_branch(self) -> str | None:
+    def head_branch(self) -> str | None:
         """Return HEAD's branch now, or None when HEAD is detached or unreadable."""
         try:
-            return self.head_ref()
+            return self.reader.head_ref()
         except (AmError, pygit2.GitError, KeyError):
             return None
 
     def _restage_to_head(self, paths: Sequence[PurePosixPath], ours: dict[PurePosixPath, pygit2.Oid]) -> None:
         """Make Git's index agree with HEAD for these paths (HEAD moved to another branch while am wrote)."""
-        head = self.head()
+        head = self.reader.head()
         tree = None if head is None else self.repo[head].peel(pygit2.Tree)
-        index = self._read_index()
+        index = self.read_index()
         entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
         removed: list[PurePosixPath] = []
         for p in paths:
@@ -380,12 +398,12 @@ class Staging(Reader):
                 except OSError:
                     pass
         if entries or removed:
-            self._update_index(entries, removed)
+            self.update_index(entries, removed)
 
-    def _update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
+    def update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                       removed: Sequence[PurePosixPath] = ()) -> None:
         """Set Git's index entries for these paths, holding index.lock as git does (for repairs and late fixes)."""
-        self._finish_index(self._stage_index(entries, removed), entries, removed)
+        self.finish_index(self.stage_index(entries, removed), entries, removed)
 
     def _update_index_libgit2(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                               removed: Sequence[PurePosixPath], tmp: Path) -> None:
@@ -404,6 +422,12 @@ class Staging(Reader):
         index.write()  # to tmp, fsynced by libgit2 (enable_fsync_gitdir)
         os.replace(tmp, index_path)
 
+    def drop_staged(self, staged: StagedIndex | None) -> None:
+        """Throw away a staged index that will not be installed (the kept copy has its entries: forget it)."""
+        self.index_kept = None
+        if staged is not None:
+            staged.tmp.unlink(missing_ok=True)
+
     def _index_stamp(self) -> tuple[int, int, int, int] | None:
         """Return what tells one index file from another: inode, size, mtime and ctime."""
         try:
@@ -412,7 +436,7 @@ class Staging(Reader):
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
-    def _batch_objects(self) -> packs.BatchObjects:
+    def batch_objects(self) -> packs.BatchObjects:
         """This store's second handle on the repository, whose new objects are kept for one pack a batch."""
         if self._objects is None:
             self._objects = packs.open_batch_repo(self.gitdir)
@@ -420,9 +444,9 @@ class Staging(Reader):
 
     # ------------------------------------------------------------ the branch
 
-    def _move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
+    def move_ref(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str) -> None:
         """Move the branch from ``tip`` to ``oid`` by compare-and-swap; raise _Moved if it is no longer at ``tip``."""
-        lock = self._ref_lock(ref)
+        lock = self.ref_lock(ref)
         # libgit2 appends the reflog lines before it renames the lock into place: a move that fails takes them back,
         # or the reflog names a commit the branch never had, and doctor --fix would bring back a failed write.
         logs = [Path(str(lock)[: -len(ref + ".lock")]) / "logs" / ref, self.gitdir / "logs" / "HEAD"]
@@ -433,11 +457,11 @@ class Staging(Reader):
             for path, size in zip(logs, sizes):
                 _take_back_reflog(path, size, str(oid))
             try:
-                moved = self.branch_tip(ref) == str(oid)
+                moved = self.reader.branch_tip(ref) == str(oid)
             except (pygit2.GitError, ValueError, OSError):
                 moved = True  # cannot tell: noted as nothing, recover lists it as before
             if not moved:  # its commits are in the object database, never on the branch
-                inflight.note_failed_move(self._am_dir, str(oid), tip)
+                inflight.note_failed_move(self.am_dir, str(oid), tip)
             raise
 
     def _move_ref_once(self, ref: str, tip: str | None, oid: pygit2.Oid, reflog: str, lock: Path) -> None:
@@ -456,21 +480,21 @@ class Staging(Reader):
             except (pygit2.AlreadyExistsError, ValueError):
                 raise _Moved() from None
             except (pygit2.GitError, OSError) as err:
-                if "does not match" in str(err) or self.branch_tip(ref) != tip:
+                if "does not match" in str(err) or self.reader.branch_tip(ref) != tip:
                     raise _Moved() from None
                 for code in (errno.ENOSPC, errno.EDQUOT, errno.EIO):  # libgit2 words the errno; name the fix
                     if os.strerror(code) in str(err):
                         raise storage_error(OSError(code, os.strerror(code)), f"move {ref}") from None
                 if "lock" not in str(err):
                     raise GitError(f"could not move {ref}: {err}") from None
-                self._wait_git_lock(lock, deadline, error=err)
+                self.wait_git_lock(lock, deadline, error=err)
 
-    def _sync_filesystems(self) -> None:
+    def sync_filesystems(self) -> None:
         """Flush the file systems of the work tree and the Git directory (one syncfs each)."""
         assert common._syncfs is not None
         # One call per file system: the work tree and .git are usually on the same one.
-        objects = self._batch_objects().pack_dir.parent
-        folders = {os.stat(f).st_dev: f for f in (objects, self.root, self._am_dir)}
+        objects = self.batch_objects().pack_dir.parent
+        folders = {os.stat(f).st_dev: f for f in (objects, self.root, self.am_dir)}
         for folder in folders.values():
             fd = os.open(folder, os.O_RDONLY)
             try:

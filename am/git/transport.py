@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from am.errors import GitError, UsageError
-from am.git.prewrite import SAFE_GIT
+from am.git.prewrite import SAFE_GIT, git_env
 from am.git.refs import UNKNOWN, failpoint, read_ref, reset_last
 
 TYPE_CHECKING = False  # not typing's: see above
@@ -35,22 +35,6 @@ JOURNAL = "sync-move.json"
 # Settings that keep a git subprocess from running code the vault's configuration could point at (the merge's
 # helper process runs git with them too: they live in its module, which needs nothing of am).
 _SAFE = SAFE_GIT
-# Git variables that describe the user's setup (credentials, ssh, proxies), not a repository.
-_KEEP_GIT_VARS = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT",
-                            "GIT_HTTP_PROXY_AUTHMETHOD", "GIT_SSL_NO_VERIFY", "GIT_SSL_CAINFO", "GIT_CONFIG_GLOBAL",
-                            "GIT_CONFIG_NOSYSTEM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
-                            "GIT_COMMITTER_EMAIL", "GIT_TRACE", "GIT_CURL_VERBOSE", "GIT_PROTOCOL"})
-
-
-def git_env() -> dict[str, str]:
-    """The environment a git subprocess of am runs in: the user's, without what points git at another repository."""
-    # GIT_DIR, GIT_INDEX_FILE and friends (set when am runs inside a hook) would point git elsewhere.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_GIT_VARS}
-    if not sys.stdin.isatty():
-        env["GIT_TERMINAL_PROMPT"] = "0"  # no one to answer a password prompt: fail at once
-    return env
-
-
 def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run the git program in ``root`` with am's safe settings; raise GitError on failure when ``check``."""
     import subprocess

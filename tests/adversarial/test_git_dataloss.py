@@ -22,9 +22,9 @@ from conftest import PYTHON, run_git, subprocess_env
 
 from adversarial._helpers import add_fact, am, fact_id, head_files, staged_differences
 from am.errors import ConflictError, DirtyFileError, InvalidRecordError, UsageError
-from am.git.guards import Guards
 from am.git.staging import Staging
-from am.git.writing import Writer
+from am.git.write.guards import Guards
+from am.git.write.worktree import WorkTree
 from am.vault import Vault
 
 
@@ -82,16 +82,16 @@ def test_an_edit_landing_between_the_dirty_check_and_the_replace_is_kept(
         alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     fid = alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"]).record.id
     path = _fact_file(alpha.root, fid)
-    real_check = Writer._check_not_dirty
+    real_check = Guards.check_not_dirty
 
-    def check_then_person_appends(self: Writer, changes: Any, base_tree: Any, index: Any, **kw: Any) -> Any:
+    def check_then_person_appends(self: Guards, changes: Any, base_tree: Any, index: Any, **kw: Any) -> Any:
         out = real_check(self, changes, base_tree, index, **kw)
         if any(c.path.name == path.name for c in changes):
             with open(path, "a") as f:  # an editor saving right after am looked
                 f.write("A line the person typed.\n")
         return out
 
-    monkeypatch.setattr(Writer, "_check_not_dirty", check_then_person_appends)
+    monkeypatch.setattr(Guards, "check_not_dirty", check_then_person_appends)
     with pytest.raises(DirtyFileError):
         alpha.expire_fact(fid, reason="no longer true")
     assert "A line the person typed." in path.read_text()
@@ -154,7 +154,7 @@ def test_an_editor_that_opened_the_old_file_before_the_rename_keeps_its_write(
     fid = alpha.add_fact("Deploys go out on Tuesdays.", topics=["project-alpha"]).record.id
     path = _fact_file(alpha.root, fid)
     head = run_git(alpha.root, "rev-parse", "HEAD").strip()
-    real_link_old = Guards._link_old
+    real_link_old = WorkTree._link_old
     editors: list[subprocess.Popen[str]] = []
 
     def link_old_while_an_editor_opens(target: Path) -> str | None:
@@ -165,7 +165,7 @@ def test_an_editor_that_opened_the_old_file_before_the_rename_keeps_its_write(
             time.sleep(0.3)  # the editor is now inside open(), waiting on am's lease
         return real_link_old(target)
 
-    monkeypatch.setattr(Guards, "_link_old", staticmethod(link_old_while_an_editor_opens))
+    monkeypatch.setattr(WorkTree, "_link_old", staticmethod(link_old_while_an_editor_opens))
     with pytest.raises(DirtyFileError, match="opened for writing by another program"):
         alpha.expire_fact(fid, reason="no longer true")
     assert editors[0].wait(timeout=30) == 0
@@ -196,7 +196,7 @@ def test_a_person_committing_right_after_ams_branch_move_does_not_delete_ams_fil
     # `git commit` reads HEAD, then takes the index lock: between am's branch move and its
     # index update it committed the old index on top of am's commit, deleting am's new file.
     monkeypatch.setenv("AM_GIT_WRITER", writer)
-    real_finish = Staging._finish_index
+    real_finish = Staging.finish_index
     tried: list[subprocess.CompletedProcess[str]] = []
 
     def person_commits_first(self: Staging, *args: Any, **kwargs: Any) -> Any:
@@ -205,7 +205,7 @@ def test_a_person_committing_right_after_ams_branch_move_does_not_delete_ams_fil
                                         capture_output=True, text=True))
         return real_finish(self, *args, **kwargs)
 
-    monkeypatch.setattr(Staging, "_finish_index", person_commits_first)
+    monkeypatch.setattr(Staging, "finish_index", person_commits_first)
     fid = alpha.add_fact("Acknowledged, so it stays.", topics=["project-alpha"]).record.id
     assert tried and tried[0].returncode != 0 and "index.lock" in tried[0].stderr
     assert any(fid in p for p in head_files(alpha.root, "facts"))
@@ -325,7 +325,7 @@ def test_a_checkout_during_a_write_does_not_stage_on_the_other_branch(
         alpha: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     root = alpha.root
     run_git(root, "branch", "other")
-    real_lock = Staging._lock_index_for_move
+    real_lock = Staging.lock_index_for_move
 
     def lock_during_a_checkout(self: Staging) -> None:
         # A checkout running while am moves the branch: it writes the other branch's index
@@ -334,7 +334,7 @@ def test_a_checkout_during_a_write_does_not_stage_on_the_other_branch(
         real_lock(self)
         run_git(root, "symbolic-ref", "HEAD", "refs/heads/other")
 
-    monkeypatch.setattr(Staging, "_lock_index_for_move", lock_during_a_checkout)
+    monkeypatch.setattr(Staging, "lock_index_for_move", lock_during_a_checkout)
     fid = alpha.add_fact("Committed on main while main was being left.", topics=["project-alpha"]).record.id
     assert run_git(root, "symbolic-ref", "HEAD").strip() == "refs/heads/other"
     assert staged_differences(root) == "", "the other branch's index got am's entry"

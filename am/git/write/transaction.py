@@ -1,32 +1,26 @@
-"""The write path: am's lock, Git's lock files, one compare-and-swap commit, Git's index."""
+"""The write transaction (``Writer``): am's lock, the checks, one compare-and-swap commit per batch, Git's index.
+
+It owns nothing of its own; it is handed the collaborators it drives (am/git/store.py
+builds them): the reader (refs), staging (Git's index, lock files, branch moves), the
+write lock, the guards (request and dirty checks, index healing), the work tree's
+files and the libgit2-only writer.
+"""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import pygit2
 
-from am.errors import (
-    AmError,
-    ConflictError,
-    DirtyFileError,
-    GitError,
-    PathTakenError,
-)
-from am.git import common, inflight, packs, spool
+import am.git.common as common
+import am.git.inflight as inflight
+import am.git.packs as packs
+import am.git.spool as spool
+from am.errors import AmError, ConflictError, GitError
 from am.git.bigblob import blob_of
-from am.git.common import (
-    _MAX_CAS_RETRIES,
-    Change,
-    _Moved,
-    failpoint,
-    hash_blob,
-    hash_file,
-    log,
-)
+from am.git.common import _MAX_CAS_RETRIES, _Moved, log
 from am.git.group import (
     _MAX_BATCH,
     AfterHook,
@@ -36,94 +30,32 @@ from am.git.group import (
     batch_tip,
     take_batch,
 )
-from am.git.guards import Guards, os_error
 from am.git.locking import Locking
-from am.git.plain import PlainWriter, plain
-from am.git.reading import tree_blob_ids
-from am.git.staging import IndexView, StagedIndex
-from am.git.trees import ChainTrees, Kept
+from am.git.reading import Reader
+from am.git.staging import StagedIndex, Staging
+from am.git.trees import ChainTrees
+from am.git.values import Change, failpoint
+from am.git.write.guards import Guards
+from am.git.write.plain import PlainWriter, plain
+from am.git.write.worktree import WorkTree
 
 # How much longer a leader keeps committing other processes' queued requests once its own is done.
 _LINGER = 0.1
 _SETTLE = 0.002
 
 
-class Writer(Locking, Guards, PlainWriter):
-    """Writing: locks, files, trees, commits and index entries."""
+class Writer:
+    """The write transaction: a batch of requests committed as a chain, one flush, one branch move, one index."""
 
-    # ------------------------------------------------------------ writing
-
-    def _check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None, index: IndexView, *,
-                         odb: pygit2.Repository | None = None, kept: Kept | None = None) -> list[frozenset[str | None]]:
-        """Raise if a file to be written carries someone else's change; return each file's allowed blob ids.
-
-        What may be on disk is the tip's version or the new one (a retried
-        write); ``_write_file`` checks that again under its replace.
-        """
-        allowed: list[frozenset[str | None]] = []
-        # From the folders this process's last chain wrote when they are the tip's (an import's day folder is
-        # megabytes: not parsed again), else each folder's tree found once.
-        paths = [str(c.path) for c in changes]
-        base_ids = {} if kept is None or base_tree is None else kept.entry_ids(base_tree.id, paths)
-        base_ids.update(tree_blob_ids(odb or self.repo, base_tree, [p for p in paths if p not in base_ids], kinds=None))
-        for change in changes:
-            p = str(change.path)
-            base_id = base_ids[p]
-            if change.base is not None and base_id != change.base:
-                raise ConflictError(
-                    f"{p} changed in the vault while am was writing it",
-                    hint="run the command again; it will start from the new version",
-                )
-            if change.base is None and base_id is not None and base_id != hash_blob(change.data):
-                raise PathTakenError(f"{p} already exists in the vault", path=p, hint="choose another id")
-            full = self.root / p
-            try:
-                on_disk: str | None = hash_file(full)
-            except FileNotFoundError:
-                on_disk = None
-            except IsADirectoryError:
-                raise DirtyFileError(f"{p} is a folder in the work tree") from None
-            new_id = change.blob or hash_blob(change.data)
-            allowed.append(frozenset((base_id, new_id)))
-            if on_disk is not None and on_disk not in (base_id, new_id):
-                on_disk = self._as_git_sees(full, p, on_disk)  # as git compares it, after its filters
-            if on_disk not in (base_id, new_id):
-                raise DirtyFileError(
-                    f"{p} has uncommitted changes",
-                    # git checkout -- FILE cannot discard a file no commit has.
-                    hint="commit or discard them first (git add/commit or git checkout -- FILE), then retry"
-                    if base_id is not None else "the file is in no commit: commit it (git add/commit) or move it "
-                    "out of the vault, then retry",
-                )
-            staged = index.staged(p)
-            if staged not in (base_id, new_id):
-                raise DirtyFileError(
-                    f"{p} has staged changes",
-                    hint="commit them first (git commit), or unstage them (git restore --staged FILE)",
-                )
-        return allowed
-
-    def _safe_target(self, rel: PurePosixPath) -> Path:
-        parts, parent = rel.parts, str(self.root)
-        for i in range(len(parts)):  # each folder on the way, then the file: strings, not a Path a step
-            parent = f"{parent}/{parts[i]}"
-            if os.path.islink(parent):
-                raise DirtyFileError(f"{'/'.join(parts[:i + 1])} is a symbolic link; am will not write through it")
-        return self.root / rel
-
-    def _write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True,
-                    allowed: frozenset[str | None] | None = None) -> None:
-        """Write a work-tree file atomically; with ``allowed``, only over one of those versions (see guards.py)."""
-        target = self._safe_target(rel)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._write_new_file(rel, target, data, sync, allowed)
-        except (FileExistsError, NotADirectoryError) as err:
-            raise os_error(err, f"write {rel}") from None
-        except OSError as err:
-            if isinstance(err, (FileNotFoundError, InterruptedError)):
-                raise
-            raise os_error(err, f"write {rel}") from None
+    def __init__(self, reader: Reader, staging: Staging, locking: Locking, guards: Guards, worktree: WorkTree,
+                 plain_writer: PlainWriter) -> None:
+        self.reader = reader
+        self.staging = staging
+        self.locking = locking
+        self.guards = guards
+        self.worktree = worktree
+        self.plain_writer = plain_writer
+        self.repo = reader.repo
 
     def commit(self, changes: Sequence[Change], *, message: str, author: Who,
                committer: Who | None = None) -> str:
@@ -132,7 +64,7 @@ class Writer(Locking, Guards, PlainWriter):
         The caller holds ``write_lock``.
         """
         request = Request(tuple(changes), message, author, committer)
-        self._commit_batch([request])
+        self.commit_batch([request])
         self._tidy_packs()
         if request.error is not None:
             raise request.error
@@ -153,7 +85,7 @@ class Writer(Locking, Guards, PlainWriter):
         request's commit id once it is on disk; raises this request's own error.
         """
         request = Request(tuple(changes), message, author, committer, after)
-        group = self._process_group()
+        group = self.staging.process_group()
         with group.lock:
             group.pending.append(request)
             lead = not group.leading
@@ -166,7 +98,7 @@ class Writer(Locking, Guards, PlainWriter):
                 raise request.error
             # Promoted: the previous leader handed the queue to this request.
         try:
-            with self.write_lock(op=op, request=request):
+            with self.locking.write_lock(op=op, request=request):
                 # The first batch may leave this request for later (it touches a
                 # path an older waiting request touches): keep leading until it is done.
                 led = False  # an answer may have come with no lock held: then nothing runs here
@@ -177,7 +109,7 @@ class Writer(Locking, Guards, PlainWriter):
                 # next leader would first re-read Git's index, which this one keeps
                 # (~50 ms at 50k files); this writer's caller waits at most _LINGER more.
                 until = time.monotonic() + _LINGER
-                while led and spool.enabled() and time.monotonic() < until and spool.waiting(self._queue_dir):
+                while led and spool.enabled() and time.monotonic() < until and spool.waiting(self.staging.queue_dir):
                     time.sleep(_SETTLE)  # let the writers just answered queue their next requests too
                     batch = self._next_batch(group)
                     if not batch:
@@ -207,13 +139,13 @@ class Writer(Locking, Guards, PlainWriter):
 
     def _next_batch(self, group: Group) -> list[Request]:
         """Take the next batch: this process's waiting writers and the queued requests of others."""
-        remote = spool.claim(self._queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
+        remote = spool.claim(self.staging.queue_dir, limit=_MAX_BATCH) if spool.enabled() else []
         with group.lock:
             batch, rest = take_batch(group.pending + remote)
             group.pending = [r for r in rest if r.remote is None]
         for r in rest:
             if r.remote is not None:
-                spool.unclaim(self._queue_dir, r)
+                spool.unclaim(self.staging.queue_dir, r)
         return batch
 
     def _lead_batch(self, batch: list[Request], own: Request | None,
@@ -224,7 +156,7 @@ class Writer(Locking, Guards, PlainWriter):
         (a lingering leader's batch holds only other processes' requests).
         """
         try:
-            base = self._commit_batch(batch)
+            base = self.commit_batch(batch)
             done = [r for r in batch if r.commit is not None]
             hook = next((r.after for r in done if r.after is not None), after)
             if done and hook is not None:
@@ -240,12 +172,12 @@ class Writer(Locking, Guards, PlainWriter):
         finally:
             for r in batch:
                 if r.remote is not None:
-                    spool.answer(self._queue_dir, r)
+                    spool.answer(self.staging.queue_dir, r)
                 elif r is not own:
                     r.woken.set()
         self._tidy_packs()  # its writers are answered
 
-    def _commit_batch(self, batch: Sequence[Request]) -> str | None:
+    def commit_batch(self, batch: Sequence[Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip, with one flush and one ref move.
 
         Returns the tip the chain was built on.
@@ -255,27 +187,27 @@ class Writer(Locking, Guards, PlainWriter):
         batch (the branch cannot be moved, Git fails) is raised, with every
         file written by the batch put back.
         """
-        ref = self.head_ref()
-        self._check_writable()
-        self._check_signing()
-        self._sweep_leftovers()
+        ref = self.reader.head_ref()
+        self.guards.check_writable()
+        self.guards.check_signing()
+        self.guards.sweep_leftovers()
         live: list[Request] = []
         for r in batch:
             try:
-                self._check_request(r)  # the same checks for this process's writes and the queue's
+                self.guards.check_request(r)  # the same checks for this process's writes and the queue's
             except AmError as err:
                 r.error = err
             else:
                 live.append(r)
-        heal = self._to_heal()  # index entries an earlier write was killed or blocked before setting
+        heal = self.guards.to_heal()  # index entries an earlier write was killed or blocked before setting
         # The pack of the batch's objects and its files are flushed with one syncfs
         # per batch instead of an fsync (and a folder fsync) each, as git's
         # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
         # and the ref itself is fsynced. Without syncfs (not Linux) every file is
         # fsynced. The objects go to memory first, then to one pack (am/git/packs.py).
-        libgit2_only = plain()  # AM_GIT_WRITER=libgit2: no Git format written by am (am/git/plain.py)
+        libgit2_only = plain()  # AM_GIT_WRITER=libgit2: no Git format written by am (am/git/write/plain.py)
         sync_each = common._syncfs is None or libgit2_only
-        objects = self._batch_objects()
+        objects = self.staging.batch_objects()
         objects.sink.clear()  # left by a batch that failed before its pack was written
         odb = self.repo if libgit2_only else objects.repo
         for r in live:
@@ -286,31 +218,31 @@ class Writer(Locking, Guards, PlainWriter):
         files_done = False
         try:
             for _attempt in range(_MAX_CAS_RETRIES):
-                tip = self.branch_tip(ref)
+                tip = self.reader.branch_tip(ref)
                 base_tree = None if tip is None else odb[tip].peel(pygit2.Tree)
-                index, kept = self._read_index(), self._process_group().trees
+                index, kept = self.staging.read_index(), self.staging.process_group().trees
                 for r in list(live):
                     try:
                         # Requests of one batch touch disjoint paths (see take_batch): each checked as if alone.
-                        allowed = self._check_not_dirty(r.changes, base_tree, index, odb=odb, kept=kept)
+                        allowed = self.guards.check_not_dirty(r.changes, base_tree, index, odb=odb, kept=kept)
                     except AmError as err:
                         r.error = err
                         live.remove(r)
                         if r in written:
-                            self._roll_back(r.changes, r.previous)
+                            self.worktree.roll_back(r.changes, r.previous)
                             written.remove(r)
                         continue
                     if r not in written:
-                        r.previous = {c.path: self._read_or_none(c.path) for c in r.changes}
+                        r.previous = {c.path: self.worktree.read_or_none(c.path) for c in r.changes}
                         written.append(r)
                         try:
                             for c, ok in zip(r.changes, allowed):
-                                self._write_file(c.path, c.data, sync=sync_each, allowed=ok)
+                                self.worktree.write_file(c.path, c.data, sync=sync_each, allowed=ok)
                         except AmError as err:  # e.g. a symbolic link on its path: this request only
                             r.error = err
                             live.remove(r)
                             written.remove(r)
-                            self._roll_back(r.changes, r.previous)
+                            self.worktree.roll_back(r.changes, r.previous)
                 if not live:
                     if heal:
                         self._heal_now(heal)
@@ -320,7 +252,7 @@ class Writer(Locking, Guards, PlainWriter):
                     failpoint("after-file")
                 try:
                     if libgit2_only:
-                        outcomes, staged = self._write_chain_plain(ref, live, base_tree, tip, heal)
+                        outcomes, staged = self.plain_writer.write_chain(ref, live, base_tree, tip, heal)
                     else:
                         outcomes, staged = self._write_chain(ref, live, base_tree, tip, sync_each, heal)
                 except _Moved:
@@ -329,7 +261,7 @@ class Writer(Locking, Guards, PlainWriter):
                 for r, outcome in zip(live, outcomes):
                     if isinstance(outcome, AmError):
                         r.error = outcome
-                        self._roll_back(r.changes, r.previous)  # its tree could not be built
+                        self.worktree.roll_back(r.changes, r.previous)  # its tree could not be built
                     else:
                         r.commit = str(outcome)
                 done = [r for r in live if r.commit is not None]
@@ -338,8 +270,8 @@ class Writer(Locking, Guards, PlainWriter):
                 failpoint("after-commit")
                 ours = [(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes]
                 try:
-                    self._finish_index(staged, ours + [h for h in heal if h[0] not in dict(ours)], ref=ref)
-                    inflight.clear(self._am_dir)
+                    self.staging.finish_index(staged, ours + [h for h in heal if h[0] not in dict(ours)], ref=ref)
+                    inflight.clear(self.staging.am_dir)
                 except (AmError, OSError) as err:
                     # The writes are committed and durable: reported as done, never as failed (a retry
                     # would write them twice). Only Git's index lags; the next write sets it (inflight.py).
@@ -349,10 +281,10 @@ class Writer(Locking, Guards, PlainWriter):
                 return tip
             raise GitError(f"could not move {ref}: it kept changing under am")
         except BaseException:
-            self._let_go_index_lock()
+            self.staging.let_go_index_lock()
             if not committed:
                 for r in written:
-                    self._roll_back(r.changes, r.previous)
+                    self.worktree.roll_back(r.changes, r.previous)
             raise
 
     def _write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
@@ -372,12 +304,12 @@ class Writer(Locking, Guards, PlainWriter):
         entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r in live for c in r.changes]
         mine = {p for p, _ in entries}
         entries += [h for h in heal if h[0] not in mine]
-        staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
-        objects = self._batch_objects()
+        staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each)
+        objects = self.staging.batch_objects()
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
         tree: pygit2.Oid | None = None if base_tree is None else base_tree.id
-        trees = ChainTrees(objects.repo, sink=objects.sink, kept=self._process_group().trees)
+        trees = ChainTrees(objects.repo, sink=objects.sink, kept=self.staging.process_group().trees)
         subjects = []
         pending: packs.PendingPack | None = None
         try:
@@ -395,7 +327,7 @@ class Writer(Locking, Guards, PlainWriter):
                 parent = str(oid)
                 subjects.append(r.message.split("\n", 1)[0])
             if any(isinstance(o, AmError) for o in outcomes):
-                self._drop_staged(staged)
+                self.staging.drop_staged(staged)
                 staged = None
                 if parent is None or parent == tip:
                     return outcomes, None  # every request failed its tree: nothing to move
@@ -403,44 +335,44 @@ class Writer(Locking, Guards, PlainWriter):
                            if not isinstance(o, AmError) for c in r.changes]
                 mine = {p for p, _ in entries}
                 entries += [h for h in heal if h[0] not in mine]
-                staged = self._stage_index(entries, sync=sync_each, early=not sync_each)
+                staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each)
         except BaseException:
-            self._drop_staged(staged)
+            self.staging.drop_staged(staged)
             raise
         assert parent is not None  # at least one commit was made (checked above)
         for r, o in zip(live, outcomes):
             if r.remote is not None and not isinstance(o, AmError):
-                spool.answer_pending(self._queue_dir, r, str(o))
+                spool.answer_pending(self.staging.queue_dir, r, str(o))
         try:
             # Noted before the move: a write killed after it (or whose index.lock is held) is
             # finished by the next one, and a branch lock it leaves is known as a dead am's.
-            inflight.write(self._am_dir, ref, parent, [(p, str(o)) for p, o in entries])
+            inflight.write(self.staging.am_dir, ref, parent, [(p, str(o)) for p, o in entries])
             taken, bases = objects.sink.take()
             pending = packs.stage_pack(objects.pack_dir, taken, sync=sync_each, bases=bases)
             failpoint("after-objects")
             if not sync_each:
-                self._sync_filesystems()
+                self.staging.sync_filesystems()
             # Like git's core.fsyncMethod=batch: flushed under temporary names, then renamed into place.
             pending.install(sync=sync_each)
             pending = None
             reflog = "commit: " + subjects[-1]
             if len(subjects) > 1:
                 reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-            self._lock_index_for_move()
-            self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+            self.staging.lock_index_for_move()
+            self.staging.move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
-            self._let_go_index_lock()
+            self.staging.let_go_index_lock()
             if pending is not None:
                 pending.discard()
-            self._drop_staged(staged)
+            self.staging.drop_staged(staged)
             raise
         return outcomes, staged
 
     def _heal_now(self, heal: Sequence[tuple[PurePosixPath, pygit2.Oid]]) -> None:
         """Set the index entries an unfinished write left out, in a batch that commits nothing itself."""
         try:
-            self._update_index(heal)
-            inflight.clear(self._am_dir)
+            self.staging.update_index(heal)
+            inflight.clear(self.staging.am_dir)
         except (AmError, OSError) as err:
             log.warning("could not set Git's index entries an unfinished write left out (%s)", err)
 
@@ -453,35 +385,6 @@ class Writer(Locking, Guards, PlainWriter):
         if plain():
             return  # am writes no pack on the libgit2 path
         try:
-            packs.tidy(self._batch_objects().pack_dir, least=packs.TIDY_AT)
+            packs.tidy(self.staging.batch_objects().pack_dir, least=packs.TIDY_AT)
         except (OSError, ValueError) as err:
             log.warning("could not merge small pack files (%s); they stay as they are", err)
-
-    def _drop_staged(self, staged: StagedIndex | None) -> None:
-        """Throw away a staged index that will not be installed (the kept copy has its entries: forget it)."""
-        self._index_kept = None
-        if staged is not None:
-            staged.tmp.unlink(missing_ok=True)
-
-    def _read_or_none(self, rel: PurePosixPath) -> bytes | None:
-        try:
-            return (self.root / rel).read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
-            return None
-
-    def _roll_back(self, changes: Sequence[Change], previous: dict[PurePosixPath, bytes | None]) -> None:
-        """Put back the work-tree files of a write that failed before its commit (only if still ours)."""
-        for c in changes:
-            if self._read_or_none(c.path) != c.data or c.path not in previous:
-                continue
-            before = previous[c.path]
-            # Checked as any write is: a person's edit that reaches the file meanwhile is kept.
-            try:
-                if before is None:
-                    self._remove_checked(c.path, self._safe_target(c.path), c.data)
-                else:
-                    self._write_file(c.path, before, allowed=frozenset((hash_blob(c.data),)))
-            except DirtyFileError:
-                log.info("%s was edited while am put it back after a failed write; the edit is kept", c.path)
-            except (OSError, AmError) as err:
-                log.warning("could not put back %s after a failed write: %s", c.path, err)

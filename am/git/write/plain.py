@@ -1,4 +1,4 @@
-"""The escape hatch: ``AM_GIT_WRITER=libgit2`` commits through libgit2's own writers only (used by writing.py).
+"""The escape hatch: ``AM_GIT_WRITER=libgit2`` commits through libgit2's own writers only (used by write/transaction.py).
 
 am's write path writes some Git formats itself, for speed: the batch's pack
 and its index (packs.py), the chain's trees (trees.py) and Git's index
@@ -23,11 +23,12 @@ from pathlib import PurePosixPath
 import pygit2
 from pygit2.enums import FileMode
 
+import am.git.inflight as inflight
+import am.git.spool as spool
 from am.errors import AmError, ConflictError
-from am.git import inflight, spool
-from am.git.common import failpoint
 from am.git.group import Request
 from am.git.staging import Staging
+from am.git.values import failpoint
 
 __all__ = ["PlainWriter", "build_tree", "plain"]
 
@@ -59,10 +60,14 @@ def build_tree(repo: pygit2.Repository, base: pygit2.Oid | None,
     return builder.write()
 
 
-class PlainWriter(Staging):
+class PlainWriter:
     """The chain of a batch written with libgit2's object, tree and index writers."""
 
-    def _write_chain_plain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
+    def __init__(self, staging: Staging) -> None:
+        self.staging = staging
+        self.repo = staging.repo
+
+    def write_chain(self, ref: str, live: list[Request], base_tree: pygit2.Tree | None, tip: str | None,
                            heal: list[tuple[PurePosixPath, pygit2.Oid]],
                            ) -> tuple[list[pygit2.Oid | AmError], None]:
         """Write one commit per request (loose objects, fsynced by libgit2), then move the branch to the last."""
@@ -86,18 +91,18 @@ class PlainWriter(Staging):
             return outcomes, None
         for r, o in zip(live, outcomes):
             if r.remote is not None and not isinstance(o, AmError):
-                spool.answer_pending(self._queue_dir, r, str(o))
+                spool.answer_pending(self.staging.queue_dir, r, str(o))
         failpoint("after-objects")
         entries = [(c.path, str(r.blobs[tuple(c.path.parts)])) for r, o in zip(live, outcomes)
                    if not isinstance(o, AmError) for c in r.changes]
-        inflight.write(self._am_dir, ref, parent, entries + [(p, str(o)) for p, o in heal])
+        inflight.write(self.staging.am_dir, ref, parent, entries + [(p, str(o)) for p, o in heal])
         reflog = "commit: " + subjects[-1]
         if len(subjects) > 1:
             reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-        self._lock_index_for_move()  # as git commit does (staging.py)
+        self.staging.lock_index_for_move()  # as git commit does (staging.py)
         try:
-            self._move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
+            self.staging.move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
-            self._let_go_index_lock()
+            self.staging.let_go_index_lock()
             raise
         return outcomes, None

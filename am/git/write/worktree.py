@@ -1,49 +1,33 @@
-"""What keeps a write from harming anything that is not its own (used by writing.py).
+"""The work tree's files as a write changes them: each replaced only if it is still what the dirty check saw.
 
-* every request is checked the same way, whoever made it (``checks.py``);
-* a repository that asks for signed commits is refused (am does not sign);
-* a work-tree file is replaced only if it is still what the dirty check saw,
-  re-checked under the replace: a person's edit that lands meanwhile is kept
-  and the write refused;
-* Git's index entries a killed or blocked write left out are set by the next
-  write (``inflight.py``), and entries are never staged on the index of a
-  branch that was checked out while am was writing.
+* a file is written to a temporary name beside it and put in place by a rename
+  (fsynced, with its folder, unless the batch's one syncfs does it);
+* the file in place is leased and checked under the replace (``_replace_checked``):
+  a person's edit that lands meanwhile is kept and the write refused;
+* a failed write's files are put back (``roll_back``), checked the same way.
+
+Owned by ``GitStore`` (am/git/store.py); used by the write transaction (write/transaction.py)
+and repairs (repair.py).
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
-import time
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 import pygit2
 
-from am.errors import AmError, DirtyFileError, GitError, UsageError, storage_error
-from am.git import checks, inflight, lease
-from am.git.common import _fsync_dir, hash_blob, hash_fd, log
-from am.git.group import Request
-from am.git.reading import tree_blob_ids
-from am.git.staging import Staging
-
-_TRUE = frozenset({"true", "yes", "on", "1"})
-# am's temporary files in .git/am/ and its queue, each naming the process that wrote it (spool.py, staging.py, inflight.py).
-_LEFTOVER = re.compile(r"^(?:index\.(?P<pid>\d+)\.tmp|\.inflight\.(?P<pid2>\d+)\.tmp"
-                       r"|\.?(?P<pid3>\d+)-\d+-[0-9a-f]+\.(?:req|claimed|done|tmp|done\.tmp))$")
+import am.git.lease as lease
+from am.errors import AmError, DirtyFileError, GitError, storage_error
+from am.git.common import _fsync_dir, log
+from am.git.values import Change, hash_blob, hash_fd
 
 
 def os_error(err: OSError, what: str) -> GitError:
     """Return the one-line error for a failed file operation (am.errors.storage_error)."""
     return storage_error(err, what)
-
-
-def _read_only(folder: Path) -> bool:
-    """Return whether a folder is on a file system mounted read-only."""
-    try:
-        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
 
 
 def _read_all(fd: int) -> bytes:
@@ -58,54 +42,14 @@ def _read_all(fd: int) -> bytes:
         at += len(chunk)
 
 
-class Guards(Staging):
-    """Request checks, signing, the checked replace and index healing."""
+class WorkTree:
+    """Writing, checking and putting back the work tree's files of a write."""
 
-    def _check_request(self, r: Request) -> None:
-        """Raise the error of a request a write must not commit (paths, identities, message)."""
-        if not isinstance(r.message, str) or "\x00" in r.message:
-            raise GitError("a commit message may not contain NUL")
-        checks.check_message(r.message)
-        for c in r.changes:
-            checks.check_path(c.path, records_only=r.records_only)
-            if not isinstance(c.data, bytes):
-                raise UsageError(f"refused to write {c.path}: its content is not bytes")
-        checks.check_who(r.author, field="author")
-        if r.committer is not None:
-            checks.check_who(r.committer, field="committer")
+    def __init__(self, repo: pygit2.Repository, root: Path) -> None:
+        self.repo = repo
+        self.root = root
 
-    def _check_writable(self) -> None:
-        """Refuse a write before anything is done when Git's folder cannot be written (Git's index lives there).
-
-        Without this, an immutable or read-only ``.git`` let the commit land
-        (objects and refs are in folders below it) and left Git's index
-        behind, saying the new files were deleted.
-        """
-        if not os.access(self.gitdir, os.W_OK):
-            err = OSError(errno.EROFS if _read_only(self.gitdir) else errno.EPERM, "not writable", str(self.gitdir))
-            raise storage_error(err, f"write in Git's folder {self.gitdir}")
-
-    def _check_signing(self) -> None:
-        """Refuse to write where Git is configured to sign every commit (am would write unsigned ones).
-
-        Looked up at most once a second: each lookup is a libgit2 call that
-        lets go of Python's lock, which busy writer threads then hold ~0.5 ms.
-        """
-        now = time.monotonic()
-        memo: tuple[float, bool] | None = self.__dict__.get("_signing_memo")
-        if memo is None or now - memo[0] >= 1.0:
-            refused = ((self.config_value("commit.gpgsign") or "").lower() in _TRUE
-                       and (self.config_value("am.allowUnsigned") or "").lower() not in _TRUE)
-            memo = self.__dict__["_signing_memo"] = (now, refused)
-        if not memo[1]:
-            return
-        raise GitError(
-            "this repository signs every commit (commit.gpgsign=true), and am does not sign its commits",
-            hint="let am write unsigned commits here with: git config am.allowUnsigned true "
-                 "(or turn signing off: git config commit.gpgsign false)",
-        )
-
-    def _as_git_sees(self, file: Path, rel: PurePosixPath | str, raw: str) -> str:
+    def as_git_sees(self, file: Path, rel: PurePosixPath | str, raw: str) -> str:
         """Return the blob id git would store for a work-tree file, after its filters (autocrlf, attributes).
 
         Called only when the file's raw bytes match no expected blob: with
@@ -117,36 +61,27 @@ class Guards(Staging):
         except (pygit2.GitError, OSError, ValueError, TypeError):
             return raw
 
-    def _sweep_leftovers(self) -> None:
-        """Remove what killed am writers left in `.git/am/` (once a process; the write lock is held).
+    def safe_target(self, rel: PurePosixPath) -> Path:
+        parts, parent = rel.parts, str(self.root)
+        for i in range(len(parts)):  # each folder on the way, then the file: strings, not a Path a step
+            parent = f"{parent}/{parts[i]}"
+            if os.path.islink(parent):
+                raise DirtyFileError(f"{'/'.join(parts[:i + 1])} is a symbolic link; am will not write through it")
+        return self.root / rel
 
-        Temporary index files and notes, and queue files of processes that
-        are gone: their writes were never acknowledged (a live writer's
-        request stays, its lock says it lives). Temporary packs go with the
-        pack merge (packs.py).
-        """
-        group = self._process_group()
-        if group.swept:
-            return
-        group.swept = True
-        for folder in (self._am_dir, self._am_dir / "queue"):
-            try:
-                names = os.listdir(folder)
-            except OSError:
-                continue
-            for name in names:
-                m = _LEFTOVER.match(name)
-                if m is None:
-                    continue
-                pid = int(m["pid"] or m["pid2"] or m["pid3"])
-                if pid == os.getpid() or inflight.pid_alive(pid):
-                    continue
-                try:
-                    os.unlink(folder / name)
-                except OSError:
-                    pass
-
-    # ------------------------------------------------------------ the checked replace
+    def write_file(self, rel: PurePosixPath, data: bytes, *, sync: bool = True,
+                    allowed: frozenset[str | None] | None = None) -> None:
+        """Write a work-tree file atomically; with ``allowed``, only over one of those versions (see ``_replace_checked``)."""
+        target = self.safe_target(rel)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._write_new_file(rel, target, data, sync, allowed)
+        except (FileExistsError, NotADirectoryError) as err:
+            raise os_error(err, f"write {rel}") from None
+        except OSError as err:
+            if isinstance(err, (FileNotFoundError, InterruptedError)):
+                raise
+            raise os_error(err, f"write {rel}") from None
 
     def _replace_checked(self, rel: PurePosixPath, target: Path, tmp: Path,
                          allowed: frozenset[str | None], ours: bytes) -> None:
@@ -177,7 +112,7 @@ class Guards(Staging):
         try:
             with lease.hold(fd) as held:
                 raw = hash_fd(fd)  # a mebibyte at a time: a session log is not read whole
-                seen = raw if raw in allowed else self._as_git_sees(target, rel, raw)
+                seen = raw if raw in allowed else self.as_git_sees(target, rel, raw)
                 if seen not in allowed:
                     tmp.unlink(missing_ok=True)
                     raise DirtyFileError(f"{rel} has uncommitted changes",
@@ -322,49 +257,25 @@ class Guards(Staging):
         if sync:
             _fsync_dir(target.parent)
 
-    # ------------------------------------------------------------ Git's index after a killed or moved write
-
-    def _drifted(self, note: inflight.Note) -> list[tuple[PurePosixPath, pygit2.Oid]]:
-        """Return the noted entries Git's index still lacks: HEAD, the note and the work-tree file agree on them."""
-        ref = self._head_branch()
-        tip = None if ref is None else self.branch_tip(ref)
-        if tip is None:
-            return []
-        tree = self.repo[tip].peel(pygit2.Tree)
-        index = self._read_index()
-        out = []
-        # Each folder's tree found once: a killed import's note holds a whole batch of one large folder.
-        committed = tree_blob_ids(self.repo, tree, [str(path) for path, _ in note.entries], kinds=None)
-        for path, oid in note.entries:
-            if committed[str(path)] != oid:
-                continue
-            if index.staged(str(path)) == oid:
-                continue
-            try:
-                if hash_blob((self.root / path).read_bytes()) != oid:
-                    continue
-            except OSError:
-                continue
-            out.append((path, pygit2.Oid(hex=oid)))
-        return out
-
-    def _to_heal(self) -> list[tuple[PurePosixPath, pygit2.Oid]]:
-        """Return the index entries an unfinished earlier write left out (held write lock: no batch is under way)."""
-        note = inflight.read(self._am_dir)
-        if note is None:
-            return []
-        if note.dead():
-            # Killed inside the branch move or the index update: its lock files go at once.
-            for lock in (self._ref_lock(note.ref), self.gitdir / "index.lock"):
-                if inflight.owned_by_dead_am(lock, note):
-                    self._clear_stale_git_lock(lock)
+    def read_or_none(self, rel: PurePosixPath) -> bytes | None:
         try:
-            heal = self._drifted(note)
-        except (AmError, OSError, pygit2.GitError) as err:
-            log.warning("could not check Git's index against an unfinished write (%s); am doctor will", err)
-            return []
-        if not heal:
-            inflight.clear(self._am_dir)
-        elif heal:
-            log.info("setting %d index entries an unfinished write left out", len(heal))
-        return heal
+            return (self.root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    def roll_back(self, changes: Sequence[Change], previous: dict[PurePosixPath, bytes | None]) -> None:
+        """Put back the work-tree files of a write that failed before its commit (only if still ours)."""
+        for c in changes:
+            if self.read_or_none(c.path) != c.data or c.path not in previous:
+                continue
+            before = previous[c.path]
+            # Checked as any write is: a person's edit that reaches the file meanwhile is kept.
+            try:
+                if before is None:
+                    self._remove_checked(c.path, self.safe_target(c.path), c.data)
+                else:
+                    self.write_file(c.path, before, allowed=frozenset((hash_blob(c.data),)))
+            except DirtyFileError:
+                log.info("%s was edited while am put it back after a failed write; the edit is kept", c.path)
+            except (OSError, AmError) as err:
+                log.warning("could not put back %s after a failed write: %s", c.path, err)
