@@ -160,3 +160,100 @@ def test_every_subpackage_says_its_floor() -> None:
         if "May import" not in doc or "Must not import" not in doc:
             missing.append(_rel(init))
     assert missing == []
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(p for p in rel.parts if p != "__init__")
+
+
+def _import_graph(paths: dict[str, Path]) -> dict[str, set[str]]:
+    """Return module -> the am modules it imports, every import statement counted (lazy, TYPE_CHECKING, relative).
+
+    ``from am.x import y`` is an arrow to ``am.x`` and, when ``am.x.y`` is a module, to it as well;
+    an import of ``am.x.y.z`` points at the longest name that is a module of the package.
+    """
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        arrows: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                names = [source] + [f"{source}.{alias.name}" for alias in node.names]
+            for name in names:
+                while name and name not in paths:
+                    name = name.rpartition(".")[0]
+                if name and name != module:
+                    arrows.add(name)
+        graph[module] = arrows
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components of more than one module, each sorted (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def test_no_import_circle_anywhere() -> None:
+    """STYLE.md: no circle, not even inside a floor or through lazy and TYPE_CHECKING imports."""
+    graph = _import_graph({_module_name(p): p for p in _modules()})
+    assert _circles(graph) == []
+
+
+def test_the_circle_rule_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "am" / "p").mkdir(parents=True)
+    files = {"am.p.a": "def f():\n    from am.p import b\n", "am.p.b": "from am.p.c import x\n",
+             "am.p.c": "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from am.p.a import f\n", "am.p.d": "import am.p.c\n"}
+    paths = {}
+    for name, text in files.items():
+        path = tmp_path / (name.replace(".", "/") + ".py")
+        path.write_text(text)
+        paths[name] = path
+    paths["am.p"] = tmp_path / "am" / "p" / "__init__.py"
+    paths["am.p"].write_text("")
+    assert _circles(_import_graph(paths)) == [["am.p.a", "am.p.b", "am.p.c"]]
