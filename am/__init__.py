@@ -1,4 +1,7 @@
-"""am — agent memory: what AI agents and people know about their projects, kept in Git."""
+"""am — agent memory: what AI agents and people know about their projects, kept in Git.
+
+Decisions: docs/decisions/index.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The current moment: one place that honours $AM_NOW (tests and reproducible runs)."""
+"""The current moment: one place that honours $AM_NOW (tests and reproducible runs).
+
+Decisions: docs/decisions/records.md.
+"""
 
 from __future__ import annotations
 

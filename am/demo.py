@@ -10,6 +10,8 @@ Beside the vault, the demo builds the code repository the facts talk about
 a real commit graph. Its commits are built from fixed content, authors and
 dates, so their ids are the same on every machine and the demo facts can name
 them.
+
+Decisions: docs/decisions/vault.md.
 """
 
 from __future__ import annotations

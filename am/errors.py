@@ -2,6 +2,8 @@
 
 The command line turns any AmError into one line on stderr ("Error: ...") and
 its exit code; nothing here knows about click.
+
+Decisions: docs/decisions/vault.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ must also carry ``Authorization: Bearer <token>`` (else 401).
 
 May import: ``am.errors`` and the standard library (the guard is plain ASGI,
 no web framework). Must not import: any other part of am (both doors use it).
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Paths differ between machines, so this file is never inside a vault. A name is
 never re-pointed silently: registering a taken name for another path is an
 error unless the caller says ``replace``.
+
+Decisions: docs/decisions/vault.md.
 """
 
 from __future__ import annotations

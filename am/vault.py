@@ -8,6 +8,8 @@ The facade owns its collaborators and hands them down: ``files`` (am/cache/recor
 the Git store, the settings, the cache, and the reads of record files), ``authorship``
 (am/writes/authorship.py: who writes) and ``writer`` (am/writes/writer.py: the one way a record
 reaches Git). A write method calls into am/writes once with what it needs; nothing there calls back.
+
+Decisions: docs/decisions/vault.md.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,17 @@ def test_the_circle_rule_can_fail(tmp_path: Path) -> None:
     paths["am.p"] = tmp_path / "am" / "p" / "__init__.py"
     paths["am.p"].write_text("")
     assert _circles(_import_graph(paths)) == [["am.p.a", "am.p.b", "am.p.c"]]
+
+
+def test_every_module_names_the_decision_file_that_explains_it() -> None:
+    """Issue 32: each module's docstring names its file of docs/decisions/, and that file is there."""
+    decisions = PACKAGE.parent / "docs" / "decisions"
+    unnamed, missing = [], []
+    for path in _modules():
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        named = re.findall(r"docs/decisions/([\w-]+\.md)", doc)
+        if not named:
+            unnamed.append(_rel(path))
+        missing += [f"{_rel(path)}: {name}" for name in named if not (decisions / name).is_file()]
+    assert unnamed == [], "name the decision file in these modules' docstrings (docs/decisions/index.md lists them)"
+    assert missing == []

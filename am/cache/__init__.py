@@ -17,4 +17,6 @@ May import: ``am.errors``, ``am.clock``, ``am.records``, ``am.git`` (its light,
 pygit2-free part at module level).
 Must not import: ``am.worlds``, ``am.packs``, ``am.writes``, ``am.upkeep``, ``am.vault``, doors.
 A vault reaches the cache through the ``VaultFiles`` protocol, not the facade.
+
+Decisions: docs/decisions/cache.md.
 """

@@ -6,6 +6,8 @@ does that under ``.am/cache/index.lock``, after which it records the file's
 size, modification time and inode in ``index.sqlite.stamp``. A file that does
 not match its stamp was changed by something else (a crash before the stamp,
 or damage) and must be checked before it is trusted.
+
+Decisions: docs/decisions/cache.md.
 """
 
 from __future__ import annotations

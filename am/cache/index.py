@@ -39,6 +39,7 @@ rolling ~500 others (in-place saves); blob ids tell unchanged files apart.
 Integrity (am/cache/file.py): a damaged, foreign or older-format file is moved aside to ``.am/cache/aside/``
 and rebuilt; a lost WAL only loses the last updates, which the next refresh redoes from Git. A sparse checkout
 that leaves a record folder out is refused (am/git/sparse.py): the cache would read the vault without it.
+Decisions: docs/decisions/cache.md.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 A mixin of am/cache/index.py's ``Index`` (which owns the connection); this module
 only runs SQL through ``self.conn`` and never opens a database itself.
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class IndexQueries:
     conn: Any
     path: Path
     # A level of a ranked search with more matches than this scores only this many (the first in row id
-    # order: topics, then newest; docs/decisions.md). Below it, every match is scored: exact BM25.
+    # order: topics, then newest; docs/decisions/recall.md). Below it, every match is scored: exact BM25.
     BOUND = 500
 
     def _meta(self) -> dict[str, str]:
@@ -591,10 +592,9 @@ class IndexQueries:
                 "pinned, data FROM records ORDER BY path").fetchall(),
             "members": self.conn.execute(
                 "SELECT r.path, m.topic FROM members m JOIN records r USING(rowid) ORDER BY 1, 2").fetchall(),
-            "links": [(str(l.path), l.target, l.vault, l.dangling) for l in self.links()],
+            "links": [(str(link.path), link.target, link.vault, link.dangling) for link in self.links()],
             "search": self.conn.execute(
                 "SELECT r.path, s.title, s.body, s.aliases, s.tags FROM search s JOIN records r "
                 "ON r.rowid = s.rowid ORDER BY 1").fetchall(),
             "dirty": [(p,) for p in json.loads(self._meta().get("dirty") or "[]")],
         }
-

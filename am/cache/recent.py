@@ -2,6 +2,8 @@
 
 A mixin of am/cache/index.py's ``Index``, like am/cache/query.py: SQL through ``self.conn`` only,
 each query along an index (pinned and created time), reading as few rows as it can.
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

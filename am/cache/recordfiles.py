@@ -5,6 +5,8 @@
 through it, and hands it to the write floor (am/writes/), which reads what a write needs (the record
 an update replaces, the names a new record must not take) without calling back into the facade.
 Reads come from the work tree, so a person's uncommitted edit in Obsidian counts.
+
+Decisions: docs/decisions/cache.md.
 """
 
 from __future__ import annotations

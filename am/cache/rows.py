@@ -3,6 +3,8 @@
 am/cache/index.py stores these; am/cache/query.py reads them back. ``segment`` and
 ``body_links`` are fast equivalents of am/cache/textseg.py and am/records/links.py (tests hold
 them equal), because a rebuild calls them for every file.
+
+Decisions: docs/decisions/cache.md.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 A mixin of ``Index`` (am/cache/index.py); it reads and writes the ``files`` and
 ``dirs`` tables through ``self.conn`` and imports no sqlite3 itself.
+
+Decisions: docs/decisions/cache.md.
 """
 
 from __future__ import annotations

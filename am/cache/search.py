@@ -7,6 +7,8 @@ a phrase first, then every term, then some, by how many, each by BM25) or sorts
 them newest first, and cuts a snippet around the first match of each hit.
 Superseded and expired records are hidden unless asked for. A time phrase that
 leaves nothing says so, with how many records match without it.
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ reads the logs again):
 - ``session_text``: a contentless FTS5 table of the messages' text. The words
   are stemmed by FTS5's own Porter tokenizer, in C: the records' table is
   stemmed in Python (Snowball, am/cache/rows.py ``segment``), which costs ~14 s
-  for the text of a 50 MB log against ~1 s here (docs/decisions.md). Chinese and
+  for the text of a 50 MB log against ~1 s here (docs/decisions/sessions.md#session-search-is-ranked-through-cache-tables-of-its-own). Chinese and
   Japanese runs are cut into bigrams as the records' are. Contentless, the table
   holds no second copy of the text; a hit's excerpt is read from the log at its
   offset. A log that changed otherwise than by growing, or went away, makes the

@@ -1,4 +1,4 @@
-"""Reading the cache for a fact add: the facts that already say a statement (docs/decisions.md, duplicates).
+"""Reading the cache for a fact add: the facts that already say a statement (docs/decisions/writes.md#a-fact-said-twice-is-recorded-once-duplicates).
 
 A mixin of am/cache/index.py's ``Index``, like am/cache/query.py: SQL through ``self.conn`` only,
 along ``records_statement`` (one key a statement, am/cache/rows.py), so the answer costs the same

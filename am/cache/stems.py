@@ -2,6 +2,8 @@
 
 The full-text column (am/cache/rows.py) and a query's words (am/cache/terms.py,
 am/cache/textseg.py) are stemmed by the same ``stem``, so "hooks" finds "hooked".
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ order, adjacent), ``every`` (all units, anywhere: the old AND search) and
 with more and rarer terms ranks higher). am/cache/query.py ranks phrase
 matches first, then all-terms matches, then the rest by how many units they
 match.
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

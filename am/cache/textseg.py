@@ -33,6 +33,8 @@ so all of them form one run: bigrams then span the script changes and a query
 for "デプロイ" or "障害" is a phrase of bigrams found inside that run. Both sides
 are NFKC-normalised first, so full-width Latin and half-width katakana match
 their ordinary forms.
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ Semantics, all computed in the timezone of ``now``:
   Chinese and Japanese phrases may be glued to any text (``限流3天前``).
 - Numbers are digits (ASCII or full-width), English words one..ten and "a"/"an",
   or Chinese/Japanese numerals 一二两三四五六七八九十 up to 九十九.
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

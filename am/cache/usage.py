@@ -24,6 +24,8 @@ folder, a locked or damaged file) is logged at debug level and ignored. A file
 that is not a database (or is malformed, found when it is opened or when a damaged
 page is read) is set aside to ``aside/`` and counting starts afresh, so damage
 costs the counts so far, not all counting to come.
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Ranking is the numpy matrix's, cosine after centring on the mean (see vecmatrix)
 ``(x . q' - m . q') / |x - m|``, with ``x . q'`` (and, for the lengths, ``x . m``, ``x . x``) computed
 by SimSIMD (the ``am[semantic]`` extra) straight on the float16 rows, accumulating in
 float32. The float32 query and mean are each sent as two float16 rows (a high and a
-low part), so the products keep float32's precision (docs/decisions.md). Where
+low part), so the products keep float32's precision (docs/decisions/recall.md#am-search-ranks-vectors-without-numpy-from-a-file-beside-the-cache). Where
 SimSIMD is missing, or its kernels would accumulate in float16 (AVX512-FP16), there
 is no light ranker: the caller uses numpy.
 

@@ -16,6 +16,8 @@ vectors took ~0.9 s). A log that was pruned past what a reader saw, another
 connection (a rebuild) or another model reads everything again.
 
 No sqlite3 import: statements run on ``Index.conn``. numpy is imported by the caller.
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ cache's SQLite file and ranks them against a query:
 
 No sqlite3 import: statements run on ``Index.conn`` under the cache's own lock.
 numpy is imported only when vectors are used.
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Embedder", "VectorStatus", "ensure", "search", "fuse", "levels_of", "prepare_once", "text_of", "MIN_SCORE",
            "RRF_K"]
 
-MIN_SCORE = 0.1   # cosine (after centring) below this is not a hit: measured on the recall set, docs/decisions.md
+MIN_SCORE = 0.1   # cosine (after centring) below this is not a hit: measured on the recall set, docs/decisions/recall.md#vectors-are-centred-and-fused-with-full-text-by-reciprocal-rank
 RRF_K = 60        # reciprocal rank fusion: 1 / (k + rank)
 _CHUNK = 2000     # records embedded, then written, at a time
 _TEACH_UP_TO = 256  # records to embed, at most, for which the kept token ids are looked up first (not a rebuild)
@@ -398,7 +400,7 @@ def fuse(full_text: Sequence[str], vector: Sequence[str], *, k: int = RRF_K,
 
     A full-text hit counts ``weights[id]`` (default 1) of a vector hit at the same rank.
     (Weighting a hit with only some of the query's terms by the share it matched lost
-    three questions full text answered and gained none: docs/decisions.md.)
+    three questions full text answered and gained none: docs/decisions/recall.md#vectors-are-centred-and-fused-with-full-text-by-reciprocal-rank.)
     ``how`` is ``full-text``, ``vector`` or ``full-text+vector``. Ties go to the full-text
     order, then id.
     """

@@ -6,4 +6,6 @@ place (``main.py``) turns an ``AmError`` into ``Error: ...`` and its exit code.
 
 May import: everything in am/ (the facade, every library floor, the other doors to wire their commands), click.
 Must not import: nothing in am/ imports this package; click stays here.
+
+Decisions: docs/decisions/vault.md.
 """

@@ -1,4 +1,7 @@
-"""`am log`, `am history`, `am blame`, `am undo`: the audit trail is Git's own history."""
+"""`am log`, `am history`, `am blame`, `am undo`: the audit trail is Git's own history.
+
+Decisions: docs/decisions/upkeep.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am check`: validate the whole vault against the format."""
+"""`am check`: validate the whole vault against the format.
+
+Decisions: docs/decisions/upkeep.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am hooks install|uninstall`, and the hidden `am hook NAME` that the installed shims run."""
+"""`am hooks install|uninstall`, and the hidden `am hook NAME` that the installed shims run.
+
+Decisions: docs/decisions/upkeep.md.
+"""
 
 from __future__ import annotations
 

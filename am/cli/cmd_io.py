@@ -1,4 +1,7 @@
-"""`am import` (memory kept by other systems) and `am export` (the vault, or one world of it)."""
+"""`am import` (memory kept by other systems) and `am export` (the vault, or one world of it).
+
+Decisions: docs/decisions/portability.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am mcp` (the MCP server for agents) and `am setup` (wire an agent client to it)."""
+"""`am mcp` (the MCP server for agents) and `am setup` (wire an agent client to it).
+
+Decisions: docs/decisions/agents.md.
+"""
 
 from __future__ import annotations
 

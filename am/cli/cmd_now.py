@@ -1,4 +1,7 @@
-"""`am now`: what is hot in a world (pinned, most used, recent topics, review items, the last session)."""
+"""`am now`: what is hot in a world (pinned, most used, recent topics, review items, the last session).
+
+Decisions: docs/decisions/packs.md.
+"""
 
 from __future__ import annotations
 

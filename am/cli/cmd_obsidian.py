@@ -1,4 +1,7 @@
-"""`am obsidian setup`: templates and settings that make a vault work well in Obsidian."""
+"""`am obsidian setup`: templates and settings that make a vault work well in Obsidian.
+
+Decisions: docs/decisions/records.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am recover`, `am doctor`: getting memory back and keeping it honest."""
+"""`am recover`, `am doctor`: getting memory back and keeping it honest.
+
+Decisions: docs/decisions/upkeep.md.
+"""
 
 from __future__ import annotations
 

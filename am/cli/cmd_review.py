@@ -1,4 +1,7 @@
-"""`am review`: the one queue of proposals, pending, stale and contested facts, and the decisions on them."""
+"""`am review`: the one queue of proposals, pending, stale and contested facts, and the decisions on them.
+
+Decisions: docs/decisions/sessions.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am search` and `am index`: full-text search, and the cache behind it."""
+"""`am search` and `am index`: full-text search, and the cache behind it.
+
+Decisions: docs/decisions/recall.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am ingest` (agents' session logs, kept byte for byte) and `am propose` (the clerk's proposed facts)."""
+"""`am ingest` (agents' session logs, kept byte for byte) and `am propose` (the clerk's proposed facts).
+
+Decisions: docs/decisions/sessions.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am slice` (the context pack) and `am repo` (code repositories and their clones)."""
+"""`am slice` (the context pack) and `am repo` (code repositories and their clones).
+
+Decisions: docs/decisions/packs.md.
+"""
 
 from __future__ import annotations
 

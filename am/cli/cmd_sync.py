@@ -1,4 +1,7 @@
-"""`am sync`, `am merge BRANCH` and `am merge-driver`: the doors into am/sync/ and the record merge."""
+"""`am sync`, `am merge BRANCH` and `am merge-driver`: the doors into am/sync/ and the record merge.
+
+Decisions: docs/decisions/sync.md.
+"""
 
 from __future__ import annotations
 

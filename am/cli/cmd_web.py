@@ -1,4 +1,7 @@
-"""`am graph` (the topic graph as text to paste) and `am serve` (the read-only web view)."""
+"""`am graph` (the topic graph as text to paste) and `am serve` (the read-only web view).
+
+Decisions: docs/decisions/web.md.
+"""
 
 from __future__ import annotations
 

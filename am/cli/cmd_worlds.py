@@ -1,4 +1,7 @@
-"""`am why` and `am stale`: why a fact is (not) in a world, and which facts are stale in one."""
+"""`am why` and `am stale`: why a fact is (not) in a world, and which facts are stale in one.
+
+Decisions: docs/decisions/worlds.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Shared plumbing of the commands: the vault of this invocation, output helpers."""
+"""Shared plumbing of the commands: the vault of this invocation, output helpers.
+
+Decisions: docs/decisions/vault.md.
+"""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ through the registry or a code repository, a vault branch, work to do, a
 remote that does not answer) goes to the click command line, which fetches,
 so errors read as the command line's. Such a sync reads no settings
 (``.am/vault.yml``): it changes nothing and only needs the Git directory.
+
+Decisions: docs/decisions/sync.md.
 """
 
 from __future__ import annotations

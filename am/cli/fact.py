@@ -1,4 +1,7 @@
-"""`am fact`: add, supersede, edit, expire, change status, show and list facts."""
+"""`am fact`: add, supersede, edit, expire, change status, show and list facts.
+
+Decisions: docs/decisions/writes.md.
+"""
 
 from __future__ import annotations
 

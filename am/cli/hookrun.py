@@ -7,6 +7,8 @@ which reads Git through the git CLI for pre-commit and post-commit. It does
 what ``am hook NAME`` does (that hidden command stays for shims written by
 older versions and for the ``am`` on PATH): the same output, the same exit
 codes, an ``AmError`` as one line.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

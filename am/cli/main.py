@@ -1,4 +1,7 @@
-"""The `am` command: global options, error handling, and the command groups."""
+"""The `am` command: global options, error handling, and the command groups.
+
+Decisions: docs/decisions/vault.md.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ It is redrawn at most ten times a second, in place (a carriage return), and
 cleared when the work is done, so the command's own output starts on a clean
 line. On a pipe or a file it writes nothing at all: a script's standard error
 holds only messages meant for it.
+
+Decisions: docs/decisions/vault.md.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Run ``python -m am.cli.reference > docs/cli.md`` after changing a command; a
 test fails when the page and the help drift apart.
+
+Decisions: docs/decisions/vault.md.
 """
 
 from __future__ import annotations

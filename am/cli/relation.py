@@ -1,4 +1,7 @@
-"""`am relation`: typed edges between topics and facts."""
+"""`am relation`: typed edges between topics and facts.
+
+Decisions: docs/decisions/writes.md.
+"""
 
 from __future__ import annotations
 

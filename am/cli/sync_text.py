@@ -1,4 +1,7 @@
-"""The text of a sync's report, without click: `am sync` prints it, and so does the click-free fast path (entry.py)."""
+"""The text of a sync's report, without click: `am sync` prints it, and so does the click-free fast path (entry.py).
+
+Decisions: docs/decisions/sync.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am topic`: add, rename, show and list topics."""
+"""`am topic`: add, rename, show and list topics.
+
+Decisions: docs/decisions/writes.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`am init`, `am vault`, `am demo`: creating, naming and trying vaults."""
+"""`am init`, `am vault`, `am demo`: creating, naming and trying vaults.
+
+Decisions: docs/decisions/vault.md.
+"""
 
 from __future__ import annotations
 

@@ -48,6 +48,8 @@ itself with SIGKILL at that step (names in ``FAILPOINTS``).
 Floor 2. May import: ``am.errors``, ``am.clock``, ``am.records``, pygit2 (in
 ``store`` and the modules it loads, never from ``light``).
 Must not import: ``am.cache`` and every floor above it, sqlite3, click.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

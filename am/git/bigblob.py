@@ -11,6 +11,8 @@ copies all of it into a write stream before it asks whether the object exists:
 measured, a second copy of a 50 MB log in the peak memory of ``am ingest``.) The
 batch's pack holds only the small files. The loose object is flushed with the rest
 of the write (one ``syncfs`` before the branch moves).
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

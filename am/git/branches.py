@@ -8,6 +8,8 @@ disposable like the rest of the cache: its writes are commits on the branch,
 and a deleted folder is made again from the branch. The write protocol of a
 linked work tree is the vault's own (files, compare-and-swap, Git's index), so
 nothing about writing changes; ``am merge NAME`` folds the branch in.
+
+Decisions: docs/decisions/sync.md.
 """
 
 from __future__ import annotations

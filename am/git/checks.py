@@ -8,6 +8,8 @@ its author and committer are identities Git can store, and its message is text
 without NUL. Git's own merge, cherry-pick, revert or rebase standing unfinished in the
 work tree refuses every write (``check_no_git_operation``). Nothing here
 imports pygit2.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

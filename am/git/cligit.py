@@ -13,6 +13,8 @@ check runs on either.
 
 The hook's own environment is passed on: Git hands a pre-commit hook the index
 being committed in ``GIT_INDEX_FILE`` (a temporary one for ``git commit -a``).
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

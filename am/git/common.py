@@ -1,4 +1,7 @@
-"""Shared pieces of the Git store: fsync control, lock waits; the value types and failpoints live in am/git/values.py."""
+"""Shared pieces of the Git store: fsync control, lock waits; the value types and failpoints live in am/git/values.py.
+
+Decisions: docs/decisions/git.md.
+"""
 
 from __future__ import annotations
 

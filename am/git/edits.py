@@ -4,6 +4,8 @@
 one commit that writes, moves and removes files, with the compare-and-swap,
 the dirty-file checks and the index update of ``commit_tree``. Plain libgit2
 (an in-memory index), not the batch path: renames are rare and touch few files.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

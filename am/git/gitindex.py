@@ -21,6 +21,8 @@ safety is done here too:
 Anything else - index version 4 (compressed paths), a mandatory extension
 (split index, sparse index), conflict stages, a checksum that is not SHA-1 -
 makes :meth:`GitIndex.parse` return None, and the caller uses libgit2.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

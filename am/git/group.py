@@ -1,4 +1,7 @@
-"""Group commit's queue: the writers of one process waiting to commit to one repository (used by write/transaction.py)."""
+"""Group commit's queue: the writers of one process waiting to commit to one repository (used by write/transaction.py).
+
+Decisions: docs/decisions/git.md.
+"""
 
 from __future__ import annotations
 

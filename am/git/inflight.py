@@ -12,6 +12,8 @@ pids) instead of after the stale-age rule for locks of others.
 
 Index lock files am takes carry ``am:<pid>:<host>`` so that one left by a
 killed am process is known as such too. Nothing here imports pygit2.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

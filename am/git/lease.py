@@ -25,6 +25,8 @@ process ignores by default, and reads the lease state instead.
 Where leases are not available (not Linux, a file system without them, a file
 owned by another user), ``hold`` yields a lease that never reports a break and
 the re-read of the old file through its descriptor (write/worktree.py) is the check.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

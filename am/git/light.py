@@ -7,6 +7,8 @@ the path of Git's index (its stamp): both are plain files. ``LazyStore`` answers
 those from the files and opens the repository (importing pygit2) the first time
 it is asked anything else; anything unusual about the refs (a symbolic ref
 chain, reftable, an unborn branch) is left to pygit2.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

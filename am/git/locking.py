@@ -1,4 +1,7 @@
-"""am's write lock: one writer at a time, and the queue of other processes' requests while one waits."""
+"""am's write lock: one writer at a time, and the queue of other processes' requests while one waits.
+
+Decisions: docs/decisions/git.md.
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 Read-only: ``am recover`` lists what this finds and restores it through the
 repairs (repair.py). Owned by ``GitStore`` (am/git/store.py).
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ merged and removed as in a repository without one. Format: git's
 Documentation/gitformat-pack.txt, "multi-pack-index (MIDX) files have the
 following format". An index this module cannot read, or an incremental chain
 (``multi-pack-index.d/``), covers every pack: nothing is merged.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

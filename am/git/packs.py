@@ -25,6 +25,8 @@ A pack's entries are copied byte for byte (an offset delta whose base moved
 gets its new distance); packs with a ``.keep`` file, cruft
 and promisor packs, packs over ``_MERGE_MAX`` and every pack
 a multi-pack index covers are left to git (am/git/midx.py).
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

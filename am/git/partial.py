@@ -13,6 +13,8 @@ clone that is not partial is damage, and named as such (docs/sync.md).
 A shallow clone's history stops at the commits its ``shallow`` file lists
 (their parents are not in the clone); libgit2 shows them as root commits, so
 what reads history asks ``shallow_commits`` where it stops and says so.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

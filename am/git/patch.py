@@ -4,6 +4,8 @@ Used by `am review` (am/upkeep/review.py) to show a stale fact's evidence. The
 diff is Git's unified patch of the files that match the fact's watched paths
 (a path, a folder, or a glob, as am/worlds/stale.py matches them), cut to a
 number of lines with a note of what was left out.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

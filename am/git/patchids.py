@@ -10,6 +10,8 @@ Git computes them: libgit2 has no ``git cherry``, and the git CLI is the oracle
 the tests hold these to. The clone is only read: external diff drivers and
 textconv filters are off, rename detection is off (as ``git cherry`` sees it),
 and no optional lock is taken.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

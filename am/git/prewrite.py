@@ -2,7 +2,7 @@
 
 Creating a file is most of what a merge of many records costs the file system:
 on the machines am is measured on, a new file costs 0.1-0.5 ms of the
-kernel's time and renaming one into a folder ~15 us (docs/decisions.md).
+kernel's time and renaming one into a folder ~15 us (docs/decisions/sync.md#a-merges-files-are-written-ahead-by-a-helper-process).
 ``git merge`` creates its files from its first millisecond; ``am merge`` first
 starts Python, imports pygit2 and plans the merge, ~150-250 ms in which the
 machine's second core has nothing to do.

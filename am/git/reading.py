@@ -1,4 +1,7 @@
-"""Reading a repository: refs, trees, blobs, history, ancestry (``Reader``, owned by ``GitStore``)."""
+"""Reading a repository: refs, trees, blobs, history, ancestry (``Reader``, owned by ``GitStore``).
+
+Decisions: docs/decisions/git.md.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ A no-op ``am sync`` is a Python start-up and one ``git fetch``; every module it
 imports is paid on each run (PERF.md: start-up). This module holds what such a
 process needs from a Git directory, reading HEAD and branch tips from the files,
 and the crash tests' failpoints; ``am.git.light`` re-exports them for the rest.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ am's write lock, following the write protocol of ``am/git/write/transaction.py``
 first, then the branch by compare-and-swap, then the index. A journal in
 ``.git/am/`` names the move while it is under way, so a sync killed half way is
 completed by the next one (``resume_advance``).
+
+Decisions: docs/decisions/sync.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Repairs (``Repairer``): undo, recovery of lost commits, doctor's checks, staging for hooks."""
+"""Repairs (``Repairer``): undo, recovery of lost commits, doctor's checks, staging for hooks.
+
+Decisions: docs/decisions/upkeep.md.
+"""
 
 from __future__ import annotations
 

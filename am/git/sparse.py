@@ -9,6 +9,8 @@ says which entries carry the bit (``S``). Reads and writes refuse
 (``refuse_hidden``); `am check` and `am doctor` report it. One that leaves
 ``.am/`` out is named where am would otherwise say "not a vault"
 (``refuse_hidden_vault``). Nothing here imports pygit2.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ reach: the writer then commits its request itself, exactly once.
 
 Result files need no fsync: a writer reads them only while its process lives,
 and the commits themselves are durable before any writer returns.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

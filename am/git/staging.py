@@ -1,4 +1,7 @@
-"""Git's index, lock files and branch moves for the write path (am's own index writer; libgit2 for other formats)."""
+"""Git's index, lock files and branch moves for the write path (am's own index writer; libgit2 for other formats).
+
+Decisions: docs/decisions/git.md.
+"""
 
 from __future__ import annotations
 

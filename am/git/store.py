@@ -13,6 +13,8 @@
 
 The methods here are the store's public surface (what am above this package calls), each
 handing the call to the one object that does it.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

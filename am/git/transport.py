@@ -1,6 +1,6 @@
 """Talking to a vault's remote through the git program: fetch, push, the upstream — with no pygit2 import.
 
-Why the git program and not libgit2 (docs/decisions.md): libgit2's local push
+Why the git program and not libgit2 (docs/decisions/sync.md#fetch-and-push-run-the-git-program-and-a-push-names-the-commit): libgit2's local push
 ignores ``receive.denyNonFastForwards`` and reports success when a remote hook
 refuses (RELIABILITY.md), while ``git push --porcelain`` reports each ref's
 outcome; and credentials stay Git's own (credential helpers, the ssh agent,

@@ -16,6 +16,8 @@ Git's tree format: entries ``<mode> <name>\\0<20-byte id>``, sorted by name
 with a folder's name compared as if it ended in ``/``. Folders are written
 with mode ``40000`` and files with ``100644``, as git writes them; entries
 am does not change are kept byte for byte.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ reads it), the crash tests' failpoints and Git's blob ids. It is the floor of
 ``am.git``: every other module may import it, it imports only ``am.git.refs``
 (where ``failpoint`` lives, for processes that cannot afford dataclasses).
 ``am.git.light`` re-exports it for code above ``am.git``.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

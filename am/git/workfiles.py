@@ -9,6 +9,8 @@ before reading (a link to ``/dev/zero`` or a FIFO must not exhaust memory or
 hang a command). Anything else is reported as a problem, never as a record.
 
 Pure ``os`` calls, no pygit2: a read on a fresh cache must not import it.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

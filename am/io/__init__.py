@@ -11,6 +11,8 @@ hands the vault in) and every library floor (``am.records``, ``am.worlds``,
 ``am.errors``, ...); Git and the cache only through the ``Vault``.
 Must not import: another door (``am.cli``, ``am.mcp``, ``am.sync``,
 ``am.sessions``), pygit2, sqlite3 or click.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

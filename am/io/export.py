@@ -7,6 +7,8 @@ writes each record back at its path, so export -> import -> export gives the
 same bytes. ``json`` is the same records in one document; ``mcp-memory`` and
 ``markdown`` are for other tools and people, and lose what they cannot hold
 (docs/import.md says what).
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

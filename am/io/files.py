@@ -1,4 +1,7 @@
-"""Reading source files for an import: text, JSON lines, and the time a source was written."""
+"""Reading source files for an import: text, JSON lines, and the time a source was written.
+
+Decisions: docs/decisions/portability.md.
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ between two batches, or inside one) write exactly what the first run had left:
 the vault ends as one clean run would leave it. Each batch is one commit
 (``Am-Op: import.batch``) through ``Vault.import_batch``, so Git's index and the
 cache are updated once a batch, not once a record (PERF.md).
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

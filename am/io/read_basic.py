@@ -5,6 +5,8 @@ src/basic_memory/markdown/plugins.py. A note is a topic; each observation a
 fact; each ``- relation_type [[Target]] (context)`` a relation; a ``[[Target]]``
 in prose a link (rewritten to the target's id). Targets that no note defines
 (basic-memory's forward references) become topics of their own.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ frontmatter ``description, tags, status, created, updated, entry_count,
 needs_compact``, and entries headed ``## [YYYY-MM-DDTHH:MM] {id: ...} #tag``.
 A superseded entry's heading carries ``#superseded-by:<id>`` and its body is
 wrapped in ``~~``; the new entry ends with ``<!-- supersedes: <id>; reason: ... -->``.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

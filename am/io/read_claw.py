@@ -6,6 +6,8 @@ reader follows the best description available: a JSON list of items (or
 ``layer`` (``hot``: always in the agent's context; ``deep``: retrieved on
 demand), ``tags``, ``created_at``/``updated_at`` (epoch milliseconds or ISO),
 ``confidence`` and ``importance`` (0..1), and supersede pointers.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""am's own export (`am export`, JSON Lines or JSON): records back, as they were, at their paths."""
+"""am's own export (`am export`, JSON Lines or JSON): records back, as they were, at their paths.
+
+Decisions: docs/decisions/portability.md.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ of DESIGN §11 with a record id and the session: ``{"id", "ts", "session",
 "role", "text"}``, optional ``tags``, ``pinned`` and ``supersedes`` (an id or a
 list). Every other key is kept. Records are facts waiting for review
 (``pending-review``): raw session records, not yet reviewed knowledge.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ Architecture Decision Record (Michael Nygard's form, as adr-tools writes it:
 Outcome``) becomes a ``decision`` topic holding the whole record and one fact,
 its decision; "Supersedes"/"Superseded by" links in the status become a
 supersede chain.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

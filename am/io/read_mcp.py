@@ -3,6 +3,8 @@
 Source: modelcontextprotocol/servers, src/memory/index.ts. One JSON object a
 line: ``{"type":"entity","name","entityType","observations":[...]}`` or
 ``{"type":"relation","from","to","relationType"}``. docs/import.md has the mapping.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Source: supermemoryai/supermemory, packages/memory-graph/src/api-types.ts
 and concepts/graph-memory.mdx. SuperMemory has no export file of its own; this
 reads what its API returns and people save: ``{"documents": [...]}`` (each with
 ``memories`` or ``memoryEntries``), ``{"memories": [...]}``, or a list of either.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

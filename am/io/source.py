@@ -6,6 +6,8 @@ is what makes an import resumable and a re-import a no-op), and one ``Aside``
 for every entry or field it could not take, with the reason. ``Builder.finish``
 completes half-stated supersessions and validates every record; a record that
 breaks the format is left aside too, never written.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

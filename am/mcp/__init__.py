@@ -10,4 +10,6 @@ instruction blocks, reversibly (``jsonedit`` and ``blocks`` do the edits).
 May import: the facade (``am.vault``), every library floor, ``am.errors``, the ``mcp``
 SDK and its web stack (only inside ``server`` and ``http``, only when a server starts).
 Must not import: ``am.cli`` or any other door; click.
+
+Decisions: docs/decisions/agents.md.
 """

@@ -5,6 +5,8 @@ remove it. Adding it again replaces the block in place (idempotent); taking it
 out leaves the file exactly as it was before the block came, byte for byte:
 a file that did not end in a newline gets one before the block, and the
 begin line says so, so that removal takes that newline out too.
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

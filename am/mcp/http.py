@@ -6,6 +6,8 @@ name this server's own host and port, and a request from a page must come
 from this server's own origin. With a token set, a request must carry it as
 ``Authorization: Bearer <token>`` (am/loopback.py). These checks run in front of the SDK's own
 (which are kept, with the same exact host and port).
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ of its array), after the container's opening bracket; a container that does
 not exist yet is inserted the same way one level up, holding the entry. Taking
 it out removes exactly that text. A file whose entry was since changed by
 hand is left alone with a message.
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ it). Valid time is the one input that moves by itself: a pack for "now" is kept
 only until the next moment at which some record's ``valid_from`` or
 ``valid_until`` falls. Requests that read other vaults or the vault's history
 (``follow_links``, ``as_of``) or a vector backend are not kept.
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ runs (a stray ``print`` cannot corrupt the protocol), and all of it is put
 back on exit. Where the descriptors are not pipes or sockets (Windows, a
 terminal, a file), ``usable`` says no and the server keeps the SDK's own
 streams.
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Over stdio the server reads and writes the pipes on its event loop
 (am/mcp/pipes.py), and a quick read (a tool marked ``quick``: it answers from
 the cache in milliseconds) that arrives while no other call runs is answered
 on the loop too, with the loop's own ``Vault``: a warm search then crosses no
-thread at all (docs/decisions.md, "MCP calls without thread hops").
+thread at all (docs/decisions/agents.md#a-warm-call-makes-no-thread-hops).
 """
 
 from __future__ import annotations

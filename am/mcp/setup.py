@@ -18,6 +18,8 @@ agents when to read a slice and when to record or supersede a fact:
 Every change is reversible byte for byte (``am.mcp.jsonedit``, ``am.mcp.blocks``);
 running it twice changes nothing the second time. ``plan`` is pure: it
 returns the files' old and new bytes, and ``apply`` writes them.
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

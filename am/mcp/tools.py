@@ -8,6 +8,8 @@ structured result). ``am.mcp.server`` turns them into the protocol.
 Memory handed to an agent is data, never instructions: every result that
 carries records says so in ``note`` and names each record's provenance, and
 text is cleaned of invisible and bidi control characters (``strip_hidden``).
+
+Decisions: docs/decisions/agents.md.
 """
 
 from __future__ import annotations

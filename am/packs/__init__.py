@@ -8,4 +8,6 @@ world; ``pack`` ranks, budgets and renders it (Markdown and JSON, byte-stable);
 May import: every floor below (``am.records``, ``am.git``, ``am.cache``,
 ``am.worlds``), ``am.errors``, ``am.clock``, ``am.registry``.
 Must not import: ``am.writes``, ``am.upkeep``, ``am.vault`` (take ``am.worlds.ancestry.VaultReader``), doors.
+
+Decisions: docs/decisions/packs.md.
 """

@@ -24,6 +24,8 @@ building a Python object per fact:
 It returns None when two files share an id (the first-by-path rule needs
 every row), and the caller takes the general path. Both paths give
 byte-identical packs (tests/test_slice_cache.py holds them equal).
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

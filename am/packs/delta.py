@@ -22,6 +22,8 @@ are listed:
   (moved to another repo or branch, or their file was removed).
 
 Sorted by id within each section; deterministic like a pack.
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

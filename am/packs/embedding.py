@@ -26,6 +26,8 @@ mean of its tokens' vectors, L2-normalised, as ``WordLlamaInference.embed(norm=T
 computes it (tests/test_semantic_wordllama.py holds them equal). One query's vector
 (``vector``, what ``am search`` ranks with) needs no numpy: its tokens' rows are read
 from the weights file with ``struct``, their ids taught from the cache (``teach``).
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

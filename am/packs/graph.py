@@ -10,6 +10,8 @@ fact's link counts from each of its topics). ``render_mermaid``,
 in GitHub and Obsidian, DOT in Graphviz); the positions come from
 ``am.packs.layout``, deterministic, so the same vault commit and request give
 byte-identical output.
+
+Decisions: docs/decisions/web.md.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ force-directed layout (Fruchterman-Reingold) whose repulsion looks only at
 nearby nodes (a grid of cells), so a 1,000-topic vault is laid out in well
 under a second; the start is a spiral in id order, so the same graph always
 gets the same picture.
+
+Decisions: docs/decisions/web.md.
 """
 
 from __future__ import annotations

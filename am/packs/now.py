@@ -11,6 +11,8 @@ names a session). Facts count only where they hold in the world
 
 Deterministic: the same vault state, use counts and clock give the same bytes.
 Reading it counts no use (so asking twice changes nothing).
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``am.packs.slice`` fills a ``Pack`` (what holds, ranked and cut to the budget);
 this module renders it. Rendering is deterministic: every list is already in
 a total order, the clock never appears, and all text is cleaned of invisible
-and bidi control characters and kept from opening Markdown blocks.
+and bidi control characters and kept from opening Markdown blocks. Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Every pack names itself by it in its header (am/packs/pack.py), and ``am slice --since`` takes it back
 (am/packs/delta.py): below both, it imports neither.
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ facts about their topics and the topics one hop away (relations and links).
 A watched path that no longer exists at the world's commit in the registered
 clone is flagged as dead in the scope line, with the fact that watches it.
 Paths are taken relative to the clone when they lie inside it.
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

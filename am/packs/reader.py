@@ -1,4 +1,7 @@
-"""What packs need of a vault, as a protocol, so that this floor never imports the facade above it."""
+"""What packs need of a vault, as a protocol, so that this floor never imports the facade above it.
+
+Decisions: docs/decisions/packs.md.
+"""
 
 from __future__ import annotations
 

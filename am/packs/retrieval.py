@@ -20,6 +20,8 @@ Levels, tried in order, each within what is left of a time budget:
 Only hits among the records that hold in the world count, so a level whose
 hits all lie elsewhere lets the next one try. Every level that was tried is
 named in ``Retrieved.notes``.
+
+Decisions: docs/decisions/recall.md.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ thirty days neither new nor used; pinned never fade), then confidence, then
 recency, then id. The budget admits facts in that order, a
 topic's heading with its first fact, then relations among the shown topics;
 whatever does not fit is counted in the pack, with the way to get it.
+
+Decisions: docs/decisions/packs.md.
 """
 
 from __future__ import annotations

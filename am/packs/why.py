@@ -6,6 +6,8 @@ there, derives staleness, and lets ``am.worlds.why.explain`` walk the rules
 with their evidence. ``stale_in_world(vault, request)`` lists the facts that
 hold in the world and are stale there (``am stale``, and the code-repo hook).
 Both take and return values, so every door (CLI, MCP) calls the same code.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

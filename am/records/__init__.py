@@ -9,4 +9,6 @@ being written travels as (``FactDraft``).
 May import: the standard library, PyYAML, markdown-it-py, jsonschema (lazily),
 ``am.errors``, ``am.clock``.
 Must not import: any other ``am`` subpackage, pygit2, sqlite3, click.
+
+Decisions: docs/decisions/records.md.
 """

@@ -4,6 +4,8 @@
 Topic, Fact or Relation; ``render_record(record)`` writes am's canonical form,
 and ``parse_record(render_record(r)) == r``. Line endings of a hand-written file
 are kept (``record.eol``); a UTF-8 BOM is skipped on read and kept by ``render_update``.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ PyYAML is imported only when the strict loader or a nested dump needs it: a
 read command on canonical files never pays its ~20 ms import (PERF.md). Plain
 scalars are resolved by one table of YAML 1.2 core rules that both the fast
 path and the strict loader use.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ hyphens (``project-alpha``, ``f-20260923-1630-3f0e99``,
 ``project-alpha--depends-on--tool-redis``). That alphabet has no ``.``, ``/``,
 ``\\``, ``:``, spaces, or anything Unicode can fold, so an id can never name a
 path outside its folder, a case or NFC/NFD twin, or a reserved device name.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ def relation_id(from_id: str, rel: str, to_id: str) -> str:
 def parse_timestamp(value: str, *, field: str = "created", path: str | None = None) -> datetime:
     """Parse an ISO 8601 date or date-time as written in frontmatter or a session log, as an aware moment.
 
-    The one rule for stored times (docs/decisions.md): a date or date-time without an offset is UTC,
+    The one rule for stored times (docs/decisions/records.md#a-stored-time-without-an-offset-is-utc): a date or date-time without an offset is UTC,
     so it names the same moment on every machine, whatever time zone built the cache or asks.
     """
     text = value.strip()

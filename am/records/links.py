@@ -7,6 +7,8 @@ Obsidian file name, so ``a:b`` is unambiguous: vault ``a``, id ``b``.
 The body is tokenised by markdown-it so that code spans, fenced and indented
 code blocks, HTML blocks and the inside of HTML tags are never links, while
 paragraphs, headings, lists, block quotes and table cells are scanned.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

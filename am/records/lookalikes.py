@@ -25,6 +25,8 @@ Mechanisms), keep a new name from passing for another:
 Both are for new names only (am/writes/forms.py ``check_names_free``): a
 record that already has such a name is read as ever, and ``am check`` warns
 about look-alike pairs already in a vault (``lookalike_pairs``).
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ order of list items do not depend on the direction), so two machines that
 merge the same pair independently agree, and a second merge of their merges
 changes nothing. New ids and paths are derived from the texts, never drawn at
 random, for the same reason.
+
+Decisions: docs/decisions/sync.md.
 """
 
 from __future__ import annotations

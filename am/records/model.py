@@ -2,6 +2,8 @@
 
 Records are frozen dataclasses. Unknown frontmatter keys ride along in
 ``extra`` (file order kept) so that am never drops what a person wrote.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

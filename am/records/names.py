@@ -8,6 +8,8 @@ Markdown file without am frontmatter) is a link target by its file name.
 
 A name that two files claim at the same rank resolves to the first by path, as
 Obsidian picks one file for an ambiguous link.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

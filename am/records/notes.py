@@ -6,6 +6,8 @@ is a *note*: never a record, a link target by its file name, and searchable
 as a note (am/cache keeps its text apart from the records', so a note never
 reaches a pack as a fact). A file with an am id and a misspelt type is a
 broken record, not a note.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ link to anything else (a file name, a title, an alias) is kept as the link text
 ``update_frontmatter`` changes only the keys whose values changed, each in the
 form the file already used (flow or block list, link or plain), so that a file
 a person wrote keeps its shape when am changes it. Pure: no I/O.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

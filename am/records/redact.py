@@ -2,6 +2,8 @@
 
 The detectors are am/records/secrets.py's: what ``scan_text`` would report is
 exactly what is masked, so a redacted record passes the write path's scan.
+
+Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ see): NUL makes Git call the file binary, ESC puts terminal escapes into
 listings and commit subjects. The schema refuses them in a title. Nor may a
 body hide a message in invisible characters (tag characters outside an emoji
 flag, a run of variation selectors): a model reads it, a person does not.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

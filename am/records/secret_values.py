@@ -3,6 +3,8 @@
 The judgements the secret scanner (am/records/secrets.py) makes of a value it
 has found: a placeholder (``changeme``, ``<token>``, ``${API_KEY}``), how random
 a token's characters are. Apart so that the scanner's families fit one module.
+
+Decisions: docs/decisions/records.md.
 """
 
 from __future__ import annotations

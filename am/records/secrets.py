@@ -11,6 +11,8 @@ False positives matter as much as misses: ordinary notes about token buckets,
 password-reset flows, git SHAs, UUIDs, paths and URLs must pass. Every pattern
 is anchored at the start of a word and bounded, so scanning stays linear in
 the length of the text.
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

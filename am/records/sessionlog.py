@@ -24,6 +24,8 @@ The formats, as their writers define them (docs/sessions.md cites the sources):
 Pure (floor 1): takes bytes, returns values; am/sessions/ (ingest, the clerk, search)
 and am/upkeep/review.py (the cited lines of a proposal) read logs through it. A line that is not JSON, or not an object,
 is kept in the log and skipped here (counted in ``unreadable``).
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

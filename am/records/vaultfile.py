@@ -4,6 +4,8 @@ The vault file is the vault's committed settings; a person may have written
 comments and keys am does not know. ``with_repo`` rewrites only the ``repos:``
 table (code-repo name -> remote URL, DESIGN §2), appending it when absent, and
 checks that the result reads back as the old settings plus that one change.
+
+Decisions: docs/decisions/vault.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What a write takes (``FactDraft``) and returns, one-line text for commit messages, fresh fact ids, bulk batches."""
+"""What a write takes (``FactDraft``) and returns, one-line text for commit messages, fresh fact ids, bulk batches.
+
+Decisions: docs/decisions/writes.md.
+"""
 
 from __future__ import annotations
 

@@ -12,4 +12,6 @@ Floor: a door. May import: the facade (``am.vault``) and every library floor
 ``am.records``, ``am.errors``, ``am.clock``, ``am.registry``).
 Must not import: the other doors (``am.cli``, ``am.mcp``, ``am.sync``,
 ``am.io``), click, sqlite3, pygit2 (Git is reached through ``am.git``).
+
+Decisions: docs/decisions/sessions.md.
 """

@@ -18,6 +18,8 @@ why. It is printed, written into the commit message of the run's one commit
 (the proposals and the session topic's ``clerk`` entry), and returned as JSON.
 Proposal ids are drawn from the session and the text, so running the clerk
 again proposes nothing twice.
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

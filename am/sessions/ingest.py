@@ -16,6 +16,8 @@ A log still being written may end part way through a line; that line (no
 newline, not JSON) is held back, so the stored log is the source's complete
 lines and no half of a secret, which the masking cannot recognise, reaches
 history. The next ingest after the line is finished appends it.
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ A secret is replaced by ``[redacted:<family>]``. A line that was JSON stays
 JSON: if the in-place replacement would break it, that one line is parsed,
 masked string by string and written again. Lines without secrets, and files
 without any, are returned as the very same bytes.
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

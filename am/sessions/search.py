@@ -12,6 +12,8 @@ with no words left, the newest messages come first. Each hit names its
 session, its line in the log, the role and the time. When the cache cannot be
 used, the logs are read and scanned instead (every word must occur; newest
 first).
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

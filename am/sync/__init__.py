@@ -9,6 +9,8 @@ May import: the facade (``am.vault``, under TYPE_CHECKING) and every library
 floor: ``am.records`` (the merge rules), ``am.git`` (fetch, push, merge bases,
 moving the branch), ``am.upkeep``, ``am.errors``.
 Must not import: the other doors (``am.cli``, ``am.mcp``, ...), pygit2, sqlite3, click.
+
+Decisions: docs/decisions/sync.md.
 """
 
 from __future__ import annotations

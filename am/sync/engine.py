@@ -1,4 +1,7 @@
-"""`am sync` and `am merge`: fetch, merge record-aware, push without force, and the same merge of a local branch."""
+"""`am sync` and `am merge`: fetch, merge record-aware, push without force, and the same merge of a local branch.
+
+Decisions: docs/decisions/sync.md.
+"""
 
 from __future__ import annotations
 

@@ -15,4 +15,6 @@ May import: every floor below (``am.records``, ``am.git``, ``am.cache``,
 commit is a write), ``am.errors``, ``am.clock``, ``am.registry``.
 Must not import: ``am.vault`` (``hooks`` is handed the facade's opener by the
 door that runs it), ``am.cli`` or any other door.
+
+Decisions: docs/decisions/upkeep.md.
 """

@@ -4,6 +4,8 @@ Every am write is one commit whose trailers name the operation, the records
 and the actor (DESIGN §4), so the audit trail is ``git log``. Commits made by
 hand (Obsidian, the git CLI) have no trailers; they show as op ``manual`` with
 the author as actor and the records read from the files they changed.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

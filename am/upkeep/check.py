@@ -13,6 +13,8 @@ not parsed again.
 Severities: ``error`` (the exit code says so), ``warning`` (errors under
 ``--strict``) and ``note`` (never fatal: a person may keep a file where they
 like, DESIGN §2).
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Each check reads records as ``Gist`` values (am/upkeep/checkmemo.py): what a
 file's bytes say of its names and references, kept between checks, so an
 unchanged file is not parsed again for them.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

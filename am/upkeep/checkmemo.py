@@ -17,6 +17,8 @@ schemas, the versions of Python and of the libraries whose messages it
 repeats): another am's memo is ignored whole and replaced. Its second line is
 a hash of the rest: a damaged or hand-edited memo is ignored whole, so no
 entry can hide an error. See docs/check.md.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ gone, or the file is not executable). ``note_warnings`` writes warnings that
 a post-commit hook would print to a stderr nobody reads (obsidian-git commits
 on a timer) into ``am-health.md`` at the vault's root: a note Obsidian shows,
 ignored by Git through ``.git/info/exclude`` (never committed, never a record).
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

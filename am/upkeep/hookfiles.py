@@ -7,6 +7,8 @@ that was already there is moved to ``.git/am/hooks-chained/`` and run after
 am's own work (``am.upkeep.hooks.run_chained``); ``am hooks uninstall`` puts it back.
 What each hook does when Git runs it is ``am.upkeep.hooks``; below it, this
 module imports no other module of ``am.upkeep``.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ carry a credential; ``post-commit``, ``post-merge``, ``post-checkout`` and
 repository hooks: ``post-commit`` and ``post-merge`` warm the staleness cache
 of the branch's world and tell the committer which facts the commit made stale
 there (see ``am.worlds.stale``); they never write to the vault.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

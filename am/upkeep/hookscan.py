@@ -2,6 +2,8 @@
 
 Shared by the pre-commit check (``am.upkeep.precommit``), the hook runner (``am.upkeep.hooks``) and
 ``am recover`` (``am.upkeep.recover``); imports no other module of ``am.upkeep``.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

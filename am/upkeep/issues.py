@@ -1,4 +1,7 @@
-"""One problem ``am check`` found in one file: what every pass of the check reports (check, checklinks, worldcheck)."""
+"""One problem ``am check`` found in one file: what every pass of the check reports (check, checklinks, worldcheck).
+
+Decisions: docs/decisions/upkeep.md.
+"""
 
 from __future__ import annotations
 

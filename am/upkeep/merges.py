@@ -16,6 +16,8 @@ would leave it; after ``git pull --rebase`` the post-rewrite hook calls
 ``git merge --squash`` (and ``git pull --squash``) commits nothing and makes no
 merge commit: its post-merge hook (flag ``1``) calls ``complete_squash``, which
 stages those files, so the squash commit the user makes holds both versions.
+
+Decisions: docs/decisions/sync.md.
 """
 
 from __future__ import annotations

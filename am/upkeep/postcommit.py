@@ -15,6 +15,8 @@ catches up from the tree diff on its next read.
 
 Floor: upkeep. May import ``am.git.cligit`` (the git CLI, no pygit2), ``am.upkeep.health``.
 Must not import the facade, the cache, pygit2 or click.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

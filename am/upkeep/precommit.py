@@ -6,6 +6,8 @@ one-file commit in a 10k-fact vault reads only the topics (bench/bench_precommit
 A commit that removes or renames a record that staged facts or relations
 still name is refused, one line per referring file, with the command that does
 it properly.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ orphan record files left by a write that was killed before its commit, Git
 index entries a killed write did not update, the cache, a branch that moved
 backwards, and every error ``am check`` finds (one health model: doctor is
 check plus the repository).
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ named again in the ``Am-Actor`` trailer):
 
 Shared by the CLI (``am review``) and the MCP server (``review_list``,
 ``review_decide``). Floor: upkeep (takes the vault as an argument).
+
+Decisions: docs/decisions/sessions.md.
 """
 
 from __future__ import annotations

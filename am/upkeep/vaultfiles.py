@@ -2,6 +2,8 @@
 
 Attachments (an image, a PDF, a canvas: what ``![[Pasted image.png]]`` names)
 and Markdown notes outside the record folders (link targets by file name).
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ descend from the old), so the fix is a supersede there. Written with ``--unverif
 branch not fetched here), it resolves once the clone is registered and fetched. A
 branch gone from the clone whose commit the main line holds (merged and deleted,
 renamed) is no warning: the record holds there by its commit, nothing to fetch.
+
+Decisions: docs/decisions/upkeep.md.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ changed; at 10k commits the whole count took seconds, every time the page opened
 kept in ``.am/cache/writers.json`` (derived and disposable, like the rest of ``.am/cache/``), with the total
 for the HEAD it was made at: the same HEAD is answered from the file, a new one walks history and counts only
 the commits the file lacks. A file that is missing, damaged or of another version is counted anew.
+
+Decisions: docs/decisions/web.md.
 """
 
 from __future__ import annotations

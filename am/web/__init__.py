@@ -11,4 +11,6 @@ package, and fetch nothing from the network.
 May import: the facade (``am.vault``), every library floor, ``am.errors``, starlette and uvicorn
 (only inside ``server``, only when a server starts).
 Must not import: ``am.cli`` or any other door (``am.mcp``, ``am.sync``, ...); click; anything that writes.
+
+Decisions: docs/decisions/web.md.
 """

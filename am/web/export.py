@@ -6,6 +6,8 @@ script and stylesheet inlined: it opens from disk, offline, and fetches
 nothing. Text from the vault goes in as JSON inside a ``<script
 type="application/json">`` with ``<`` escaped, and is put on the page with
 ``textContent``, never as markup.
+
+Decisions: docs/decisions/web.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The page's files, shipped in the package (am/web/static/): what ``am serve`` serves and an export inlines."""
+"""The page's files, shipped in the package (am/web/static/): what ``am serve`` serves and an export inlines.
+
+Decisions: docs/decisions/web.md.
+"""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ with its own ``Vault`` kept open for the server's life (as ``am mcp`` does: a
 cache connection per thread, the cache's locks shared in the process), so one
 slow page (a review queue, an export) does not hold up the others; the topic
 graphs' layouts are shared. The event loop only moves bytes.
+
+Decisions: docs/decisions/web.md.
 """
 
 from __future__ import annotations

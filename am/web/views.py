@@ -6,6 +6,8 @@ facts as ``am slice --topic`` renders them, the activity feed of ``am log``
 with the ``am undo`` command of each write, the review queue (stale,
 contested, pending review) and the numbers. The topic graph's layout is kept
 per vault commit, world and scope, so a second look costs no layout.
+
+Decisions: docs/decisions/web.md.
 """
 
 from __future__ import annotations

@@ -14,4 +14,6 @@ May import: ``am.errors``, ``am.clock``, ``am.registry``, ``am.records``,
 ``am.git``, ``am.cache``.
 Must not import: ``am.packs``, ``am.writes``, ``am.upkeep``, ``am.vault`` (take the
 ``VaultReader`` protocol instead), doors.
+
+Decisions: docs/decisions/worlds.md.
 """

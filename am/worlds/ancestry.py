@@ -8,6 +8,8 @@ it, it falls back to the branch-name rule and says why in ``notes``.
 The world's history is walked once and kept in memory per (clone, commit),
 and on disk in the vault's cache (``HistoryFiles``), so judging N facts costs
 one walk (or a short walk from a cached older tip) plus N set lookups.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

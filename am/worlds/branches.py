@@ -4,6 +4,8 @@
 one; ``did_you_mean``, ``known_list`` and ``check_repo_known`` say what exists when a name
 does not. Below both ``ancestry`` (which sets up a slice's world) and ``checks`` (which
 checks a write's world); imports neither.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

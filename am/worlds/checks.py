@@ -6,6 +6,8 @@ given without a commit records the branch's tip, so the fact follows B's
 merges by ancestry. An unknown name is an ``UnknownWorldError`` that lists
 what exists and suggests the closest name, unless the writer says
 ``unverified`` (a branch not fetched here, a repo cloned elsewhere).
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

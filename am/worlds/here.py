@@ -6,6 +6,8 @@ naming its own git dir, whose ``commondir`` leads to the clone's. Both are
 matched to the registry by the clone's git dir, so every worktree of a
 registered clone is that repo. HEAD, the branch and its tip are read from the
 files (no pygit2) when they are plain; anything unusual is asked of Git.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

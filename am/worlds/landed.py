@@ -26,6 +26,8 @@ histories (``patchids.txt``, append-only), as are the findings: a landing
 (C landed as L) holds wherever L is in the history, and "no landing of C (or of
 branch tip T) in M" never changes either (``landed.json``). The cache is
 derived: deleting it loses nothing, a corrupt file or line is ignored.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ decides, for every record, whether it holds there and, if not, why:
 The ancestry oracle answers "is this commit in the world's history?" from one
 walk of that history (``am.worlds.ancestry``), so the cost per slice grows with the
 history plus the facts, never with their product.
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

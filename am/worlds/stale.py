@@ -19,6 +19,8 @@ the world and not in C's set. The answer for every (commit, watched path) pair
 asked is kept per world tip (``stale/<tip>.json``), so a warm slice reads one
 small file and imports no pygit2. The code-repository hook computes it for the
 new tip right after a commit (``am hooks install --code-repo``).
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

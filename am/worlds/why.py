@@ -7,6 +7,8 @@ equal for every fact of the demo vault in every world of its code repository);
 supersession and staleness, which need the other records and the code graph,
 come in as the caller found them (``resolve``'s ``superseded_here`` and
 ``am.worlds.stale``).
+
+Decisions: docs/decisions/worlds.md.
 """
 
 from __future__ import annotations

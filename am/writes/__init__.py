@@ -19,4 +19,6 @@ May import: every floor below (``am.records``, ``am.git``, ``am.cache``,
 Must not import: ``am.upkeep`` (check, hooks, audit, recover, review sit
 above and write through this floor), ``am.vault`` (the facade calls in with
 its collaborators; nothing here calls back), ``am.cli`` or any other door.
+
+Decisions: docs/decisions/writes.md.
 """

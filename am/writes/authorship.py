@@ -1,4 +1,7 @@
-"""Who a vault's commits are by: the actor (the agent or person), git's identity, and am's commit messages."""
+"""Who a vault's commits are by: the actor (the agent or person), git's identity, and am's commit messages.
+
+Decisions: docs/decisions/writes.md.
+"""
 
 from __future__ import annotations
 

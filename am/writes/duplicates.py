@@ -1,4 +1,4 @@
-"""A fact already recorded: what a fact add finds instead of writing a twin (docs/decisions.md, "Duplicates").
+"""A fact already recorded: what a fact add finds instead of writing a twin (docs/decisions/writes.md#a-fact-said-twice-is-recorded-once-duplicates).
 
 A new fact repeats an existing one when both say the same statement (every run of
 whitespace one space; case counts), about the same set of topics, in the same repo
@@ -127,7 +127,7 @@ def superseding(writer: RecordWriter, old: tuple[PurePosixPath, Fact, str | None
     When another holding fact already says the draft (the rule of ``recorded``, the old fact
     aside), writing the new fact would make its twin: the old fact is superseded by that one
     instead, in one commit touching the two files (``created`` False, the fact found first
-    in ``records``; docs/decisions.md). A twin that waits for review is named, nothing written.
+    in ``records``; docs/decisions/writes.md#a-fact-said-twice-is-recorded-once-duplicates). A twin that waits for review is named, nothing written.
     """
     from am.cache.rows import statement_key
 

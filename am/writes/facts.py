@@ -4,6 +4,8 @@ The facade calls in once with the draft and the vault's ``RecordWriter`` (am/wri
 walks down from here: the draft's world is checked (am/writes/worldwrites.py), its topics found (or created,
 under the name rule of am/writes/forms.py), a fact already recorded is answered instead of written again
 (am/writes/duplicates.py), and the records go to Git as one commit (``RecordWriter.write``).
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

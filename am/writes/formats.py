@@ -2,6 +2,8 @@
 
 ``FORMAT_VERSION`` is what this am writes into a new vault's ``.am/vault.yml``; ``check_format`` refuses
 settings of a newer format, ``check_formats_at`` either side of a merge.
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

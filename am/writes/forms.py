@@ -7,6 +7,8 @@ writes new records' link-valued keys as ``"[[...]]"`` when the vault has
 linking by file name where a topic's file is not named after its id.
 ``topic_path`` names a new topic's file after its title when the vault has
 ``readable_names: true``. Takes the vault's ``RecordFiles`` (am/cache/recordfiles.py); imports no facade.
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 ``get`` raises ``NotFoundError`` with a "did you mean" for a mistyped id (``id_hint``: ids that share
 its longest start, read from the cache's index); ``topic_hint`` does the same among the topics.
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

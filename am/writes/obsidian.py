@@ -16,6 +16,8 @@ settings are never overwritten; JSON settings files get missing keys only):
 - ``.am/vault.yml``: ``property_links: true`` (facts link their topics as
   ``"[[id]]"``, so Obsidian's graph joins them) and ``readable_names: true``
   (``am topic add`` names files after titles).
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

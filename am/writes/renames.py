@@ -7,6 +7,8 @@ is changed in its own form (``render_update``). With a new title, the old
 title becomes an alias, so links by the old name still resolve.
 
 Takes the vault's ``RecordWriter`` (the facade calls in); imports no facade.
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ a newer commit in one commit (DESIGN §5.6); ``record_repo`` writes a code
 repo's remote URL into ``.am/vault.yml`` in one commit; ``known_repos`` lists
 the repo names a vault knows of. Each takes the vault's ``RecordWriter`` or
 ``RecordFiles``; none calls back into the facade.
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ An update (supersede, status, expire) is a compare-and-swap on the record's blob
 (``existing_for_update``) is the blob id of exactly the bytes it parsed, checked against HEAD's
 version, so a record another writer changed after it was read is never overwritten with an update
 of the old version; the loser is run again on the new version (``retrying``, issue 14).
+
+Decisions: docs/decisions/writes.md.
 """
 
 from __future__ import annotations

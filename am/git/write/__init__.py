@@ -17,4 +17,6 @@ May import: what ``am.git`` may (``am.errors``, ``am.records``, pygit2) and the
 modules of ``am.git`` below the store, each by its own name.
 Must not import: ``am.git.store`` or the ``am.git`` package itself (a circle),
 ``am.cache`` and every floor above it.
+
+Decisions: docs/decisions/git.md.
 """

@@ -8,6 +8,8 @@
 * Git's index entries a killed or blocked write left out are set by the next
   write (``inflight.py``), and entries are never staged on the index of a
   branch that was checked out while am was writing.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ written by libgit2, and packs are never merged by am. The locks, the checks,
 the compare-and-swap branch move and the crash notes are the same code as on
 the fast path. Slower (a loose object and an fsync per object, the whole index
 re-serialised per batch), and as safe.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ It owns nothing of its own; it is handed the collaborators it drives (am/git/sto
 builds them): the reader (refs), staging (Git's index, lock files, branch moves), the
 write lock, the guards (request and dirty checks, index healing), the work tree's
 files and the libgit2-only writer.
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations

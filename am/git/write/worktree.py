@@ -8,6 +8,8 @@
 
 Owned by ``GitStore`` (am/git/store.py); used by the write transaction (write/transaction.py)
 and repairs (repair.py).
+
+Decisions: docs/decisions/git.md.
 """
 
 from __future__ import annotations
