@@ -106,7 +106,7 @@ class Vault(CountsUses):
                 found = vault_here()
                 root = found.resolve() if found is not None and (found / ".am" / "vault.yml").is_file() else None
             if root is None:
-                from am.git.sparse import refuse_hidden_vault
+                from am.git.program.sparse import refuse_hidden_vault
 
                 refuse_hidden_vault(Path.cwd().resolve())  # .am/ left out by a sparse checkout: not "no vault"
                 raise NotAVaultError("not inside a vault",
@@ -117,7 +117,7 @@ class Vault(CountsUses):
             registered = is_valid_id(text) and not candidate.exists()
             root = (Registry.load().vault_path(text) if registered else candidate).resolve()
             if not (root / ".am" / "vault.yml").is_file():
-                from am.git.sparse import refuse_hidden_vault
+                from am.git.program.sparse import refuse_hidden_vault
 
                 refuse_hidden_vault(root)  # its vault.yml is in Git, only not checked out: not moved, not a new vault
                 if registered:  # moved or removed: am init would make a new one

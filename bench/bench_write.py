@@ -153,7 +153,7 @@ def index_writes(root: Path, runs: int) -> tuple[float, float]:
     """Return the median seconds to set one entry and write Git's index: am's writer, then libgit2's."""
     import pygit2
 
-    from am.git.gitindex import GitIndex
+    from am.git.formats.gitindex import GitIndex
 
     gitdir = root / ".git"
     rel = "facts/bench-index-probe.md"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from am.git.gitindex import GitIndex, IndexUnsupported
+from am.git.formats.gitindex import GitIndex, IndexUnsupported
 from am.git.light import hash_blob
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
@@ -229,7 +229,7 @@ def test_random_edits_agree_with_git(tmp_path_factory: pytest.TempPathFactory, o
 def test_kept_blocks_match_a_fresh_join_after_every_write(tmp_path_factory: pytest.TempPathFactory,
                                                           ops: list[tuple[str, int]]) -> None:
     """Consecutive writes reuse joined blocks of entries; each file must equal one written from scratch."""
-    import am.git.gitindex as gitindex
+    import am.git.formats.gitindex as gitindex
 
     tmp = tmp_path_factory.mktemp("b")
     names = [f"d{n % 4}/f{n:02d}.md" for n in range(30)]
@@ -301,7 +301,7 @@ def test_a_read_taking_blocks_over_from_the_previous_index_equals_a_full_parse(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
         ops: list[tuple[str, int]], racy_from: int) -> None:
     """Another writer changed the index: the blocks this process still holds are taken over, the rest parsed."""
-    import am.git.gitindex as gitindex
+    import am.git.formats.gitindex as gitindex
 
     monkeypatch.setattr(gitindex, "_BLOCK", 4)  # many blocks from few entries
     tmp = tmp_path_factory.mktemp("p")
@@ -332,7 +332,7 @@ def test_a_read_taking_blocks_over_from_the_previous_index_equals_a_full_parse(
 
 
 def test_blocks_are_taken_up_to_the_first_change_and_never_from_a_newer_index(tmp_path: Path) -> None:
-    import am.git.gitindex as gitindex
+    import am.git.formats.gitindex as gitindex
 
     names = [f"facts/2026/11/{day:02d}/f-{n}.md" for day in range(1, 29) for n in range(40)]
     repo = make_repo(tmp_path, {name: "x\n" for name in names})
@@ -352,7 +352,7 @@ def test_blocks_are_taken_up_to_the_first_change_and_never_from_a_newer_index(tm
 def test_a_batch_of_entries_set_at_once_agrees_with_git(tmp_path_factory: pytest.TempPathFactory,
                                                         batches: list[list[int]]) -> None:
     """set_many merges new paths in one pass: entries, kept blocks and the cached tree all as git sees them."""
-    from am.git import gitindex
+    from am.git.formats import gitindex
 
     tmp = tmp_path_factory.mktemp("m")
     names = [f"d{n % 3}/{'s/' if n % 5 == 0 else ''}f{n:02d}.md" for n in range(40)]

@@ -21,7 +21,7 @@ import pytest
 import am.git.staging
 from am.errors import ConflictError, DirtyFileError
 from am.git import Change, GitStore
-from am.git.group import group_for
+from am.git.coord.group import group_for
 from am.vault import Vault
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env

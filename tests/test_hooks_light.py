@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import GIT_IDENTITY, REPO_ROOT, run_git
 
 from am.cli.main import cli
-from am.git.cligit import CliStore
+from am.git.program.cligit import CliStore
 from am.upkeep.postcommit import NOTE_FILE
 
 FACT = ("---\ntype: fact\nid: {fid}\ntopics: [project-alpha]\nstatus: active\nconfidence: high\n"

@@ -1,4 +1,4 @@
-"""One pack per batch, and the merging of small packs (am/git/packs.py), checked with the git CLI.
+"""One pack per batch, and the merging of small packs (am/git/formats/packs.py), checked with the git CLI.
 
 git itself is the oracle: ``git verify-pack`` re-reads every pack am wrote or
 merged, ``git cat-file`` reads objects back, ``git fsck --strict`` checks the
@@ -18,9 +18,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from am.git import Change, GitStore, packs
-from am.git.group import Request
-from am.git.packs import _geometric_split, _ofs_distance, _read_distance, make_delta, stage_pack, tidy
+from am.git import Change, GitStore
+from am.git.coord.group import Request
+from am.git.formats import packs
+from am.git.formats.packs import _geometric_split, _ofs_distance, _read_distance, make_delta, stage_pack, tidy
 
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 

@@ -1,4 +1,4 @@
-"""The merge's files written ahead by a helper process (am/git/prewrite.py), held to the git CLI.
+"""The merge's files written ahead by a helper process (am/git/program/prewrite.py), held to the git CLI.
 
 The helper writes the blobs the other side changed, named by their ids, while
 the merge starts up and plans; the merge renames them into place. These tests
@@ -25,7 +25,8 @@ from conftest import PYTHON, fsck_clean, run_git, subprocess_env
 from test_merge_flush import _am_merge, _diverge
 from test_sync_crash import diverged  # noqa: F401 - a fixture
 
-from am.git import common, prewrite
+from am.git import common
+from am.git.program import prewrite
 from am.sync import engine, merge_branch
 from am.vault import Vault
 

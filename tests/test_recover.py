@@ -149,7 +149,7 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     dead = subprocess.run([PYTHON, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     temp = facts / f".fact-x.md.am-{dead.stdout.strip()}.tmp"
     temp.write_text("partial")
-    # A queued write and an answer left by dead processes (am/git/spool.py).
+    # A queued write and an answer left by dead processes (am/git/coord/spool.py).
     queue = vault_path / ".git" / "am" / "queue"
     queue.mkdir(parents=True)
     queued = [queue / f"{dead.stdout.strip()}-0-0a1b2c3d.req", queue / f"{dead.stdout.strip()}-1-0a1b2c3d.done"]
@@ -353,7 +353,7 @@ def test_fresh_index_lock_commits_and_doctor_repairs_the_index(alpha: Vault, vau
 
 
 def test_an_empty_index_lock_beside_a_dead_writers_note_is_a_git_commands(alpha: Vault, vault_path: Path) -> None:
-    # A write killed in its branch move leaves a note (am/git/inflight.py); its own index lock would carry
+    # A write killed in its branch move leaves a note (am/git/coord/inflight.py); its own index lock would carry
     # am's mark. An empty index.lock made just then is a git command's, starting: never moved aside.
     import json
     import socket

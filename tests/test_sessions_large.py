@@ -1,4 +1,4 @@
-"""A large session log (past am/git/bigblob.py's threshold): written ahead as a loose object, masked without a second copy.
+"""A large session log (past am/git/formats/bigblob.py's threshold): written ahead as a loose object, masked without a second copy.
 
 The memory figures are measured by bench/bench_sessions.py; these tests hold what the
 memory-saving paths must keep: the stored bytes, the blob Git sees, the growth and
@@ -47,7 +47,7 @@ def test_redact_log_to_writes_what_redact_log_returns_and_nothing_for_a_clean_lo
 
 
 def test_a_large_log_with_secrets_is_stored_masked_then_grown_then_replaced(vault, vault_path, git, tmp_path) -> None:
-    from am.git.bigblob import LARGE
+    from am.git.formats.bigblob import LARGE
     from am.sessions.ingest import ingest_file
     from am.sessions.redaction import redact_log
 

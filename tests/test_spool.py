@@ -1,4 +1,4 @@
-"""Group commit across processes (am/git/spool.py): real writer processes, the git CLI as oracle."""
+"""Group commit across processes (am/git/coord/spool.py): real writer processes, the git CLI as oracle."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from am.errors import DirtyFileError, LockTimeoutError
-from am.git import GitStore, spool
-from am.git.group import Request
+from am.git import GitStore
+from am.git.coord import spool
+from am.git.coord.group import Request
 from am.git.light import Change
 from am.vault import Vault
 from conftest import fsck_clean, run_git

@@ -313,7 +313,7 @@ def test_a_remote_rewritten_by_a_force_push_stops_the_sync_and_is_not_pushed_bac
 
 def test_a_remote_that_moves_during_the_sync_is_fetched_and_merged_again(
         pair: tuple[Vault, Vault], monkeypatch: pytest.MonkeyPatch) -> None:
-    from am.git import transport
+    from am.git.program import transport
 
     a, b = pair
     a.add_fact("A's fact.", topics=["project-alpha"], id="fact-from-a")
@@ -369,7 +369,7 @@ def test_am_sync_command_line(pair: tuple[Vault, Vault]) -> None:
 
 
 def test_the_upstream_read_from_git_config_agrees_with_git(tmp_path: Path) -> None:
-    from am.git.transport import _tracked_from_config, tracked
+    from am.git.program.transport import _tracked_from_config, tracked
 
     root = tmp_path / "r"
     run_git(tmp_path, "init", "-q", "-b", "main", str(root))

@@ -1,4 +1,4 @@
-"""The trees of a chain of commits (am/git/trees.py): what libgit2's TreeBuilder writes, checked with git."""
+"""The trees of a chain of commits (am/git/formats/trees.py): what libgit2's TreeBuilder writes, checked with git."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pygit2.enums import FileMode
 
 from am.errors import ConflictError
-from am.git.trees import ChainTrees
+from am.git.formats.trees import ChainTrees
 
 from conftest import run_git
 

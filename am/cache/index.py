@@ -38,7 +38,7 @@ rolling ~500 others (in-place saves); blob ids tell unchanged files apart.
 
 Integrity (am/cache/file.py): a damaged, foreign or older-format file is moved aside to ``.am/cache/aside/``
 and rebuilt; a lost WAL only loses the last updates, which the next refresh redoes from Git. A sparse checkout
-that leaves a record folder out is refused (am/git/sparse.py): the cache would read the vault without it.
+that leaves a record folder out is refused (am/git/program/sparse.py): the cache would read the vault without it.
 Decisions: docs/decisions/cache.md.
 """
 
@@ -66,7 +66,7 @@ from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
 from am.cache.statements import StatementQueries
 from am.errors import AmError
 from am.git import hash_blob
-from am.git.sparse import refuse_hidden
+from am.git.program.sparse import refuse_hidden
 from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader
 from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
 

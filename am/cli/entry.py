@@ -3,7 +3,7 @@
 A process's start-up is most of a no-op sync (PERF.md): click and the facade
 cost more than the one exchange with the remote such a sync needs. So the
 plainest form, ``am [--vault V] sync [REMOTE]``, first asks the remote for its
-branch tip with ``am.git.transport`` alone (``git ls-remote``: no click, no
+branch tip with ``am.git.program.transport`` alone (``git ls-remote``: no click, no
 facade, no pygit2, no dataclasses or typing) in the vault found the way
 ``Vault.open`` finds it; when the remote's tip, the remote-tracking ref and
 the branch are one commit (nothing to fetch, nothing to push), it prints the
@@ -25,7 +25,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # not typing's: this module is the start of every am process
 if TYPE_CHECKING:
-    from am.git.prewrite import Prewrite
+    from am.git.program.prewrite import Prewrite
 
 __all__ = ["main"]
 
@@ -57,7 +57,7 @@ def _quick_sync(args: list[str]) -> int | None:
     if root is None:
         return None
     from am.errors import AmError
-    from am.git import transport
+    from am.git.program import transport
 
     try:
         fetched = transport.settled(root, remote)
@@ -92,7 +92,7 @@ def _quick_merge(args: list[str]) -> int | None:
     root = _vault_root(vault_arg or os.environ.get("AM_VAULT") or None)
     if root is None:
         return None
-    from am.git import prewrite
+    from am.git.program import prewrite
 
     # The files the merge will bring are written ahead by a helper while this process imports and plans.
     ahead = prewrite.start(str(root), f"refs/heads/{rest[1]}")

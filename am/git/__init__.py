@@ -7,9 +7,9 @@ dulwich's ``Repo`` holds an object store and a refs container:
 
 * ``Reader`` (reading.py): refs, trees, blobs, history, ancestry;
 * ``Staging`` (staging.py): Git's index, Git's lock files and the
-  compare-and-swap branch move, and what this process's writers share (group.py);
+  compare-and-swap branch move, and what this process's writers share (coord/group.py);
 * ``Locking`` (locking.py): am's write lock and key locks, and the queue of
-  other processes' requests while one waits (spool.py);
+  other processes' requests while one waits (coord/spool.py);
 * ``WorkTree`` (write/worktree.py): the work tree's files, replaced only if still as checked;
 * ``Guards`` (write/guards.py): request checks, signing, the dirty check, index healing;
 * ``Writer`` (write/transaction.py) with ``PlainWriter`` (write/plain.py): the write transaction;
@@ -17,14 +17,27 @@ dulwich's ``Repo`` holds an object store and a refs container:
   (lost.py): the commits no ref reaches, from the reflogs and the objects.
 
 Below them: ``values`` (``Change``, ``CommitInfo``, failpoints, blob ids: the
-leaf every module may import), ``common`` (fsync and lock-wait helpers),
-``trees``, ``packs``, ``gitindex`` (the Git formats am writes itself). Beside
-them, without pygit2: ``refs`` and ``light`` (``LazyStore``: HEAD from the ref
-files, the store opened on first need) and ``transport`` (the git program).
+leaf every module may import), ``common`` (fsync and lock-wait helpers), and
+three sub-folders, each saying in its ``__init__`` what it may import:
+
+* ``formats/``: the Git formats am writes itself (``packs``, ``midx``,
+  ``trees``, ``gitindex``, ``bigblob``), each held to git as its oracle;
+* ``coord/``: what writers leave for each other around the write lock
+  (``group``, ``spool``, ``inflight``, ``lease``);
+* ``program/``: the git program as a child process, without pygit2
+  (``transport``, ``prewrite``, ``partial``, ``patchids``, ``cligit``, ``sparse``).
+
+Beside them, without pygit2: ``refs`` and ``light`` (``LazyStore``: HEAD from
+the ref files, the store opened on first need). Above the store: ``remote``
+(remotes and merges) and ``patch`` (a reviewer's diff). For the floors above,
+beside the store: ``checks`` (what every write request passes), ``edits`` (a
+tree edited by path), ``branches`` (vault branches) and ``workfiles`` (the
+work tree read as Git stores it).
 No import circle: a module never imports the ``am.git`` package itself, only
-the submodule it needs, and a module below the store that needs a store only
-for annotations takes a small ``Protocol`` (``bigblob.Objects``); only
-``light``, ``remote`` and ``patch``, above the store, name ``GitStore``.
+the submodule it needs (a sub-folder's ``__init__`` imports nothing), and a
+module below the store that needs a store only for annotations takes a small
+``Protocol`` (``formats/bigblob.Objects``); only ``light``, ``remote`` and
+``patch``, above the store, name ``GitStore``.
 
 A write follows RELIABILITY.md to the letter:
 
@@ -54,7 +67,7 @@ Decisions: docs/decisions/git.md.
 
 from __future__ import annotations
 
-# Nothing is imported here at run time: a process that needs only am.git.refs or am.git.transport
+# Nothing is imported here at run time: a process that needs only am.git.refs or am.git.program.transport
 # (a no-op am sync) does not pay for dataclasses and typing (PERF.md, start-up). TYPE_CHECKING is
 # spelled out for the same reason; type checkers treat the name as true.
 TYPE_CHECKING = False

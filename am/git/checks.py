@@ -124,7 +124,7 @@ def _driverless_conflicts(gitdir: Path) -> list[str]:
     """Return the record files Git left unmerged when the clone has no ``merge.am.driver`` (else, or unknown: [])."""
     import subprocess
 
-    from am.git.prewrite import SAFE_GIT, git_env
+    from am.git.program.prewrite import SAFE_GIT, git_env
     from am.records.merge import is_record_path
 
     def git(*args: str) -> subprocess.CompletedProcess[bytes]:

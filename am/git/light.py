@@ -77,7 +77,7 @@ class LazyStore(_Store):
         from am.git.store import GitStore
 
         if root.is_dir() and not (root / ".am" / "vault.yml").is_file():
-            from am.git.sparse import refuse_hidden_vault
+            from am.git.program.sparse import refuse_hidden_vault
 
             refuse_hidden_vault(root)  # a vault whose .am/ a sparse checkout left out: no new vault made there
         store = cls(root)

@@ -15,18 +15,18 @@ from contextlib import contextmanager
 import pygit2
 
 import am.git.checks as checks
-import am.git.spool as spool
+import am.git.coord.spool as spool
 from am.errors import AmError, LockTimeoutError
 from am.git.common import _flock_now, _flock_within, _unlock_close, log
-from am.git.group import Request
+from am.git.coord.group import Request
 from am.git.reading import Reader
-from am.git.sparse import refuse_hidden
+from am.git.program.sparse import refuse_hidden
 from am.git.staging import Staging
 from am.git.values import hash_blob
 
 
 class Locking:
-    """Holding the vault's write lock, and waiting for it with a request in the queue (am/git/spool.py)."""
+    """Holding the vault's write lock, and waiting for it with a request in the queue (am/git/coord/spool.py)."""
 
     def __init__(self, reader: Reader, staging: Staging) -> None:
         self.reader = reader
@@ -47,7 +47,7 @@ class Locking:
         state (post-rewrite runs inside the rebase it reports).
 
         With ``request``, a writer that finds the lock taken leaves the request
-        in the queue while it waits (am/git/spool.py); if the leader
+        in the queue while it waits (am/git/coord/spool.py); if the leader
         committed it meanwhile, its commit (or error) is set on the request,
         and the block may run without the lock (there is nothing left to do).
         """

@@ -13,7 +13,7 @@ from typing import Any
 
 import pygit2
 
-import am.git.inflight as inflight
+import am.git.coord.inflight as inflight
 from am.git.reading import Reader
 from am.git.values import CommitInfo
 

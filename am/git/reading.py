@@ -13,7 +13,7 @@ from typing import Any, cast
 import pygit2
 
 from am.errors import GitError
-from am.git.trees import ChainTrees
+from am.git.formats.trees import ChainTrees
 from am.git.values import CommitInfo
 
 # Past this many entries in two versions of a folder, tree_changes leaves the comparison to libgit2.
@@ -152,7 +152,7 @@ class Reader:
         try:
             return bytes(cast(pygit2.Blob, self.repo[oid]).data)
         except KeyError:
-            from am.git.partial import missing_blob, promisor
+            from am.git.program.partial import missing_blob, promisor
 
             return missing_blob(self.root, oid, promisor(self.repo.config))
 

@@ -1,6 +1,6 @@
 """Remotes and merges of a vault: the remote's settings, merge bases, the merge commit, and moving the branch to it.
 
-Network operations (fetch, push) run the ``git`` program (``am/git/transport.py``
+Network operations (fetch, push) run the ``git`` program (``am/git/program/transport.py``
 says why); the refspec never has a ``+``, so a push that is not a fast-forward is
 refused by the remote and reported, never forced. Local work (the merge commit,
 the branch move, the work tree and Git's index) is done here with pygit2 under
@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING
 import pygit2
 
 import am.git.common as common
-import am.git.packs as packs
-import am.git.transport as transport
+import am.git.formats.packs as packs
+import am.git.program.transport as transport
 from am.errors import DirtyFileError, GitError, UsageError
 from am.git.common import _fsync_dir, _Moved
 from am.git.refs import UNKNOWN
-from am.git.transport import JOURNAL, PushResult
+from am.git.program.transport import JOURNAL, PushResult
 from am.git.values import failpoint, hash_blob
 
 if TYPE_CHECKING:
-    from am.git.prewrite import Prewrite
+    from am.git.program.prewrite import Prewrite
     from am.git.store import GitStore
 
 __all__ = [
@@ -332,7 +332,7 @@ def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | Non
                  sync_each: bool, ahead: Prewrite | None) -> None:
     """Write (or remove) the work tree's files of a move, folder by folder.
 
-    ``ahead``: a helper writing some of the blobs ahead (am.git.prewrite;
+    ``ahead``: a helper writing some of the blobs ahead (am.git.program.prewrite;
     never with ``sync_each``, whose files are each flushed where written).
     Files it means to write are taken last, renamed into place as it
     finishes each; the others (the merge's own records) are written first.

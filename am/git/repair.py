@@ -15,10 +15,10 @@ from typing import Any
 import pygit2
 
 import am.git.common as common
-import am.git.inflight as inflight
+import am.git.coord.inflight as inflight
 from am.errors import ConflictError, DirtyFileError, GitError
 from am.git.common import _MAX_CAS_RETRIES, _Moved
-from am.git.group import Who
+from am.git.coord.group import Who
 from am.git.reading import Reader
 from am.git.staging import IndexView, Staging
 from am.git.values import Change, hash_blob
@@ -124,7 +124,7 @@ class Repairer:
     def _fetch_left_out(self, parent: str | None, commit: str, onto: str | None) -> None:
         """Bring in the blobs a three-way merge of one commit's change reads that a partial clone left out.
 
-        libgit2 cannot fetch them; ``read_object`` asks git, which does (am/git/partial.py).
+        libgit2 cannot fetch them; ``read_object`` asks git, which does (am/git/program/partial.py).
         """
         for path, _ in self.reader.file_changes(parent, commit):
             for rev in (parent, commit, onto):

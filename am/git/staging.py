@@ -20,12 +20,12 @@ from typing import Protocol
 import pygit2
 
 import am.git.common as common
-import am.git.inflight as inflight
-import am.git.packs as packs
+import am.git.coord.inflight as inflight
+import am.git.formats.packs as packs
 from am.errors import AmError, GitError, LockTimeoutError, storage_error
 from am.git.common import _Moved, _StatEntry, log
-from am.git.gitindex import GitIndex, IndexUnsupported
-from am.git.group import Group, group_for
+from am.git.formats.gitindex import GitIndex, IndexUnsupported
+from am.git.coord.group import Group, group_for
 from am.git.reading import Reader
 from am.git.values import failpoint, hash_blob
 
@@ -114,7 +114,7 @@ class Staging:
 
     @property
     def queue_dir(self) -> Path:
-        """Where writers of other processes leave their requests (am/git/spool.py)."""
+        """Where writers of other processes leave their requests (am/git/coord/spool.py)."""
         return self.am_dir / "queue"
 
     def process_group(self) -> Group:
@@ -136,7 +136,7 @@ class Staging:
         """Move a git lock file aside if it is stale or left by a dead am process; return whether it is gone.
 
         A lock an am process that is gone made (or the branch lock of the move
-        it noted, see am/git/inflight.py) goes at once; anyone else's only
+        it noted, see am/git/coord/inflight.py) goes at once; anyone else's only
         once it is older than the stale limit.
         """
         try:
@@ -410,7 +410,7 @@ class Staging:
 
     def _update_index_libgit2(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                               removed: Sequence[PurePosixPath], tmp: Path) -> None:
-        """Set the entries through libgit2: for index formats am's own writer leaves alone (see gitindex.py)."""
+        """Set the entries through libgit2: for index formats am's own writer leaves alone (see formats/gitindex.py)."""
         index_path = self.gitdir / "index"
         try:
             shutil.copyfile(index_path, tmp)

@@ -27,10 +27,10 @@ from typing import Any, Self
 import pygit2
 
 from am.errors import GitError, NotAVaultError
-from am.git.group import AfterHook, Request, Who
+from am.git.coord.group import AfterHook, Request, Who
 from am.git.locking import Locking
 from am.git.lost import LostCommits
-from am.git.packs import BatchObjects
+from am.git.formats.packs import BatchObjects
 from am.git.reading import Reader
 from am.git.repair import Repairer
 from am.git.staging import Staging

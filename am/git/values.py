@@ -80,7 +80,7 @@ class Change:
     path: PurePosixPath
     data: bytes
     base: str | None = None
-    # The blob id of ``data`` when it was already written to the object store (am/git/bigblob.py): the write
+    # The blob id of ``data`` when it was already written to the object store (am/git/formats/bigblob.py): the write
     # names it instead of handing the bytes to libgit2 again (which copies a buffer it writes to a backend).
     blob: str | None = None
 

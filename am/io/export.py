@@ -64,7 +64,7 @@ def export_pairs(vault: Vault, world: ExportWorld = ExportWorld()) -> list[Pair]
         if past is None:
             from pathlib import Path
 
-            from am.git.partial import refuse_before_shallow
+            from am.git.program.partial import refuse_before_shallow
 
             refuse_before_shallow(Path(vault.store.gitdir), f"--as-of {world.as_of.isoformat()}")
             raise UsageError(f"the vault has no commit at or before {world.as_of.isoformat()}",

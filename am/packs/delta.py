@@ -86,7 +86,7 @@ def since_commit(vault: VaultReader, ref: str) -> str:
     if found:
         from pathlib import Path
 
-        from am.git.partial import UNSHALLOW, shallow_commits
+        from am.git.program.partial import UNSHALLOW, shallow_commits
 
         if shallow_commits(Path(vault.store.gitdir)):
             raise UsageError(f"--since {ref}: the pack's vault commit {found.group(1)} is not in this vault, a shallow "
@@ -104,7 +104,7 @@ def since_commit(vault: VaultReader, ref: str) -> str:
     if commit is None:
         from pathlib import Path
 
-        from am.git.partial import refuse_before_shallow
+        from am.git.program.partial import refuse_before_shallow
 
         refuse_before_shallow(Path(vault.store.gitdir), f"--since {ref!r}")
         raise UsageError(f"--since {ref!r}: the vault has no commit at or before {moment.isoformat()}",

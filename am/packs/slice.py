@@ -251,7 +251,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
         if past is None:
             from pathlib import Path
 
-            from am.git.partial import refuse_before_shallow
+            from am.git.program.partial import refuse_before_shallow
 
             refuse_before_shallow(Path(vault.store.gitdir), f"--as-of {request.as_of_label or request.as_of}")
             raise UsageError(f"the vault has no commit at or before {request.as_of_label or request.as_of}",

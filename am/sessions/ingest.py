@@ -150,7 +150,7 @@ def _line_count(data: bytes) -> int:
 
 def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> IngestResult:
     """Store one session log (masked) and its topic in one commit; nothing when it is already there."""
-    from am.git.bigblob import LARGE, store_blob
+    from am.git.formats.bigblob import LARGE, store_blob
     from am.records.schemas import check_record
     from am.sessions.redaction import redact_log_to
 
@@ -230,7 +230,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
     message = _message(vault, f"session: {verb} {sid}", body, op=f"session.{verb}", ids=[tid])
     vault.writer.check_writable(changes[-1:])
     if action != "unchanged" and len(stored) >= LARGE:
-        # Into the object store ahead of the commit, which names it by id (am/git/bigblob.py).
+        # Into the object store ahead of the commit, which names it by id (am/git/formats/bigblob.py).
         changes[0] = _change(log_path, stored, old_blob, blob=store_blob(vault.store, stored))
     with vault.store.write_lock(op=f"session.{verb}"):
         commit = vault.store.commit(changes, message=message, author=vault.authorship.author(), committer=vault.authorship.committer())

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from am.errors import ConflictError, GitError, UsageError
-from am.git import checks, transport
+from am.git import checks
+from am.git.program import transport
 from am.git.refs import UNKNOWN, failpoint
 from am.records.writes import one_line
 
 if TYPE_CHECKING:
-    from am.git.prewrite import Prewrite
+    from am.git.program.prewrite import Prewrite
     from am.git.store import GitStore
     from am.records.merge import Decision, TreeMerge
     from am.vault import Vault
@@ -375,7 +376,7 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
 def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False, ahead: Prewrite | None = None) -> SyncReport:
     """Fold a vault branch (an agent's, say) into the current branch with the record-aware merge.
 
-    ``ahead``: files already being written ahead for this merge (am.git.prewrite), which the caller closes;
+    ``ahead``: files already being written ahead for this merge (am.git.program.prewrite), which the caller closes;
     by default this starts its own.
     """
     checks.check_no_git_operation(vault.store.gitdir)
@@ -388,8 +389,8 @@ def merge_branch(vault: Vault, branch: str, *, dry_run: bool = False, ahead: Pre
 
 
 def _write_ahead(vault: Vault, theirs: str) -> Prewrite | None:
-    """Start writing ahead the files merging ``theirs`` would bring (am.git.prewrite); None where it cannot."""
-    from am.git import prewrite
+    """Start writing ahead the files merging ``theirs`` would bring (am.git.program.prewrite); None where it cannot."""
+    from am.git.program import prewrite
 
     return prewrite.start(str(vault.root), theirs)
 

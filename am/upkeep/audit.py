@@ -247,7 +247,7 @@ def _versions(vault: Any, record_id: str) -> Iterator[Version]:
     """
     store = vault.store
     needle = record_id.encode("utf-8")
-    from am.git.partial import shallow_commits
+    from am.git.program.partial import shallow_commits
 
     stops = shallow_commits(Path(store.gitdir))
     for info in store.walk():
@@ -335,7 +335,7 @@ def record_history(vault: Any, record_id: str) -> History:
 
 def shallow_note(vault: Any) -> str | None:
     """Return what to say in a shallow clone of the vault (git clone --depth): where its history stops, and the fix."""
-    from am.git.partial import UNSHALLOW, shallow_commits
+    from am.git.program.partial import UNSHALLOW, shallow_commits
 
     stops = sorted(shallow_commits(Path(vault.store.gitdir)))
     if not stops:
@@ -430,7 +430,7 @@ def undo(vault: Any, rev: str) -> UndoResult:
     if len(info.parents) > 1:
         raise UsageError(f"{commit[:10]} is a merge commit", hint="undo the writes it brought in one at a time")
     if not info.parents:
-        from am.git.partial import UNSHALLOW, shallow_commits
+        from am.git.program.partial import UNSHALLOW, shallow_commits
 
         if commit in shallow_commits(Path(store.gitdir)):
             raise UsageError(f"{commit[:10]} is where this shallow clone's history stops: the commit before it is "

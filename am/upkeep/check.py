@@ -320,7 +320,7 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
             if os.path.lexists(root / top) and not is_real_dir(str(root / top)):
                 unread.append(Issue("error", "not-a-file", top, f"{top} is not a folder but a link or a file; "
                                     "am reads nothing through it (make it a real folder)"))
-        from am.git.sparse import hidden_message, hidden_record_folders
+        from am.git.program.sparse import hidden_message, hidden_record_folders
 
         for top in hidden_record_folders(root, vault.store.gitdir):  # its records look gone: am reads the work tree
             message, fix = hidden_message([top])

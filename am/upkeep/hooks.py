@@ -160,7 +160,7 @@ def run_vault_hook(name: str, args: Sequence[str], *, cwd: Path, stdin: bytes, o
         raise UsageError(f"unknown hook {name!r}; am handles: {', '.join(VAULT_HOOKS)}")
     if name in ("pre-commit", "post-commit"):
         # Git read through the git CLI: a hook on every obsidian-git commit does not import pygit2.
-        from am.git.cligit import CliStore
+        from am.git.program.cligit import CliStore
 
         try:
             light = CliStore.open(cwd)

@@ -168,7 +168,7 @@ def check_merge_formats(cwd: Path) -> None:
     import os
 
     from am.errors import NotAVaultError
-    from am.git.cligit import CliStore
+    from am.git.program.cligit import CliStore
     from am.writes.formats import check_formats_at
 
     theirs = [key.removeprefix("GITHEAD_") for key in os.environ if key.startswith("GITHEAD_")]

@@ -13,7 +13,7 @@ staged more, a merge to complete, no note) takes the long way in
 ``am.upkeep.hooks``. The cache is not refreshed here: like after any write, it
 catches up from the tree diff on its next read.
 
-Floor: upkeep. May import ``am.git.cligit`` (the git CLI, no pygit2), ``am.upkeep.health``.
+Floor: upkeep. May import ``am.git.program.cligit`` (the git CLI, no pygit2), ``am.upkeep.health``.
 Must not import the facade, the cache, pygit2 or click.
 
 Decisions: docs/decisions/upkeep.md.
@@ -77,7 +77,7 @@ def _recall(gitdir: Path) -> dict[str, Any] | None:
 def post_commit_short(store: Any, *, tops: tuple[str, ...], is_record_path: Any, out: TextIO) -> bool:
     """Print the remembered warnings when HEAD's commit is exactly what pre-commit checked; return whether it was.
 
-    ``store`` is an ``am.git.cligit.CliStore``.
+    ``store`` is an ``am.git.program.cligit.CliStore``.
     """
     found = _recall(store.gitdir)
     head = store.head()

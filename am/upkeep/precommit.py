@@ -80,7 +80,7 @@ class _Staged:
 
     def blob(self, path: str) -> str | None:
         if self._index is None and self._dict is None:
-            from am.git.gitindex import GitIndex, IndexUnsupported
+            from am.git.formats.gitindex import GitIndex, IndexUnsupported
 
             try:
                 self._index, _ = GitIndex.read(Path(self._index_file) if self._index_file
@@ -111,7 +111,7 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
                vault_root: Path | None = None, open_vault: VaultOpener | None = None) -> int:
     """Check the staged record files; return 1 (refuse the commit) on errors or suspected secrets.
 
-    ``store`` reads Git through the git CLI (``am.git.cligit.CliStore``: no
+    ``store`` reads Git through the git CLI (``am.git.program.cligit.CliStore``: no
     pygit2 in a hook). On success, what the post-commit lint would print for
     these files is remembered for it (``am.upkeep.postcommit``).
 

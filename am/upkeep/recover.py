@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from am.errors import AmError, ConflictError, InvalidRecordError
-from am.git.inflight import pid_alive
+from am.git.coord.inflight import pid_alive
 from am.records.ids import RECORD_DIRS
 
 __all__ = ["LostCommit", "Restored", "Finding", "find_lost", "restore", "diagnose", "repair"]
@@ -34,7 +34,7 @@ _TEMP = re.compile(r"^\.(?P<name>.+)\.am-(?P<pid>\d+)\.tmp$")
 _INDEX_TEMP = re.compile(r"^(?P<what>index|check-memo)\.(?P<pid>\d+)(?:\.[0-9a-f]+)?\.tmp$")  # a Git index, am check's memo
 _REVERTS = re.compile(r"^This reverts commit ([0-9a-f]{40})\b", re.MULTILINE)  # git revert's message
 _REWRITES = (("commit (amend)", "git commit --amend"), ("rebase", "git rebase"), ("pull --rebase", "git pull --rebase"))
-_QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/git/spool.py
+_QUEUED = re.compile(r"^\.?(?P<pid>\d+)-\d+-[0-9a-f]+\.(req|claimed|done|tmp|done\.tmp)$")  # am/git/coord/spool.py
 
 
 @dataclass(frozen=True)
@@ -298,7 +298,7 @@ def diagnose(vault: Any) -> list[Finding]:
             m = _QUEUED.match(item.name)
             if m and not pid_alive(int(m["pid"])):
                 findings.append(Finding("temp-file", str(item), "queued write of a killed am process", True))
-    from am.git.sparse import hidden_record_folders
+    from am.git.program.sparse import hidden_record_folders
 
     hidden = tuple(f"{top}/" for top in hidden_record_folders(vault.root, store.gitdir))  # am check reports them
     try:

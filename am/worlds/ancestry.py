@@ -236,7 +236,7 @@ class CommitGraph:
             return None
         if full not in self._landed:
             if self._landings is None:
-                from am.git.patchids import PatchIds
+                from am.git.program.patchids import PatchIds
                 from am.worlds.landed import Landings
 
                 folder = self._files.folder if self._files is not None else None
@@ -304,7 +304,7 @@ class WorldSetup:
 
 def shallow_points(gitdir: Path) -> str | None:
     """Return the commits a shallow clone's history stops at (its ``shallow`` file, as git reads it), else None."""
-    from am.git.partial import shallow_text
+    from am.git.program.partial import shallow_text
 
     return shallow_text(gitdir)
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from am.errors import GitError
 
 if TYPE_CHECKING:
-    from am.git.patchids import PatchIds
+    from am.git.program.patchids import PatchIds
 
 __all__ = ["CAP", "Landing", "Landings"]
 

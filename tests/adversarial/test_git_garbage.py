@@ -8,7 +8,7 @@ import subprocess
 from conftest import fsck_clean, run_git
 
 from adversarial._helpers import add_fact, fact_id
-from am.git.midx import covered_packs
+from am.git.formats.midx import covered_packs
 from am.vault import Vault
 
 

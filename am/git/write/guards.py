@@ -6,7 +6,7 @@
   check); the work tree re-checks that under the replace (write/worktree.py), so a
   person's edit that lands meanwhile is kept and the write refused;
 * Git's index entries a killed or blocked write left out are set by the next
-  write (``inflight.py``), and entries are never staged on the index of a
+  write (``coord/inflight.py``), and entries are never staged on the index of a
   branch that was checked out while am was writing.
 
 Decisions: docs/decisions/git.md.
@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 import pygit2
 
 import am.git.checks as checks
-import am.git.inflight as inflight
+import am.git.coord.inflight as inflight
 from am.errors import (
     AmError,
     ConflictError,
@@ -35,15 +35,15 @@ from am.errors import (
     storage_error,
 )
 from am.git.common import log
-from am.git.group import Request
+from am.git.coord.group import Request
 from am.git.reading import Reader, tree_blob_ids
 from am.git.staging import IndexView, Staging
-from am.git.trees import Kept
+from am.git.formats.trees import Kept
 from am.git.values import Change, hash_blob, hash_file
 from am.git.write.worktree import WorkTree
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
-# am's temporary files in .git/am/ and its queue, each naming the process that wrote it (spool.py, staging.py, inflight.py).
+# am's temporary files in .git/am/ and its queue, each naming the process that wrote it (coord/spool.py, staging.py, coord/inflight.py).
 _LEFTOVER = re.compile(r"^(?:index\.(?P<pid>\d+)\.tmp|\.inflight\.(?P<pid2>\d+)\.tmp"
                        r"|\.?(?P<pid3>\d+)-\d+-[0-9a-f]+\.(?:req|claimed|done|tmp|done\.tmp))$")
 
@@ -172,7 +172,7 @@ class Guards:
         Temporary index files and notes, and queue files of processes that
         are gone: their writes were never acknowledged (a live writer's
         request stays, its lock says it lives). Temporary packs go with the
-        pack merge (packs.py).
+        pack merge (formats/packs.py).
         """
         group = self.staging.process_group()
         if group.swept:

@@ -1,8 +1,8 @@
 """The escape hatch: ``AM_GIT_WRITER=libgit2`` commits through libgit2's own writers only (used by write/transaction.py).
 
 am's write path writes some Git formats itself, for speed: the batch's pack
-and its index (packs.py), the chain's trees (trees.py) and Git's index
-(gitindex.py). Each is checked against git and libgit2 in the tests; still,
+and its index (formats/packs.py), the chain's trees (formats/trees.py) and Git's index
+(formats/gitindex.py). Each is checked against git and libgit2 in the tests; still,
 a person who suspects one of them can take them all off the path:
 
     AM_GIT_WRITER=libgit2 am fact add ...
@@ -25,10 +25,10 @@ from pathlib import PurePosixPath
 import pygit2
 from pygit2.enums import FileMode
 
-import am.git.inflight as inflight
-import am.git.spool as spool
+import am.git.coord.inflight as inflight
+import am.git.coord.spool as spool
 from am.errors import AmError, ConflictError
-from am.git.group import Request
+from am.git.coord.group import Request
 from am.git.staging import Staging
 from am.git.values import failpoint
 

@@ -17,13 +17,13 @@ from pathlib import PurePosixPath
 import pygit2
 
 import am.git.common as common
-import am.git.inflight as inflight
-import am.git.packs as packs
-import am.git.spool as spool
+import am.git.coord.inflight as inflight
+import am.git.formats.packs as packs
+import am.git.coord.spool as spool
 from am.errors import AmError, ConflictError, GitError
-from am.git.bigblob import blob_of
+from am.git.formats.bigblob import blob_of
 from am.git.common import _MAX_CAS_RETRIES, _Moved, log
-from am.git.group import (
+from am.git.coord.group import (
     _MAX_BATCH,
     AfterHook,
     Group,
@@ -35,7 +35,7 @@ from am.git.group import (
 from am.git.locking import Locking
 from am.git.reading import Reader
 from am.git.staging import StagedIndex, Staging
-from am.git.trees import ChainTrees
+from am.git.formats.trees import ChainTrees
 from am.git.values import Change, failpoint
 from am.git.write.guards import Guards
 from am.git.write.plain import PlainWriter, plain
@@ -206,7 +206,7 @@ class Writer:
         # per batch instead of an fsync (and a folder fsync) each, as git's
         # core.fsyncMethod=batch does: the branch moves only after syncfs returned,
         # and the ref itself is fsynced. Without syncfs (not Linux) every file is
-        # fsynced. The objects go to memory first, then to one pack (am/git/packs.py).
+        # fsynced. The objects go to memory first, then to one pack (am/git/formats/packs.py).
         libgit2_only = plain()  # AM_GIT_WRITER=libgit2: no Git format written by am (am/git/write/plain.py)
         sync_each = common._syncfs is None or libgit2_only
         objects = self.staging.batch_objects()
@@ -276,7 +276,7 @@ class Writer:
                     inflight.clear(self.staging.am_dir)
                 except (AmError, OSError) as err:
                     # The writes are committed and durable: reported as done, never as failed (a retry
-                    # would write them twice). Only Git's index lags; the next write sets it (inflight.py).
+                    # would write them twice). Only Git's index lags; the next write sets it (coord/inflight.py).
                     log.warning("committed %s, but Git's index was not updated (%s); the next write or "
                                 "am doctor --fix sets it", done[-1].commit[:10] if done[-1].commit else "", err)
                 failpoint("after-index")

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
-import am.git.lease as lease
+import am.git.coord.lease as lease
 from am.errors import AmError, DirtyFileError, GitError, storage_error
 from am.git.common import _fsync_dir, log
 from am.git.values import Change, hash_blob, hash_fd
@@ -89,7 +89,7 @@ class WorkTree:
                          allowed: frozenset[str | None], ours: bytes) -> None:
         """Put ``tmp`` at ``target`` only if the file there is one of ``allowed`` (blob ids; None: absent).
 
-        The file in place is opened, leased (lease.py: a program opening it
+        The file in place is opened, leased (coord/lease.py: a program opening it
         for writing meanwhile is seen) and checked, then replaced by the
         rename (so the name never goes missing: an editor's open-for-append
         never makes a new file). If a program began opening the old file for

@@ -39,7 +39,7 @@ class PatchIds:
         self.repo = repo
 
     def _run(self, args: list[str], *, stdin: bytes | None = None, ok: tuple[int, ...] = (0,)) -> bytes:
-        from am.git.prewrite import SAFE_GIT, git_env
+        from am.git.program.prewrite import SAFE_GIT, git_env
 
         # am's safe settings (no hook, no fsmonitor the clone's config could point at), no hook's GIT_* variables.
         env = {**git_env(), "GIT_OPTIONAL_LOCKS": "0", "GIT_DIR": str(self.gitdir)}

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from am.errors import GitError, UsageError
-from am.git.prewrite import SAFE_GIT, git_env
+from am.git.program.prewrite import SAFE_GIT, git_env
 from am.git.refs import UNKNOWN, failpoint, read_ref, reset_last
 
 TYPE_CHECKING = False  # not typing's: see above

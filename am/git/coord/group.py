@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import pygit2
 
-from am.git.trees import Kept
+from am.git.formats.trees import Kept
 from am.git.values import Change
 
 # (name, email) or (name, email, time, offset in minutes): what pygit2.Signature takes.
@@ -43,7 +43,7 @@ class Request:
     previous: dict[PurePosixPath, bytes | None] = field(default_factory=dict)
     commit: str | None = None
     error: BaseException | None = None
-    remote: str | None = None  # the queue id of a request from another process (am/git/spool.py)
+    remote: str | None = None  # the queue id of a request from another process (am/git/coord/spool.py)
     records_only: bool = False  # a grouped write: only record files (am/git/checks.py), from this process or the queue
 
 

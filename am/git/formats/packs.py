@@ -24,7 +24,7 @@ object copied 6.5 times).
 A pack's entries are copied byte for byte (an offset delta whose base moved
 gets its new distance); packs with a ``.keep`` file, cruft
 and promisor packs, packs over ``_MERGE_MAX`` and every pack
-a multi-pack index covers are left to git (am/git/midx.py).
+a multi-pack index covers are left to git (am/git/formats/midx.py).
 
 Decisions: docs/decisions/git.md.
 """
@@ -42,7 +42,7 @@ from pathlib import Path
 import pygit2
 
 from am.git.common import _fsync_dir, log
-from am.git.midx import covered_packs
+from am.git.formats.midx import covered_packs
 
 _IDX_MAGIC = b"\xfftOc"
 _WHOLE = frozenset({1, 2, 3, 4})  # commit, tree, blob, tag: an entry's type bits (6 and 7 are deltas)
@@ -67,7 +67,7 @@ _STALE = 3600.0
 class PackSink(pygit2.OdbBackend):
     """An object-database backend that keeps what libgit2 writes in memory, until ``take``, over the real one.
 
-    am's tree writer (am/git/trees.py) puts its trees in ``objects`` directly.
+    am's tree writer (am/git/formats/trees.py) puts its trees in ``objects`` directly.
 
     Reads of anything not written here go to ``store`` (the repository's own
     object database). ``exists`` answers for this backend's objects only: libgit2
@@ -80,7 +80,7 @@ class PackSink(pygit2.OdbBackend):
         super().__init__()
         self.store = store
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
-        # Large files already written to the real database (am/git/bigblob.py): ``exists`` says so, and
+        # Large files already written to the real database (am/git/formats/bigblob.py): ``exists`` says so, and
         # libgit2 then skips writing them again (it asks before every write), so they are not held here.
         self.ahead: set[pygit2.Oid] = set()
         # raw id -> raw id of the object it replaces (the same folder's tree before a

@@ -36,7 +36,7 @@ from pygit2.enums import ObjectType
 from am.errors import ConflictError
 
 if TYPE_CHECKING:
-    from am.git.packs import PackSink
+    from am.git.formats.packs import PackSink
 
 __all__ = ["ChainTrees", "Kept"]
 

@@ -1,10 +1,10 @@
 """Large files (session logs) written to Git's object store before the commit that names them.
 
-A write puts its objects in memory first and then in one pack (am/git/packs.py):
+A write puts its objects in memory first and then in one pack (am/git/formats/packs.py):
 right for records of a few kilobytes, but a 50 MB session log would be held
 twice more while it is packed. Written here first, as a loose object through
 libgit2's own store (compressed as it is written), the log is already in the
-object store when the commit's write reaches it; the batch's object sink (am/git/packs.py) is
+object store when the commit's write reaches it; the batch's object sink (am/git/formats/packs.py) is
 told, and the caller names the blob in its change (``Change(..., blob=id)``): the write
 uses that id and never hands the bytes to libgit2 again. (Handed a buffer, libgit2
 copies all of it into a write stream before it asks whether the object exists:
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 import pygit2
 
 if TYPE_CHECKING:
-    from am.git.packs import BatchObjects
+    from am.git.formats.packs import BatchObjects
     from am.git.values import Change
 
 __all__ = ["LARGE", "blob_of", "store_blob"]

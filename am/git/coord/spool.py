@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 from am import errors
 from am.git.common import _flock_now
-from am.git.group import Request
+from am.git.coord.group import Request
 from am.git.values import Change
 
 __all__ = ["Answer", "Ticket", "answer", "answer_pending", "claim", "collect", "enabled", "give_up", "put", "unclaim",

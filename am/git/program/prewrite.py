@@ -51,11 +51,11 @@ _LIST_WAIT = 0.1
 # The helper's list of the blobs it means to write, in its folder (ids are hex: no blob has this name).
 _LIST = ".list"
 # Settings that keep a git subprocess from running code the vault's configuration could point at. Defined
-# here, where the helper (run without am on its path) can see them; am.git.transport takes them from here.
+# here, where the helper (run without am on its path) can see them; am.git.program.transport takes them from here.
 SAFE_GIT = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 _SAFE = SAFE_GIT
 # The environment of am's git subprocesses lives here too (os and sys only), so that this module and
-# am.git.transport, which takes it from here, do not import each other.
+# am.git.program.transport, which takes it from here, do not import each other.
 # Git variables that describe the user's setup (credentials, ssh, proxies), not a repository.
 _KEEP_GIT_VARS = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT",
                             "GIT_HTTP_PROXY_AUTHMETHOD", "GIT_SSL_NO_VERIFY", "GIT_SSL_CAINFO", "GIT_CONFIG_GLOBAL",

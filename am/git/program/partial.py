@@ -53,7 +53,7 @@ def missing_blob(root: Path, oid: str, remote: str | None) -> bytes:
                             "or clone the vault again from its remote")
     import subprocess
 
-    from am.git.prewrite import SAFE_GIT, git_env
+    from am.git.program.prewrite import SAFE_GIT, git_env
 
     proc = subprocess.run(["git", *SAFE_GIT, "-C", str(root), "cat-file", "blob", oid], capture_output=True,
                           env=git_env(), stdin=subprocess.DEVNULL, check=False)
