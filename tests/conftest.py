@@ -6,10 +6,12 @@ with am's own code.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,6 +25,45 @@ settings.load_profile("am")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+
+
+def _temp_in_memory(folder: str = "/dev/shm", room: int = 2 << 30) -> None:
+    """Put the tests' temporary folders (tmp_path, and what the processes they start make) in memory.
+
+    am makes every write durable: a pack and a work tree are flushed with syncfs, which waits for
+    every dirty page of the whole file system, other processes' too. On a disk that wait was most
+    of the suite's time (tests/test_trees.py: 41 s on disk, 4 s in memory) and grew with whatever
+    else the machine wrote. A kill -9 loses nothing of the page cache, so what the tests check is
+    the same; the flushes are still made, they just return at once. Where $TMPDIR is set, or there
+    is no such folder with room, the temporary folders stay where they were.
+    """
+    if os.environ.get("TMPDIR") or not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        return
+    stat = os.statvfs(folder)
+    if stat.f_bavail * stat.f_frsize < room:
+        return
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = None  # computed again from $TMPDIR on next use
+
+
+_temp_in_memory()
+
+
+def _compiled_once() -> None:
+    """Write am's bytecode before the tests start the hundreds of `python -m am...` processes they start.
+
+    Under $PYTHONDONTWRITEBYTECODE (.ci/run sets it) no process wrote any: each one compiled every am
+    module it imported from source again (a third of a short command's CPU), and pytest rewrote and
+    compiled every test module again in each worker. The files go where Python keeps them anyway
+    (__pycache__/, ignored by git); a process that finds one fresh reads it whatever that variable says.
+    """
+    import compileall
+
+    compileall.compile_dir(REPO_ROOT / "am", quiet=1)
+    sys.dont_write_bytecode = False  # this run's own imports (the test modules, as pytest rewrites them)
+
+
+_compiled_once()
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Test Person",
@@ -91,6 +132,20 @@ def am_logger() -> Iterator[None]:
     logger.handlers[:] = saved[0]
     logger.setLevel(saved[1])
     logger.propagate = saved[2]
+
+
+@pytest.fixture(autouse=True)
+def few_open_files() -> Iterator[None]:
+    """Collect the garbage after a test that leaves many files open.
+
+    A Vault or store left in a reference cycle keeps libgit2's pack files open until the garbage
+    collector runs; a worker that ran a few hundred tests held over 1,000, and select.select refuses
+    a descriptor numbered past 1023 (tests/test_mcp_malformed.py, tests/test_review_keys.py). One
+    collection frees them all; counting them costs a folder read per test.
+    """
+    yield
+    if os.path.isdir("/proc/self/fd") and len(os.listdir("/proc/self/fd")) > 256:
+        gc.collect()
 
 
 @pytest.fixture

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from conftest import run_git
 
@@ -16,14 +19,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 def make_bare(base: Path, name: str = "vault.git") -> Path:
@@ -39,30 +34,39 @@ def make_bare(base: Path, name: str = "vault.git") -> Path:
 @contextmanager
 def git_daemon(base: Path) -> Iterator[str]:
     """Serve the bare repositories under ``base`` with `git daemon` on 127.0.0.1; yield the URL prefix."""
-    for _attempt in range(5):
-        port = _free_port()
-        proc = subprocess.Popen(
-            ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all", "--enable=receive-pack",
-             "--listen=127.0.0.1", f"--port={port}", "--informative-errors", str(base)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and proc.poll() is None and not _listening(port):
-            time.sleep(0.02)
-        if proc.poll() is None and _listening(port):
-            break
-        proc.kill()
-        proc.wait()
-    else:
-        raise AssertionError("git daemon did not start")
-    try:
-        yield f"git://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+    # The daemon says "Ready to rumble" once it listens. Only that line tells that the port is this
+    # daemon's: another test's (another pytest-xdist worker's) may have taken the same free port
+    # first, and then this one exits and the next attempt takes another port.
+    with tempfile.TemporaryFile() as log:
+        for _attempt in range(5):
+            port, start = _free_port(), os.fstat(log.fileno()).st_size
+            proc = subprocess.Popen(
+                ["git", "daemon", "--verbose", "--reuseaddr", f"--base-path={base}", "--export-all",
+                 "--enable=receive-pack", "--listen=127.0.0.1", f"--port={port}", "--informative-errors", str(base)],
+                stdout=subprocess.DEVNULL, stderr=log)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and proc.poll() is None and not _ready(log, start):
+                time.sleep(0.02)
+            if proc.poll() is None and _ready(log, start):
+                break
             proc.kill()
             proc.wait()
+        else:
+            raise AssertionError("git daemon did not start: " + os.pread(log.fileno(), 1 << 16, 0).decode(errors="replace"))
+        try:
+            yield f"git://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _ready(log: IO[bytes], start: int) -> bool:
+    """Whether the daemon that writes to ``log`` from ``start`` on has said it listens."""
+    return b"Ready to rumble" in os.pread(log.fileno(), 1 << 16, start)
 
 
 def only_fast_forwards(bare: Path, branch: str = "main") -> list[tuple[str, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -16,6 +17,7 @@ def _modules() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+@functools.cache  # each test asks about every module: one parse per file and run, not one per test
 def _imports(path: Path) -> list[tuple[str, bool]]:
     """Return (imported module, at module level) for every import in a file."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))

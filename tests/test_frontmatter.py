@@ -178,7 +178,7 @@ def _same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mapping=_mappings())
 @example(mapping={"title": "a:b", "tags": ["a:b", "x]"]})
 @example(mapping={"reason": "a,b", "tags": ["a,b", "[", "{"]})
@@ -219,7 +219,7 @@ def _pyyaml_core_tag(text: str) -> str:
     return str(_loader_class()("").resolve(yaml.ScalarNode, text, (True, False)))
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(text=st.one_of(st.text(max_size=12), st.sampled_from(ODD_STRINGS),
                       st.from_regex(r"\A[-+.0-9eE_xoinfatulsINFATULS~]{0,8}\Z")))
 @example(text="\n")

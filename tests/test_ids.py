@@ -134,7 +134,7 @@ def _inside(vault: Path, rel: PurePosixPath) -> bool:
     return full.startswith(str(vault) + os.sep)
 
 
-@settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(title=st.text(max_size=300), kind=st.sampled_from(["project", "tool", "concept"]))
 def test_fuzzed_titles_never_escape(title: str, kind: str) -> None:
     vault = Path("/vault")

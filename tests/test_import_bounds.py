@@ -48,7 +48,9 @@ def _entity(name: str, **extra: object) -> str:
 
 @pytest.mark.parametrize(("system", "line"), [
     ("mcp-memory", DEEP),
-    ("mcp-memory", _entity("Deep", deep=json.loads(NEARLY))),
+    # _entity("Deep", deep=json.loads(NEARLY)), written out: at import a pytest-xdist worker is some frames
+    # deeper than a plain run, and Python's reader and writer then reach the recursion limit on NEARLY.
+    ("mcp-memory", _entity("Deep")[:-1] + ', "deep": ' + NEARLY + "}"),
     ("mcp-memory", '{"type": "entity", "name": "Bad", "entityType": "tool", "observations": ["x \\ud800 y"]}'),
     ("lossless", '{"id": "r1", "text": "' + "x" * 10 + '", "more": ' + DEEP + "}"),
     ("lossless", '{"id": "r2", "text": "half \\udc00 a pair"}'),

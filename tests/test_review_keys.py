@@ -95,12 +95,15 @@ def test_review_i_in_a_terminal_still_takes_single_keys(queue: Vault) -> None:
     os.close(slave)
     said = b""
     deadline = time.monotonic() + 120  # only so that a broken read cannot hang the suite
+    # poll, not select.select: that refuses a descriptor numbered past 1023, as one may be late in a long run.
+    readable = select.poll()
+    readable.register(master, select.POLLIN)
 
     def until(text: bytes) -> None:
         nonlocal said
         while text not in said:
             assert time.monotonic() < deadline, said.decode(errors="replace")
-            if select.select([master], [], [], 1)[0]:
+            if readable.poll(1000):
                 try:
                     said += os.read(master, 4096)
                 except OSError:  # the process ended and closed the terminal

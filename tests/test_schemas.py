@@ -125,13 +125,13 @@ def _holds_nowhere(record: Fact | Relation) -> bool:
     return start is not None and end is not None and end <= start
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=mutated())
 def test_check_record_and_schema_agree(record: Topic | Fact | Relation) -> None:
     assert _check_ok(record) == _schema_ok(record), (record, schema_problems(record_to_meta(record)))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=mutated(), links=st.booleans(), drop=st.sampled_from([None, "status", "kind", "confidence", "created"]))
 def test_a_file_that_passes_as_written_has_no_schema_problem(record: Topic | Fact | Relation, links: bool,
                                                             drop: str | None) -> None:
