@@ -192,6 +192,14 @@ def test_fast_and_strict_loaders_agree_on_every_dump(mapping: dict[str, object])
     assert dump(strict) == text
 
 
+@pytest.mark.stress
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mapping=_mappings())
+def test_fast_and_strict_loaders_agree_on_every_dump_at_length(mapping: dict[str, object]) -> None:
+    """The same property at the count it ran at before the default suite took 500 (-m stress)."""
+    test_fast_and_strict_loaders_agree_on_every_dump.hypothesis.inner_test(mapping=mapping)
+
+
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(max_size=200))
 @example(text="A:0")
@@ -229,6 +237,15 @@ def test_plain_scalars_resolve_as_pyyaml_resolves_them(text: str) -> None:
     from am.records.frontmatter import _resolve_plain
 
     assert _resolve_plain(text) == _pyyaml_core_tag(text), repr(text)
+
+
+@pytest.mark.stress
+@settings(max_examples=1500, deadline=None)
+@given(text=st.one_of(st.text(max_size=12), st.sampled_from(ODD_STRINGS),
+                      st.from_regex(r"\A[-+.0-9eE_xoinfatulsINFATULS~]{0,8}\Z")))
+def test_plain_scalars_resolve_as_pyyaml_resolves_them_at_length(text: str) -> None:
+    """The same property at the count it ran at before the default suite took 500 (-m stress)."""
+    test_plain_scalars_resolve_as_pyyaml_resolves_them.hypothesis.inner_test(text=text)
 
 
 _NAME = st.from_regex(r"\A[a-z0-9][a-z0-9-]{0,20}\Z")

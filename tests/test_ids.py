@@ -147,6 +147,14 @@ def test_fuzzed_titles_never_escape(title: str, kind: str) -> None:
         assert rel.name == f"{tid}.md" and len(rel.name.encode()) < 255
 
 
+@pytest.mark.stress
+@settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(title=st.text(max_size=300), kind=st.sampled_from(["project", "tool", "concept"]))
+def test_fuzzed_titles_never_escape_at_the_bar(title: str, kind: str) -> None:
+    """RELIABILITY.md's bar, 10k fuzzed titles and 0 escapes (the default suite runs 2,000 of them)."""
+    test_fuzzed_titles_never_escape.hypothesis.inner_test(title=title, kind=kind)
+
+
 @settings(max_examples=2_000, deadline=None)
 @given(raw=st.text(max_size=200))
 def test_fuzzed_ids_are_either_refused_or_safe(raw: str) -> None:

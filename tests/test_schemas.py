@@ -131,6 +131,14 @@ def test_check_record_and_schema_agree(record: Topic | Fact | Relation) -> None:
     assert _check_ok(record) == _schema_ok(record), (record, schema_problems(record_to_meta(record)))
 
 
+@pytest.mark.stress
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record=mutated())
+def test_check_record_and_schema_agree_at_length(record: Topic | Fact | Relation) -> None:
+    """The same property at the count it ran at before the default suite took 200 (-m stress)."""
+    test_check_record_and_schema_agree.hypothesis.inner_test(record=record)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record=mutated(), links=st.booleans(), drop=st.sampled_from([None, "status", "kind", "confidence", "created"]))
 def test_a_file_that_passes_as_written_has_no_schema_problem(record: Topic | Fact | Relation, links: bool,
@@ -149,6 +157,15 @@ def test_a_file_that_passes_as_written_has_no_schema_problem(record: Topic | Fac
         assert schema_problems(meta) == [], (meta, back)
     else:
         assert not _check_ok(back) or drop or meta != record_to_meta(back)
+
+
+@pytest.mark.stress
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(record=mutated(), links=st.booleans(), drop=st.sampled_from([None, "status", "kind", "confidence", "created"]))
+def test_a_file_that_passes_as_written_has_no_schema_problem_at_length(record: Topic | Fact | Relation, links: bool,
+                                                                      drop: str | None) -> None:
+    """The same property at the count it ran at before the default suite took 200 (-m stress)."""
+    test_a_file_that_passes_as_written_has_no_schema_problem.hypothesis.inner_test(record=record, links=links, drop=drop)
 
 
 def test_what_am_writes_passes_as_written_in_both_forms() -> None:

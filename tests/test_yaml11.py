@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import yaml
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,3 +37,11 @@ def test_known_words_and_numbers() -> None:
 @given(st.one_of(st.text(max_size=12), st.from_regex(r"[-+.0-9yYnNtTfFoO~<=!&*][0-9a-zA-Z_.:+-]{0,10}", fullmatch=True)))
 def test_equal_to_pyyaml_on_any_text(text: str) -> None:
     assert _yaml11_plain_is_str(text) == pyyaml_says_str(text)
+
+
+@pytest.mark.stress
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(st.text(max_size=12), st.from_regex(r"[-+.0-9yYnNtTfFoO~<=!&*][0-9a-zA-Z_.:+-]{0,10}", fullmatch=True)))
+def test_equal_to_pyyaml_on_any_text_at_length(text: str) -> None:
+    """The same property at the count it ran at before the default suite took 500 (-m stress)."""
+    test_equal_to_pyyaml_on_any_text.hypothesis.inner_test(text)
