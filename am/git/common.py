@@ -94,6 +94,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (os.write may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def _flock_now(fd: int) -> bool:
     """Take an exclusive flock on ``fd`` if it is free; return whether it was taken."""
     try:

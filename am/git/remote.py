@@ -387,9 +387,7 @@ def _write_atomic(dir_fd: int, name: str, data: bytes, *, tag: str, sync: bool) 
     tmp = f".{name}{tag}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        common.write_all(fd, data)
         if sync:
             os.fsync(fd)
     except BaseException:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pygit2
 
-from am.git.common import _fsync_dir, log
+from am.git.common import _fsync_dir, log, write_all
 from am.git.formats.midx import covered_packs
 
 _IDX_MAGIC = b"\xfftOc"
@@ -236,9 +236,7 @@ class PendingPack:
 def _write_new(path: Path, data: bytes, *, sync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)  # git's packs are read-only
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
         if sync:
             os.fsync(fd)
     finally:

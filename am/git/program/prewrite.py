@@ -315,7 +315,7 @@ def changed_blobs(root: str, theirs: str) -> list[str]:
 
 
 def _write(dir_fd: int, blob: str, data: bytes) -> None:
-    # am.git.remote._write_atomic's loop, written again: this process runs without am on its path.
+    # am.git.common.write_all, written again: this process runs without am on its path.
     tmp = f"{blob}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
     try:
