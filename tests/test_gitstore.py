@@ -137,11 +137,12 @@ def test_fresh_git_lock_is_a_clear_timeout(store: GitStore, monkeypatch: pytest.
     monkeypatch.setattr(gitstore.common, "_GIT_LOCK_WAIT", 0.3)
     lock = store.gitdir / "index.lock"
     lock.write_text("")
-    head = store.head()
-    # The commit is made; only the index update waits, then gives up with a warning.
-    sha = _commit(store, "topics/b.md", b"b\n")
+    sha = store.head()
+    # A git command holding Git's index past the wait: the branch does not move (issue 36), nothing is written.
+    with pytest.raises(LockTimeoutError, match="index.lock"):
+        _commit(store, "topics/b.md", b"b\n")
     assert lock.exists()
-    assert store.head() == sha != head
+    assert store.head() == sha and not (store.root / "topics" / "b.md").exists()
     lock.unlink()
     ref_lock = store.gitdir / "refs" / "heads" / "main.lock"
     ref_lock.write_text("")

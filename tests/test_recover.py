@@ -338,17 +338,21 @@ def test_a_write_that_failed_to_move_the_branch_is_not_recovered(alpha: Vault, v
     assert [(c["records"], c["found_by"]) for c in deep["lost"]] == [(["fact-object"], "unreachable")]
 
 
-def test_fresh_index_lock_commits_and_doctor_repairs_the_index(alpha: Vault, vault_path: Path) -> None:
+def test_fresh_index_lock_refuses_the_write_and_changes_nothing(alpha: Vault, vault_path: Path) -> None:
+    # Before issue 36 the write was committed with a warning and Git's index left behind; now the branch
+    # moves only together with Git's index, so the write fails (exit 8) and changes nothing.
     lock = vault_path / ".git" / "index.lock"
     lock.write_text("")
-    proc = _add(vault_path, "Committed though the index is locked.", AM_GIT_LOCK_STALE="600",
+    head = run_git(vault_path, "rev-parse", "HEAD").strip()
+    proc = _add(vault_path, "Not committed while the index is locked.", AM_GIT_LOCK_STALE="600",
                 AM_GIT_LOCK_WAIT="0.5")
-    assert proc.returncode == 0, proc.stderr
-    assert "index was not updated" in proc.stderr and "am doctor --fix" in proc.stderr
+    assert proc.returncode == 8, proc.stderr
+    assert "index.lock" in proc.stderr and "nothing was changed" in proc.stderr
     assert lock.exists()
-    assert "Committed though" in run_git(vault_path, "show", "HEAD", "--format=")
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == head
     lock.unlink()
-    ok("--vault", str(vault_path), "doctor", "--fix")
+    assert run_git(vault_path, "status", "--porcelain").strip() == ""
+    assert _add(vault_path, "Committed once the lock is gone.").returncode == 0
     assert run_git(vault_path, "status", "--porcelain").strip() == ""
 
 
@@ -367,8 +371,9 @@ def test_an_empty_index_lock_beside_a_dead_writers_note_is_a_git_commands(alpha:
     lock = vault_path / ".git" / "index.lock"
     lock.write_text("")
     proc = _add(vault_path, "Written beside a git command.", AM_GIT_LOCK_STALE="600", AM_GIT_LOCK_WAIT="0.5")
-    assert proc.returncode == 0, proc.stderr
-    assert "index was not updated" in proc.stderr and "killed am process" not in proc.stderr
+    assert proc.returncode == 8, proc.stderr  # a git command's lock: waited for, then refused (issue 36)
+    assert "index.lock" in proc.stderr and "killed am process" not in proc.stderr
+    assert run_git(vault_path, "rev-parse", "HEAD").strip() == head
     assert lock.exists() and lock.read_text() == ""
     stale = vault_path / ".git" / "am" / "stale-locks"
     assert not stale.exists() or not any(p.name.startswith("index.lock") for p in stale.iterdir())

@@ -246,13 +246,25 @@ class Staging:
         then takes the index lock, so without this it could land between
         am's branch move and am's index update and commit the old index on
         top of am's commit, deleting am's new files from the branch. If a git
-        command keeps the lock past the wait, the branch moves anyway and the
-        index is set when the lock can be had (or by the next write).
+        command keeps the lock past the wait (``AM_GIT_LOCK_WAIT``), the
+        branch does not move: am never moves a branch it cannot also record
+        in Git's index. A branch moved under a stale index loses the write to
+        the next ``git commit -a``, and a ``git merge`` holding the lock fails
+        its own ref update and leaves MERGE_HEAD (issue 36).
         """
         try:
             self._index_lock_held = self.lock_index()
         except LockTimeoutError:
             self._index_lock_held = None
+            lock = self.gitdir / "index.lock"
+            holder = git_lock_holder(self.root)
+            raise LockTimeoutError(
+                f"Git's index lock {lock} is held{holder or ' by a running git command'} for more than "
+                f"{common._GIT_LOCK_WAIT:g} s; nothing was changed (am moves a branch only together with Git's "
+                f"index)",
+                hint="run the command again once that git command is done; if none is running, remove "
+                     f"{lock}",
+            ) from None
 
     def let_go_index_lock(self) -> None:
         """Let go of an index lock taken for a branch move that did not happen (or whose index update was skipped)."""
@@ -505,6 +517,31 @@ class Staging:
                     raise GitError(f"could not flush {folder} to disk: {os.strerror(ctypes.get_errno())}")
             finally:
                 os.close(fd)
+
+
+def git_lock_holder(root: Path) -> str:
+    """Name the git processes working in ``root`` (" by git merge (pid 12)"), or "" (best effort, Linux's /proc).
+
+    Git writes nothing into its lock files; a process of the git program whose
+    folder is the work tree is the likely holder. Called only on a lock timeout.
+    """
+    found: list[str] = []
+    where = os.path.realpath(root)
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return ""
+    for pid in pids:
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") != where:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) == b"git" and len(argv) > 1 and int(pid) != os.getpid():
+            found.append(f"{b' '.join(a for a in argv[:2]).decode(errors='replace')} (pid {pid})")
+    return f" by {', '.join(found[:3])}" if found else ""
 
 
 def _take_back_reflog(path: Path, size: int | None, new: str) -> None:

@@ -107,6 +107,17 @@ def _not_ids(stems: list[str]) -> set[str]:
     return bad
 
 
+def _work_file_is(root: Path, path: str, blob: str) -> bool:
+    """Return whether the work tree's file at ``path`` holds exactly the blob ``blob`` (git's hash of its bytes)."""
+    import hashlib
+
+    try:
+        data = (root / path).read_bytes()
+    except OSError:
+        return False
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob
+
+
 def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: TextIO,
                vault_root: Path | None = None, open_vault: VaultOpener | None = None) -> int:
     """Check the staged record files; return 1 (refuse the commit) on errors or suspected secrets.
@@ -214,8 +225,14 @@ def pre_commit(store: Any, *, index_file: str | None, allow_secrets: bool, out: 
         if (found is not None and not found.startswith(NOTE_PREFIX)) or any(
                 n == name_key(now or "") for now in now_id.values()):
             del gone_names[n]  # another file answers to that name now
+    # HEAD and the work tree both hold the record, only Git's index lacks it: an am write whose index update
+    # never happened (issue 36), not a person's deletion (which removes the file): the commit would delete it.
+    unstaged = [p for p in deleted if _work_file_is(vault_root or Path(store.root), p, head[p])]
+    refused += [f"error: {p} is committed and in the work tree, but Git's index lacks it: this commit would "
+                f"delete it from the vault; put it back with: git add '{p}' (or am doctor --fix), then commit "
+                "again" for p in unstaged]
     for p in deleted:
-        if was_id(p) not in gone:
+        if was_id(p) not in gone or p in unstaged:
             continue  # moved: the same id lives on in another file
         out.write(f"am: warning: {p} is deleted; am never deletes a record (expire it instead), "
                   "but Git history keeps it\n")

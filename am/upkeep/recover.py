@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from am.errors import AmError, ConflictError, InvalidRecordError
@@ -256,6 +256,29 @@ def _orphan_data(vault: Any, path: str) -> tuple[bytes | None, str]:
     return data, ""
 
 
+def _deleted_by_git(root: Path, path: str, blob: str) -> str | None:
+    """Say which commit of git's deleted this committed version of a record (Git's index had lost it), or None.
+
+    A fact acknowledged by am and deleted by a person's `git commit -a` over an
+    index that lacked it (issue 36) is still in the work tree: doctor --fix
+    commits it again. One git call per such file, which is rare.
+    """
+    from am.git.program.transport import git
+
+    try:
+        proc = git(root, "log", "-1", "--format=%H%x00%B", "--diff-filter=D", "HEAD", "--", path, check=False)
+        if proc.returncode != 0 or "\0" not in proc.stdout:
+            return None
+        commit, message = proc.stdout.split("\0", 1)
+        was = git(root, "rev-parse", "--verify", "-q", f"{commit}^:{path}", check=False).stdout.strip()
+    except AmError:
+        return None
+    if was != blob or "\nAm-Op:" in "\n" + message:
+        return None
+    return (f"committed by am, then deleted by commit {commit[:10]}, which is not am's (Git's index had lost the "
+            "file, and a git commit -a took that for a deletion); am doctor --fix commits it again")
+
+
 def _candidates(vault: Any) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     store = vault.store
     head = dict(store.tree_files(list(_TOPS)))
@@ -339,9 +362,10 @@ def diagnose(vault: Any) -> list[Finding]:
         if in_index not in (None, in_head, on_disk):
             data, why = None, "it has staged changes of its own"
         if data is not None:
-            findings.append(Finding("orphan", path, ("new" if in_head is None else "changed")
+            deleted = _deleted_by_git(vault.root, path, on_disk) if in_head is None else None
+            findings.append(Finding("orphan", path, deleted or (("new" if in_head is None else "changed")
                                     + " record file not committed (a write killed before its commit, "
-                                    "or a note not committed yet)", True))
+                                    "or a note not committed yet)"), True))
         else:
             findings.append(Finding("uncommitted", path, f"uncommitted edit left alone: {why}", False))
     findings += [] if hidden else _cache_findings(vault)

@@ -226,13 +226,18 @@ def test_a_write_killed_after_its_commit_is_staged_by_the_next_write(alpha: Vaul
     assert killed <= head_files(root, "facts")
 
 
-def test_a_write_blocked_by_index_lock_is_staged_by_the_next_write(alpha: Vault) -> None:
+def test_a_write_blocked_by_index_lock_is_refused_and_the_next_write_lands(alpha: Vault) -> None:
+    # Before issue 36 the blocked write was committed and its index entry set by the next write; now the branch
+    # moves only together with Git's index: the blocked write fails (exit 8) and changes nothing.
     root = alpha.root
+    head = run_git(root, "rev-parse", "HEAD").strip()
     lock = root / ".git" / "index.lock"
     lock.write_text("")  # a git command holding the index
-    first = fact_id(add_fact(root, "Written while git held the index.", AM_GIT_LOCK_WAIT="0.3"))
+    blocked = add_fact(root, "Written while git held the index.", AM_GIT_LOCK_WAIT="0.3")
+    assert blocked.returncode == 8, blocked.stdout + blocked.stderr
+    assert run_git(root, "rev-parse", "HEAD").strip() == head
     lock.unlink()
-    fact_id(add_fact(root, "The next write."))
+    first = fact_id(add_fact(root, "Written while git held the index."))
     assert staged_differences(root) == ""
     assert any(first in p for p in run_git(root, "ls-files", "facts").split())
 

@@ -101,7 +101,11 @@ class PlainWriter:
         reflog = "commit: " + subjects[-1]
         if len(subjects) > 1:
             reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-        self.staging.lock_index_for_move()  # as git commit does (staging.py)
+        try:
+            self.staging.lock_index_for_move()  # as git commit does (staging.py); refused past the wait
+        except BaseException:
+            inflight.note_failed_move(self.staging.am_dir, parent, tip)  # its loose objects: never replayed
+            raise
         try:
             self.staging.move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:

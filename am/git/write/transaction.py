@@ -354,13 +354,15 @@ class Writer:
             failpoint("after-objects")
             if not sync_each:
                 self.staging.sync_filesystems()
+            # Git's index lock first (as git commit takes it): a git command holding it past the wait
+            # fails the write here, before the pack is in place, and nothing of the batch is left.
+            self.staging.lock_index_for_move()
             # Like git's core.fsyncMethod=batch: flushed under temporary names, then renamed into place.
             pending.install(sync=sync_each)
             pending = None
             reflog = "commit: " + subjects[-1]
             if len(subjects) > 1:
                 reflog = f"commit (am group of {len(subjects)}): " + subjects[-1]
-            self.staging.lock_index_for_move()
             self.staging.move_ref(ref, tip, pygit2.Oid(hex=parent), reflog)
         except BaseException:
             self.staging.let_go_index_lock()
