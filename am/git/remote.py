@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import pygit2
 
 import am.git.common as common
+import am.git.coord.inflight as inflight
 import am.git.formats.packs as packs
 import am.git.program.transport as transport
 from am.errors import DirtyFileError, GitError, UsageError
@@ -317,7 +318,9 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         if staged is not None:
             staged.pending.install(sync=sync_each)  # flushed under temporary names, renamed before the branch moves
         failpoint("sync-flushed")
+        left = inflight.read(store._am_dir)  # a killed write's note, for the next write to heal as before
         if store.branch_tip(ref) != target:
+            _note_move(store, ref, target, entries, left)
             store.staging.lock_index_for_move()  # as a write does: no git commit between the move and the index
             store.staging.move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
     except BaseException:
@@ -326,6 +329,24 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         raise
     failpoint("sync-moved")
     store.staging.finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
+    if left is None:
+        inflight.clear(store._am_dir)
+    else:
+        inflight.write(store._am_dir, left.ref, left.tip, list(left.entries))
+
+
+def _note_move(store: GitStore, ref: str, target: str, entries: list[tuple[PurePosixPath, pygit2.Oid]],
+               left: inflight.Note | None) -> None:
+    """Note the move's index entries as a write's batch does (am/git/coord/inflight.py) before the branch moves.
+
+    A sync killed between its branch move and its index update leaves Git's
+    index at the old tree (the other side's records staged as deleted); with
+    the note, the next am write sets those entries, as it does for a killed
+    write, before any sync runs again. ``left``, a note a killed write left, is kept in it (and put back
+    once the index is set).
+    """
+    noted = [] if left is None else [(p, oid) for p, oid in left.entries]
+    inflight.write(store._am_dir, ref, target, noted + [(p, str(oid)) for p, oid in entries])
 
 
 def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None]]], made: Mapping[str, bytes], *,
@@ -426,6 +447,11 @@ def resume_advance(store: GitStore) -> str | None:
     if ref == store.head_ref() and tip == old and store.repo.get(new) is None:
         _install_noted_pack(store, data.get("pack"))  # killed before the merge's pack was in place
     if ref != store.head_ref() or tip not in (old, new) or store.repo.get(new) is None:
+        if ref == store.head_ref() and tip is not None and store.repo.get(new) is not None \
+                and store.is_ancestor(new, tip):
+            # An am write moved the branch on from the moved tip before any sync ran: the files are in
+            # place, but Git's index may still hold the old tree for the move's paths (staged deletions).
+            restage_lagging(store, old, new, tip)
         journal.unlink(missing_ok=True)  # the branch went elsewhere since: nothing of this move to finish
         return None
     changes = store.tree_changes(old, new)
@@ -434,6 +460,51 @@ def resume_advance(store: GitStore) -> str | None:
     _apply(store, ref, old, new, changes, reflog)
     journal.unlink(missing_ok=True)
     return str(new)
+
+
+def restage_lagging(store: GitStore, old: str | None, new: str, tip: str) -> list[str]:
+    """Set Git's index to ``tip``'s blob for each path of the move ``old`` -> ``new`` whose index entry lags.
+
+    A path lags when its index entry is still ``old``'s while the work tree
+    already holds ``tip``'s file: what a sync killed between its branch move
+    and its index update leaves (git status shows the other side's records
+    as deleted, and a plain ``git commit -a`` would delete them). A path
+    whose index or work file is anything else is a person's edit, left alone.
+    Returns the paths set. Hold write_lock.
+    """
+    old_tree = None if old is None else store.repo[old].peel(pygit2.Tree)
+    tip_tree = store.repo[tip].peel(pygit2.Tree)
+    index = store.staging.read_index()
+    entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
+    removed: list[PurePosixPath] = []
+    for path, _ in store.tree_changes(old, new):
+        was, now = _blob_at(old_tree, path), _blob_at(tip_tree, path)
+        staged = index.staged(path)
+        if staged == now or staged != was:
+            continue
+        try:
+            with open(os.path.join(str(store.root), path), "rb") as handle:
+                on_disk: str | None = hash_blob(handle.read())
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            on_disk = None
+        if on_disk != now:
+            continue
+        if now is None:
+            removed.append(PurePosixPath(path))
+        else:
+            entries.append((PurePosixPath(path), pygit2.Oid(hex=now)))
+    if entries or removed:
+        store.staging.update_index(entries, removed)
+        common.log.warning("Git's index lagged the branch for %d files a killed sync brought; set to HEAD's",
+                           len(entries) + len(removed))
+    return [str(p) for p, _ in entries] + [str(p) for p in removed]
+
+
+def _blob_at(tree: pygit2.Tree | None, path: str) -> str | None:
+    try:
+        return None if tree is None else str(tree[path].id)
+    except KeyError:
+        return None
 
 
 _PACK_NAME = re.compile(r"pack-[0-9a-f]{40}")
