@@ -19,6 +19,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 import pygit2
 
 import am.git.common as common
+import am.git.coord.asidelocks as asidelocks
 import am.git.coord.inflight as inflight
 import am.git.formats.packs as packs
 import am.git.program.transport as transport
@@ -45,6 +47,7 @@ __all__ = [
     "PushResult",
     "StagedMerge",
     "advance",
+    "clear_remote_lock",
     "fetch",
     "merge_base",
     "merge_commit",
@@ -127,6 +130,56 @@ def fetch(store: GitStore, remote: str, branch: str) -> str | None:
 def push(store: GitStore, remote: str, commit: str, branch: str) -> PushResult:
     """Push ``commit`` to the remote's ``branch`` as a fast-forward only, and say how it went for that ref."""
     return transport.push(store.root, remote, commit, branch)
+
+
+def clear_remote_lock(store: GitStore, remote: str, lock: str) -> Path | None:
+    """Move aside a ref lock a killed push left in a remote on this machine, if it is provably stale.
+
+    Stale means: the remote is a path on this machine (its URL a path or
+    ``file://``), the lock lies in its ``refs/`` (or is its ``packed-refs.lock``),
+    is older than ``AM_GIT_LOCK_STALE`` seconds (60), and no process runs in
+    that repository (``/proc``: no ``git receive-pack`` or other git command
+    has it as its folder). It is kept in this vault's ``.git/am/stale-locks/``.
+    Returns where it went, or None (left alone).
+    """
+    url = remote_url(store, remote)
+    if url is None or "://" in url and not url.startswith("file://") or re.match(r"^[^/]+:", url):
+        return None  # a server's lock: only its owner can tell whether a push holds it
+    repo_dir = Path(os.path.realpath(url.removeprefix("file://") if url.startswith("file://")
+                                     else os.path.join(store.root, url)))
+    path = Path(os.path.realpath(lock))
+    if path.parent == repo_dir / ".git" or (repo_dir / ".git").is_dir() and path.is_relative_to(repo_dir / ".git"):
+        repo_dir = repo_dir / ".git"  # a non-bare remote
+    if not (path.is_relative_to(repo_dir / "refs") or path == repo_dir / "packed-refs.lock") \
+            or not path.name.endswith(".lock"):
+        return None
+    try:
+        age = time.time() - path.stat().st_mtime
+    except OSError:
+        return None
+    if age < common._GIT_LOCK_STALE or _runs_in(repo_dir):
+        return None
+    moved = asidelocks.move_aside(store._am_dir, path, label=f"remote-{remote}-")
+    if moved is not None:
+        common.log.warning("moved aside a stale ref lock of %s (%.0f s old, no git process in it): %s -> %s",
+                           remote, age, path, moved)
+    return moved
+
+
+def _runs_in(repo_dir: Path) -> bool:
+    """Return whether a process runs in ``repo_dir`` (its working folder there); True when that cannot be told."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue  # gone, or another user's (whose git could not write this repository's refs as ours)
+        if Path(cwd) == repo_dir or Path(cwd).is_relative_to(repo_dir):
+            return True
+    return False
 
 
 def merge_base(store: GitStore, a: str, b: str) -> str | None:
