@@ -23,7 +23,7 @@ three sub-folders, each saying in its ``__init__`` what it may import:
 * ``formats/``: the Git formats am writes itself (``packs``, ``midx``,
   ``trees``, ``gitindex``, ``bigblob``), each held to git as its oracle;
 * ``coord/``: what writers leave for each other around the write lock
-  (``group``, ``spool``, ``inflight``, ``lease``);
+  (``group``, ``spool``, ``inflight``, ``asidelocks``, ``lease``);
 * ``program/``: the git program as a child process, without pygit2
   (``transport``, ``prewrite``, ``partial``, ``patchids``, ``cligit``, ``sparse``).
 

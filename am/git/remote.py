@@ -19,6 +19,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING
 import pygit2
 
 import am.git.common as common
+import am.git.coord.asidelocks as asidelocks
+import am.git.coord.inflight as inflight
 import am.git.formats.packs as packs
 import am.git.program.transport as transport
 from am.errors import DirtyFileError, GitError, UsageError
@@ -44,6 +47,7 @@ __all__ = [
     "PushResult",
     "StagedMerge",
     "advance",
+    "clear_remote_lock",
     "fetch",
     "merge_base",
     "merge_commit",
@@ -126,6 +130,56 @@ def fetch(store: GitStore, remote: str, branch: str) -> str | None:
 def push(store: GitStore, remote: str, commit: str, branch: str) -> PushResult:
     """Push ``commit`` to the remote's ``branch`` as a fast-forward only, and say how it went for that ref."""
     return transport.push(store.root, remote, commit, branch)
+
+
+def clear_remote_lock(store: GitStore, remote: str, lock: str) -> Path | None:
+    """Move aside a ref lock a killed push left in a remote on this machine, if it is provably stale.
+
+    Stale means: the remote is a path on this machine (its URL a path or
+    ``file://``), the lock lies in its ``refs/`` (or is its ``packed-refs.lock``),
+    is older than ``AM_GIT_LOCK_STALE`` seconds (60), and no process runs in
+    that repository (``/proc``: no ``git receive-pack`` or other git command
+    has it as its folder). It is kept in this vault's ``.git/am/stale-locks/``.
+    Returns where it went, or None (left alone).
+    """
+    url = remote_url(store, remote)
+    if url is None or "://" in url and not url.startswith("file://") or re.match(r"^[^/]+:", url):
+        return None  # a server's lock: only its owner can tell whether a push holds it
+    repo_dir = Path(os.path.realpath(url.removeprefix("file://") if url.startswith("file://")
+                                     else os.path.join(store.root, url)))
+    path = Path(os.path.realpath(lock))
+    if path.parent == repo_dir / ".git" or (repo_dir / ".git").is_dir() and path.is_relative_to(repo_dir / ".git"):
+        repo_dir = repo_dir / ".git"  # a non-bare remote
+    if not (path.is_relative_to(repo_dir / "refs") or path == repo_dir / "packed-refs.lock") \
+            or not path.name.endswith(".lock"):
+        return None
+    try:
+        age = time.time() - path.stat().st_mtime
+    except OSError:
+        return None
+    if age < common._GIT_LOCK_STALE or _runs_in(repo_dir):
+        return None
+    moved = asidelocks.move_aside(store._am_dir, path, label=f"remote-{remote}-")
+    if moved is not None:
+        common.log.warning("moved aside a stale ref lock of %s (%.0f s old, no git process in it): %s -> %s",
+                           remote, age, path, moved)
+    return moved
+
+
+def _runs_in(repo_dir: Path) -> bool:
+    """Return whether a process runs in ``repo_dir`` (its working folder there); True when that cannot be told."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    for pid in pids:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue  # gone, or another user's (whose git could not write this repository's refs as ours)
+        if Path(cwd) == repo_dir or Path(cwd).is_relative_to(repo_dir):
+            return True
+    return False
 
 
 def merge_base(store: GitStore, a: str, b: str) -> str | None:
@@ -317,7 +371,9 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         if staged is not None:
             staged.pending.install(sync=sync_each)  # flushed under temporary names, renamed before the branch moves
         failpoint("sync-flushed")
+        left = inflight.read(store._am_dir)  # a killed write's note, for the next write to heal as before
         if store.branch_tip(ref) != target:
+            _note_move(store, ref, target, entries, left)
             store.staging.lock_index_for_move()  # as a write does: no git commit between the move and the index
             store.staging.move_ref(ref, expected, pygit2.Oid(hex=target), reflog)
     except BaseException:
@@ -326,6 +382,24 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         raise
     failpoint("sync-moved")
     store.staging.finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
+    if left is None:
+        inflight.clear(store._am_dir)
+    else:
+        inflight.write(store._am_dir, left.ref, left.tip, list(left.entries))
+
+
+def _note_move(store: GitStore, ref: str, target: str, entries: list[tuple[PurePosixPath, pygit2.Oid]],
+               left: inflight.Note | None) -> None:
+    """Note the move's index entries as a write's batch does (am/git/coord/inflight.py) before the branch moves.
+
+    A sync killed between its branch move and its index update leaves Git's
+    index at the old tree (the other side's records staged as deleted); with
+    the note, the next am write sets those entries, as it does for a killed
+    write, before any sync runs again. ``left``, a note a killed write left, is kept in it (and put back
+    once the index is set).
+    """
+    noted = [] if left is None else [(p, oid) for p, oid in left.entries]
+    inflight.write(store._am_dir, ref, target, noted + [(p, str(oid)) for p, oid in entries])
 
 
 def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None]]], made: Mapping[str, bytes], *,
@@ -426,6 +500,11 @@ def resume_advance(store: GitStore) -> str | None:
     if ref == store.head_ref() and tip == old and store.repo.get(new) is None:
         _install_noted_pack(store, data.get("pack"))  # killed before the merge's pack was in place
     if ref != store.head_ref() or tip not in (old, new) or store.repo.get(new) is None:
+        if ref == store.head_ref() and tip is not None and store.repo.get(new) is not None \
+                and store.is_ancestor(new, tip):
+            # An am write moved the branch on from the moved tip before any sync ran: the files are in
+            # place, but Git's index may still hold the old tree for the move's paths (staged deletions).
+            restage_lagging(store, old, new, tip)
         journal.unlink(missing_ok=True)  # the branch went elsewhere since: nothing of this move to finish
         return None
     changes = store.tree_changes(old, new)
@@ -434,6 +513,51 @@ def resume_advance(store: GitStore) -> str | None:
     _apply(store, ref, old, new, changes, reflog)
     journal.unlink(missing_ok=True)
     return str(new)
+
+
+def restage_lagging(store: GitStore, old: str | None, new: str, tip: str) -> list[str]:
+    """Set Git's index to ``tip``'s blob for each path of the move ``old`` -> ``new`` whose index entry lags.
+
+    A path lags when its index entry is still ``old``'s while the work tree
+    already holds ``tip``'s file: what a sync killed between its branch move
+    and its index update leaves (git status shows the other side's records
+    as deleted, and a plain ``git commit -a`` would delete them). A path
+    whose index or work file is anything else is a person's edit, left alone.
+    Returns the paths set. Hold write_lock.
+    """
+    old_tree = None if old is None else store.repo[old].peel(pygit2.Tree)
+    tip_tree = store.repo[tip].peel(pygit2.Tree)
+    index = store.staging.read_index()
+    entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
+    removed: list[PurePosixPath] = []
+    for path, _ in store.tree_changes(old, new):
+        was, now = _blob_at(old_tree, path), _blob_at(tip_tree, path)
+        staged = index.staged(path)
+        if staged == now or staged != was:
+            continue
+        try:
+            with open(os.path.join(str(store.root), path), "rb") as handle:
+                on_disk: str | None = hash_blob(handle.read())
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            on_disk = None
+        if on_disk != now:
+            continue
+        if now is None:
+            removed.append(PurePosixPath(path))
+        else:
+            entries.append((PurePosixPath(path), pygit2.Oid(hex=now)))
+    if entries or removed:
+        store.staging.update_index(entries, removed)
+        common.log.warning("Git's index lagged the branch for %d files a killed sync brought; set to HEAD's",
+                           len(entries) + len(removed))
+    return [str(p) for p, _ in entries] + [str(p) for p in removed]
+
+
+def _blob_at(tree: pygit2.Tree | None, path: str) -> str | None:
+    try:
+        return None if tree is None else str(tree[path].id)
+    except KeyError:
+        return None
 
 
 _PACK_NAME = re.compile(r"pack-[0-9a-f]{40}")

@@ -20,6 +20,7 @@ from typing import Protocol
 import pygit2
 
 import am.git.common as common
+import am.git.coord.asidelocks as asidelocks
 import am.git.coord.inflight as inflight
 import am.git.formats.packs as packs
 from am.errors import AmError, GitError, LockTimeoutError, storage_error
@@ -148,12 +149,8 @@ class Staging:
         dead_am = inflight.owned_by_dead_am(lock, inflight.read(self.am_dir))
         if age < common._GIT_LOCK_STALE and not dead_am:
             return False
-        aside = self.am_dir / "stale-locks"
-        aside.mkdir(parents=True, exist_ok=True)
-        target = aside / f"{lock.name}.{int(time.time())}.{os.getpid()}"
-        try:
-            os.replace(lock, target)
-        except FileNotFoundError:
+        target = asidelocks.move_aside(self.am_dir, lock)  # pruned there: the last 50, none past 30 days
+        if target is None:
             return True
         if dead_am:
             log.warning("moved aside a Git lock left by a killed am process: %s -> %s", lock, target)

@@ -363,9 +363,17 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
         if tip is None or tip == theirs:
             return report
         result = remote.push(store, name, tip, remote_branch)
+        if result.status == "refused" and result.lock is not None and remote.clear_remote_lock(store, name, result.lock):
+            result = remote.push(store, name, tip, remote_branch)  # a killed push's stale lock, moved aside
         if result.status in ("ok", "up-to-date"):
             report.pushed = result.status == "ok"
             return report
+        if result.status == "refused" and result.lock is not None:
+            raise GitError(
+                f"{name} refused the push of {remote_branch}: its lock file {result.lock} is there (a push or "
+                "another git command under way, or one killed part way that left it)",
+                hint="the vault is merged locally; if no git command is running on that repository (no git push to it, "
+                     f"no git receive-pack, no git gc), remove the lock: rm {result.lock} - then run am sync again")
         if result.status != "rejected":
             raise GitError(f"{name} refused the push of {remote_branch}: {result.message}",
                            hint="the vault is merged locally; fix what the remote says, then run am sync again")

@@ -6,6 +6,8 @@
   lock taken leaves its request in ``.git/am/queue/`` for the leader;
 * ``inflight``: the note of a write in flight (``.git/am/inflight``), what lets
   the next write finish a killed one;
+* ``asidelocks``: Git lock files am moved aside (``.git/am/stale-locks/``),
+  and the pruning of what is kept there;
 * ``lease``: knowing when another program opens a work-tree file for writing
   while am replaces it (Linux file leases).
 

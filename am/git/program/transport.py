@@ -98,11 +98,12 @@ def _check_names(remote: str, branch: str) -> None:
 class PushResult:
     """How a push of one ref went: ok, up-to-date, rejected (the remote moved: fetch and merge again) or refused."""
 
-    __slots__ = ("message", "status")
+    __slots__ = ("lock", "message", "status")
 
-    def __init__(self, status: str, message: str = "") -> None:
+    def __init__(self, status: str, message: str = "", *, lock: str | None = None) -> None:
         self.status = status
         self.message = message
+        self.lock = lock  # a refused push: the remote's lock file that stopped it, as the remote named it
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PushResult) and (self.status, self.message) == (other.status, other.message)
@@ -299,8 +300,17 @@ def push(root: Path, remote: str, commit: str, branch: str) -> PushResult:
             return PushResult("up-to-date", summary)
         if flag == "!" and ("fetch first" in summary or "non-fast-forward" in summary):
             return PushResult("rejected", summary)
-        return PushResult("refused", summary)
-    return PushResult("refused", _last_line(proc.stderr))
+        return PushResult("refused", summary, lock=_held_lock(proc.stderr))
+    return PushResult("refused", _last_line(proc.stderr), lock=_held_lock(proc.stderr))
+
+
+_HELD_LOCK = re.compile(r"Unable to create '([^'\n]+\.lock)': File exists")
+
+
+def _held_lock(stderr: str) -> str | None:
+    """Return the lock file a remote named as held ("Unable to create '...lock': File exists"), or None."""
+    found = _HELD_LOCK.search(stderr)
+    return None if found is None else os.path.normpath(found[1])
 
 
 
