@@ -5,7 +5,10 @@ repository could have left; it is held to exactly the rules of a write made
 in this process: its paths are record files under topics/, facts/ or
 relations/ (never `..`, never a `.git` folder, never outside the work tree),
 its author and committer are identities Git can store, and its message is text
-without NUL. Git's own merge, cherry-pick, revert or rebase standing unfinished in the
+without NUL; and, from the queue only, each file is a record that passes a
+direct write's own checks (``check_queued``: am/records/writes.py
+``check_to_write``), at its own id's path, under am's trailers naming it and its
+author (issue 36.7). Git's own merge, cherry-pick, revert or rebase standing unfinished in the
 work tree refuses every write (``check_no_git_operation``). Nothing here
 imports pygit2.
 
