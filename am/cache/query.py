@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from am.cache.rows import NOTE_ERROR, UNREADABLE_WHERE, Hit, IndexedLink, IndexStatus, record_from_json
+from am.cache.rows import NOTE_ERROR, OWN, UNREADABLE_WHERE, Hit, IndexedLink, IndexStatus, by_id, record_from_json
 from am.records.model import Record
 from am.cache.textseg import build_match
 
@@ -54,8 +54,8 @@ class IndexQueries:
         return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
     def lookup(self, record_id: str) -> PurePosixPath | None:
-        """Return the path of the record with this id (the first by path if duplicated), or None."""
-        row = self.conn.execute("SELECT path FROM records WHERE id = ? ORDER BY path LIMIT 1",
+        """Return the path of the record with this id (of two: the one named after it, else the first by path)."""
+        row = self.conn.execute(f"SELECT path FROM records WHERE id = ? ORDER BY {OWN} DESC, path LIMIT 1",
                                 (record_id,)).fetchone()
         return PurePosixPath(row[0]) if row else None
 
@@ -65,7 +65,7 @@ class IndexQueries:
 
     def get(self, record_id: str) -> tuple[PurePosixPath, Record] | None:
         """Return (path, record) for an id, or None."""
-        row = self.conn.execute("SELECT path, type, data FROM records WHERE id = ? ORDER BY path LIMIT 1",
+        row = self.conn.execute(f"SELECT path, type, data FROM records WHERE id = ? ORDER BY {OWN} DESC, path LIMIT 1",
                                 (record_id,)).fetchone()
         return (PurePosixPath(row[0]), record_from_json(row[1], row[2])) if row else None
 
@@ -80,7 +80,7 @@ class IndexQueries:
         sql = "SELECT r.path, r.type, r.data FROM records r"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY r.id, r.path"
+        sql += " ORDER BY " + by_id("r.", twins=self.has_twins())
         return [(PurePosixPath(p), record_from_json(t, d)) for p, t, d in self.conn.execute(sql, args)]
 
     def fact_world_rows(self, *, repo: str | None = None, dropped: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
@@ -97,7 +97,7 @@ class IndexQueries:
         cols = ("id, COALESCE(status, 'active'), COALESCE(conf, 'medium'), repo, version, commit_id, until_commit, "
                 "valid_from, valid_until, NULLIF(supersedes, '[]'), superseded_by, pinned, created, topics, created_ts")
         if dropped is None:
-            sql = f"SELECT {cols} FROM records WHERE type = 'fact' ORDER BY id, path"
+            sql = f"SELECT {cols} FROM records WHERE type = 'fact' ORDER BY {by_id(twins=self.has_twins())}"
             return self.conn.execute(sql).fetchall()  # type: ignore[no-any-return]
         marks = ",".join("?" * len(dropped))
         sql = (f"SELECT {cols} FROM records WHERE type = 'fact' AND COALESCE(status, 'active') NOT IN ({marks}) "
@@ -134,7 +134,7 @@ class IndexQueries:
         return [p for (p,) in self.conn.execute(f"SELECT path FROM files WHERE {UNREADABLE_WHERE} ORDER BY path")]
 
     def has_duplicate_facts(self) -> bool:
-        """Return whether two fact files share an id (then the first by path wins, which ranking must not change)."""
+        """Return whether two fact files share an id (then rows.by_id decides which wins; ranking must not change it)."""
         return self.conn.execute("SELECT 1 FROM twins WHERE type = 'fact' LIMIT 1").fetchone() is not None
 
     def has_twins(self) -> bool:
@@ -257,11 +257,11 @@ class IndexQueries:
         """Return (id, rel, from, to, 7 world fields) of every relation, sorted by id then path."""
         return self.conn.execute(  # type: ignore[no-any-return]
             f"SELECT id, rel, src, dst, {_WORLD} FROM records INDEXED BY records_relation "
-            "WHERE type = 'relation' ORDER BY id, path").fetchall()
+            f"WHERE type = 'relation' ORDER BY {by_id(twins=self.has_twins())}").fetchall()
 
     def record_values(self, *, type: str | None = None) -> list[Record]:
         """Return every record of the working tree (or of one type), sorted by id then path."""
-        sql = "SELECT type, data FROM records" + (" WHERE type = ?" if type else "") + " ORDER BY id, path"
+        sql = "SELECT type, data FROM records" + (" WHERE type = ?" if type else "") + " ORDER BY " + by_id(twins=self.has_twins())
         return [record_from_json(t, d) for t, d in self.conn.execute(sql, (type,) if type else ())]
 
     @staticmethod
@@ -299,8 +299,8 @@ class IndexQueries:
         return where, args
 
     def id_paths(self) -> dict[str, str]:
-        """Return {id: path} of every record (the first by path where two files share an id)."""
-        return {i: p for i, p in self.conn.execute("SELECT id, path FROM records ORDER BY path DESC")}
+        """Return {id: path} of every record (of two files with one id: the one named after it, else the first by path)."""
+        return {i: p for i, p in self.conn.execute(f"SELECT id, path FROM records ORDER BY {OWN}, path DESC")}
 
     def unparsed_paths(self) -> list[str]:
         """Return the files that are not records (notes, or broken records), sorted."""

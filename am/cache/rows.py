@@ -27,7 +27,7 @@ from am.cache.textseg import _CJK_RANGES
 __all__ = [
     "Known", "check_known", "SCHEMA_VERSION", "Hit", "IndexedLink", "Refresh", "IndexStatus", "TOPS", "SLOTS", "rank_rowid",
     "segment", "body_links", "record_json", "record_from_json", "is_record_path", "file_slot", "record_rows",
-    "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "UNREADABLE_WHERE", "note_row", "statement_key",
+    "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "OWN", "by_id", "UNREADABLE_WHERE", "note_row", "statement_key",
 ]
 
 SCHEMA_VERSION = 17  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
@@ -252,6 +252,24 @@ def record_json(record: Record) -> str:
     # A JSON array in field order: the cache's own format, rebuilt without re-validation.
     # A dataclass's __dict__ holds its fields in declaration order.
     return json.dumps(list(record.__dict__.values()), separators=(",", ":"))
+
+
+# 1 for a record in the file named after its id (am/records/ids.py record_file), else 0. Where two files hold
+# one id, that one is the record and the other an impostor (issue 36.8); a person's renamed file (the only one
+# with its id, docs/obsidian.md) is still the record. Ids hold no GLOB metacharacters (am/records/ids.py).
+OWN = "(path GLOB '*/' || id || '.md')"
+
+
+def by_id(alias: str = "", *, twins: bool) -> str:
+    """Return the ORDER BY of records by id: where two files share an id (``twins``), the one named after it first.
+
+    Without twins it is ``id, path``, which the index on (id, path) gives without a sort (a slice reads every
+    fact so); with twins the file named after its id comes first, as ``IndexQueries.lookup`` takes it.
+    """
+    if not twins:
+        return f"{alias}id, {alias}path"
+    own = OWN.replace("path", f"{alias}path").replace("|| id", f"|| {alias}id")
+    return f"{alias}id, {own} DESC, {alias}path"
 
 
 def record_from_json(rtype: str, text: str) -> Record:

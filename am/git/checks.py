@@ -5,7 +5,10 @@ repository could have left; it is held to exactly the rules of a write made
 in this process: its paths are record files under topics/, facts/ or
 relations/ (never `..`, never a `.git` folder, never outside the work tree),
 its author and committer are identities Git can store, and its message is text
-without NUL. Git's own merge, cherry-pick, revert or rebase standing unfinished in the
+without NUL; and, from the queue only, each file is a record that passes a
+direct write's own checks (``check_queued``: am/records/writes.py
+``check_to_write``), at its own id's path, under am's trailers naming it and its
+author (issue 36.7). Git's own merge, cherry-pick, revert or rebase standing unfinished in the
 work tree refuses every write (``check_no_git_operation``). Nothing here
 imports pygit2.
 
@@ -16,12 +19,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 from am.errors import GitError, UsageError
 
-__all__ = ["check_message", "check_no_git_operation", "check_path", "check_who", "clean_email", "clean_name"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from am.git.values import Change
+
+__all__ = ["check_message", "check_no_git_operation", "check_path", "check_queued", "check_who", "clean_email",
+           "clean_name"]
 
 # Top-level folders of the records a grouped write may touch (am/records/ids.py RECORD_DIRS).
 RECORD_TOPS = frozenset({"topics", "facts", "relations"})
@@ -92,6 +100,43 @@ def check_message(message: object) -> None:
     if not isinstance(message, str) or "\x00" in message or len(message) > _MAX_MESSAGE:
         raise UsageError("refused a write whose commit message has a NUL or is too long",
                          hint="a commit message is text of at most 64 KiB")
+
+
+def check_queued(changes: Sequence[Change], message: str, author: Sequence[object], *,
+                 committed: Callable[[str], bytes | None]) -> None:
+    """Raise the error a request from the queue gets instead of its commit (nothing of it is written).
+
+    Each file is a record checked as ``RecordWriter.write`` checks it (``check_to_write``: schema, secrets; no
+    override, which a write with one never queues), and is its own: a new file at the path am gives its id (or the
+    readable name of a topic's title), an update at a path whose committed version (``committed``: the bytes of
+    a blob id, None if unknown) has the same id. The message carries am's trailers naming those records and,
+    as ``Am-Actor``, its author.
+    """
+    from am.errors import InvalidRecordError
+    from am.records.codec import decode_record_bytes, parse_record
+    from am.records.ids import readable_name, record_file
+    from am.records.model import Topic
+    from am.records.writes import check_to_write, check_trailers
+
+    ids = []
+    for c in changes:
+        where = str(c.path)
+        record = parse_record(decode_record_bytes(c.data, path=where), where)
+        check_to_write(where, record)
+        if c.base is None:
+            own = record_file(record.type, record.id, record.created)
+            readable = readable_name(record.title) if isinstance(record, Topic) else None
+            if where != own and not (readable and where == f"{own.rpartition('/')[0]}/{readable}.md"):
+                raise InvalidRecordError(f"refused a new file for {record.id} that is not at its path {own}",
+                                         path=where, hint="a record is written at the path of its id")
+        else:
+            old = committed(c.base)
+            was = None if old is None else parse_record(decode_record_bytes(old, path=where), where)
+            if was is None or was.id != record.id or was.type != record.type:
+                raise InvalidRecordError(f"refused to write {record.type} {record.id} over another record's file",
+                                         path=where, hint="an update is written at the path of the record it updates")
+        ids.append(record.id)
+    check_trailers(message, actor=str(author[0]) if author else "", ids=ids)
 
 
 def check_no_git_operation(gitdir: Path) -> None:

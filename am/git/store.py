@@ -256,10 +256,14 @@ class GitStore:
 
     def commit_grouped(self, changes: Sequence[Change], *, message: str, author: Who,
                        committer: Who | None = None, op: str = "write",
-                       after: AfterHook | None = None) -> str:
-        """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers."""
+                       after: AfterHook | None = None, queue: bool = True) -> str:
+        """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers.
+
+        ``queue=False``: never left in another process's queue (a write with an override the holder of the lock
+        does not take from the queue, am/git/checks.py ``check_queued``).
+        """
         return self.writer.commit_grouped(changes, message=message, author=author, committer=committer, op=op,
-                                          after=after)
+                                          after=after, queue=queue)
 
     def _commit_batch(self, batch: Sequence[Request]) -> str | None:
         """Commit each request as its own commit, chained on the branch tip (the caller holds ``write_lock``)."""

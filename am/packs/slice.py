@@ -104,7 +104,7 @@ def _from_cache(index: Index, world: World | None = None) -> tuple[list[Record |
         out = [r for _, r in index.records(type="topic")]
         out += [r for _, r in index.records(type="relation")]
     dropped: dict[str, int] | None = None
-    # Two files with one id: the first by path wins in resolve(), so every row must reach it in id order.
+    # Two files with one id: the one named after it (else the first by path) wins in resolve(), so every row must reach it in id order.
     if world is not None and not index.has_duplicate_facts():
         never = ("expired", "superseded") + (() if world.include_pending else (WHY_PENDING,))
         found = index.fact_world_rows(repo=world.repo, dropped=never)

@@ -17,8 +17,8 @@ from am.records.model import Fact, Record, Relation, Topic
 if TYPE_CHECKING:
     from am.records.secrets import SecretFinding
 
-__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "check_one_line", "one_line",
-           "scan_record", "with_fresh_ids"]
+__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "check_no_secret", "check_one_line",
+           "one_line", "check_to_write", "check_trailers", "scan_record", "with_fresh_ids"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
 
@@ -167,6 +167,72 @@ class FactDraft:
             paths=self.paths or old.paths, tags=self.tags or old.tags, pin=self.pin or old.pinned,
             axis=self.axis or old.axis,
         )
+
+
+def check_to_write(path: PurePosixPath | str, record: Record, *, allow_secrets: bool = False) -> None:
+    """Raise the error that refuses writing ``record`` at ``path``: its schema, then a credential in it.
+
+    The checks of every write of a record, whoever makes it: ``RecordWriter.write`` (am/writes/writer.py) runs it on
+    the records it renders, and the holder of the write lock on each record of a request another process queued
+    (am/git/checks.py ``check_queued``), since that file could have been left by anyone.
+    """
+    from am.records.schemas import check_record
+
+    check_record(record, path=str(path))
+    check_no_secret(record, allow_secrets=allow_secrets)
+
+
+def check_no_secret(record: Record, *, allow_secrets: bool = False) -> None:
+    """Raise SecretError if a record about to be written holds a credential, unless allowed (history is forever)."""
+    if allow_secrets:
+        return
+    from am.errors import SecretError
+
+    findings = scan_record(record)
+    if findings:
+        raise SecretError(
+            f"{record.id}: {findings[0].describe()}",
+            hint="remove it (history is forever); if it is not a credential, a person can write it with "
+                 "--allow-secret (an agent's tools cannot)",
+        )
+
+
+# The trailers only am writes, each of its own line in the last paragraph of a commit message.
+_TRAILER = re.compile(r"^(Am-[A-Za-z-]*):[ ]?(.*)\Z")
+_OP = re.compile(r"^[a-z]+\.[a-z-]+\Z")
+
+
+def check_trailers(message: str, *, actor: str, ids: Sequence[str]) -> None:
+    """Raise UsageError unless ``message`` has am's trailers and nothing forged: one ``Am-Op``, ``Am-Record``
+    lines naming only the records written (``ids``), one ``Am-Actor`` equal to the author's name (``actor``),
+    and no other ``Am-`` line anywhere (am/writes/authorship.py composes them so)."""
+    lines = message.rstrip("\n").split("\n")
+    cut = max((i for i, line in enumerate(lines) if not line.strip()), default=-1)
+    found: dict[str, list[str]] = {}
+    for i, line in enumerate(lines):
+        m = _TRAILER.match(line)
+        if m is None:
+            if line.startswith("Am-") or (i > cut and not line.startswith("Reason: ")):
+                raise UsageError(f"refused a write whose commit message has a line am does not write: {line[:80]!r}",
+                                 hint="am composes its own commit messages; nothing was written")
+            continue
+        if i <= cut:
+            raise UsageError(f"refused a write whose commit message has {m[1]} outside its trailers",
+                             hint="am composes its own commit messages; nothing was written")
+        found.setdefault(m[1], []).append(m[2])
+    ops, actors, records = found.pop("Am-Op", []), found.pop("Am-Actor", []), found.pop("Am-Record", [])
+    why = None
+    if found:
+        why = f"a trailer am does not write ({sorted(found)[0]})"
+    elif len(ops) != 1 or not _OP.match(ops[0]):
+        why = "not exactly one Am-Op trailer naming an operation"
+    elif actors != [actor]:
+        why = f"an Am-Actor trailer that is not its author's name {actor!r}"
+    elif not set(records) <= set(ids):
+        why = f"an Am-Record trailer naming a record it does not write ({sorted(set(records) - set(ids))[0]!r})"
+    if why is not None:
+        raise UsageError(f"refused a write whose commit message has {why}",
+                         hint="am composes its own commit messages; nothing was written")
 
 
 def scan_record(record: Record) -> list[SecretFinding]:

@@ -186,6 +186,11 @@ def _check_place(path: str, record: Record, issues: list[Issue]) -> None:
         issues.append(Issue("note", "misplaced", path, f"am would keep this file at {expected}"))
 
 
+def _is_own(path: str, record_id: str) -> bool:
+    """Return whether a record file is named after its id (where two files share an id, that one is the record)."""
+    return path.rpartition("/")[2] == f"{record_id}.md"
+
+
 def check_record_bytes(path: str, data: bytes) -> list[Issue]:
     """Return the per-file issues of one record file's bytes (what pre-commit checks)."""
     issues: list[Issue] = []
@@ -238,13 +243,19 @@ def check_texts(files: Iterable[tuple[str, bytes]], *, other_ids: Mapping[str, s
             continue
         if parsed is not None:
             parsed.append((path, gist))
+        # Of two files with one id, the one named after it is the record and the other the duplicate (issue
+        # 36.8: topics/project-x-evil.md holding id project-x is blamed, not topics/project-x.md).
+        named = _is_own(path, gist.id)
         if gist.id in records:
             first = records[gist.id][0]
-            issues.append(Issue("error", "duplicate-id", path, f"id {gist.id!r} is also used by {first}", "id"))
-            continue
+            if not named or _is_own(first, gist.id):
+                issues.append(Issue("error", "duplicate-id", path, f"id {gist.id!r} is also used by {first}", "id"))
+                continue
+            issues.append(Issue("error", "duplicate-id", first, f"id {gist.id!r} is also used by {path}", "id"))
         other = other_ids.get(gist.id) if other_ids is not None else None
         if other is not None and other != path:
-            issues.append(Issue("error", "duplicate-id", path, f"id {gist.id!r} is also used by {other}", "id"))
+            blamed, by = (other, path) if named and not _is_own(other, gist.id) else (path, other)
+            issues.append(Issue("error", "duplicate-id", blamed, f"id {gist.id!r} is also used by {by}", "id"))
         records[gist.id] = (path, gist)
         table.add_record(path, gist.id, title=gist.title, aliases=gist.aliases)
     others: Mapping[str, str] = other_ids if other_ids is not None else {}

@@ -27,14 +27,12 @@ from am.errors import (
     DirtyFileError,
     InvalidRecordError,
     PathTakenError,
-    SecretError,
     UsageError,
 )
 from am.git import Change, hash_blob
 from am.records.codec import MAX_RECORD_BYTES, decode_record_bytes, parse_record
 from am.records.model import Record
-from am.records.schemas import check_record
-from am.records.writes import WriteResult
+from am.records.writes import WriteResult, check_no_secret, check_to_write
 from am.writes.formats import check_format
 from am.writes.forms import check_names_free, render_for_write
 from am.writes.lookup import get_typed
@@ -66,8 +64,7 @@ class RecordWriter:
         """Write records as one commit: (path, record, blob it replaces or None for a new file)."""
         records = [r for _, r, _ in items]
         for path, record, _ in items:
-            check_record(record, path=str(path))
-        self.check_secrets(records, allow_secrets)
+            check_to_write(path, record, allow_secrets=allow_secrets)  # as the holder checks a queued request
         changes = [Change(path, render_for_write(self.files, path, record, base).encode("utf-8"), base=base)
                    for path, record, base in items]
         self.check_writable(changes)
@@ -76,7 +73,8 @@ class RecordWriter:
         with self.handing_over(changes, [(record, base) for _, record, base in items]):
             commit = self.store.commit_grouped(changes, message=message, author=authorship.author(),
                                                committer=authorship.committer(), op=f"{noun}.{verb}",
-                                               after=self.after_write)
+                                               after=self.after_write,
+                                               queue=not allow_secrets)  # the queue carries no override
         return WriteResult(commit=commit, records=tuple(records), paths=tuple(p for p, _, _ in items))
 
     def after_write(self, commit: str, paths: Sequence[PurePosixPath], base: str | None = None, *,
@@ -111,19 +109,8 @@ class RecordWriter:
 
     def check_secrets(self, records: Sequence[Record], allow_secrets: bool) -> None:
         """Refuse records that hold a credential, unless allowed (history is forever)."""
-        if allow_secrets:
-            return
-        from am.records.writes import scan_record
-
         for record in records:
-            findings = scan_record(record)
-            if findings:
-                first = findings[0]
-                raise SecretError(
-                    f"{record.id}: {first.describe()}",
-                    hint="remove it (history is forever); if it is not a credential, a person can write it with "
-                         "--allow-secret (an agent's tools cannot)",
-                )
+            check_no_secret(record, allow_secrets=allow_secrets)
 
     @contextmanager
     def handing_over(self, changes: Sequence[Change], records: Sequence[tuple[Record, str | None]]) -> Iterator[None]:

@@ -18,7 +18,10 @@ The queue is `.git/am/queue/`. A waiting writer:
 A leader (holding the write lock) claims the requests of live writers by
 renaming them to ``<id>.claimed`` - an flock it can take means the writer
 died, and the request is dropped - and commits them in its batch, each as its
-own commit (one its batch cannot take is renamed back). A writer that gives
+own commit (one its batch cannot take is renamed back). A request is
+checked as a write of this process is, and more (am/git/checks.py
+``check_queued``): one that fails gets its error as its answer, and a file
+that is not a well-formed request is moved aside (``<id>.bad``) and logged. A writer that gives
 up waiting (the lock timeout) deletes its ``.req``; if that is gone, a leader
 has claimed it, and the writer waits for the answer instead of reporting a
 failure for a write that is about to land. It writes each ``.done``
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from am import errors
-from am.git.common import _flock_now
+from am.git.common import _flock_now, log
 from am.git.coord.group import Request
 from am.git.values import Change
 
@@ -156,8 +159,9 @@ def claim(queue: Path, *, limit: int) -> list[Request]:
             request = Request(changes, raw["message"], tuple(raw["author"]),
                               None if raw["committer"] is None else tuple(raw["committer"]), remote=rid,
                               records_only=True)  # checked like this process's own grouped writes (checks.py)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # not a request am wrote; its writer leads with it itself
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            _set_aside(queue, rid, Path(path), err)
+            continue
         try:
             # Claimed: from now on its writer, if it gives up waiting, waits for this answer instead.
             os.rename(path, queue / f"{rid}.claimed")
@@ -165,6 +169,21 @@ def claim(queue: Path, *, limit: int) -> list[Request]:
             continue  # its writer gave up waiting and withdrew it
         out.append(request)
     return out
+
+
+def _set_aside(queue: Path, rid: str, path: Path, err: Exception) -> None:
+    """Move a request file am did not write aside (``<id>.bad``, kept for a person to read), log it, answer it.
+
+    Never committed, and never left where the next leader reads it again; its writer, if one waits, is told.
+    """
+    try:
+        os.rename(path, queue / f"{rid}.bad")
+    except FileNotFoundError:
+        return  # its writer withdrew it
+    log.warning("set aside a queued write request that is not well-formed: %s (%s: %s)",
+                queue / f"{rid}.bad", type(err).__name__, err)
+    _write_answer(queue, rid, {"error": "UsageError", "message": f"the write request was not well-formed ({err})",
+                               "hint": "run the command again", "final": True})
 
 
 def waiting(queue: Path) -> bool:

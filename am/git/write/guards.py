@@ -134,6 +134,18 @@ class Guards:
         checks.check_who(r.author, field="author")
         if r.committer is not None:
             checks.check_who(r.committer, field="committer")
+        if r.remote is not None:
+            self.check_queued(r)
+
+    def check_queued(self, r: Request) -> None:
+        """Raise the error of a request from the queue that a direct write would have had (checks.check_queued)."""
+        def committed(blob: str) -> bytes | None:
+            try:
+                return bytes(self.repo[blob].peel(pygit2.Blob).data)
+            except (KeyError, ValueError, pygit2.GitError):
+                return None
+
+        checks.check_queued(r.changes, r.message, r.author, committed=committed)
 
     def check_writable(self) -> None:
         """Refuse a write before anything is done when Git's folder cannot be written (Git's index lives there).

@@ -75,7 +75,7 @@ class Writer:
 
     def commit_grouped(self, changes: Sequence[Change], *, message: str, author: Who,
                        committer: Who | None = None, op: str = "write",
-                       after: AfterHook | None = None) -> str:
+                       after: AfterHook | None = None, queue: bool = True) -> str:
         """Commit as one commit of its own, sharing the flush, ref move and index rewrite with concurrent writers.
 
         Takes the write lock itself (do not hold it). Writers in other threads
@@ -100,7 +100,7 @@ class Writer:
                 raise request.error
             # Promoted: the previous leader handed the queue to this request.
         try:
-            with self.locking.write_lock(op=op, request=request):
+            with self.locking.write_lock(op=op, request=request if queue else None):
                 # The first batch may leave this request for later (it touches a
                 # path an older waiting request touches): keep leading until it is done.
                 led = False  # an answer may have come with no lock held: then nothing runs here
