@@ -30,6 +30,7 @@ import am.git.common as common
 import am.git.formats.packs as packs
 import am.git.program.transport as transport
 from am.errors import DirtyFileError, GitError, UsageError
+from am.git.checks import _is_dotgit
 from am.git.common import _fsync_dir, _Moved
 from am.git.refs import UNKNOWN
 from am.git.program.transport import JOURNAL, PushResult
@@ -44,6 +45,7 @@ __all__ = [
     "PushResult",
     "StagedMerge",
     "advance",
+    "check_incoming",
     "fetch",
     "merge_base",
     "merge_commit",
@@ -135,6 +137,45 @@ def merge_base(store: GitStore, a: str, b: str) -> str | None:
     except (pygit2.GitError, KeyError, ValueError):
         return None
     return None if found is None else str(found)
+
+
+# Code points HFS+ ignores in a file name (git's is_hfs_dotgit): ".g\u200cit" is ".git" on a Mac.
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+
+def refused_path(path: str) -> bool:
+    """Return whether Git refuses to check out ``path`` (its verify_path, with core.protectNTFS and protectHFS on).
+
+    An empty, ``.`` or ``..`` part, or a part that is ``.git`` in any case, with
+    trailing dots or spaces, as ``git~1``, with an NTFS stream (``.git::$INDEX_ALLOCATION``),
+    behind a backslash or with HFS+'s ignored code points. Both protections are
+    on here whatever this machine's settings: the vault is shared with machines where they matter.
+    """
+    for part in path.replace("\\", "/").split("/"):
+        if part in ("", ".", ".."):
+            return True
+        if "." in part or "~" in part:
+            if _is_dotgit(_HFS_IGNORED.sub("", part).partition(":")[0]):
+                return True
+    return False
+
+
+def check_incoming(changes: list[tuple[str, str | None]], commit: str | None) -> None:
+    """Refuse a commit whose tree brings a path Git will not check out, naming the path, the commit and the fix.
+
+    Git refuses such a tree too (``error: invalid path``); am does not write
+    it, skip it or let it reach a traceback: nothing is changed.
+    """
+    bad = [path for path, new in changes if new is not None and refused_path(path)]
+    if not bad:
+        return
+    shown = ", ".join(repr(p) for p in bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+    where = f"the commit {commit}" if commit else "the commit being merged"
+    raise GitError(
+        f"{where} has {shown}: a path Git refuses to check out (a .git folder, one of its spellings, or '..'); "
+        "am sync did not merge it",
+        hint="whoever pushed it removes the path in a new commit on that branch "
+             f"(git rm -r --cached -- {bad[0]!r}, git commit, git push), then run am sync again; nothing was changed here")
 
 
 def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes | str | None],
@@ -230,7 +271,8 @@ def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | N
 
 
 def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
-            staged: StagedMerge | None = None, ahead: Prewrite | None = None, again: str = "am sync") -> list[str]:
+            staged: StagedMerge | None = None, ahead: Prewrite | None = None, again: str = "am sync",
+            source: str | None = None) -> list[str]:
     """Move HEAD's branch from ``expected`` to ``target``, bringing the work tree and Git's index along.
 
     Only the paths that differ are written; a user's uncommitted or staged
@@ -239,6 +281,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
     ``staged``: the merge commit ``target``, still in its temporary pack; it is
     flushed with the work tree's files and installed before the branch moves.
     ``again``: the command to run once an edit in the way is dealt with.
+    ``source``: the commit the changes come from, named if its tree has a path Git refuses (``check_incoming``).
     Returns the paths that changed. The caller holds ``write_lock``.
     """
     ref = store.head_ref()
@@ -247,6 +290,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
         if store.branch_tip(ref) != expected:
             raise _Moved()
         changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target)
+        check_incoming(changes, source or target)
         _check_clean(store, expected, changes, again)
         journal = store._am_dir / JOURNAL
         note: dict[str, object] = {"ref": ref, "from": expected, "to": target, "reflog": reflog}

@@ -90,7 +90,9 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
     check_formats_at(store, ours, theirs)
     base = remote.merge_base(store, ours, theirs)
     mine = dict(store.tree_changes(base, ours))
-    other = dict(store.tree_changes(base, theirs))
+    other_changes = store.tree_changes(base, theirs)
+    remote.check_incoming(other_changes, theirs)  # before any of it reaches the merge's tree
+    other = dict(other_changes)
     both = [p for p in other if p in mine and mine[p] != other[p]]
     base_ids = {p: (store.blob_id(p, commit=base) if base is not None else None) for p in both}
 
@@ -178,7 +180,7 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str, again: str,
         commit = target = staged.commit
     try:
         paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}",
-                               staged=staged, ahead=ahead, again=again)
+                               staged=staged, ahead=ahead, again=again, source=plan.theirs)
     except OSError as err:
         if not (store._am_dir / transport.JOURNAL).exists():
             raise  # stopped before the journal: nothing was changed
