@@ -15,6 +15,7 @@ Decisions: docs/decisions/sync.md.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -30,8 +31,8 @@ import am.git.common as common
 import am.git.formats.packs as packs
 import am.git.program.transport as transport
 from am.errors import DirtyFileError, GitError, UsageError
-from am.git.checks import _is_dotgit
-from am.git.common import _fsync_dir, _Moved
+from am.git.incoming import check_incoming, link_inside
+from am.git.common import _fsync_dir, _Moved, log
 from am.git.refs import UNKNOWN
 from am.git.program.transport import JOURNAL, PushResult
 from am.git.values import failpoint, hash_blob
@@ -139,52 +140,20 @@ def merge_base(store: GitStore, a: str, b: str) -> str | None:
     return None if found is None else str(found)
 
 
-# Code points HFS+ ignores in a file name (git's is_hfs_dotgit): ".g\u200cit" is ".git" on a Mac.
-_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
-
-
-def refused_path(path: str) -> bool:
-    """Return whether Git refuses to check out ``path`` (its verify_path, with core.protectNTFS and protectHFS on).
-
-    An empty, ``.`` or ``..`` part, or a part that is ``.git`` in any case, with
-    trailing dots or spaces, as ``git~1``, with an NTFS stream (``.git::$INDEX_ALLOCATION``),
-    behind a backslash or with HFS+'s ignored code points. Both protections are
-    on here whatever this machine's settings: the vault is shared with machines where they matter.
-    """
-    for part in path.replace("\\", "/").split("/"):
-        if part in ("", ".", ".."):
-            return True
-        if "." in part or "~" in part:
-            if _is_dotgit(_HFS_IGNORED.sub("", part).partition(":")[0]):
-                return True
-    return False
-
-
-def check_incoming(changes: list[tuple[str, str | None]], commit: str | None) -> None:
-    """Refuse a commit whose tree brings a path Git will not check out, naming the path, the commit and the fix.
-
-    Git refuses such a tree too (``error: invalid path``); am does not write
-    it, skip it or let it reach a traceback: nothing is changed.
-    """
-    bad = [path for path, new in changes if new is not None and refused_path(path)]
-    if not bad:
-        return
-    shown = ", ".join(repr(p) for p in bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-    where = f"the commit {commit}" if commit else "the commit being merged"
-    raise GitError(
-        f"{where} has {shown}: a path Git refuses to check out (a .git folder, one of its spellings, or '..'); "
-        "am sync did not merge it",
-        hint="whoever pushed it removes the path in a new commit on that branch "
-             f"(git rm -r --cached -- {bad[0]!r}, git commit, git push), then run am sync again; nothing was changed here")
+_FILE, _EXEC, _LINK = 0o100644, 0o100755, 0o120000
 
 
 def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes | str | None],
-                changes: list[tuple[str, str | None]] | None = None) -> pygit2.Oid:
+                changes: list[tuple[str, str | None]] | None = None, *, modes: Mapping[str, int] | None = None,
+                new_modes: dict[str, int] | None = None) -> pygit2.Oid:
     """Write ``commit``'s tree with ``files`` set (bytes, or a blob id) or removed (None); return its id.
 
+    ``modes``: Git's mode of a file set here (100644, 100755, 120000); a file
+    not named keeps the mode it has in ``commit``, a new one is 100644.
     ``changes``, when given, receives (path, new blob id or None) of every file
-    whose blob differs from ``commit``'s: what a diff of the two trees would
-    list, read off the folders the build walks anyway.
+    whose blob or mode differs from ``commit``'s: what a diff of the two trees would
+    list, read off the folders the build walks anyway; ``new_modes`` the mode of
+    each of them that is not 100644.
     """
     nested: dict[str, object] = {}
     for path, data in files.items():
@@ -220,10 +189,15 @@ def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes 
                     if changes is not None and old_blob is not None:
                         changes.append((prefix + name, None))
             else:
-                mode = entry.filemode if entry is not None and old_blob is not None else pygit2.enums.FileMode.BLOB
+                old_mode = entry.filemode if entry is not None and old_blob is not None else None
+                mode = modes.get(prefix + name) if modes else None
+                if mode is None:
+                    mode = old_mode if old_mode is not None else _FILE
                 builder.insert(name, change, mode)  # type: ignore[arg-type]
-                if changes is not None and change != old_blob:
+                if changes is not None and (change != old_blob or mode != old_mode):
                     changes.append((prefix + name, str(change)))
+                    if new_modes is not None and mode != _FILE:
+                        new_modes[prefix + name] = int(mode)
         if len(builder) == 0 and tree is not None and changes_here:
             return None  # a folder emptied by the merge goes too
         return builder.write()
@@ -238,18 +212,24 @@ class StagedMerge:
 
     ``changes`` are the files that differ from the first parent (path, new blob
     id or None), ``data`` the bytes of the blobs the merge made (the work tree
-    needs them before the pack is in place).
+    needs them before the pack is in place), ``modes`` Git's mode of each changed
+    file that is not 100644 (an executable, a symbolic link).
     """
 
     commit: str
     pending: packs.PendingPack
     changes: tuple[tuple[str, str | None], ...]
     data: Mapping[str, bytes] = field(default_factory=dict)
+    modes: Mapping[str, int] = field(default_factory=dict)
 
 
 def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | None], parents: list[str], *,
-                 message: str, author: tuple[str, str], committer: tuple[str, str]) -> StagedMerge:
+                 message: str, author: tuple[str, str], committer: tuple[str, str],
+                 modes: Mapping[str, int] | None = None) -> StagedMerge:
     """Write the merge: ``ours``'s tree with ``files`` applied, and a commit of it, as one temporary pack.
+
+    ``modes``: the mode each file of ``files`` takes (see ``_build_tree``): an
+    executable stays one, a symbolic link stays a link.
 
     Nothing is flushed or installed here and no branch moves: ``advance`` writes
     the work tree, flushes the pack with it (one syncfs for both) and renames
@@ -260,14 +240,15 @@ def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | N
     objects = store._batch_objects()
     objects.sink.clear()  # left by a batch that failed before its pack was written
     changes: list[tuple[str, str | None]] = []
-    tree = _build_tree(objects.repo, ours, files, changes)
+    new_modes: dict[str, int] = {}
+    tree = _build_tree(objects.repo, ours, files, changes, modes=modes, new_modes=new_modes)
     oid = objects.repo.create_commit(None, pygit2.Signature(*author), pygit2.Signature(*committer), message,
                                      tree, [pygit2.Oid(hex=p) for p in parents])
     taken, bases = objects.sink.take()
     data = {hash_blob(d): d for d in files.values() if isinstance(d, bytes)}
     pending = packs.stage_pack(objects.pack_dir, taken, sync=common._syncfs is None, bases=bases)
     failpoint("sync-merge-commit")
-    return StagedMerge(str(oid), pending, tuple(sorted(changes)), data)
+    return StagedMerge(str(oid), pending, tuple(sorted(changes)), data, new_modes)
 
 
 def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
@@ -289,7 +270,8 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
     try:
         if store.branch_tip(ref) != expected:
             raise _Moved()
-        changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target)
+        modes: dict[str, int] = dict(staged.modes) if staged is not None else {}
+        changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target, modes=modes)
         check_incoming(changes, source or target)
         _check_clean(store, expected, changes, again)
         journal = store._am_dir / JOURNAL
@@ -301,7 +283,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
         # (not Linux) it is flushed here. A kill before then leaves it in the page cache, which is enough.
         _write_journal(journal, note, sync=common._syncfs is None)
         journaled = True
-        _apply(store, ref, expected, target, changes, reflog, staged=staged, ahead=ahead)
+        _apply(store, ref, expected, target, changes, reflog, staged=staged, ahead=ahead, modes=modes)
     except BaseException:
         if staged is not None and not journaled:
             staged.pending.discard()  # nothing names it: the merge never reached the vault
@@ -321,13 +303,7 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
             old: str | None = str(old_tree[path].id) if old_tree is not None else None
         except KeyError:
             old = None
-        try:  # a string path, not a Path: a merge checks hundreds of files
-            with open(os.path.join(root, path), "rb") as handle:
-                on_disk: str | None = hash_blob(handle.read())
-        except (FileNotFoundError, NotADirectoryError):
-            on_disk = None
-        except IsADirectoryError:
-            raise DirtyFileError(f"{path} is a folder in the work tree") from None
+        on_disk = _work_blob(os.path.join(root, path), path)
         if on_disk not in (old, new) and not (new is None and on_disk is None):
             raise DirtyFileError(f"{path} has uncommitted changes",
                                  hint="commit or discard them first (git add/commit or git checkout -- FILE), "
@@ -337,22 +313,45 @@ def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str,
                                  hint="commit them first (git commit), or unstage them (git restore --staged FILE)")
 
 
+def _work_blob(full: str, path: str) -> str | None:
+    """The blob id Git would store for the work tree's ``full`` (a symbolic link: its target), or None if absent."""
+    try:  # a string path, not a Path: a merge checks hundreds of files; O_NOFOLLOW: a link is read as git reads it
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            raise
+        return hash_blob(os.fsencode(os.readlink(full)))
+    try:
+        with open(fd, "rb") as handle:
+            return hash_blob(handle.read())
+    except IsADirectoryError:
+        raise DirtyFileError(f"{path} is a folder in the work tree") from None
+
+
 def _apply(store: GitStore, ref: str, expected: str | None, target: str,
            changes: list[tuple[str, str | None]], reflog: str, *, staged: StagedMerge | None = None,
-           ahead: Prewrite | None = None) -> None:
-    """Write the work tree's files, stage Git's index, flush once, install the staged pack, move the branch, set the index."""
+           ahead: Prewrite | None = None, modes: Mapping[str, int] | None = None) -> None:
+    """Write the work tree's files, stage Git's index, flush once, install the staged pack, move the branch, set the index.
+
+    ``modes``: Git's mode of each changed file that is not 100644 (``Reader.tree_changes``).
+    """
     sync_each = common._syncfs is None
     made = staged.data if staged is not None else {}
-    by_folder: dict[str, list[tuple[str, str | None]]] = {}
+    modes = modes or {}
+    by_folder: dict[str, list[tuple[str, str | None, int]]] = {}
     for path, new in changes:
         folder, _, name = path.rpartition("/")
-        by_folder.setdefault(folder, []).append((name, new))
-    _write_files(store, by_folder, made, sync_each=sync_each, ahead=None if sync_each else ahead)
+        by_folder.setdefault(folder, []).append((name, new, modes.get(path, _FILE)))
+    links = _Links(store, expected) if modes else None
+    _write_files(store, by_folder, made, sync_each=sync_each, ahead=None if sync_each else ahead, links=links)
     entries = [(PurePosixPath(p), pygit2.Oid(hex=n)) for p, n in changes if n is not None]
     removed = [PurePosixPath(p) for p, n in changes if n is None]
     # Git's index is staged before the flush, as a write's is (docs/commit-protocol.md step 6): the one
     # syncfs covers it, and its write-out starts now, beside the pack's.
-    index = store.staging.stage_index(entries, removed, sync=sync_each, early=not sync_each)
+    kept = modes or None  # only the changed files' modes: tree_changes and the merge name no others
+    index = store.staging.stage_index(entries, removed, sync=sync_each, early=not sync_each, modes=kept)
     try:
         failpoint("sync-files")
         if not sync_each:
@@ -369,33 +368,58 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         store.staging.drop_staged(index)
         raise
     failpoint("sync-moved")
-    store.staging.finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
+    store.staging.finish_index(index, entries, removed, ref=ref, modes=kept)  # left alone if HEAD left the branch
 
 
-def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None]]], made: Mapping[str, bytes], *,
-                 sync_each: bool, ahead: Prewrite | None) -> None:
+class _Links:
+    """What writing a move's symbolic links needs: whether to make links at all, and which the old tree had."""
+
+    def __init__(self, store: GitStore, expected: str | None) -> None:
+        self.store = store
+        self.old = None if expected is None else store.repo[expected].peel(pygit2.Tree)
+        # As git: core.symlinks=false (a file system without links) checks a link out as a file holding its target.
+        self.enabled = (store.config_value("core.symlinks") or "true").lower() not in ("false", "no", "off", "0")
+
+    def was_link(self, path: str) -> bool:
+        try:
+            return self.old is not None and self.old[path].filemode == _LINK
+        except KeyError:
+            return False
+
+
+def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None, int]]], made: Mapping[str, bytes],
+                 *, sync_each: bool, ahead: Prewrite | None, links: _Links | None = None) -> None:
     """Write (or remove) the work tree's files of a move, folder by folder.
 
     ``ahead``: a helper writing some of the blobs ahead (am.git.program.prewrite;
     never with ``sync_each``, whose files are each flushed where written).
     Files it means to write are taken last, renamed into place as it
     finishes each; the others (the merge's own records) are written first.
+    The helper writes plain 100644 files: an executable or a link is written here.
     """
-    theirs = sum(1 for files in by_folder.values() for _, new in files if new is not None and new not in made)
+    theirs = sum(1 for files in by_folder.values() for _, new, _ in files if new is not None and new not in made)
     listed = ahead.listed(theirs) if ahead is not None and theirs else frozenset()
-    later: dict[str, list[tuple[str, str | None]]] = {}
+    later: dict[str, list[tuple[str, str | None, int]]] = {}
     for folder, files in by_folder.items():
-        now: list[tuple[str, str | None]] = []
-        for name, new in files:
-            (later.setdefault(folder, []) if new in listed and new not in made else now).append((name, new))
-        _write_folder(store, folder, now, made, sync_each=sync_each, ahead=None)
+        now: list[tuple[str, str | None, int]] = []
+        for item in files:
+            new, mode = item[1], item[2]
+            (later.setdefault(folder, []) if new in listed and new not in made and mode == _FILE
+             else now).append(item)
+        _write_folder(store, folder, now, made, sync_each=sync_each, ahead=None, links=links)
     for folder, files in later.items():
-        _write_folder(store, folder, files, made, sync_each=sync_each, ahead=ahead)
+        _write_folder(store, folder, files, made, sync_each=sync_each, ahead=ahead, links=links)
 
 
-def _write_folder(store: GitStore, folder: str, files: list[tuple[str, str | None]], made: Mapping[str, bytes], *,
-                  sync_each: bool, ahead: Prewrite | None) -> None:
-    """Write (or remove) some files of one folder: the helper's copy when it has one, else the bytes."""
+def _write_folder(store: GitStore, folder: str, files: list[tuple[str, str | None, int]], made: Mapping[str, bytes],
+                  *, sync_each: bool, ahead: Prewrite | None, links: _Links | None = None) -> None:
+    """Write (or remove) some files of one folder: the helper's copy when it has one, else the bytes.
+
+    An executable is written with its execute bits (as git: 0777 less the
+    umask), a symbolic link as a link when ``am.git.incoming.link_inside`` and core.symlinks
+    allow, else as a file holding its target (what git writes without
+    core.symlinks); Git's index and the commit keep it a link either way.
+    """
     if not files:
         return
     root = str(store.root)
@@ -405,16 +429,25 @@ def _write_folder(store: GitStore, folder: str, files: list[tuple[str, str | Non
     os.makedirs(os.path.join(root, folder), exist_ok=True)
     dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        for name, new in files:
-            if _is_link(dir_fd, name):
-                raise DirtyFileError(f"{folder}/{name} is a symbolic link; am will not write through it")
+        for name, new, mode in files:
+            path = f"{folder}/{name}" if folder else name
+            if _is_link(dir_fd, name) and not (links is not None and (mode == _LINK or links.was_link(path))):
+                raise DirtyFileError(f"{path} is a symbolic link; am will not write through it")
             if new is None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=dir_fd)
-            elif ahead is None or not ahead.take(new, dir_fd, name):
+            elif mode != _FILE or ahead is None or not ahead.take(new, dir_fd, name):
                 data = made.get(new)
-                _write_atomic(dir_fd, name, store.read_object(new) if data is None else data,
-                              tag=f".am-{os.getpid()}.tmp", sync=sync_each)
+                data = store.read_object(new) if data is None else data
+                tag = f".am-{os.getpid()}.tmp"
+                if mode == _LINK and links is not None and links.enabled and link_inside(folder, data):
+                    _link_atomic(dir_fd, name, data, tag=tag)
+                    continue
+                if mode == _LINK and links is not None and links.enabled:
+                    log.warning("%s is a symbolic link to %r, outside the vault (or through .git): written as a "
+                                "file holding its target, as git does without core.symlinks; the commit keeps "
+                                "it a link", path, data.decode("utf-8", "replace"))
+                _write_atomic(dir_fd, name, data, tag=tag, sync=sync_each, perms=0o777 if mode == _EXEC else 0o644)
     finally:
         os.close(dir_fd)
 
@@ -426,10 +459,26 @@ def _is_link(dir_fd: int, name: str) -> bool:
         return False
 
 
-def _write_atomic(dir_fd: int, name: str, data: bytes, *, tag: str, sync: bool) -> None:
-    """Write a file of the folder ``dir_fd`` by a temporary name and rename it into place (no half file is seen)."""
+def _link_atomic(dir_fd: int, name: str, target: bytes, *, tag: str) -> None:
+    """Make a symbolic link of the folder ``dir_fd`` by a temporary name and rename it into place."""
     tmp = f".{name}{tag}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp, dir_fd=dir_fd)  # left by a killed sync
+    os.symlink(target, tmp, dir_fd=dir_fd)
+    try:
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def _write_atomic(dir_fd: int, name: str, data: bytes, *, tag: str, sync: bool, perms: int = 0o644) -> None:
+    """Write a file of the folder ``dir_fd`` by a temporary name and rename it into place (no half file is seen).
+
+    ``perms``: the new file's permissions before the umask (0o777 for an executable, as git).
+    """
+    tmp = f".{name}{tag}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, perms, dir_fd=dir_fd)
     try:
         common.write_all(fd, data)
         if sync:
@@ -472,10 +521,11 @@ def resume_advance(store: GitStore) -> str | None:
     if ref != store.head_ref() or tip not in (old, new) or store.repo.get(new) is None:
         journal.unlink(missing_ok=True)  # the branch went elsewhere since: nothing of this move to finish
         return None
-    changes = store.tree_changes(old, new)
+    modes: dict[str, int] = {}
+    changes = store.tree_changes(old, new, modes=modes)
     if tip == old:
         _check_clean(store, old, changes)  # the user may have edited a file since the kill
-    _apply(store, ref, old, new, changes, reflog)
+    _apply(store, ref, old, new, changes, reflog, modes=modes)
     journal.unlink(missing_ok=True)
     return str(new)
 

@@ -297,7 +297,10 @@ def _is_id(text: str) -> bool:
 
 
 def changed_blobs(root: str, theirs: str) -> list[str]:
-    """The blobs of the regular files ``theirs`` added or changed since its merge base with HEAD, in path order."""
+    """The blobs of the plain (100644) files ``theirs`` added or changed since its merge base with HEAD, in path order.
+
+    An executable is left to the merge, which writes it with its execute bits.
+    """
     found = _git(root, "merge-base", "HEAD", theirs)
     base = found.decode("ascii", "replace").strip() if found else ""
     if not _is_id(base):
@@ -309,7 +312,7 @@ def changed_blobs(root: str, theirs: str) -> list[str]:
     blobs: dict[str, None] = {}
     for at in range(0, len(fields) - 1, 2):  # ":<old mode> <new mode> <old id> <new id> <status>", then the path
         meta = fields[at].decode("ascii", "replace").split()
-        if len(meta) == 5 and meta[4] in ("A", "M") and meta[1] in ("100644", "100755") and _is_id(meta[3]):
+        if len(meta) == 5 and meta[4] in ("A", "M") and meta[1] == "100644" and _is_id(meta[3]):
             blobs[meta[3]] = None
     return list(blobs)
 
