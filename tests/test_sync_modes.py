@@ -148,3 +148,16 @@ def test_a_link_retargeted_on_both_sides_is_a_conflict_not_a_line_merge(two: tup
         sync(b)
     assert run_git(b.root, "rev-parse", "HEAD").strip() == before
     assert os.readlink(b.root / "tools" / "latest") == "missing.sh"
+
+
+def test_a_link_replaced_by_a_file_on_the_other_side_is_replaced_here(two: tuple[Vault, Vault]) -> None:
+    a, b = two
+    os.remove(a.root / "tools" / "latest")
+    (a.root / "tools" / "latest").write_text("now a file\n")
+    commit_all(a.root, "latest is a file")
+    assert sync(a).pushed
+    sync(b)
+    latest = b.root / "tools" / "latest"
+    assert not os.path.islink(latest) and latest.read_text() == "now a file\n"
+    assert index_modes(b.root)["tools/latest"] == tree_modes(b.root)["tools/latest"] == "100644"
+    assert run_git(b.root, "status", "--porcelain") == ""

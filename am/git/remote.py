@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
@@ -344,7 +345,7 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
     for path, new in changes:
         folder, _, name = path.rpartition("/")
         by_folder.setdefault(folder, []).append((name, new, modes.get(path, _FILE)))
-    links = _Links(store, expected) if modes else None
+    links = _Links(store, expected)
     _write_files(store, by_folder, made, sync_each=sync_each, ahead=None if sync_each else ahead, links=links)
     entries = [(PurePosixPath(p), pygit2.Oid(hex=n)) for p, n in changes if n is not None]
     removed = [PurePosixPath(p) for p, n in changes if n is None]
@@ -372,17 +373,26 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
 
 
 class _Links:
-    """What writing a move's symbolic links needs: whether to make links at all, and which the old tree had."""
+    """What writing a move's symbolic links needs: whether to make links at all, and which the old tree had.
+
+    Read only when a link is met: a move of plain files pays nothing.
+    """
 
     def __init__(self, store: GitStore, expected: str | None) -> None:
         self.store = store
-        self.old = None if expected is None else store.repo[expected].peel(pygit2.Tree)
+        self.expected = expected
+
+    @functools.cached_property
+    def enabled(self) -> bool:
         # As git: core.symlinks=false (a file system without links) checks a link out as a file holding its target.
-        self.enabled = (store.config_value("core.symlinks") or "true").lower() not in ("false", "no", "off", "0")
+        return (self.store.config_value("core.symlinks") or "true").lower() not in ("false", "no", "off", "0")
 
     def was_link(self, path: str) -> bool:
+        """Whether the tree the move starts from has a symbolic link at ``path`` (which the move may replace)."""
+        if self.expected is None:
+            return False
         try:
-            return self.old is not None and self.old[path].filemode == _LINK
+            return bool(self.store.repo[self.expected].peel(pygit2.Tree)[path].filemode == _LINK)
         except KeyError:
             return False
 
