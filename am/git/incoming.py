@@ -32,7 +32,7 @@ def refused_path(path: str) -> bool:
     for part in path.replace("\\", "/").split("/"):
         if part in ("", ".", ".."):
             return True
-        if "." in part or "~" in part:
+        if part[0] == "." or "~" in part or not part.isascii():  # a record's name costs no more than this
             if _is_dotgit(_HFS_IGNORED.sub("", part).partition(":")[0]):
                 return True
     return False
