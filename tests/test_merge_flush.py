@@ -132,13 +132,13 @@ def test_a_merge_stopped_by_the_disk_says_how_to_finish_it_and_the_next_one_does
     import errno
 
     from am.errors import StorageError
-    from am.git import remote
+    import am.git.movefiles as movefiles
 
     vault: Vault = alpha
     _diverge(vault, each=6)
     root = vault.root
     before = run_git(root, "rev-parse", "HEAD").strip()
-    real, calls = remote._write_atomic, []
+    real, calls = movefiles.write_atomic, []
 
     def full_disk(*args: Any, **kw: Any) -> None:
         calls.append(args[1])
@@ -146,14 +146,14 @@ def test_a_merge_stopped_by_the_disk_says_how_to_finish_it_and_the_next_one_does
             raise OSError(errno.ENOSPC, "No space left on device", args[1])
         real(*args, **kw)
 
-    monkeypatch.setattr(remote, "_write_atomic", full_disk)
+    monkeypatch.setattr(movefiles, "write_atomic", full_disk)
     with Vault.open(root) as v, pytest.raises(StorageError) as stopped:
         merge_branch(v, "theirs")
     assert "could not finish the merge" in str(stopped.value) and "No space left" in str(stopped.value)
     assert stopped.value.hint.startswith("free some disk space; then run am merge theirs: it finishes this merge")
     assert run_git(root, "rev-parse", "HEAD").strip() == before  # the branch has not moved
     assert (root / ".git" / "am" / "sync-move.json").exists()
-    monkeypatch.setattr(remote, "_write_atomic", real)
+    monkeypatch.setattr(movefiles, "write_atomic", real)
     done = _am_merge(root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("nothing to merge"), done.stdout  # the journal's move finished it

@@ -29,8 +29,9 @@ three sub-folders, each saying in its ``__init__`` what it may import:
 
 Beside them, without pygit2: ``refs`` and ``light`` (``LazyStore``: HEAD from
 the ref files, the store opened on first need). Above the store: ``remote``
-(remotes and merges) and ``patch`` (a reviewer's diff). For the floors above,
-beside the store: ``checks`` (what every write request passes), ``edits`` (a
+(remotes and merges, with ``movefiles``: the work tree's files of a branch move) and ``patch`` (a reviewer's diff). For the floors above,
+beside the store: ``checks`` (what every write request passes), ``incoming`` (paths
+Git refuses and links that leave the vault, in a commit from elsewhere), ``edits`` (a
 tree edited by path), ``branches`` (vault branches) and ``workfiles`` (the
 work tree read as Git stores it).
 No import circle: a module never imports the ``am.git`` package itself, only

@@ -67,8 +67,8 @@ start_writeback = _load_writeback()
 class _StatEntry(IndexEntry):
     """An index entry that carries the file's stat data, so `git status` need not rehash it."""
 
-    def __init__(self, path: str, object_id: pygit2.Oid, st: os.stat_result) -> None:
-        super().__init__(path, object_id, FileMode.BLOB)
+    def __init__(self, path: str, object_id: pygit2.Oid, st: os.stat_result, *, mode: int = FileMode.BLOB) -> None:
+        super().__init__(path, object_id, FileMode(mode))
         self._st = st
 
     def _to_c(self) -> Any:

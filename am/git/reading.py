@@ -19,6 +19,7 @@ from am.git.values import CommitInfo
 # Past this many entries in two versions of a folder, tree_changes leaves the comparison to libgit2.
 _BIG_FOLDER = 512
 _BLOB_MODES = frozenset((0o100644, 0o100755, 0o120000))
+_FILE = 0o100644
 # One raw tree entry: mode, name, 20-byte id (file_changes reads trees' bytes).
 _TREE_ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.DOTALL)
 _TREE_MODE = (b"40000", b"040000")
@@ -235,8 +236,14 @@ class Reader:
                 out.append((delta.new_file.path, str(delta.new_file.id)))
         return out
 
-    def tree_changes(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
-        """Like diff_paths, but skip subtrees whose ids are equal (libgit2's diff walks all: ~100 ms at 100k)."""
+    def tree_changes(self, old: str | None, new: str | None, *,
+                     modes: dict[str, int] | None = None) -> list[tuple[str, str | None]]:
+        """Like diff_paths, but skip subtrees whose ids are equal (libgit2's diff walks all: ~100 ms at 100k).
+
+        ``modes``, when given, receives the mode in ``new`` of every file listed
+        whose mode is not 100644 (an executable, a symbolic link), and a file
+        whose mode alone changed is listed too (what a sync writes keeps Git's modes).
+        """
         def tree_of(oid: Any) -> pygit2.Tree | None:
             return None if oid is None else self.repo[oid].peel(pygit2.Tree)
 
@@ -249,14 +256,18 @@ class Reader:
                     was, now = delta.old_file, delta.new_file
                     if was.mode in _BLOB_MODES and now.mode not in _BLOB_MODES:
                         out.append((prefix + was.path, None))
-                    elif now.mode in _BLOB_MODES and (was.mode not in _BLOB_MODES or was.id != now.id):
+                    elif now.mode in _BLOB_MODES and (was.mode not in _BLOB_MODES or was.id != now.id
+                                                      or (modes is not None and was.mode != now.mode)):
                         out.append((prefix + now.path, str(now.id)))
+                        if modes is not None and now.mode != _FILE:
+                            modes[prefix + now.path] = int(now.mode)
                 return
             left = {str(e.name): e for e in a} if a is not None else {}
             right = {str(e.name): e for e in b} if b is not None else {}
             for name in sorted(left.keys() | right.keys()):
                 ea, eb = left.get(name), right.get(name)
-                if ea is not None and eb is not None and ea.id == eb.id:
+                if ea is not None and eb is not None and ea.id == eb.id and (modes is None
+                                                                          or ea.filemode == eb.filemode):
                     continue
                 path = f"{prefix}{name}"
                 subtrees = [tree_of(e.id) if e is not None and e.type_str == "tree" else None for e in (ea, eb)]
@@ -266,6 +277,8 @@ class Reader:
                     out.append((path, None))
                 if eb is not None and eb.type_str == "blob":
                     out.append((path, str(eb.id)))
+                    if modes is not None and eb.filemode != _FILE:
+                        modes[path] = int(eb.filemode)
 
         walk(tree_of(old), tree_of(new), "")
         return out

@@ -14,11 +14,9 @@ Decisions: docs/decisions/sync.md.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,8 +29,10 @@ import am.git.common as common
 import am.git.coord.asidelocks as asidelocks
 import am.git.coord.inflight as inflight
 import am.git.formats.packs as packs
+import am.git.movefiles as movefiles
 import am.git.program.transport as transport
-from am.errors import DirtyFileError, GitError, UsageError
+from am.errors import GitError, UsageError
+from am.git.incoming import check_incoming
 from am.git.common import _fsync_dir, _Moved
 from am.git.refs import UNKNOWN
 from am.git.program.transport import JOURNAL, PushResult
@@ -47,6 +47,7 @@ __all__ = [
     "PushResult",
     "StagedMerge",
     "advance",
+    "check_incoming",
     "clear_remote_lock",
     "fetch",
     "merge_base",
@@ -191,13 +192,20 @@ def merge_base(store: GitStore, a: str, b: str) -> str | None:
     return None if found is None else str(found)
 
 
+_FILE, _EXEC, _LINK = 0o100644, 0o100755, 0o120000
+
+
 def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes | str | None],
-                changes: list[tuple[str, str | None]] | None = None) -> pygit2.Oid:
+                changes: list[tuple[str, str | None]] | None = None, *, modes: Mapping[str, int] | None = None,
+                new_modes: dict[str, int] | None = None) -> pygit2.Oid:
     """Write ``commit``'s tree with ``files`` set (bytes, or a blob id) or removed (None); return its id.
 
+    ``modes``: Git's mode of a file set here (100644, 100755, 120000); a file
+    not named keeps the mode it has in ``commit``, a new one is 100644.
     ``changes``, when given, receives (path, new blob id or None) of every file
-    whose blob differs from ``commit``'s: what a diff of the two trees would
-    list, read off the folders the build walks anyway.
+    whose blob or mode differs from ``commit``'s: what a diff of the two trees would
+    list, read off the folders the build walks anyway; ``new_modes`` the mode of
+    each of them that is not 100644.
     """
     nested: dict[str, object] = {}
     for path, data in files.items():
@@ -233,10 +241,15 @@ def _build_tree(repo: pygit2.Repository, commit: str, files: Mapping[str, bytes 
                     if changes is not None and old_blob is not None:
                         changes.append((prefix + name, None))
             else:
-                mode = entry.filemode if entry is not None and old_blob is not None else pygit2.enums.FileMode.BLOB
+                old_mode = entry.filemode if entry is not None and old_blob is not None else None
+                mode = modes.get(prefix + name) if modes else None
+                if mode is None:
+                    mode = old_mode if old_mode is not None else _FILE
                 builder.insert(name, change, mode)  # type: ignore[arg-type]
-                if changes is not None and change != old_blob:
+                if changes is not None and (change != old_blob or mode != old_mode):
                     changes.append((prefix + name, str(change)))
+                    if new_modes is not None and mode != _FILE:
+                        new_modes[prefix + name] = int(mode)
         if len(builder) == 0 and tree is not None and changes_here:
             return None  # a folder emptied by the merge goes too
         return builder.write()
@@ -251,18 +264,24 @@ class StagedMerge:
 
     ``changes`` are the files that differ from the first parent (path, new blob
     id or None), ``data`` the bytes of the blobs the merge made (the work tree
-    needs them before the pack is in place).
+    needs them before the pack is in place), ``modes`` Git's mode of each changed
+    file that is not 100644 (an executable, a symbolic link).
     """
 
     commit: str
     pending: packs.PendingPack
     changes: tuple[tuple[str, str | None], ...]
     data: Mapping[str, bytes] = field(default_factory=dict)
+    modes: Mapping[str, int] = field(default_factory=dict)
 
 
 def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | None], parents: list[str], *,
-                 message: str, author: tuple[str, str], committer: tuple[str, str]) -> StagedMerge:
+                 message: str, author: tuple[str, str], committer: tuple[str, str],
+                 modes: Mapping[str, int] | None = None) -> StagedMerge:
     """Write the merge: ``ours``'s tree with ``files`` applied, and a commit of it, as one temporary pack.
+
+    ``modes``: the mode each file of ``files`` takes (see ``_build_tree``): an
+    executable stays one, a symbolic link stays a link.
 
     Nothing is flushed or installed here and no branch moves: ``advance`` writes
     the work tree, flushes the pack with it (one syncfs for both) and renames
@@ -273,18 +292,20 @@ def merge_commit(store: GitStore, ours: str, files: Mapping[str, bytes | str | N
     objects = store._batch_objects()
     objects.sink.clear()  # left by a batch that failed before its pack was written
     changes: list[tuple[str, str | None]] = []
-    tree = _build_tree(objects.repo, ours, files, changes)
+    new_modes: dict[str, int] = {}
+    tree = _build_tree(objects.repo, ours, files, changes, modes=modes, new_modes=new_modes)
     oid = objects.repo.create_commit(None, pygit2.Signature(*author), pygit2.Signature(*committer), message,
                                      tree, [pygit2.Oid(hex=p) for p in parents])
     taken, bases = objects.sink.take()
     data = {hash_blob(d): d for d in files.values() if isinstance(d, bytes)}
     pending = packs.stage_pack(objects.pack_dir, taken, sync=common._syncfs is None, bases=bases)
     failpoint("sync-merge-commit")
-    return StagedMerge(str(oid), pending, tuple(sorted(changes)), data)
+    return StagedMerge(str(oid), pending, tuple(sorted(changes)), data, new_modes)
 
 
 def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
-            staged: StagedMerge | None = None, ahead: Prewrite | None = None, again: str = "am sync") -> list[str]:
+            staged: StagedMerge | None = None, ahead: Prewrite | None = None, again: str = "am sync",
+            source: str | None = None) -> list[str]:
     """Move HEAD's branch from ``expected`` to ``target``, bringing the work tree and Git's index along.
 
     Only the paths that differ are written; a user's uncommitted or staged
@@ -293,6 +314,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
     ``staged``: the merge commit ``target``, still in its temporary pack; it is
     flushed with the work tree's files and installed before the branch moves.
     ``again``: the command to run once an edit in the way is dealt with.
+    ``source``: the commit the changes come from, named if its tree has a path Git refuses (``check_incoming``).
     Returns the paths that changed. The caller holds ``write_lock``.
     """
     ref = store.head_ref()
@@ -300,8 +322,10 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
     try:
         if store.branch_tip(ref) != expected:
             raise _Moved()
-        changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target)
-        _check_clean(store, expected, changes, again)
+        modes: dict[str, int] = dict(staged.modes) if staged is not None else {}
+        changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target, modes=modes)
+        check_incoming(changes, source or target)
+        movefiles.check_clean(store, expected, changes, again)
         journal = store._am_dir / JOURNAL
         note: dict[str, object] = {"ref": ref, "from": expected, "to": target, "reflog": reflog}
         if staged is not None:  # a sync killed before the pack is in place installs it from here
@@ -311,7 +335,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
         # (not Linux) it is flushed here. A kill before then leaves it in the page cache, which is enough.
         _write_journal(journal, note, sync=common._syncfs is None)
         journaled = True
-        _apply(store, ref, expected, target, changes, reflog, staged=staged, ahead=ahead)
+        _apply(store, ref, expected, target, changes, reflog, staged=staged, ahead=ahead, modes=modes)
     except BaseException:
         if staged is not None and not journaled:
             staged.pending.discard()  # nothing names it: the merge never reached the vault
@@ -320,49 +344,28 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
     return [p for p, _ in changes]
 
 
-def _check_clean(store: GitStore, expected: str | None, changes: list[tuple[str, str | None]],
-                 again: str = "am sync") -> None:
-    """Refuse, changing nothing, if a path to be written holds a user's uncommitted or staged edit."""
-    old_tree = None if expected is None else store.repo[expected].peel(pygit2.Tree)
-    index = store.staging.read_index()
-    root = str(store.root)
-    for path, new in changes:
-        try:
-            old: str | None = str(old_tree[path].id) if old_tree is not None else None
-        except KeyError:
-            old = None
-        try:  # a string path, not a Path: a merge checks hundreds of files
-            with open(os.path.join(root, path), "rb") as handle:
-                on_disk: str | None = hash_blob(handle.read())
-        except (FileNotFoundError, NotADirectoryError):
-            on_disk = None
-        except IsADirectoryError:
-            raise DirtyFileError(f"{path} is a folder in the work tree") from None
-        if on_disk not in (old, new) and not (new is None and on_disk is None):
-            raise DirtyFileError(f"{path} has uncommitted changes",
-                                 hint="commit or discard them first (git add/commit or git checkout -- FILE), "
-                                      f"then run {again}")
-        if index.staged(path) not in (old, new):
-            raise DirtyFileError(f"{path} has staged changes",
-                                 hint="commit them first (git commit), or unstage them (git restore --staged FILE)")
-
-
 def _apply(store: GitStore, ref: str, expected: str | None, target: str,
            changes: list[tuple[str, str | None]], reflog: str, *, staged: StagedMerge | None = None,
-           ahead: Prewrite | None = None) -> None:
-    """Write the work tree's files, stage Git's index, flush once, install the staged pack, move the branch, set the index."""
+           ahead: Prewrite | None = None, modes: Mapping[str, int] | None = None) -> None:
+    """Write the work tree's files, stage Git's index, flush once, install the staged pack, move the branch, set the index.
+
+    ``modes``: Git's mode of each changed file that is not 100644 (``Reader.tree_changes``).
+    """
     sync_each = common._syncfs is None
     made = staged.data if staged is not None else {}
-    by_folder: dict[str, list[tuple[str, str | None]]] = {}
+    modes = modes or {}
+    by_folder: dict[str, list[tuple[str, str | None, int]]] = {}
     for path, new in changes:
         folder, _, name = path.rpartition("/")
-        by_folder.setdefault(folder, []).append((name, new))
-    _write_files(store, by_folder, made, sync_each=sync_each, ahead=None if sync_each else ahead)
+        by_folder.setdefault(folder, []).append((name, new, modes.get(path, _FILE)))
+    links = movefiles.Links(store, expected)
+    movefiles.write_files(store, by_folder, made, sync_each=sync_each, ahead=None if sync_each else ahead, links=links)
     entries = [(PurePosixPath(p), pygit2.Oid(hex=n)) for p, n in changes if n is not None]
     removed = [PurePosixPath(p) for p, n in changes if n is None]
     # Git's index is staged before the flush, as a write's is (docs/commit-protocol.md step 6): the one
     # syncfs covers it, and its write-out starts now, beside the pack's.
-    index = store.staging.stage_index(entries, removed, sync=sync_each, early=not sync_each)
+    kept = modes or None  # only the changed files' modes: tree_changes and the merge name no others
+    index = store.staging.stage_index(entries, removed, sync=sync_each, early=not sync_each, modes=kept)
     try:
         failpoint("sync-files")
         if not sync_each:
@@ -381,7 +384,7 @@ def _apply(store: GitStore, ref: str, expected: str | None, target: str,
         store.staging.drop_staged(index)
         raise
     failpoint("sync-moved")
-    store.staging.finish_index(index, entries, removed, ref=ref)  # left alone if a checkout took HEAD off the branch
+    store.staging.finish_index(index, entries, removed, ref=ref, modes=kept)  # left alone if HEAD left the branch
     if left is None:
         inflight.clear(store._am_dir)
     else:
@@ -400,76 +403,6 @@ def _note_move(store: GitStore, ref: str, target: str, entries: list[tuple[PureP
     """
     noted = [] if left is None else [(p, oid) for p, oid in left.entries]
     inflight.write(store._am_dir, ref, target, noted + [(p, str(oid)) for p, oid in entries])
-
-
-def _write_files(store: GitStore, by_folder: dict[str, list[tuple[str, str | None]]], made: Mapping[str, bytes], *,
-                 sync_each: bool, ahead: Prewrite | None) -> None:
-    """Write (or remove) the work tree's files of a move, folder by folder.
-
-    ``ahead``: a helper writing some of the blobs ahead (am.git.program.prewrite;
-    never with ``sync_each``, whose files are each flushed where written).
-    Files it means to write are taken last, renamed into place as it
-    finishes each; the others (the merge's own records) are written first.
-    """
-    theirs = sum(1 for files in by_folder.values() for _, new in files if new is not None and new not in made)
-    listed = ahead.listed(theirs) if ahead is not None and theirs else frozenset()
-    later: dict[str, list[tuple[str, str | None]]] = {}
-    for folder, files in by_folder.items():
-        now: list[tuple[str, str | None]] = []
-        for name, new in files:
-            (later.setdefault(folder, []) if new in listed and new not in made else now).append((name, new))
-        _write_folder(store, folder, now, made, sync_each=sync_each, ahead=None)
-    for folder, files in later.items():
-        _write_folder(store, folder, files, made, sync_each=sync_each, ahead=ahead)
-
-
-def _write_folder(store: GitStore, folder: str, files: list[tuple[str, str | None]], made: Mapping[str, bytes], *,
-                  sync_each: bool, ahead: Prewrite | None) -> None:
-    """Write (or remove) some files of one folder: the helper's copy when it has one, else the bytes."""
-    if not files:
-        return
-    root = str(store.root)
-    # The folder's path is checked once for symbolic links, then every file is written through a
-    # descriptor of it: no path is walked again per file, and no link swapped in meanwhile is followed.
-    store.worktree.safe_target(PurePosixPath(folder, "_"))  # "_": a stand-in name, so that every folder of the path is checked
-    os.makedirs(os.path.join(root, folder), exist_ok=True)
-    dir_fd = os.open(os.path.join(root, folder), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        for name, new in files:
-            if _is_link(dir_fd, name):
-                raise DirtyFileError(f"{folder}/{name} is a symbolic link; am will not write through it")
-            if new is None:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=dir_fd)
-            elif ahead is None or not ahead.take(new, dir_fd, name):
-                data = made.get(new)
-                _write_atomic(dir_fd, name, store.read_object(new) if data is None else data,
-                              tag=f".am-{os.getpid()}.tmp", sync=sync_each)
-    finally:
-        os.close(dir_fd)
-
-
-def _is_link(dir_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
-    except FileNotFoundError:
-        return False
-
-
-def _write_atomic(dir_fd: int, name: str, data: bytes, *, tag: str, sync: bool) -> None:
-    """Write a file of the folder ``dir_fd`` by a temporary name and rename it into place (no half file is seen)."""
-    tmp = f".{name}{tag}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
-    try:
-        common.write_all(fd, data)
-        if sync:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    os.close(fd)
-    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def _write_journal(path: Path, data: dict[str, object], *, sync: bool) -> None:
@@ -507,10 +440,11 @@ def resume_advance(store: GitStore) -> str | None:
             restage_lagging(store, old, new, tip)
         journal.unlink(missing_ok=True)  # the branch went elsewhere since: nothing of this move to finish
         return None
-    changes = store.tree_changes(old, new)
+    modes: dict[str, int] = {}
+    changes = store.tree_changes(old, new, modes=modes)
     if tip == old:
-        _check_clean(store, old, changes)  # the user may have edited a file since the kill
-    _apply(store, ref, old, new, changes, reflog)
+        movefiles.check_clean(store, old, changes)  # the user may have edited a file since the kill
+    _apply(store, ref, old, new, changes, reflog, modes=modes)
     journal.unlink(missing_ok=True)
     return str(new)
 

@@ -12,7 +12,7 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -93,6 +93,7 @@ class StagedIndex:
     base: tuple[int, int, int, int] | None  # the stamp of the .git/index it was built from
     entries: tuple[tuple[PurePosixPath, pygit2.Oid], ...]
     removed: tuple[PurePosixPath, ...]
+    modes: Mapping[str, int] | None = None  # Git's modes of the entries that are not 100644 files
 
 
 class Staging:
@@ -271,13 +272,14 @@ class Staging:
 
     def stage_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                      removed: Sequence[PurePosixPath] = (), *, sync: bool = True,
-                     early: bool = False) -> StagedIndex | None:
+                     early: bool = False, modes: Mapping[str, int] | None = None) -> StagedIndex | None:
         """Write the index with these entries set to am's temporary file; None if its format is libgit2's to write.
 
         The caller installs it with ``_install_staged`` (under index.lock); if
         `.git/index` changed in the meantime the entries are set again on the
         new file. ``sync=False`` leaves the flush to the caller's syncfs;
         ``early`` starts it at once, so the disk writes the file while the caller works on.
+        ``modes``: Git's mode of each entry that is not a 100644 file (a sync's executables and symbolic links).
         """
         index_path = self.gitdir / "index"
         # One name per process: threads stage the index only holding the write lock.
@@ -299,7 +301,10 @@ class Staging:
                                hint="run: am doctor --fix (it rebuilds the index from HEAD)") from None
         index.smudge_racy(self.root, replaced_mtime)
         root = f"{self.root}/"
-        index.set_many([(str(rel), oid.raw, os.stat(root + str(rel))) for rel, oid in entries])
+        if modes:
+            index.set_many([(str(rel), oid.raw, os.lstat(root + str(rel))) for rel, oid in entries], modes=modes)
+        else:
+            index.set_many([(str(rel), oid.raw, os.stat(root + str(rel))) for rel, oid in entries])
         for rel in removed:
             index.remove(str(rel))
         try:
@@ -307,7 +312,7 @@ class Staging:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        return StagedIndex(index, tmp, stamp, tuple(entries), tuple(removed))
+        return StagedIndex(index, tmp, stamp, tuple(entries), tuple(removed), modes)
 
     def _install_staged(self, staged: StagedIndex) -> None:
         """Rename a staged index over `.git/index`; the caller holds `.git/index.lock`."""
@@ -315,9 +320,9 @@ class Staging:
             # Someone (git add, git commit) replaced the index after am staged
             # it: set the entries again on theirs. Holding the lock, it cannot change again.
             staged.tmp.unlink(missing_ok=True)
-            again = self.stage_index(staged.entries, staged.removed)
+            again = self.stage_index(staged.entries, staged.removed, modes=staged.modes)
             if again is None:
-                self._update_index_libgit2(staged.entries, staged.removed, staged.tmp)
+                self._update_index_libgit2(staged.entries, staged.removed, staged.tmp, modes=staged.modes)
                 return
             staged = again
         index_path = self.gitdir / "index"
@@ -340,7 +345,8 @@ class Staging:
         self.index_kept = (self._index_stamp(), staged.index)
 
     def finish_index(self, staged: StagedIndex | None, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
-                      removed: Sequence[PurePosixPath] = (), *, ref: str | None = None) -> None:
+                      removed: Sequence[PurePosixPath] = (), *, ref: str | None = None,
+                      modes: Mapping[str, int] | None = None) -> None:
         """Install a staged index under `.git/index.lock` (None: set the entries through libgit2 there).
 
         With ``ref`` (the branch the entries were committed on), nothing is
@@ -366,7 +372,7 @@ class Staging:
                 tmp.unlink(missing_ok=True)
                 self.index_kept = None
             elif staged is None:
-                self._update_index_libgit2(entries, removed, tmp)  # a format am's writer leaves alone
+                self._update_index_libgit2(entries, removed, tmp, modes=modes)  # a format am's writer leaves alone
                 installed = True
             else:
                 self._install_staged(staged)
@@ -418,7 +424,8 @@ class Staging:
         self.finish_index(self.stage_index(entries, removed), entries, removed)
 
     def _update_index_libgit2(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
-                              removed: Sequence[PurePosixPath], tmp: Path) -> None:
+                              removed: Sequence[PurePosixPath], tmp: Path, *,
+                              modes: Mapping[str, int] | None = None) -> None:
         """Set the entries through libgit2: for index formats am's own writer leaves alone (see formats/gitindex.py)."""
         index_path = self.gitdir / "index"
         try:
@@ -427,7 +434,11 @@ class Staging:
             tmp.unlink(missing_ok=True)
         index = pygit2.Index(str(tmp))
         for rel, oid in entries:
-            index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))
+            mode = modes.get(str(rel)) if modes else None
+            if mode is None:
+                index.add(_StatEntry(str(rel), oid, (self.root / rel).stat()))
+            else:
+                index.add(_StatEntry(str(rel), oid, (self.root / rel).lstat(), mode=mode))
         for rel in removed:
             if str(rel) in index:
                 index.remove(str(rel))

@@ -188,9 +188,10 @@ class GitStore:
         """Return (path, new blob id or None if deleted) for every file that differs."""
         return self.reader.diff_paths(old, new)
 
-    def tree_changes(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
-        """Like diff_paths, but skip subtrees whose ids are equal (libgit2's diff walks all: ~100 ms at 100k)."""
-        return self.reader.tree_changes(old, new)
+    def tree_changes(self, old: str | None, new: str | None, *,
+                     modes: dict[str, int] | None = None) -> list[tuple[str, str | None]]:
+        """Like diff_paths, but skip subtrees whose ids are equal; ``modes`` receives non-100644 modes (Reader's)."""
+        return self.reader.tree_changes(old, new, modes=modes)
 
     def file_changes(self, old: str | None, new: str | None) -> list[tuple[str, str | None]]:
         """Return what diff_paths does (its files, its order), reading only the folders that differ."""

@@ -35,6 +35,7 @@ class MergePlan:
     theirs: str | None
     base: str | None = None
     merge: TreeMerge | None = None
+    modes: dict[str, int] = field(default_factory=dict)  # the mode of each merged file the other side set
 
     @property
     def decisions(self) -> tuple[Decision, ...]:
@@ -89,8 +90,12 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
 
     check_formats_at(store, ours, theirs)
     base = remote.merge_base(store, ours, theirs)
-    mine = dict(store.tree_changes(base, ours))
-    other = dict(store.tree_changes(base, theirs))
+    mine_modes: dict[str, int] = {}
+    other_modes: dict[str, int] = {}
+    mine = dict(store.tree_changes(base, ours, modes=mine_modes))
+    other_changes = store.tree_changes(base, theirs, modes=other_modes)
+    remote.check_incoming(other_changes, theirs)  # before any of it reaches the merge's tree
+    other = dict(other_changes)
     both = [p for p in other if p in mine and mine[p] != other[p]]
     base_ids = {p: (store.blob_id(p, commit=base) if base is not None else None) for p in both}
 
@@ -98,8 +103,10 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         return store.blob_id(path, commit=ours)
 
     merged = merge_changes(mine, other, base=base_ids, read=store.read_object, exists=exists)
-    unmerged = []
+    unmerged = [p for p in merged.conflicts if _LINK in (mine_modes.get(p), other_modes.get(p))]  # no line merge of links
     for path in merged.conflicts:
+        if path in unmerged:
+            continue
         # Not a record (.gitignore, .gitattributes, .am/vault.yml): Git's line merge, when the lines do not clash.
         old, mine_id, other_id = base_ids.get(path), mine[path], other[path]
         assert mine_id is not None and other_id is not None
@@ -120,7 +127,40 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
                     f"(git checkout --ours {layout[0]}), and keep it out of Git from then on: am obsidian setup "
                     f"lists it in .gitignore, then git rm --cached {layout[0]} and commit" if layout else ""),
         )
-    return MergePlan("merge", ours, theirs, base, merged)
+    return MergePlan("merge", ours, theirs, base, merged,
+                     _merged_modes(store, base, merged.files, mine, mine_modes, other_modes, other))
+
+
+_FILE, _LINK = 0o100644, 0o120000
+
+
+def _merged_modes(store: GitStore, base: str | None, files: dict[str, bytes | str | None], mine: dict[str, str | None],
+                  mine_modes: dict[str, int], other_modes: dict[str, int],
+                  other: dict[str, str | None]) -> dict[str, int]:
+    """The mode each merged file the other side changed takes, as git's three-way merge of modes decides.
+
+    The side that changed the mode since the base wins (an executable made on
+    one machine stays one); changed on both, ours. Files only ours changed keep
+    the mode ours has (the merge tree is built on ours).
+    """
+    modes: dict[str, int] = {}
+    for path, data in files.items():
+        if data is None or path not in other:
+            continue
+        theirs_mode = other_modes.get(path, _FILE)
+        if path not in mine:
+            modes[path] = theirs_mode
+            continue
+        ours_mode = mine_modes.get(path, _FILE)
+        if ours_mode != theirs_mode:
+            try:
+                base_mode = int(store.repo[base].tree[path].filemode) if base is not None else None
+            except KeyError:
+                base_mode = None
+            modes[path] = theirs_mode if ours_mode == base_mode else ours_mode
+        else:
+            modes[path] = ours_mode
+    return modes
 
 
 def _preview(report: SyncReport, store: GitStore, plan: MergePlan) -> None:
@@ -174,11 +214,11 @@ def apply_plan(vault: Vault, plan: MergePlan, *, what: str, op: str, again: str,
         assert plan.merge is not None and plan.ours is not None
         staged = remote.merge_commit(
             store, plan.ours, plan.merge.files, [plan.ours, plan.theirs], message=_message(vault, plan, what, op),
-            author=vault.authorship.author(), committer=vault.authorship.committer())
+            author=vault.authorship.author(), committer=vault.authorship.committer(), modes=plan.modes)
         commit = target = staged.commit
     try:
         paths = remote.advance(store, target, expected=plan.ours, reflog=f"{op}: {plan.action} {what}",
-                               staged=staged, ahead=ahead, again=again)
+                               staged=staged, ahead=ahead, again=again, source=plan.theirs)
     except OSError as err:
         if not (store._am_dir / transport.JOURNAL).exists():
             raise  # stopped before the journal: nothing was changed

@@ -33,7 +33,7 @@ import os
 import struct
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -296,8 +296,12 @@ class GitIndex:
         """Put a regular-file entry for ``path`` with blob ``oid`` (20 bytes) and the file's stat data."""
         self.set_many([(path, oid, st)])
 
-    def set_many(self, items: Sequence[tuple[str, bytes, os.stat_result]]) -> None:
+    def set_many(self, items: Sequence[tuple[str, bytes, os.stat_result]], *,
+                 modes: Mapping[str, int] | None = None) -> None:
         """Put regular-file entries (path, blob id of 20 bytes, the file's stat data); a later one of a path wins.
+
+        ``modes``: Git's mode of the paths that are not plain 100644 files
+        (100755, or 120000 for a symbolic link, whose stat data is the link's own).
 
         New paths are merged in with one pass of slices over the sorted
         entries, not inserted one by one: an insertion moves every entry after
@@ -313,7 +317,7 @@ class GitIndex:
             head = _STAT.pack(
                 int(st.st_ctime) & 0xFFFFFFFF, st.st_ctime_ns % 1_000_000_000,
                 int(st.st_mtime) & 0xFFFFFFFF, st.st_mtime_ns % 1_000_000_000,
-                st.st_dev & 0xFFFFFFFF, st.st_ino & 0xFFFFFFFF, _MODE_FILE,
+                st.st_dev & 0xFFFFFFFF, st.st_ino & 0xFFFFFFFF, modes.get(path, _MODE_FILE) if modes else _MODE_FILE,
                 st.st_uid & 0xFFFFFFFF, st.st_gid & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF, oid, length)
             body = head + key
             made[key] = body + b"\0" * (8 - len(body) % 8)

@@ -14,7 +14,7 @@ merge base (``git merge-base HEAD THEIRS``, ``git diff-tree``), reads their
 blobs with one ``git cat-file --batch`` and writes each, named by its blob id,
 into ``.git/am/prewrite/<pid>-<random>/`` (first the list of them, then each
 blob in that order, under a temporary name renamed when whole). When the merge
-writes the work tree (``am.git.remote._write_files``: after its journal, under
+writes the work tree (``am.git.movefiles.write_files``: after its journal, under
 the write lock, where it used to create each file by a temporary name and
 rename it into place), it first writes the files the helper will not (the
 records the merge decided), then takes the helper's as they appear: each is
@@ -297,7 +297,10 @@ def _is_id(text: str) -> bool:
 
 
 def changed_blobs(root: str, theirs: str) -> list[str]:
-    """The blobs of the regular files ``theirs`` added or changed since its merge base with HEAD, in path order."""
+    """The blobs of the plain (100644) files ``theirs`` added or changed since its merge base with HEAD, in path order.
+
+    An executable is left to the merge, which writes it with its execute bits.
+    """
     found = _git(root, "merge-base", "HEAD", theirs)
     base = found.decode("ascii", "replace").strip() if found else ""
     if not _is_id(base):
@@ -309,7 +312,7 @@ def changed_blobs(root: str, theirs: str) -> list[str]:
     blobs: dict[str, None] = {}
     for at in range(0, len(fields) - 1, 2):  # ":<old mode> <new mode> <old id> <new id> <status>", then the path
         meta = fields[at].decode("ascii", "replace").split()
-        if len(meta) == 5 and meta[4] in ("A", "M") and meta[1] in ("100644", "100755") and _is_id(meta[3]):
+        if len(meta) == 5 and meta[4] in ("A", "M") and meta[1] == "100644" and _is_id(meta[3]):
             blobs[meta[3]] = None
     return list(blobs)
 
