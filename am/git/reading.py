@@ -380,6 +380,25 @@ class Reader:
         except (KeyError, ValueError, pygit2.GitError):
             return False
 
+    def last_change(self, path: str, *, start: str | None = None) -> str | None:
+        """Return the newest commit on ``start``'s (HEAD's) first-parent line that changed ``path``.
+
+        What ``git log -1 --first-parent -- path`` names: on an error path, to say which commit
+        brought a file am cannot read (a merge, when the other side's change came in by one).
+        """
+        start = start or self.head()
+        if start is None:
+            return None
+        walker = self.repo.walk(start, pygit2.enums.SortMode.TOPOLOGICAL)
+        walker.simplify_first_parent()
+        mine = self.blob_id(path, commit=start)
+        for c in walker:
+            parent = str(c.parent_ids[0]) if c.parent_ids else None
+            before = None if parent is None or parent not in self.repo else self.blob_id(path, commit=parent)
+            if before != mine:
+                return str(c.id)
+        return None
+
     def last_commit_at(self, moment: float, *, start: str | None = None) -> str | None:
         """Return the vault's commit as of a Unix time: the newest well-dated first-parent commit dated at or before it.
 
