@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from am.vault import Vault
 from tests.conftest import GIT_IDENTITY, run_git
 from tests.test_slice import am, shown_ids
 
@@ -88,3 +89,26 @@ def _ts(text: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(text).timestamp()
+
+
+def test_a_merged_branch_joins_the_view_at_the_merge_not_before(alpha: Any) -> None:
+    """The first-parent line is this branch's past: a side branch's commit is never the answer."""
+    import subprocess
+
+    _setup_dated(alpha)
+    _dated(alpha, "fact-a", committed="2026-01-10T10:00:00Z")
+    run_git(alpha.root, "branch", "side")
+    m = _dated(alpha, "fact-m", committed="2026-01-15T10:00:00Z")
+    run_git(alpha.root, "switch", "-q", "side")
+    side = Vault.open(alpha.root, actor="tester")
+    _dated(side, "fact-s", committed="2026-01-20T10:00:00Z")
+    side.close()
+    run_git(alpha.root, "switch", "-q", "main")
+    env = {**os.environ, **GIT_IDENTITY, "GIT_COMMITTER_DATE": "2026-02-01T10:00:00Z",
+           "GIT_AUTHOR_DATE": "2026-02-01T10:00:00Z"}
+    subprocess.run(["git", "-C", str(alpha.root), "merge", "-q", "--no-ff", "--no-edit", "side"], env=env,
+                   check=True, capture_output=True)
+    merge = run_git(alpha.root, "rev-parse", "HEAD").strip()
+    # On main at 2026-01-25 the vault held a and m; s was on a branch until the merge.
+    assert alpha.store.last_commit_at(_ts("2026-01-25T00:00:00Z")) == m
+    assert alpha.store.last_commit_at(_ts("2026-02-01T10:00:00Z")) == merge
