@@ -106,6 +106,22 @@ def _actor(record: Record) -> str:
     return "li-wei"
 
 
+def _date_init(store: GitStore, created: str) -> None:
+    """Date the vault's init commit (made just now) at the first record's time, before its back-dated history.
+
+    A commit dated earlier than its history counts from the next well-dated one for ``--as-of``
+    (docs/worlds.md): a September history on top of a December init would be in no view of September.
+    """
+    init = store.commit_info(store.head() or "")
+    moment = parse_timestamp(created)
+    utc_offset = moment.utcoffset()
+    when = (init.author, init.email, int(moment.timestamp()), int(utc_offset.total_seconds() // 60) if utc_offset else 0)
+    files = {path: data for path in (".am/vault.yml", ".gitignore")
+             if (data := store.read_blob(path, commit=init.id)) is not None}
+    store.build_commit(store.head_ref().removeprefix("refs/heads/"), files, parents=[], message=init.message,
+                       author=when)
+
+
 def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = None,
                      replace_names: bool = False) -> Vault:
     """Create a vault at ``dest`` holding the demo records, and the code repository beside it."""
@@ -139,6 +155,7 @@ def materialise_demo(dest: Path, *, register: bool = True, code: Path | None = N
     store = vault.store
     by_id = {r.id: (p, r) for p, r in records}
     order = sorted(records, key=lambda pr: (pr[1].created or "", {"topic": 0, "relation": 1, "fact": 2}[pr[1].type]))
+    _date_init(store, order[0][1].created or "2026-09-23T12:00:00+08:00")
     for rel_path, record in order:
         moment = parse_timestamp(record.created or "2026-09-23T12:00:00+08:00")
         utc_offset = moment.utcoffset()

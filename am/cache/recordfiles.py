@@ -48,10 +48,39 @@ class RecordFiles:
         if data is None:
             return {}
         try:
-            text = data.decode("utf-8")
+            return load_settings(data.decode("utf-8"), path=str(VAULT_FILE))
         except UnicodeDecodeError:
-            raise InvalidRecordError("not UTF-8", path=str(VAULT_FILE), hint="save it as UTF-8") from None
-        return load_settings(text, path=str(VAULT_FILE))
+            raise InvalidRecordError("not UTF-8", path=str(VAULT_FILE),
+                                     hint=f"save it as UTF-8; {self._settings_origin(data)}") from None
+        except InvalidRecordError as err:
+            raise InvalidRecordError(err.detail, path=str(VAULT_FILE), field=err.field, line=err.line,
+                                     hint=self._settings_origin(data)) from None
+
+    def _settings_origin(self, data: bytes) -> str:
+        """Say where ``.am/vault.yml`` as it is came from (a commit, or an uncommitted edit) and how to undo it.
+
+        A bad file that `am sync` or `git pull` brought stops every command; naming the commit
+        (``git log -1 -- .am/vault.yml``) is the way back to whoever made it (issue 36.14).
+        """
+        from am.git.values import hash_blob
+
+        path = str(VAULT_FILE)
+        try:
+            store = self.store.opened()
+            head = store.head()
+            stored = store.blob_as_git_stores(path, data) or hash_blob(data)  # None: no filter, the bytes as they are
+            if head is not None and stored != store.blob_id(path, commit=head):
+                return (f"it is edited in the work tree, not committed: fix it, or put back the committed one "
+                        f"with: git checkout -- {path}")
+            commit = store.last_change(path)
+            if commit is None:
+                return f"fix it and commit it: git commit {path}"
+            info = store.commit_info(commit)
+        except Exception:  # noqa: BLE001 - only a hint: the error it belongs to is what the user must see
+            return f"fix it and commit it; see: git log -1 -- {path}"
+        revert = f"git revert -m 1 {commit[:10]}" if len(info.parents) > 1 else f"git revert {commit[:10]}"
+        return (f"commit {commit[:10]} (\"{info.subject}\", by {info.author}) last changed it: fix the file and "
+                f"commit it, or undo that commit with: {revert}")
 
     def cache(self) -> Index | None:
         """Return the vault's cache (am/cache/index.py), brought up to date; None when it cannot be used."""

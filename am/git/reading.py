@@ -393,15 +393,56 @@ class Reader:
         except (KeyError, ValueError, pygit2.GitError):
             return False
 
-    def last_commit_at(self, moment: float, *, start: str | None = None) -> str | None:
-        """Return the newest commit reachable from ``start`` (HEAD) committed at or before a Unix time."""
+    def last_change(self, path: str, *, start: str | None = None) -> str | None:
+        """Return the newest commit on ``start``'s (HEAD's) first-parent line that changed ``path``.
+
+        What ``git log -1 --first-parent -- path`` names: on an error path, to say which commit
+        brought a file am cannot read (a merge, when the other side's change came in by one).
+        """
         start = start or self.head()
         if start is None:
             return None
-        # Topological first: commits made within one second must still come newest first.
-        for c in self.repo.walk(start, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
-            if c.commit_time <= moment:
+        walker = self.repo.walk(start, pygit2.enums.SortMode.TOPOLOGICAL)
+        walker.simplify_first_parent()
+        mine = self.blob_id(path, commit=start)
+        for c in walker:
+            parent = str(c.parent_ids[0]) if c.parent_ids else None
+            before = None if parent is None or parent not in self.repo else self.blob_id(path, commit=parent)
+            if before != mine:
                 return str(c.id)
+        return None
+
+    def last_commit_at(self, moment: float, *, start: str | None = None) -> str | None:
+        """Return the vault's commit as of a Unix time: the newest well-dated first-parent commit dated at or before it.
+
+        Walking ``start``'s (HEAD's) first-parent line newest first, the answer is the first
+        commit dated at or before ``moment`` whose date is no earlier than any commit in its
+        history. A commit dated earlier than its history (a machine without a clock, a rebase
+        keeping old dates) was made some time after that history; not knowing when, it counts
+        from the next well-dated commit after it, so a view as of T never holds a fact that may
+        have been written after T. The first date at or before T alone (git's ``--before``) let
+        one such commit bring every commit under it into a view of the past. docs/worlds.md.
+        """
+        start = start or self.head()
+        if start is None:
+            return None
+        sort = pygit2.enums.SortMode
+        # One walk, parents first: each commit's date, its newest date over itself and its history, its first parent.
+        seen: dict[pygit2.Oid, tuple[int, int, pygit2.Oid | None]] = {}
+        for c in self.repo.walk(start, sort.TOPOLOGICAL | sort.REVERSE):
+            own = latest = c.commit_time
+            parents = c.parent_ids
+            for p in parents:
+                known = seen.get(p)
+                if known is not None and known[1] > latest:
+                    latest = known[1]
+            seen[c.id] = (own, latest, parents[0] if parents else None)
+        at: pygit2.Oid | None = self.repo[start].id
+        while at is not None and at in seen:  # a shallow clone's first-parent line stops at its boundary
+            own, latest, first = seen[at]
+            if own <= moment and own >= latest:
+                return str(at)
+            at = first
         return None
 
 

@@ -229,6 +229,10 @@ class GitStore:
         """Return whether ``ancestor`` is ``descendant`` or reachable from it."""
         return self.reader.is_ancestor(ancestor, descendant)
 
+    def last_change(self, path: str, *, start: str | None = None) -> str | None:
+        """Return the newest commit on ``start``'s (HEAD's) first-parent line that changed ``path``."""
+        return self.reader.last_change(path, start=start)
+
     def last_commit_at(self, moment: float, *, start: str | None = None) -> str | None:
         """Return the newest commit reachable from ``start`` (HEAD) committed at or before a Unix time."""
         return self.reader.last_commit_at(moment, start=start)

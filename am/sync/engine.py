@@ -84,9 +84,11 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
 
     if theirs is None or theirs == ours or (ours is not None and store.is_ancestor(theirs, ours)):
         return MergePlan("up-to-date", ours, theirs)
+    from am.writes.formats import check_formats_at, settings_at
+
     if ours is None or store.is_ancestor(ours, theirs):
+        settings_at(store, theirs)  # a vault.yml no command could read afterwards is not taken in (issue 36.14)
         return MergePlan("fast-forward", ours, theirs)
-    from am.writes.formats import check_formats_at
 
     check_formats_at(store, ours, theirs)
     base = remote.merge_base(store, ours, theirs)
