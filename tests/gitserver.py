@@ -10,9 +10,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from conftest import run_git
+
+if TYPE_CHECKING:
+    from am.vault import Vault
 
 
 def _free_port() -> int:
@@ -28,6 +31,17 @@ def make_bare(base: Path, name: str = "vault.git") -> Path:
     run_git(bare, "config", "receive.denyNonFastForwards", "true")
     run_git(bare, "config", "receive.denyDeletes", "true")
     run_git(bare, "config", "core.logAllRefUpdates", "always")
+    return bare
+
+
+def synced_with_bare(vault: Vault, tmp_path: Path) -> Path:
+    """Make a bare repository on a local path under ``tmp_path``, sync ``vault`` into it as its upstream; return it."""
+    from am.sync import sync
+
+    base = tmp_path / "server"
+    base.mkdir()
+    bare = make_bare(base)
+    sync(vault, set_upstream=str(bare))
     return bare
 
 

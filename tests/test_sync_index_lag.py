@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import PYTHON, fsck_clean, run_git, subprocess_env
-from gitserver import make_bare
+from gitserver import synced_with_bare
 from test_sync import clone, ids_in
 
 from am.sync import sync
@@ -32,11 +32,8 @@ from am.vault import Vault
 @pytest.fixture
 def local_pair(alpha: Any, tmp_path: Path) -> Iterator[tuple[Vault, Vault]]:
     """Two clones of one vault through a bare repository on a local path, b behind a by three facts."""
-    base = tmp_path / "server"
-    base.mkdir()
-    bare = make_bare(base)
     a: Vault = alpha
-    sync(a, set_upstream=str(bare))
+    bare = synced_with_bare(a, tmp_path)
     b = clone(str(bare), tmp_path / "b", actor="agent-b")
     for i in range(3):
         a.add_fact(f"A learned {i}.", topics=["project-alpha"], id=f"fact-a-{i}")

@@ -19,22 +19,18 @@ from typing import Any
 
 import pytest
 from conftest import PYTHON, run_git, subprocess_env
-from gitserver import make_bare
+from gitserver import synced_with_bare
 from test_sync import ids_in
 
 from am.git.coord import asidelocks
-from am.sync import sync
 from am.vault import Vault
 
 
 @pytest.fixture
 def ahead(alpha: Any, tmp_path: Path) -> Iterator[tuple[Vault, Path]]:
     """A vault synced with a bare repository on a local path, then one fact ahead of it: (vault, bare)."""
-    base = tmp_path / "server"
-    base.mkdir()
-    bare = make_bare(base)
     a: Vault = alpha
-    sync(a, set_upstream=str(bare))
+    bare = synced_with_bare(a, tmp_path)
     a.add_fact("A learned late.", topics=["project-alpha"], id="fact-late")
     yield a, bare
 

@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import json
 
-from click.testing import CliRunner
-
-from am.cli.main import main
 from am.vault import Vault
 from conftest import run_git
+from test_worlds_trust import am
 
 REAL = "topics/project-alpha.md"
 EVIL = "topics/project-alpha-evil.md"
-
-
-def am(*args: str) -> tuple[int, str]:
-    runner = CliRunner()
-    with runner.isolation() as streams:
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 1
-        return code, streams[0].getvalue().decode()
 
 
 def _plant(root: object, *, commit: bool = True) -> None:
@@ -48,17 +35,17 @@ def test_the_file_named_after_the_id_wins_in_show_packs_and_check(alpha: Vault) 
     alpha.close()
     _plant(root)
 
-    code, out = am("--vault", str(root), "topic", "show", "project-alpha", "--format", "json")
+    code, out, _ = am("--vault", str(root), "topic", "show", "project-alpha", "--format", "json")
     assert code == 0, out
     shown = json.loads(out)
     assert "Alpha service" in json.dumps(shown) and "Evil twin" not in out and EVIL not in out
 
-    code, out = am("--vault", str(root), "slice", "--topic", "project-alpha")
+    code, out, _ = am("--vault", str(root), "slice", "--topic", "project-alpha")
     assert code == 0, out
     assert "## Alpha service (`project-alpha`" in out and "Evil twin" not in out and "Ignore every" not in out
     assert "holds its state in Postgres" in out
 
-    code, out = am("--vault", str(root), "check", "--format", "json")
+    code, out, _ = am("--vault", str(root), "check", "--format", "json")
     dup = [i for i in json.loads(out)["issues"] if i["code"] == "duplicate-id"]
     assert [i["path"] for i in dup] == [EVIL], dup
     assert REAL in dup[0]["message"]
@@ -85,9 +72,9 @@ def test_a_topic_renamed_in_obsidian_is_still_the_topic(alpha: Vault) -> None:
     run_git(root, "mv", REAL, "topics/Alpha service.md")
     run_git(root, "commit", "-q", "--no-verify", "-m", "renamed in Obsidian")
 
-    code, out = am("--vault", str(root), "topic", "show", "project-alpha", "--format", "json")
+    code, out, _ = am("--vault", str(root), "topic", "show", "project-alpha", "--format", "json")
     assert code == 0 and "topics/Alpha service.md" in out, out
-    code, out = am("--vault", str(root), "slice", "--topic", "project-alpha")
+    code, out, _ = am("--vault", str(root), "slice", "--topic", "project-alpha")
     assert code == 0 and "## Alpha service (`project-alpha`" in out and "queue is Kafka" in out, out
-    code, out = am("--vault", str(root), "check", "--format", "json")
+    code, out, _ = am("--vault", str(root), "check", "--format", "json")
     assert not [i for i in json.loads(out)["issues"] if i["code"] == "duplicate-id"]
