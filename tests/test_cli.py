@@ -70,7 +70,10 @@ def test_init_add_show_list(cli_vault: Path) -> None:
     assert run_git(cli_vault, "log", "-1", "--format=%an").strip() == "claude-code"
 
     code, out, _ = am("--vault", v, "fact", "show", fact["id"], "--format", "json")
-    assert code == 0 and json.loads(out) == fact
+    shown = json.loads(out)  # the record's own fields, and where it holds (am fact show, issue 37.5)
+    assert code == 0 and {k: v for k, v in shown.items() if k not in ("valid_now", "holds_in")} == fact
+    assert shown["valid_now"] is True and [w["world"] for w in shown["holds_in"]] == [
+        {"repo": "project-alpha", "branch": "main"}]
     code, out, _ = am("--vault", v, "fact", "show", fact["id"])
     assert fact["id"] in out and "getUser" in out
     code, out, _ = am("--vault", v, "fact", "list", "--format", "json")

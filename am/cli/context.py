@@ -159,6 +159,12 @@ def describe(record: Record, path: PurePosixPath | None = None) -> str:
             lines.append(f"  supersedes: {', '.join(record.supersedes)}")
         if record.superseded_by:
             lines.append(f"  superseded by: {record.superseded_by}")
+        if record.valid_from or record.valid_until:
+            lines.append(f"  valid: from {record.valid_from or 'always'} until {record.valid_until or 'further notice'}")
+        if record.reason:
+            lines.append(f"  reason: {record.reason}")
+        if record.paths:
+            lines.append(f"  watches: {', '.join(record.paths)}")
     elif isinstance(record, Relation):
         lines.append(f"{record.id}  {record.status}  {record.from_} --{record.rel}--> {record.to}")
     if path is not None:

@@ -182,19 +182,32 @@ def unpin(ctx: click.Context, fact_id: str, fmt: str) -> None:
 @FORMAT_OPTION
 @click.pass_context
 def show(ctx: click.Context, fact_id: str, fmt: str) -> None:
-    """Show one fact.
+    """Show one fact: its fields, its valid time read against now, and where it holds.
+
+    Where it holds is judged as am why judges it, on the fact's own branch and on
+    its repository's main (stale, superseded there, or cannot tell without a clone).
 
     Example: am fact show fact-alpha-getuser-main --format json
     """
+    from am.clock import now
+    from am.packs.factview import holds_in, render_holds, time_note
     from am.records.model import Fact
 
     vault = open_vault(ctx)
     path, record = vault.get_typed(fact_id, Fact, "fact")
     vault.note_uses([record.id])  # showing a fact is a use of it (am now, ranking)
+    note = time_note(record, now())
+    found = holds_in(vault, record)
     if fmt == "json":
-        emit_json(record_dict(record, path))
-    else:
-        click.echo(describe(record, path))
+        emit_json({**record_dict(record, path), "valid_now": note is None, "holds_in": found})
+        return
+    click.echo(describe(record, path))
+    click.echo("")
+    if note is not None:
+        click.echo(f"note: status {record.status} as written, but {note}")
+    click.echo("where it holds:")
+    for line in render_holds(found):
+        click.echo(line)
 
 
 @fact.command("confirm")

@@ -43,6 +43,7 @@ _HOMES = {
     "import": "cmd_io", "export": "cmd_io", "graph": "cmd_web", "serve": "cmd_web",
     "obsidian": "cmd_obsidian",
     "ingest": "cmd_sessions", "propose": "cmd_sessions", "review": "cmd_review",
+    "stats": "cmd_stats", "today": "cmd_stats", "day": "cmd_stats",
 }
 
 
