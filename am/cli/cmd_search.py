@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from am.cli.context import FORMAT_OPTION, emit_json, open_vault, progress_bar
+from am.errors import UsageError
 
 
 def _cache(ctx: click.Context) -> Any:
@@ -37,17 +38,21 @@ def _cache(ctx: click.Context) -> Any:
 @click.option("--until", metavar="WHEN", help="Created before: ISO date/time or a phrase.")
 @click.option("--include-superseded", is_flag=True, help="Also show superseded and expired records.")
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
-@click.option("--sort", type=click.Choice(["rank", "time"]), default="rank", show_default=True,
-              help="rank: best match first; time: newest first.")
+@click.option("--sort", type=click.Choice(["rank", "time", "oldest"]), default="rank", show_default=True,
+              help="rank: best match first; time: newest first; oldest: session lines in the order said.")
 @click.option("--session", "sessions", is_flag=True, help="Search what was said in the ingested session logs instead.")
 @click.option("--in-session", metavar="ID", default=None, help="Only this session's log (implies --session).")
 @click.option("--role", type=click.Choice(["user", "assistant", "tool", "system"]), default=None,
               help="Only session lines said by this role (implies --session).")
+@click.option("--around", type=click.IntRange(0, 1000), default=None, metavar="N",
+              help="With each session hit, the N turns before and after it, in order (implies --session).")
+@click.option("--full", is_flag=True, help="With each session hit, its whole session, in order (implies --session).")
 @FORMAT_OPTION
 @click.pass_context
 def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status: str | None, repo: str | None,
            branch: str | None, since: str | None, until: str | None, include_superseded: bool, limit: int,
-           sort: str, sessions: bool, in_session: str | None, role: str | None, fmt: str) -> None:
+           sort: str, sessions: bool, in_session: str | None, role: str | None, around: int | None, full: bool,
+           fmt: str) -> None:
     """Search facts, topics and relations (English, Chinese, Japanese; ranked).
 
     Words are matched in any form (hook finds hooks) and stop words (how, the,
@@ -67,11 +72,18 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     from am.cache.search import search as run_search
 
     limit = min(limit, 1 << 32)  # more than any vault holds: "all", and within SQLite's integers (2**63)
-    if sessions or in_session or role:
+    if sessions or in_session or role or around is not None or full:
         from am.cli.cmd_sessions import print_session_search
 
-        print_session_search(open_vault(ctx), " ".join(query), role=role, session=in_session, limit=limit, fmt=fmt)
+        if sort == "time":
+            raise UsageError("--sort time orders records; session lines sort by rank or oldest",
+                             hint="use --sort oldest to read session lines in the order they were said")
+        print_session_search(open_vault(ctx), " ".join(query), role=role, session=in_session, limit=limit, fmt=fmt,
+                             sort=sort, around=None if full else around, turns=full or around is not None)
         return
+    if sort == "oldest":
+        raise UsageError("--sort oldest orders session lines (with --session)",
+                         hint="use --sort time for records, newest first")
 
     if not query:
         raise click.MissingParameter(ctx=ctx, param=ctx.command.params[0])

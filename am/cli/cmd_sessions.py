@@ -132,26 +132,41 @@ def propose(ctx: click.Context, session: str, extractor: str | None, topics: tup
 
 
 def print_session_search(vault: Any, query: str, *, role: str | None, session: str | None, limit: int,
-                         fmt: str) -> None:
-    """Run `am search --session` and print its hits: session, line, role, time, excerpt."""
+                         fmt: str, sort: str = "rank", around: int | None = None, turns: bool = False) -> None:
+    """Run `am search --session` and print its hits: session, line, role, time, excerpt.
+
+    ``turns``: with each hit, the ``around`` turns before and after it (None: its whole session).
+    """
+    from am.sessions.around import turn_json, turns_around
     from am.sessions.search import search_sessions
 
-    result = search_sessions(vault, query, role=role, session=session, limit=limit)
+    result = search_sessions(vault, query, role=role, session=session, limit=limit, sort=sort)
+    context = turns_around(vault, result.hits, around) if turns else None
     if fmt == "json":
+        hits = [h.to_json() for h in result.hits]
+        if context is not None:
+            for hit, said in zip(hits, context):
+                hit["turns"] = [turn_json(m) for m in said]
         emit_json({"terms": list(result.terms), "total": result.total, "sessions_read": result.sessions_read,
-                   "ranked": result.ranked,
+                   "ranked": result.ranked, "sort": sort,
                    "range": None if result.range is None else result.range.describe(),
-                   "hits": [h.to_json() for h in result.hits]})
+                   "hits": hits})
         return
     if result.range is not None:
         click.echo(f"range: {result.range.describe()}")
     if not result.hits:
         click.echo(f"no session lines found ({result.sessions_read} session log(s) read)")
         return
-    for h in result.hits:
+    for i, h in enumerate(result.hits):
         how = f"  (matched {h.matched} of {h.terms} terms)" if 0 <= h.matched < h.terms else ""
         click.echo(f"{click.style(h.session, bold=True)}  line {h.line}  {h.role}  {h.ts or ''}".rstrip() + how)
-        click.echo(f"  {h.snippet}")
+        if context is None:
+            click.echo(f"  {h.snippet}")
+        else:
+            for m in context[i]:
+                mark = ">" if (m.line, m.role) == (h.line, h.role) else " "
+                text = " ".join(m.text.split())
+                click.echo(f"  {mark} {m.line:>5}  {m.role:<9} {text[:200] + ('…' if len(text) > 200 else '')}")
         click.echo(f"  {h.path}:{h.line}")
     if result.total > len(result.hits):
         click.echo(f"{result.total - len(result.hits)} more (raise --limit)")

@@ -47,7 +47,7 @@ def time_note(fact: Fact, now: datetime) -> str | None:
 def _worlds(fact: Fact) -> list[tuple[str | None, str | None]]:
     if fact.repo is None:
         return [(None, None)]
-    worlds = [(fact.repo, fact.version)] if fact.version else []
+    worlds: list[tuple[str | None, str | None]] = [(fact.repo, fact.version)] if fact.version else []
     if fact.version != MAIN:
         worlds.append((fact.repo, MAIN))
     return worlds

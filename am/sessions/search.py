@@ -80,8 +80,20 @@ def _snippet(text: str, term: str | None) -> str:
 
 
 def search_sessions(vault: Vault, query: str, *, role: str | None = None, session: str | None = None,
-                    limit: int = 20) -> SessionSearch:
-    """Search the stored session logs; ``session`` narrows to one (its id or topic id)."""
+                    limit: int = 20, sort: str = "rank") -> SessionSearch:
+    """Search the stored session logs; ``session`` narrows to one (its id or topic id).
+
+    ``sort``: "rank" (best first), or "oldest": the matching lines in the order they were said
+    (by time, then session and line), the first ``limit`` of them, for a chronological read.
+    """
+    if sort == "oldest":
+        from dataclasses import replace
+
+        found = search_sessions(vault, query, role=role, session=session, limit=1 << 40)
+        ordered = sorted(found.hits, key=lambda h: (_said_at(h), h.session, h.line))
+        return replace(found, hits=tuple(ordered[:limit]))
+    if sort != "rank":
+        raise UsageError(f"unknown sort {sort!r} for session lines", hint="use --sort rank or --sort oldest")
     from am.cache.timephrases import parse_query
 
     if role is not None and role not in ROLES:
@@ -106,6 +118,11 @@ def search_sessions(vault: Vault, query: str, *, role: str | None = None, sessio
     if index is None:
         return _scan(vault, parsed, topics, role, limit)
     return _ranked(vault, index, parsed, every, topics if session is not None else None, role, limit)
+
+
+def _said_at(hit: SessionHit) -> float:
+    moment = stored_moment(hit.ts) if hit.ts else None
+    return moment.timestamp() if moment is not None else float("-inf")
 
 
 def _source(topic: Any, root: Path) -> Any:
