@@ -215,9 +215,11 @@ def show(ctx: click.Context, fact_id: str, fmt: str) -> None:
 @click.option("--commit", "commit_", default=None,
               help="The commit it was re-observed at (default: the tip of the fact's branch).")
 @click.option("--unverified", is_flag=True, help="Record --commit as given, without checking the clone.")
+@click.option("--here", is_flag=True,
+              help="Confirm it at the HEAD of the registered clone (or worktree) of its repo around this folder.")
 @FORMAT_OPTION
 @click.pass_context
-def confirm(ctx: click.Context, fact_id: str, commit_: str | None, unverified: bool, fmt: str) -> None:
+def confirm(ctx: click.Context, fact_id: str, commit_: str | None, unverified: bool, here: bool, fmt: str) -> None:
     """Re-confirm a fact at a newer commit (one commit): it is no longer stale where the code changed before.
 
     The commit must descend from the fact's and be on the fact's branch (or that
@@ -226,8 +228,33 @@ def confirm(ctx: click.Context, fact_id: str, commit_: str | None, unverified: b
 
     Example: am fact confirm f-20261002-0915-c4f1a5 --commit 743299d
     """
-    result = open_vault(ctx).confirm_fact(fact_id, commit=commit_, unverified=unverified)
+    vault = open_vault(ctx)
+    if here:
+        commit_ = _here_commit(vault, fact_id, commit_)
+    result = vault.confirm_fact(fact_id, commit=commit_, unverified=unverified)
     report_write(result, fmt, "confirmed")
+
+
+def _here_commit(vault: Any, fact_id: str, given: str | None) -> str:
+    """The HEAD of the registered clone around this folder, which must be a clone of the fact's repo."""
+    from am.errors import UsageError
+    from am.worlds.here import registered_here
+
+    if given is not None:
+        raise UsageError("--here and --commit both say where it was confirmed", hint="give one of them")
+    fact = vault.get_fact(fact_id)
+    found = registered_here()
+    if found is None:
+        raise UsageError("--here: this folder is not in a registered clone",
+                         hint=f"cd into the clone of {fact.repo or 'its repo'}, or register it: am repo add NAME PATH")
+    name, checkout = found
+    if fact.repo != name:
+        raise UsageError(f"--here: this folder is a clone of {name}, and {fact_id} is about {fact.repo or 'no repo'}",
+                         hint=f"cd into the clone of {fact.repo}, or pass --commit C")
+    _, commit = checkout.head()
+    if commit is None:
+        raise UsageError(f"--here: the clone of {name} has no commit", hint="commit first, or pass --commit C")
+    return str(commit)
 
 
 @fact.command("pin")

@@ -43,7 +43,8 @@ _HOMES = {
     "import": "cmd_io", "export": "cmd_io", "graph": "cmd_web", "serve": "cmd_web",
     "obsidian": "cmd_obsidian",
     "ingest": "cmd_sessions", "propose": "cmd_sessions", "review": "cmd_review",
-    "stats": "cmd_stats", "today": "cmd_stats", "day": "cmd_stats",
+    "stats": "cmd_stats", "today": "cmd_stats", "day": "cmd_stats", "diff": "cmd_diff",
+    "assert": "cmd_assert", "due": "cmd_assert", "coverage": "cmd_assert",
 }
 
 

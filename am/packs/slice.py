@@ -163,16 +163,17 @@ def _search_fn(index: Index | None, embedder: Any = None) -> Any:
 
 
 def slice_vault(vault: VaultReader, request: SliceRequest, *, records: Iterable[Record | FactView] | None = None,
-                count_use: bool = True) -> Pack:
+                count_use: bool = True, setup: WorldSetup | None = None) -> Pack:
     """Build the pack of a vault for a request: choose the record source, the world and the retrieval.
 
-    ``count_use=False`` reads without counting the shown facts as used (a person looking, not an agent's context)."""
+    ``count_use=False`` reads without counting the shown facts as used (a person looking, not an agent's context).
+    ``setup``: a world already set up (am diff --merge-preview's merge not yet made), instead of the request's."""
     # Reading 100k records makes no reference cycles, but would trigger a dozen full
     # collections that walk every one of them (about a fifth of a large slice).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _slice_vault(vault, request, records, count_use)
+        return _slice_vault(vault, request, records, count_use, setup)
     finally:
         if collecting:
             gc.enable()
@@ -216,7 +217,7 @@ def watched_of(index: Index, repo: str | None) -> list[WatchedFact]:
 
 
 def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Record | FactView] | None,
-                 count_use: bool = True) -> Pack:
+                 count_use: bool = True, given: WorldSetup | None = None) -> Pack:
     from am.worlds.ancestry import now, records_at
 
     if request.depth < 0:
@@ -230,7 +231,7 @@ def _slice_vault(vault: VaultReader, request: SliceRequest, records: Iterable[Re
             raise UsageError(f"--query {request.query!r} has no word to search for",
                              hint="give --query a word to look for, or leave it out for the whole world")
     at = request.at or now()
-    setup = world_of(vault, request, at=at)
+    setup = given if given is not None else world_of(vault, request, at=at)
     commit = vault.store.head()
     signals = _usage(vault).signals(repo=setup.world.repo, branch=setup.world.branch, at=clock_now())
     index = None
