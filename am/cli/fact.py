@@ -257,6 +257,30 @@ def _here_commit(vault: Any, fact_id: str, given: str | None) -> str:
     return str(commit)
 
 
+@fact.command("forget")
+@click.argument("fact_id", metavar="ID")
+@click.option("--reason", required=True, help="Why it is forgotten (kept in the tombstone and the commit).")
+@FORMAT_OPTION
+@click.pass_context
+def forget(ctx: click.Context, fact_id: str, reason: str, fmt: str) -> None:
+    """Forget a fact on purpose (one commit): its text becomes a tombstone naming who and why, and it is expired.
+
+    Packs, search and the cache no longer hold the text; Git's history still does.
+    To take it out of history too (a pasted secret, personal data): am purge ID.
+
+    Example: am fact forget f-20261012-1100-07bb3e --reason "customer data pasted by mistake"
+    """
+    from am.clock import now
+    from am.writes.forget import forget_fact
+
+    vault = open_vault(ctx)
+    result = forget_fact(vault.writer, fact_id, reason=reason, actor=vault.actor, when=now().isoformat())
+    report_write(result, fmt, "forgot")
+    if fmt != "json":
+        click.echo(f"note: history still holds the text; to remove it from history: am purge {fact_id} "
+                   f"--reason \"...\"", err=True)
+
+
 @fact.command("pin")
 @click.argument("fact_id", metavar="ID")
 @click.option("--off", is_flag=True, help="Unpin it instead.")

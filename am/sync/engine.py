@@ -299,6 +299,37 @@ def refuse_markers(store: GitStore, ours: str | None, theirs: str | None) -> Non
                  "nothing was merged or pushed")
 
 
+def refuse_purged(store: GitStore, ours: str | None, theirs: str | None, where: str) -> None:
+    """Refuse to merge a history that still holds text the other side purged (am purge, .am/purges.jsonl).
+
+    Merging it would bring the purged text back as an ancestor of the merge; each side is told what to do.
+    """
+    if ours is None or theirs is None or ours == theirs:
+        return
+    from am.upkeep.purge import PURGE_LOG, purged_commits
+
+    def listed(tip: str) -> set[str]:
+        data = store.read_blob(PURGE_LOG, commit=tip)
+        return purged_commits(data.decode("utf-8", "replace")) if data else set()
+
+    def holds(tip: str, commits: set[str]) -> list[str]:
+        return [c for c in sorted(commits) if store.find_commit(c) is not None and store.is_ancestor(c, tip)]
+
+    if found := holds(ours, listed(theirs) - listed(ours)):
+        raise ConflictError(
+            f"{where}'s history was purged (am purge: .am/purges.jsonl names the text's first commit "
+            f"{found[0][:10]}), and this clone's history still holds that text; am sync does not merge it back",
+            hint=f"keep what only this clone has (git log {where}..HEAD), then take the purged history: "
+                 f"git fetch && git reset --keep {where}; re-add the kept facts; then am purge --prune here; "
+                 "nothing was merged or pushed")
+    if found := holds(theirs, listed(ours) - listed(theirs)):
+        raise ConflictError(
+            f"this vault's history was purged (am purge), and {where} still holds the text (first commit "
+            f"{found[0][:10]}); am sync does not merge it back",
+            hint=f"publish the purged history: git push --force-with-lease {where.replace('/', ' ', 1)}; then every "
+                 "other clone runs am sync and follows what it says; nothing was merged or pushed")
+
+
 def _resolve_remote(store: GitStore, branch: str, remote_arg: str | None) -> tuple[str, str]:
     from am.git import remote
 
@@ -382,6 +413,7 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
         with store.write_lock(op="sync"):
             ours = store.branch_tip(ref)
             refuse_markers(store, ours, theirs)
+            refuse_purged(store, ours, theirs, f"{name}/{remote_branch}")
             plan = plan_merge(store, ours, theirs)
             if plan.action != "up-to-date" and theirs is not None:  # what the other side brings, said, not refused
                 report.marked = marked_records(store, plan.base if plan.action == "merge" else ours, theirs)

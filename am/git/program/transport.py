@@ -183,6 +183,15 @@ def fetch(root: Path, gitdir: Path, remote: str, branch: str, *, named: bool) ->
             # Merging and pushing would publish again what someone took back: stop, and keep the old
             # remote-tracking ref, so every sync stops here until a person decides.
             git(root, "update-ref", tracking, before, check=False)
+            purged = _purged_from(root, now, before)
+            if purged is not None:
+                raise GitError(
+                    f"{remote}/{branch}'s history was purged (am purge: its .am/purges.jsonl names {purged[:10]}, the "
+                    "first commit that held the text), and this clone's history still holds that text; am sync does "
+                    "not merge it back",
+                    hint=f"keep what only this clone has (git log {now[:10]}..{before[:10]} lists it), then take the "
+                         f"purged history: git fetch {remote} && git reset --keep {remote}/{branch}; add back what "
+                         "you kept; then am purge --prune here; nothing was changed")
             raise GitError(f"{remote}/{branch} was rewritten (force-pushed): it no longer holds {before[:10]}, "
                            "which it held at the last fetch; am merges and pushes nothing over a rewrite",
                            hint=f"see what was taken out: git log {now[:10]}..{before[:10]}; to take the "
@@ -192,6 +201,25 @@ def fetch(root: Path, gitdir: Path, remote: str, branch: str, *, named: bool) ->
         return after
     head = (gitdir / "FETCH_HEAD").read_text(encoding="utf-8", errors="replace").split("\t", 1)[0].strip()
     return head or None
+
+
+def _purged_from(root: Path, tip: str, ours: str) -> str | None:
+    """The commit a purge log at ``tip`` (.am/purges.jsonl, am purge) names that ``ours`` still holds, else None."""
+    import json
+
+    proc = git(root, "show", f"{tip}:.am/purges.jsonl", check=False)
+    if proc.returncode != 0:
+        return None
+    for line in proc.stdout.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        for commit in entry.get("first_holding", []) if isinstance(entry, dict) else []:
+            if isinstance(commit, str) and git(root, "merge-base", "--is-ancestor", commit, ours,
+                                               check=False).returncode == 0:
+                return commit
+    return None
 
 
 def _ref(root: Path, gitdir: Path, name: str) -> str | None:
