@@ -86,33 +86,22 @@ def _pack_key(call: Call, request: Any, fmt: str) -> tuple[Any, ...] | None:
 
 
 def search_tool(call: Call, args: dict[str, Any]) -> ToolOutput:
-    from am.cache.search import search
+    from am.packs.worldsearch import SearchQuery, search_embedder, search_json, search_world
 
     cache = call.vault.cache()
     if cache is None:
         from am.errors import AmError
 
         raise AmError("the search cache cannot be opened", hint="check that .am/cache/ is writable, then run: am index rebuild")
-    from am.packs.embedding import is_embedder, load_backend
-
-    embedder, note = load_backend(call.vault.settings)
-    result = search(cache, args["query"], topic=args.get("topic"), status=args.get("status"), repo=args.get("repo"),
-                    since=args.get("since"), until=args.get("until"),
-                    include_superseded=args.get("include_superseded", False), limit=args.get("limit", 20),
-                    embedder=embedder if is_embedder(embedder) else None, vector_note=note)
-    return as_data({
-        "query": result.query, "text": result.text,
-        "range": None if result.range is None else {
-            "since": result.range.since.isoformat() if result.range.since else None,
-            "until": result.range.until.isoformat() if result.range.until else None,
-            "phrase": result.range.phrase,
-        },
-        "hits": [{"id": h.id, "type": h.type, "status": h.status, "title": h.title, "topics": list(h.topics),
-                  "created": h.created, "path": str(h.path), "snippet": h.snippet, "rank": round(h.rank, 4),
-                  "found": h.found}
-                 for h in result.hits],
-        "retrieval": {"served": result.served, "levels": list(result.levels)},
-    })
+    sort = args.get("sort", "rank")
+    embedder, note = search_embedder(call.vault.settings, sort)
+    # The world and its marks through the code am search runs, filled from the server's clone as it fills its own.
+    query = SearchQuery(args["query"], topic=args.get("topic"), status=args.get("status"), repo=args.get("repo"),
+                        branch=args.get("branch"), since=args.get("since"), until=args.get("until"),
+                        include_superseded=args.get("include_superseded", False), limit=args.get("limit", 20),
+                        sort=sort)
+    found = search_world(call.vault, cache, query, embedder=embedder, vector_note=note, fill=call.fill)
+    return as_data(search_json(found, call.vault.root, sort))
 
 
 def show_tool(kind: str) -> Callable[[Call, dict[str, Any]], ToolOutput]:

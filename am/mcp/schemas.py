@@ -32,7 +32,11 @@ FACT_FIELDS = {
     "confidence": string("How sure the writer is.", enum=["high", "medium", "low"]),
     "provenance": string("Where it comes from: session:<id>, commit:<sha>, a URL, human ..."),
     **WORLD,
-    "here": {"type": "boolean", "description": "Record the world of the server's clone (repo, branch, HEAD commit)."},
+    "here": {"type": "boolean", "description": "true: record the world of the server's clone (repo, branch, HEAD "
+             "commit); false: no world, the fact holds in every world of the vault. fact_add without it takes "
+             "the world arguments' defaults (the server's clone)."},
+    "unverified": {"type": "boolean", "description": "Record repo, branch and commit as given, without checking "
+                   "the registered clone (a branch not fetched here)."},
     "paths": strings("Code paths the fact is about, watched for staleness."),
     "valid_from": string("Valid time: holds from (ISO date or date-time)."),
     "valid_until": string("Valid time: holds until (exclusive)."),
@@ -87,17 +91,28 @@ SEARCH_IN = obj({
     "query": string("Words to find (English, Chinese, Japanese); time phrases such as 'last week' narrow the range."),
     "topic": string("Only records about this topic."),
     "status": string("Only records with this status (default: all but superseded/expired)."),
-    "repo": string("Only records of this code repository (and those with no repo)."),
+    "repo": string("Only records of this code repository (and those with no repo); with branch, that world."),
+    "branch": string("Only records that hold in this world (the repo given, or the server's clone); each hit "
+                     "superseded or stale there is marked (world_mark). Default: the server's clone's world, when "
+                     "it was started in one."),
     "since": string("Created at or after: ISO date/time or a phrase."),
     "until": string("Created before: ISO date/time or a phrase."),
     "include_superseded": {"type": "boolean", "description": "Also show superseded and expired records."},
     "limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "At most this many hits (default 20)."},
+    "sort": string("rank: best match first (default); time: newest first.", enum=["rank", "time"]),
 }, ("query",))
 SEARCH_OUT = obj({"note": NOTE, "query": {"type": "string"}, "text": {"type": "string"},
-                    "range": {"type": ["object", "null"]}, "hits": {"type": "array", "items": {"type": "object"}},
-                    "retrieval": {"type": "object", "description": "Which levels served (full-text, vector) and "
-                                  "what each said."}},
-                   ("note", "hits"))
+                  "range": {"type": ["object", "null"]}, "hits": {"type": "array", "items": {"type": "object"}},
+                  "notes": {"type": "array", "items": {"type": "string"},
+                            "description": "What to know besides the hits: a time phrase that matched nothing."},
+                  "world": {"type": ["object", "null"], "description": "The world the hits hold in (null: none "
+                            "filtered them); each hit then has world_mark, e.g. 'superseded here by ...'."},
+                  "ignored_phrases": {"type": "array"}, "terms": {"type": "array"}, "stop_words": {"type": "array"},
+                  "sort": {"type": "string"}, "without_range": {"type": ["integer", "null"]},
+                  "statuses": {"type": "array"},
+                  "retrieval": {"type": "object", "description": "Which levels served (full-text, vector) and "
+                                "what each said."}},
+                 ("note", "hits"))
 TOTAL = {"type": "integer", "description": "How many there are in all; more than listed when limit cut the list "
            "(pass a higher limit, or 0 for all)."}
 

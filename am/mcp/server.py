@@ -98,27 +98,17 @@ class Dispatcher:
             return None, None, None
 
     def fill(self, repo: str | None, branch: str | None, commit: str | None) -> World:
-        """Fill a call's world where it names none, as `am slice` in the server's folder would (here_world)."""
+        """Fill a call's world where it names none: the code `am slice` in the server's folder runs (fill_world)."""
         if self.options.repo is not None or self.options.branch is not None:
             if repo is None and branch is None and commit is None:
                 return self.options.repo, self.options.branch, None
             return repo if repo is not None else self.options.repo, branch, commit
-        if repo is not None:
-            return repo, branch, commit
-        from am.worlds.here import registered_here
+        from am.worlds.here import fill_world
 
         try:
-            found = registered_here(self.options.folder)
+            return fill_world(repo, branch, commit, cwd=self.options.folder)
         except AmError:
-            found = None
-        if found is None:
-            return None, branch, commit
-        name, checkout = found
-        if branch is None and commit is None:
-            branch, commit = checkout.head()
-            if branch is not None:
-                commit = None  # a checked-out branch's HEAD is its tip: the world is the branch
-        return name, branch, commit
+            return repo, branch, commit
 
     def validate(self, tool: Tool, args: dict[str, Any]) -> None:
         """Check arguments against the tool's input schema; raise UsageError with the first problem."""

@@ -23,7 +23,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool("slice", "Read the context pack: the facts, topics and relations that hold in a world (repo, branch, "
          "commit, time), ranked and cut to a token budget. Read it before a task. Default world: the server's clone.",
          SLICE_IN, SLICE_OUT, slice_tool),
-    Tool("search", "Full-text search of facts, topics and relations (BM25; English, Chinese, Japanese).",
+    Tool("search", "Full-text search of facts, topics and relations (BM25; English, Chinese, Japanese), in a world as "
+         "am search: started in a registered clone (or given branch), only records that hold there, each superseded "
+         "or stale there marked (world_mark); notes say when a time phrase matched nothing.",
          SEARCH_IN, SEARCH_OUT, search_tool, quick=True),
     Tool("why", "Explain why a fact is or is not in a world (default: the server's clone): each rule a slice "
          "applies (status, repo, commit ancestry or branch name, valid time, supersession, staleness) with its evidence.",
@@ -58,7 +60,8 @@ TOOLS: tuple[Tool, ...] = (
                "total": TOTAL, "issues": {"type": "array", "items": {"type": "object"}}}, ("ok", "total", "issues")),
          check_tool),
     Tool("fact_add", "Record a fact (one commit): one self-contained statement of 1-3 sentences about one or more "
-         "topics. Pass here=true to place it at the server's clone's branch and commit. If it replaces an existing "
+         "topics. Its world defaults to the server's clone: that repo and current branch (from a feature branch, it "
+         "holds on that branch until merged); here=false for a fact that holds in every world. If it replaces an existing "
          "fact, use fact_supersede instead. The same fact already recorded (a retry) writes nothing and returns "
          "its id with created false.",
          obj({"text": string("The statement, 1-3 sentences, understandable on its own."), **FACT_FIELDS},
