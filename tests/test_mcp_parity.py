@@ -193,3 +193,33 @@ def test_fact_add_from_a_feature_branch_worktree_holds_there_and_on_main_once_me
     assert nowhere["id"] in on_main()
     run_git(code, "merge", "-q", "--no-ff", "-m", "merge feat-cache", "feat-cache")
     assert fact["id"] in on_main()
+
+
+def test_a_warm_search_in_a_clone_sees_writes_and_new_commits(demo: tuple[Path, Path]) -> None:
+    """The server keeps its judgement of the world between searches: a write, or a commit that makes a fact stale,
+    is seen by the next search all the same (in-process: the dispatcher of a server started in the clone)."""
+    from am.mcp.server import Dispatcher, ServerOptions
+    from am.mcp.tools import ToolOutput
+
+    root, code = demo
+    dispatcher = Dispatcher(ServerOptions(vault_root=root, folder=code))
+    try:
+        def hits(query: str) -> dict[str, Any]:
+            out = dispatcher.call_sync("search", {"query": query}, "warm-client")
+            assert isinstance(out, ToolOutput), out
+            assert out.data == {"note": out.data["note"], **_cli(root, code, "search", *query.split())}
+            return {h["id"]: h.get("world_mark") for h in out.data["hits"] if h["type"] == "fact"}
+
+        assert hits("zanzibar") == {}
+        added = dispatcher.call_sync("fact_add", {"text": "Zanzibar is the staging host.", "topics": ["project-alpha"],
+                                                  "paths": ["src/api/users.py"]}, "warm-client")
+        assert isinstance(added, ToolOutput), added
+        fid = added.data["records"][0]["id"]
+        assert hits("zanzibar") == {fid: None}
+        (code / "src" / "api").mkdir(parents=True, exist_ok=True)
+        (code / "src" / "api" / "users.py").write_text("changed\n")
+        run_git(code, "add", "-A")
+        run_git(code, "commit", "-q", "-m", "users changed")
+        assert (hits("zanzibar")[fid] or "").startswith("stale here: ")
+    finally:
+        dispatcher.close()

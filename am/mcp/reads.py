@@ -100,8 +100,28 @@ def search_tool(call: Call, args: dict[str, Any]) -> ToolOutput:
                         branch=args.get("branch"), since=args.get("since"), until=args.get("until"),
                         include_superseded=args.get("include_superseded", False), limit=args.get("limit", 20),
                         sort=sort)
-    found = search_world(call.vault, cache, query, embedder=embedder, vector_note=note, fill=call.fill)
+    found = search_world(call.vault, cache, query, embedder=embedder, vector_note=note, fill=call.fill,
+                         judge=lambda request: _world_marks(call, request))
     return as_data(search_json(found, call.vault.root, sort))
+
+
+def _world_marks(call: Call, request: Any) -> Any:
+    """Judge the vault in a search's world, kept (as packs are) while nothing it depends on changes.
+
+    A judgement is a slice of the whole vault without a budget: ~0.2 s warm on the demo, paid by every search
+    from a server in a clone if it were not kept.
+    """
+    from am.packs.why import world_marks
+
+    key = _pack_key(call, request, "world-marks")
+    if key is None or call.memo is None:
+        return world_marks(call.vault, request)
+    index = call.vault.cache()
+    assert index is not None  # _pack_key opened it
+    from am.clock import now
+
+    return call.memo.get_or_make((key, index.content_token()), now(), lambda: world_marks(call.vault, request),
+                                 index.valid_time_bounds)
 
 
 def show_tool(kind: str) -> Callable[[Call, dict[str, Any]], ToolOutput]:

@@ -24,7 +24,10 @@ if TYPE_CHECKING:
     from am.packs.why import WorldMarks
     from am.worlds.here import World
 
+    from am.packs.pack import SliceRequest
+
     Fill = Callable[[str | None, str | None, str | None], World]
+    Judge = Callable[[SliceRequest], WorldMarks]
 
 __all__ = ["SearchQuery", "SearchVault", "WorldSearch", "check_filters", "search_embedder", "search_json",
            "search_world", "world_marks_for"]
@@ -82,11 +85,12 @@ def check_filters(vault: SearchVault, cache: Any, repo: str | None, topic: str |
 
 
 def world_marks_for(vault: VaultReader, repo: str | None, branch: str | None, *,
-                    fill: Fill | None = None) -> WorldMarks | None:
+                    fill: Fill | None = None, judge: Judge | None = None) -> WorldMarks | None:
     """Return the world a search is filtered by (``branch``, or the default world), or None.
 
     ``fill`` fills a world where not given (default: ``fill_world``, the registered clone around the current
-    folder; the MCP server passes its own, which is ``fill_world`` at the server's folder).
+    folder; the MCP server passes its own, which is ``fill_world`` at the server's folder). ``judge`` judges
+    the vault in the world's request (default: ``world_marks``; a server passes one that keeps its answers).
     """
     if fill is None:
         from am.worlds.here import fill_world
@@ -101,9 +105,13 @@ def world_marks_for(vault: VaultReader, repo: str | None, branch: str | None, *,
     else:
         repo, branch, commit = fill(repo, branch, None)
     from am.packs.pack import SliceRequest
+
+    request = SliceRequest(repo=repo, branch=branch, commit=commit, max_tokens=0)
+    if judge is not None:
+        return judge(request)
     from am.packs.why import world_marks
 
-    return world_marks(vault, SliceRequest(repo=repo, branch=branch, commit=commit, max_tokens=0))
+    return world_marks(vault, request)
 
 
 def search_embedder(settings: dict[str, Any], sort: str) -> tuple[Any, str]:
@@ -119,12 +127,12 @@ def search_embedder(settings: dict[str, Any], sort: str) -> tuple[Any, str]:
 
 
 def search_world(vault: Any, cache: Any, query: SearchQuery, *, embedder: Embedder | None, vector_note: str,
-                 vector_once: bool = False, fill: Fill | None = None) -> WorldSearch:
+                 vector_once: bool = False, fill: Fill | None = None, judge: Judge | None = None) -> WorldSearch:
     """Search ``cache`` for ``query`` in its world (``fill`` fills it: see ``world_marks_for``), as `am search` does."""
     from am.cache.search import search
 
     check_filters(vault, cache, query.repo, query.topic)
-    marks = world_marks_for(vault, query.repo, query.branch, fill=fill)
+    marks = world_marks_for(vault, query.repo, query.branch, fill=fill, judge=judge)
     repo = query.repo if marks is None else marks.setup.world.repo
     limit = query.limit
     result = search(cache, query.text, topic=query.topic, status=query.status, repo=repo, since=query.since,
