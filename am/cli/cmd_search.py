@@ -6,7 +6,6 @@ Decisions: docs/decisions/recall.md.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any
 
 import click
@@ -69,7 +68,7 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
 
     Example: am search how do I run tests last week --topic project-alpha
     """
-    from am.cache.search import search as run_search
+    from am.packs.worldsearch import SearchQuery, search_json, search_world
 
     limit = min(limit, 1 << 32)  # more than any vault holds: "all", and within SQLite's integers (2**63)
     if sessions or in_session or role or around is not None or full:
@@ -89,46 +88,17 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         raise click.MissingParameter(ctx=ctx, param=ctx.command.params[0])
     cache = _cache(ctx)
     vault = open_vault(ctx)
-    _check_filters(vault, repo, topic)
-    marks = _world_marks(vault, repo, branch)
-    if marks is not None:
-        repo = marks.setup.world.repo
     embedder, vector_note = _embedder(vault, sort)
-    result = run_search(cache, " ".join(query), topic=topic, status=status, repo=repo, since=since, until=until,
-                        include_superseded=include_superseded, limit=limit if marks is None else max(limit * 5, 100),
-                        sort=sort, embedder=embedder, vector_note=vector_note, vector_once=True)
-    if marks is not None:
-        result = replace(result, hits=tuple(h for h in result.hits if marks.keeps(h.id))[:limit])
-    vault.note_uses([h.id for h in result.hits if h.type == "fact"], repo=repo,
+    # The world (--branch, or the registered clone here) through the code the MCP search tool runs too.
+    found = search_world(vault, cache, SearchQuery(" ".join(query), topic=topic, status=status, repo=repo,
+                                                   branch=branch, since=since, until=until,
+                                                   include_superseded=include_superseded, limit=limit, sort=sort),
+                         embedder=embedder, vector_note=vector_note, vector_once=True)
+    result, marks = found.result, found.marks
+    vault.note_uses([h.id for h in result.hits if h.type == "fact"], repo=found.repo,
                     branch=None if marks is None else marks.setup.world.branch)
     if fmt == "json":
-        emit_json({
-            "query": result.query,
-            "text": result.text,
-            "range": None if result.range is None else {
-                "since": result.range.since.isoformat() if result.range.since else None,
-                "until": result.range.until.isoformat() if result.range.until else None,
-                "phrase": result.range.phrase,
-            },
-            "ignored_phrases": list(result.ignored),
-            "terms": list(result.terms),
-            "stop_words": list(result.dropped),
-            "sort": sort,
-            "without_range": result.without_range,
-            "notes": result.notes(),
-            "statuses": list(result.statuses),
-            "retrieval": {"served": result.served, "levels": list(result.levels)},
-            "hits": [{
-                "id": h.id, "type": h.type, "status": h.status, "title": h.title, "topics": list(h.topics),
-                "created": h.created, "path": str(h.path), "file": str(vault.root / h.path),
-                "snippet": h.snippet, "rank": round(h.rank, 4),
-                **({} if marks is None else {"world_mark": marks.mark(h.id)}),
-                "matched": {"terms": h.matched, "of": h.terms, "how": ("id", "phrase", "all", "some", "meaning")[
-                    0 if h.matched < 0 else h.tier + 1]},
-                "found": h.found,
-                "explain": h.explain(),
-            } for h in result.hits],
-        })
+        emit_json(search_json(found, vault.root, sort))
         return
     if result.range is not None:
         click.echo(f"range: {result.range.describe()}")
@@ -152,51 +122,11 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
             click.echo(f"  {note}")
 
 
-def _check_filters(vault: Any, repo: str | None, topic: str | None) -> None:
-    """Refuse a --repo or --topic that names nothing (a typo would only find fewer records), suggesting the closest."""
-    from am.cache.search import topic_named
-
-    if repo is not None:
-        from am.worlds.branches import check_repo_known
-
-        check_repo_known(repo, vault.known_repos())  # exit 13, as am slice
-    cache = vault.cache() if topic is not None else None
-    # A topic only facts name (no file of its own) still narrows: the rule am.cache.search applies, said here
-    # first with the closest topic.
-    if topic is not None and cache is not None and not topic_named(cache, topic):
-        from am.errors import NotFoundError
-
-        raise NotFoundError(f"unknown topic {topic!r}", hint=vault.topic_hint(topic) + "list them with: am topic list")
-
-
 def _embedder(vault: Any, sort: str) -> tuple[Any, str]:
     """Return the embedder this machine configured (loaded once a process) and the vector level's note."""
-    if sort != "rank":
-        return None, "vector: not used with --sort time"
-    from am.packs.embedding import is_embedder, load_backend
+    from am.packs.worldsearch import search_embedder
 
-    backend, note = load_backend(vault.settings)
-    if backend is not None and not is_embedder(backend):
-        return None, f"{note} (a search backend: it serves am slice --query, not am search)"
-    return backend, note
-
-
-def _world_marks(vault: Any, repo: str | None, branch: str | None) -> Any:
-    """Return the world a search is filtered by (--branch, or the registered clone here), or None."""
-    from am.cli.context import here_world
-
-    if branch is None:
-        if repo is not None:
-            return None  # --repo alone keeps its old meaning: that repo's records and those with none
-        repo, branch, commit = here_world(None, None, None)
-        if repo is None:
-            return None
-    else:
-        repo, branch, commit = here_world(repo, branch, None)
-    from am.packs.pack import SliceRequest
-    from am.packs.why import world_marks
-
-    return world_marks(vault, SliceRequest(repo=repo, branch=branch, commit=commit, max_tokens=0))
+    return search_embedder(vault.settings, sort)
 
 
 @click.group("index")

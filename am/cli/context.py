@@ -178,16 +178,6 @@ def describe(record: Record, path: PurePosixPath | None = None) -> str:
 def here_world(repo: str | None, branch: str | None,
                commit: str | None) -> tuple[str | None, str | None, str | None]:
     """Fill the world from the registered clone (or worktree) around the current folder, where not given."""
-    from am.worlds.here import registered_here
+    from am.worlds.here import fill_world  # the MCP server's tools fill theirs through it too
 
-    if repo is not None:
-        return repo, branch, commit
-    found = registered_here()
-    if found is None:
-        return None, branch, commit
-    name, checkout = found
-    if branch is None and commit is None:
-        branch, commit = checkout.head()
-        if branch is not None:
-            commit = None  # a checked-out branch's HEAD is its tip: the world is the branch (as the MCP server's is)
-    return name, branch, commit
+    return fill_world(repo, branch, commit)

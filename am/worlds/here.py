@@ -20,7 +20,9 @@ from am.errors import AmError, NotFoundError, UsageError
 from am.git.refs import UNKNOWN, read_ref
 from am.registry import Registry
 
-__all__ = ["Checkout", "find_checkout", "registered_here", "vault_here", "world_here"]
+__all__ = ["Checkout", "World", "fill_world", "find_checkout", "registered_here", "vault_here", "world_here"]
+
+World = tuple[str | None, str | None, str | None]  # (repo, branch, commit); None where not known
 
 _OID = re.compile(r"[0-9a-f]{40}")
 
@@ -140,6 +142,29 @@ def world_here(cwd: Path | None = None) -> tuple[str, str | None, str]:
     branch, commit = checkout.head()
     if commit is None:
         raise UsageError(f"{checkout.top} has no commits yet")
+    return name, branch, commit
+
+
+def fill_world(repo: str | None, branch: str | None, commit: str | None, *, cwd: Path | None = None,
+               registry: Registry | None = None) -> World:
+    """Fill a world from the registered clone (or worktree) around ``cwd`` where not given: every door's default.
+
+    A world that names its repo is taken as given. Else the repo is the clone's
+    around ``cwd`` (none outside a registered clone); with neither branch nor
+    commit given, the clone's HEAD: a checked-out branch (its tip is the world's
+    commit, so the world follows the branch), or a detached commit. ``am slice``
+    and the MCP server's tools resolve through this, so both give one answer.
+    """
+    if repo is not None:
+        return repo, branch, commit
+    found = registered_here(cwd, registry)
+    if found is None:
+        return None, branch, commit
+    name, checkout = found
+    if branch is None and commit is None:
+        branch, commit = checkout.head()
+        if branch is not None:
+            commit = None  # a checked-out branch's HEAD is its tip: the world is the branch
     return name, branch, commit
 
 
