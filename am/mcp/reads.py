@@ -129,7 +129,13 @@ def show_tool(kind: str) -> Callable[[Call, dict[str, Any]], ToolOutput]:
         from am.records.model import Fact, Topic
 
         path, record = call.vault.get_typed(args["id"], Fact if kind == "fact" else Topic, kind)
-        return as_data({"record": record_dict(record, path)})
+        shown = record_dict(record, path)
+        if kind == "fact":  # as am fact show: its valid time against now, and where it holds
+            from am.clock import now
+            from am.packs.factview import holds_in, time_note
+
+            shown.update(valid_now=time_note(record, now()) is None, holds_in=holds_in(call.vault, record))
+        return as_data({"record": shown})
     return run
 
 
