@@ -45,6 +45,7 @@ _HOMES = {
     "ingest": "cmd_sessions", "propose": "cmd_sessions", "review": "cmd_review",
     "stats": "cmd_stats", "today": "cmd_stats", "day": "cmd_stats", "diff": "cmd_diff",
     "assert": "cmd_assert", "due": "cmd_assert", "coverage": "cmd_assert", "purge": "cmd_purge",
+    "clean": "cmd_clean",
 }
 
 
