@@ -19,8 +19,9 @@ from am.records.writes import FactDraft
 def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--topic", "topics", multiple=True, metavar="ID", help="A topic the fact is about (repeatable)."),
-        click.option("--confidence", type=click.Choice(["high", "medium", "low"]), default=None,
-                     help="How sure the writer is (default: medium, or the old fact's)."),
+        click.option("--confidence", type=click.Choice(["high", "medium", "low", "auto"]), default=None,
+                     help="How sure the writer is (default: medium, or the old fact's, or the vault's "
+                          "confidence: setting); auto: read from the words (docs/format/fact.md)."),
         click.option("--provenance", default=None,
                      help="Where it comes from: human, session:<id>, commit:<sha>, a URL ... (default: "
                           "session:ACTOR for --actor/AM_ACTOR, else human)"),

@@ -165,7 +165,15 @@ def check_topics(writer: RecordWriter, topics: Sequence[str], *, create: bool) -
 def _new_fact(writer: RecordWriter, draft: FactDraft, *, supersedes: Sequence[str] = ()) -> Fact:
     if not draft.text.strip():
         raise UsageError("the fact's text is empty", hint="say it in one to three sentences")
-    confidence = draft.confidence or "medium"
+    setting = writer.files.settings.get("confidence")
+    if draft.confidence is None and setting is not None and setting not in (*CONFIDENCES, "auto"):
+        raise InvalidRecordError(f".am/vault.yml: confidence: {setting!r} is not a confidence", field="confidence",
+                                 hint=f"write one of: {', '.join(CONFIDENCES)}, auto (read from the words)")
+    confidence = draft.confidence or setting or "medium"
+    if confidence == "auto":  # read from the words (am/records/autoconfidence.py), when the vault or writer asks
+        from am.records.autoconfidence import guess_confidence
+
+        confidence = guess_confidence(draft.text)[0]
     if confidence not in CONFIDENCES:
         raise InvalidRecordError(f"must be one of: {', '.join(CONFIDENCES)}", field="confidence")
     now = _now()
