@@ -2,7 +2,9 @@
 
 Forms: ``[[id]]``, ``[[id|label]]``, ``[[id#heading]]``, ``[[id#heading|label]]``
 and ``[[vault:id]]`` (combinable with ``#`` and ``|``). ``:`` cannot occur in an
-Obsidian file name, so ``a:b`` is unambiguous: vault ``a``, id ``b``.
+Obsidian file name, so ``a:b`` is unambiguous: vault ``a``, id ``b``. A topic kind,
+a colon and a space (``[[Tool: 切片查询]]``, the am blog's style) is a local link to
+the title that follows.
 
 The body is tokenised by markdown-it so that code spans, fenced and indented
 code blocks, HTML blocks and the inside of HTML tags are never links, while
@@ -70,6 +72,8 @@ def obsidian_uri_links(text: str) -> list[tuple[str, str | None, str | None]]:
     return found
 
 _md: MarkdownIt | None = None
+# A topic's kinds (am.records.model.TOPIC_KINDS), as a link's "Kind: Title" prefix may name them.
+_KINDS = frozenset(("project", "tool", "person", "org", "decision", "session", "concept", "event"))
 
 
 def _split(inner: str) -> tuple[str, str | None, str | None, str | None] | None:
@@ -82,11 +86,16 @@ def _split(inner: str) -> tuple[str, str | None, str | None, str | None] | None:
     target = ref.strip()
     vault: str | None = None
     if ":" in target:
-        vault_part, _, target = target.partition(":")
-        vault = vault_part.strip()
-        target = target.strip()
-        if not vault or ":" in target:
-            return None
+        vault_part, _, rest = target.partition(":")
+        if vault_part.strip().casefold() in _KINDS and rest.startswith((" ", "\u3000")):
+            # The am blog's "[[Tool: 切片查询]]": a topic's kind and its title, not a vault (a vault link is
+            # written without the space: [[vault:id]]). The title resolves as any link's name does.
+            target = rest.strip()
+        else:
+            vault = vault_part.strip()
+            target = rest.strip()
+            if not vault or ":" in target:
+                return None
     if target.lower().endswith(".md"):
         # Obsidian resolves [[note.md]] to the same file as [[note]].
         target = target[:-3].rstrip()
