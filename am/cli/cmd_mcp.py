@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -159,7 +160,7 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
     changes = plan(request, remove=remove)
     if not remove and client != "claude-desktop":
         _warn_unregistered(folder, vault.root, vault.name, client)
-    if not remove and command[0] != "am":
+    if not remove and client != "claude-desktop" and command[0] != "am":
         click.echo(f"note: am is not on PATH; the configuration starts {command[0]}", err=True)
     if print_only:
         _show(changes, fmt)
@@ -187,14 +188,15 @@ def _warn_unregistered(folder: Path, root: Path, name: str, client: str) -> None
     if found is None:
         repo = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-") or "code"
         click.echo(f"warning: {folder} is not a registered clone, so the am server {loses} (register it: "
-                   f"am --vault {name} repo add {repo} {folder})", err=True)
+                   f"am --vault {name} repo add {repo} {shlex.quote(str(folder))})", err=True)
         return
     linked = registry.repo_vaults.get(found[0])
     linked_root = registry.vaults.get(linked or "")
     if linked is not None and linked != name and (linked_root is None or Path(linked_root).resolve() != root):
         served = f"serves vault {linked!r} there" if client == "codex" else f"judges facts by vault {linked!r}'s link"
         click.echo(f"warning: {folder} is registered as repo {found[0]!r} of vault {linked!r}, not {name!r}; the am "
-                   f"server {served} (link it to {name!r}: am --vault {name} repo add {found[0]} {folder})", err=True)
+                   f"server {served} (link it to {name!r}: am --vault {name} repo add {found[0]} "
+                   f"{shlex.quote(str(folder))})", err=True)
 
 
 def _repo_top(start: Path) -> Path:

@@ -309,10 +309,9 @@ def _refuse_other_vault(path: Path, current: Any, request: SetupRequest, table: 
     if request.client in FOLDER_CLIENTS:
         raise UsageError(
             f"{path}: {table} serves vault {held!r} in every project (an earlier am setup wrote it); this setup "
-            f"would replace it with an entry that finds each project's vault from the folder {request.client} "
-            "starts it in",
-            hint=f"register the clones of {held!r}'s projects first (am --vault {held} repo add NAME PATH), then "
-                 f"run am setup {request.client} --replace")
+            "would replace it with an entry that finds each project's vault from the folder Codex starts it in",
+            hint=f"register the clones of the projects that use {held!r} first (am --vault {held} repo add NAME "
+                 f"PATH), then run am setup {request.client} --replace")
     raise UsageError(f"{path}: {table} serves vault {held!r}; this setup would re-point it to {request.vault!r}",
                      hint=f"keep both: am setup {request.client} --name {name}-{_slug(request.vault)}; or replace "
                           f"it: am setup {request.client} --replace")
