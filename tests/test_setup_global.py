@@ -8,7 +8,7 @@ starts the am that runs `am setup` when `am` is not on PATH, and carries a
 non-default AM_HOME in `env`; the hooks' commands do the same. The formats are
 checked against the schemas tests/test_mcp_setup.py wrote from each client's
 documents (Cursor: command, args, env; Claude Desktop: the same).
-The real clients are driven in tests/test_real_clients.py.
+The real clients are driven in tests/test_real_*.py.
 """
 
 from __future__ import annotations
