@@ -138,7 +138,7 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
 
     Example: am --vault myproject setup claude-code --print
     """
-    from am.mcp.setup import SetupRequest, am_command, am_executable, apply, plan, server_env
+    from am.mcp.setup import SetupRequest, am_command, apply, plan, server_env
     from am.registry import Registry
 
     vault = open_vault(ctx)
@@ -153,7 +153,7 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
     elif ref != vault.name:
         click.echo(f"warning: vault {vault.name!r} is not registered on this machine; the configuration names its "
                    f"path (register it with: am init {vault.root} --name {vault.name})", err=True)
-    command = (am_executable(),) if client == "claude-desktop" else am_command()
+    command = am_command(absolute=client == "claude-desktop")
     request = SetupRequest(client=client, project=folder, vault=ref, name=name, read_only=read_only,
                            hook=not no_hook, session_end=not no_session_end, command=command, env=server_env(),
                            replace=replace)

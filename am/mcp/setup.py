@@ -474,21 +474,17 @@ def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
                            guard=request)]
 
 
-def am_executable() -> str:
-    """Return an absolute path to this am, for clients that do not start servers from a shell (Claude Desktop)."""
-    found = shutil.which("am")
-    if found:
-        return str(Path(found).resolve())
-    return _running_am()[0]
-
-
-def am_command() -> tuple[str, ...]:
+def am_command(*, absolute: bool = False) -> tuple[str, ...]:
     """Return how a client starts this am: ``am`` when it is on PATH, else the absolute path of the am running.
 
     The README installs am in a venv, whose ``bin`` is not on PATH: a config saying ``am`` then fails to start
-    the server and every hook (``ENOENT``, ``am: not found``).
+    the server and every hook (``ENOENT``, ``am: not found``). ``absolute``: the path even when am is on PATH,
+    for a client that does not start servers from the user's shell (Claude Desktop).
     """
-    return ("am",) if shutil.which("am") else _running_am()
+    found = shutil.which("am")
+    if found:
+        return (str(Path(found).resolve()),) if absolute else ("am",)
+    return _running_am()
 
 
 def _running_am() -> tuple[str, ...]:
