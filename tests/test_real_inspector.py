@@ -90,7 +90,8 @@ def test_the_inspector_from_the_config_am_wrote_lists_and_answers_as_the_python_
     if expected["offers"]["resources"]:
         assert sorted(r["uri"] for r in answers["resources"]["resources"]) == expected["resources"]
     for tool in calls:
-        assert not expected[tool]["isError"], (tool, expected[tool])
+        assert not expected[tool]["isError"] and expected[tool]["text"], (tool, expected[tool])
+        assert isinstance(expected[tool]["structuredContent"], dict), (tool, expected[tool])
         assert _plain(answers[tool]) == expected[tool], tool
 
 
