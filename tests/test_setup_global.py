@@ -210,3 +210,16 @@ def test_am_mcp_without_a_vault_serves_the_vault_of_the_clone_it_starts_in(tmp_p
     assert refused.stderr.startswith(f"Error: am mcp started in {elsewhere.resolve()}, which is no vault and no "
                                      "registered clone of one"), refused.stderr
     assert "am --vault VAULT repo add NAME" in refused.stderr
+
+
+def test_codex_setup_in_a_clone_of_another_vault_warns_which_vault_its_server_will_serve(
+        tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _a, clone_a = _project(tmp_path, "billing")
+    _project(tmp_path, "search")
+    done = _setup(monkeypatch, clone_a, "--vault", "search-vault", "setup", "codex")
+    assert done.exit_code == 0, done.output
+    [warning] = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert f"{clone_a} is registered as repo 'billing' of vault 'billing-vault', not of 'search-vault'" in warning
+    assert warning.endswith(f"(link it to 'search-vault': am --vault search-vault repo add billing {clone_a})")
+    # Claude Code's entry names its vault: the clone's link does not decide what it serves.
+    assert "warning" not in _setup(monkeypatch, clone_a, "--vault", "search-vault", "setup", "claude-code").stderr

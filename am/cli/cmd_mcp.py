@@ -102,7 +102,8 @@ def _served_vault(ctx: click.Context) -> Vault:
         checkout = find_checkout(Path.cwd())
         folder = checkout.top if checkout is not None else Path.cwd().resolve()
         raise NotAVaultError(f"am mcp started in {folder}, which is no vault and no registered clone of one: "
-                             "no vault to serve", hint=f"register the clone: am --vault VAULT repo add NAME {folder}"
+                             "no vault to serve", hint="register the clone: am --vault VAULT repo add NAME "
+                             f"{shlex.quote(str(folder))}"
                              " (or start the server with --vault VAULT)") from None
 
 
@@ -190,12 +191,13 @@ def _warn_unregistered(folder: Path, root: Path, name: str, client: str) -> None
         click.echo(f"warning: {folder} is not a registered clone, so the am server {loses} (register it: "
                    f"am --vault {name} repo add {repo} {shlex.quote(str(folder))})", err=True)
         return
+    # Codex's entry finds the vault through the clone's link; the other clients' entries name theirs.
     linked = registry.repo_vaults.get(found[0])
     linked_root = registry.vaults.get(linked or "")
-    if linked is not None and linked != name and (linked_root is None or Path(linked_root).resolve() != root):
-        served = f"serves vault {linked!r} there" if client == "codex" else f"judges facts by vault {linked!r}'s link"
-        click.echo(f"warning: {folder} is registered as repo {found[0]!r} of vault {linked!r}, not {name!r}; the am "
-                   f"server {served} (link it to {name!r}: am --vault {name} repo add {found[0]} "
+    if client == "codex" and linked != name and (linked_root is None or Path(linked_root).resolve() != root):
+        now = f"vault {linked!r}" if linked else "no vault"
+        click.echo(f"warning: {folder} is registered as repo {found[0]!r} of {now}, not of {name!r}; the am server "
+                   f"serves {now} there (link it to {name!r}: am --vault {name} repo add {found[0]} "
                    f"{shlex.quote(str(folder))})", err=True)
 
 
