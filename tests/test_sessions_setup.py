@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,11 @@ def project(tmp_path: Path, vault: Vault, monkeypatch: pytest.MonkeyPatch) -> Pa
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    # As the README's install leaves a user: am on PATH, $AM_HOME the default (~/.am), so entries say "am"
+    # and carry no env (tests/test_real_claude_code.py covers am only in a venv and another AM_HOME).
+    shutil.copytree(os.environ["AM_HOME"], home / ".am")
+    monkeypatch.setenv("AM_HOME", str(home / ".am"))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.chdir(folder)
     return folder

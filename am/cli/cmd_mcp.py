@@ -5,6 +5,9 @@ Decisions: docs/decisions/agents.md.
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +17,7 @@ from am.cli.context import Options, emit_json, open_vault
 
 if TYPE_CHECKING:
     from am.mcp.setup import FileChange
+    from am.vault import Vault
 
 
 @click.command("mcp")
@@ -59,7 +63,7 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
         source = parent.get_parameter_source("actor")
         if source == click.core.ParameterSource.COMMANDLINE:
             actor = opts.actor
-    vault = open_vault(ctx)
+    vault = _served_vault(ctx)
     if actor is not None:
         from am.writes.authorship import Authorship
 
@@ -79,6 +83,30 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
         serve_stdio(options)
 
 
+def _served_vault(ctx: click.Context) -> Vault:
+    """Open the vault to serve: --vault/$AM_VAULT, else the one around this folder or its registered clone's.
+
+    A user-global entry (Codex's) names no vault and is started in each project's folder, so a folder
+    with no vault of its own gets an error that says how to register the clone.
+    """
+    from am.errors import NotAVaultError
+
+    try:
+        return open_vault(ctx)
+    except NotAVaultError:
+        opts: Options = ctx.find_object(Options)  # type: ignore[assignment]
+        if opts.vault_arg or os.environ.get("AM_VAULT"):
+            raise
+        from am.worlds.here import find_checkout
+
+        checkout = find_checkout(Path.cwd())
+        folder = checkout.top if checkout is not None else Path.cwd().resolve()
+        raise NotAVaultError(f"am mcp started in {folder}, which is no vault and no registered clone of one: "
+                             "no vault to serve", hint="register the clone: am --vault VAULT repo add NAME "
+                             f"{shlex.quote(str(folder))}"
+                             " (or start the server with --vault VAULT)") from None
+
+
 @click.command("setup")
 @click.argument("client", type=click.Choice(["claude-code", "codex", "cursor", "claude-desktop"]))
 @click.option("--project", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -90,12 +118,14 @@ def mcp(ctx: click.Context, http: bool, port: int, token_file: Path | None, read
 @click.option("--no-session-end", is_flag=True,
               help="Claude Code: no SessionEnd hook that keeps each session's log in the vault (am ingest -).")
 @click.option("--remove", is_flag=True, help="Take out what am setup wrote, leaving the files as they were.")
+@click.option("--replace", is_flag=True,
+              help="Codex, Claude Desktop: replace an entry am wrote that serves another vault.")
 @click.option("--print", "print_only", is_flag=True, help="Show what would be written; change nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output for people (text) or programs (json).")
 @click.pass_context
 def setup(ctx: click.Context, client: str, project: Path | None, name: str, read_only: bool, no_hook: bool,
-          no_session_end: bool, remove: bool, print_only: bool, fmt: str) -> None:
+          no_session_end: bool, remove: bool, replace: bool, print_only: bool, fmt: str) -> None:
     """Wire an agent client to this vault: its MCP configuration and a few lines of instructions.
 
     claude-code: .mcp.json (project scope), a SessionStart hook in .claude/settings.json
@@ -103,11 +133,13 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
     log in the vault (am ingest -), and a block in CLAUDE.md. codex: [mcp_servers]
     in ~/.codex/config.toml ($CODEX_HOME) and a block in AGENTS.md. cursor:
     .cursor/mcp.json and .cursor/rules/am.mdc. claude-desktop: claude_desktop_config.json.
-    Running it again changes nothing; --remove restores the files byte for byte.
+    Codex's entry names no vault: `am mcp` serves the vault of the registered clone
+    Codex starts it in, so one entry serves every project. Running it again changes
+    nothing; --remove restores the files byte for byte.
 
     Example: am --vault myproject setup claude-code --print
     """
-    from am.mcp.setup import SetupRequest, am_executable, apply, plan
+    from am.mcp.setup import SetupRequest, am_command, apply, plan, server_env
     from am.registry import Registry
 
     vault = open_vault(ctx)
@@ -122,9 +154,15 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
     elif ref != vault.name:
         click.echo(f"warning: vault {vault.name!r} is not registered on this machine; the configuration names its "
                    f"path (register it with: am init {vault.root} --name {vault.name})", err=True)
+    command = am_command(absolute=client == "claude-desktop")
     request = SetupRequest(client=client, project=folder, vault=ref, name=name, read_only=read_only,
-                           hook=not no_hook, session_end=not no_session_end, command=am_executable() if client == "claude-desktop" else "am")
+                           hook=not no_hook, session_end=not no_session_end, command=command, env=server_env(),
+                           replace=replace)
     changes = plan(request, remove=remove)
+    if not remove and client != "claude-desktop":
+        _warn_unregistered(folder, vault.root, vault.name, client)
+    if not remove and client != "claude-desktop" and command[0] != "am":
+        click.echo(f"note: am is not on PATH; the configuration starts {command[0]}", err=True)
     if print_only:
         _show(changes, fmt)
         return
@@ -136,6 +174,31 @@ def setup(ctx: click.Context, client: str, project: Path | None, name: str, read
         click.echo(f"{'changed' if change in made else 'unchanged'}: {change.path}  ({change.what})")
     if not remove and client != "claude-desktop":
         click.echo(f"next: start the client in this project; it asks once to trust the {name!r} server")
+
+
+def _warn_unregistered(folder: Path, root: Path, name: str, client: str) -> None:
+    """Warn when the project is not a registered clone of this vault: no world (Codex: no vault) found there."""
+    from am.registry import Registry
+    from am.worlds.here import registered_here
+
+    if folder == root or root in folder.parents:
+        return  # the project is the vault itself
+    registry = Registry.load()
+    found = registered_here(folder, registry)
+    loses = "finds no vault there" if client == "codex" else "has no repo or branch to judge facts by there"
+    if found is None:
+        repo = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-") or "code"
+        click.echo(f"warning: {folder} is not a registered clone, so the am server {loses} (register it: "
+                   f"am --vault {name} repo add {repo} {shlex.quote(str(folder))})", err=True)
+        return
+    # Codex's entry finds the vault through the clone's link; the other clients' entries name theirs.
+    linked = registry.repo_vaults.get(found[0])
+    linked_root = registry.vaults.get(linked or "")
+    if client == "codex" and linked != name and (linked_root is None or Path(linked_root).resolve() != root):
+        now = f"vault {linked!r}" if linked else "no vault"
+        click.echo(f"warning: {folder} is registered as repo {found[0]!r} of {now}, not of {name!r}; the am server "
+                   f"serves {now} there (link it to {name!r}: am --vault {name} repo add {found[0]} "
+                   f"{shlex.quote(str(folder))})", err=True)
 
 
 def _repo_top(start: Path) -> Path:

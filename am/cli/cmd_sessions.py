@@ -29,7 +29,8 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
     a Codex rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) or plain
     {ts, role, text} JSON lines; DIR ingests every *.jsonl under it; - reads a
     client hook's JSON from stdin and ingests its transcript_path (Claude
-    Code's SessionEnd hook: command "am ingest -"). The log
+    Code's SessionEnd hook: command "am ingest -"; a session that wrote no
+    transcript is noted in one line, exit 0). The log
     is stored under sessions/YYYY/MM/DD/<session-id>.jsonl with credentials
     masked ([redacted:<family>]; the topic counts them). The same log again
     writes nothing; a log that grew is appended in a new commit. A last line
@@ -42,6 +43,15 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
     log_format, fmt = _split_formats(formats, log_format)
     if str(target) == "-":
         target = _hook_transcript(sys.stdin.read(_HOOK_LIMIT + 1))
+        if not target.exists():
+            # Claude Code ends sessions that never wrote a transcript (`claude mcp list`, a session quit at
+            # once) and runs the SessionEnd hook all the same: nothing to keep is no error to show the user.
+            note = f"nothing to keep: the session wrote no log ({target} does not exist)"
+            if fmt == "json":
+                emit_json({"sessions": [], "skipped": [note]})
+            else:
+                click.echo(note)
+            return
     results, skipped = run(open_vault(ctx), target, fmt=log_format)
     if fmt == "json":
         emit_json({"sessions": [r.to_json() for r in results], "skipped": skipped})

@@ -9,11 +9,22 @@ agents when to read a slice and when to record or supersede a fact:
   SessionEnd hook there that keeps the session's log (``am ingest -`` reads the
   hook's JSON, ``transcript_path``, on stdin), and CLAUDE.md;
 - codex: ``$CODEX_HOME/config.toml`` (default ``~/.codex/config.toml``),
-  table ``[mcp_servers.am]``, and AGENTS.md. No session hook: Codex's one
+  table ``[mcp_servers.am]``, and AGENTS.md. The file is the user's, shared by
+  every project, so the entry names no vault: ``am mcp`` finds the vault of the
+  registered clone Codex starts it in, and one entry serves every project
+  (an entry that names another vault is not replaced without ``replace``). No session hook: Codex's one
   ``notify`` program runs after every turn, not at a session's end, and is
   handed no log path (docs/sessions.md);
 - cursor: ``.cursor/mcp.json`` (``mcpServers``) and the rule ``.cursor/rules/am.mdc``;
-- claude-desktop: ``claude_desktop_config.json`` in the app's folder for this OS.
+- claude-desktop: ``claude_desktop_config.json`` in the app's folder for this OS. The app starts
+  servers in no project folder, so its entry names the vault, and another vault's entry is not
+  replaced without ``replace`` (keep both with another ``--name``).
+
+The command is ``am`` when ``am`` is on PATH, else the absolute path of the am
+that runs ``am setup`` (the README installs it in a venv); a non-default
+``$AM_HOME`` goes into the entry's ``env`` and before each hook's command, as
+clients pass a server only a few variables (the Inspector's and Codex's
+clients: HOME, PATH, USER and the like).
 
 Every change is reversible byte for byte (``am.mcp.jsonedit``, ``am.mcp.blocks``);
 running it twice changes nothing the second time. ``plan`` is pure: it
@@ -32,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from am.errors import UsageError
-from am.mcp.blocks import MD_MARKERS, TOML_MARKERS, drop_block, put_block
+from am.mcp.blocks import MD_MARKERS, TOML_MARKERS, drop_block, find_block, put_block
 from am.mcp.jsonedit import insert_entry, remove_entry
 
 __all__ = [
@@ -40,9 +51,11 @@ __all__ = [
     "FileChange",
     "SetupRequest",
     "apply",
+    "am_command",
     "codex_config_path",
     "desktop_config_path",
     "instruction_block",
+    "server_env",
     "plan",
 ]
 
@@ -66,8 +79,10 @@ class SetupRequest:
     read_only: bool = False
     hook: bool = True  # Claude Code: a SessionStart hook that prints the slice
     session_end: bool = True  # Claude Code: a SessionEnd hook that ingests the session's log
-    command: str = "am"  # the am executable the client starts
+    command: tuple[str, ...] = ("am",)  # the am executable the client starts (with any arguments before am's)
     home: Path | None = None  # for tests: where ~ is
+    env: tuple[tuple[str, str], ...] = ()  # variables the server and hooks need that clients do not pass on
+    replace: bool = False  # a user-global config: replace an entry that serves another vault
 
 
 @dataclass(frozen=True)
@@ -111,26 +126,44 @@ def instruction_block(request: SetupRequest) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Clients whose configuration is the user's, one entry for every project, and which start a server in the
+# project's folder: their entry names no vault, and `am mcp` serves the vault of the clone it starts in.
+FOLDER_CLIENTS = ("codex",)
+
+
 def _server_args(request: SetupRequest) -> list[str]:
-    args = ["--vault", request.vault, "mcp"]
+    args = [*request.command[1:]]
+    if request.client not in FOLDER_CLIENTS:
+        args += ["--vault", request.vault]
+    args.append("mcp")
     return args + ["--read-only"] if request.read_only else args
 
 
 def _mcp_entry(request: SetupRequest, *, typed: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": "stdio"} if typed else {}
-    entry.update(command=request.command, args=_server_args(request))
+    entry.update(command=request.command[0], args=_server_args(request))
+    if request.env:
+        entry["env"] = dict(request.env)
     return entry
 
 
+def _am_line(request: SetupRequest) -> str:
+    """Return the start of a hook's shell command: the variables, then the am executable and its arguments."""
+    import shlex
+
+    env = "".join(f"{key}={shlex.quote(value)} " for key, value in request.env)
+    return env + shlex.join(request.command)
+
+
 def _hook_entry(request: SetupRequest) -> dict[str, Any]:
-    command = f"{request.command} --vault {_shell(request.vault)} slice --max-tokens 4000"
+    command = f"{_am_line(request)} --vault {_shell(request.vault)} slice --max-tokens 4000"
     return {"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command, "timeout": 30,
                                                 "statusMessage": HOOK_STATUS}]}
 
 
 def _end_hook_entry(request: SetupRequest) -> dict[str, Any]:
     """Claude Code's SessionEnd hook: its JSON (``transcript_path``, ``session_id``, ``reason``) goes to stdin."""
-    command = f"{request.command} --vault {_shell(request.vault)} ingest -"
+    command = f"{_am_line(request)} --vault {_shell(request.vault)} ingest -"
     return {"hooks": [{"type": "command", "command": command, "timeout": END_HOOK_TIMEOUT,
                        "statusMessage": END_HOOK_STATUS}]}
 
@@ -245,7 +278,53 @@ def _json_change_text(path: Path, before: bytes | None, text: str, tree: tuple[s
     return FileChange(path, before, out.encode("utf-8"), f"{what}: added")
 
 
-def _server_change(path: Path, name: str, value: dict[str, Any], remove: bool, what: str) -> FileChange:
+def _vault_of(entry: Any) -> str | None:
+    """Return the vault a server entry am wrote names (``--vault X``), or None."""
+    args = entry.get("args") if isinstance(entry, dict) else None
+    if not isinstance(args, list) or "--vault" not in args[:-1]:
+        return None
+    vault = args[args.index("--vault") + 1]
+    return vault if isinstance(vault, str) else None
+
+
+def _same_vault(one: str, other: str) -> bool:
+    if one == other:
+        return True
+    from am.registry import Registry
+
+    vaults = Registry.load().vaults
+
+    def where(ref: str) -> Path:
+        return Path(vaults.get(ref, ref)).expanduser().resolve()
+
+    return where(one) == where(other)
+
+
+def _refuse_other_vault(path: Path, current: Any, request: SetupRequest, table: str) -> None:
+    """Refuse to re-point a user-global entry that serves another vault, unless asked to (``replace``)."""
+    held = _vault_of(current)
+    if held is None or request.replace or _same_vault(held, request.vault):
+        return
+    name = request.name
+    if request.client in FOLDER_CLIENTS:
+        raise UsageError(
+            f"{path}: {table} serves vault {held!r} in every project (an earlier am setup wrote it); this setup "
+            "would replace it with an entry that finds each project's vault from the folder Codex starts it in",
+            hint=f"register the clones of the projects that use {held!r} first (am --vault {held} repo add NAME "
+                 f"PATH), then run am setup {request.client} --replace")
+    raise UsageError(f"{path}: {table} serves vault {held!r}; this setup would re-point it to {request.vault!r}",
+                     hint=f"keep both: am setup {request.client} --name {name}-{_slug(request.vault)}; or replace "
+                          f"it: am setup {request.client} --replace")
+
+
+def _slug(vault: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", Path(vault).name).strip("-") or "vault"
+
+
+def _server_change(path: Path, name: str, value: dict[str, Any], remove: bool, what: str,
+                   guard: SetupRequest | None = None) -> FileChange:
     """The change of am's server entry in a client's ``mcpServers`` map.
 
     An entry am wrote for this very server under another name (the same command and arguments:
@@ -261,6 +340,8 @@ def _server_change(path: Path, name: str, value: dict[str, Any], remove: bool, w
             node = json.loads(_text(_read(path), path) or "{}").get("mcpServers")
         except (ValueError, AttributeError):
             node = None  # not JSON, or not a map: the change below says so
+        if guard is not None and isinstance(node, dict):
+            _refuse_other_vault(path, node.get(name), guard, f"the server {name!r}")
         for other in sorted(node if isinstance(node, dict) else {}):
             if other != name and node[other] == value:
                 change = _json_change(path, servers, other, value, ("object",), True, f"{what} {other!r}",
@@ -291,6 +372,8 @@ def _toml_change(path: Path, request: SetupRequest, remove: bool) -> FileChange:
     body = (f"[mcp_servers.{_toml_key(request.name)}]\n"
             f"command = {json.dumps(entry['command'])}\n"
             f"args = [{', '.join(json.dumps(a) for a in entry['args'])}]\n")
+    if entry.get("env"):
+        body += f"env = {{ {', '.join(f'{json.dumps(k)} = {json.dumps(v)}' for k, v in entry['env'].items())} }}\n"
     change = _block_change(path, body, TOML_MARKERS, remove, "Codex MCP server")
     if remove or change.after is None:
         return change
@@ -301,6 +384,11 @@ def _toml_change(path: Path, request: SetupRequest, remove: bool) -> FileChange:
         new = tomllib.loads(change.after.decode("utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise UsageError(f"{path} is not valid TOML ({err})", hint="fix it, or add the entry by hand") from None
+    found = find_block(before_text, TOML_MARKERS)
+    if found is not None:  # am's own block: it may serve another vault
+        ours = tomllib.loads(before_text[found[0]:found[1]]).get("mcp_servers") or {}
+        _refuse_other_vault(path, next(iter(ours.values()), None) if isinstance(ours, dict) else None, request,
+                            "am's [mcp_servers] table")
     if request.name in (old.get("mcp_servers") or {}):
         raise UsageError(f"{path} already has [mcp_servers.{request.name}] that am setup did not write",
                          hint="remove it, or choose another name with --name")
@@ -382,15 +470,48 @@ def _plan(request: SetupRequest, remove: bool) -> list[FileChange]:
                                "Cursor MCP server (.cursor/mcp.json)"),
                 _cursor_rule(request, remove)]
     entry = _mcp_entry(request, typed=False)
-    return [_server_change(desktop_config_path(request.home), name, entry, remove, "Claude Desktop MCP server")]
+    return [_server_change(desktop_config_path(request.home), name, entry, remove, "Claude Desktop MCP server",
+                           guard=request)]
 
 
-def am_executable() -> str:
-    """Return an absolute path to this am, for clients that do not start servers from a shell (Claude Desktop)."""
+def am_command(*, absolute: bool = False) -> tuple[str, ...]:
+    """Return how a client starts this am: ``am`` when it is on PATH, else the absolute path of the am running.
+
+    The README installs am in a venv, whose ``bin`` is not on PATH: a config saying ``am`` then fails to start
+    the server and every hook (``ENOENT``, ``am: not found``). ``absolute``: the path even when am is on PATH,
+    for a client that does not start servers from the user's shell (Claude Desktop).
+    """
     found = shutil.which("am")
     if found:
-        return str(Path(found).resolve())
-    return str(Path(sys.argv[0]).resolve())
+        return (str(Path(found).resolve()),) if absolute else ("am",)
+    return _running_am()
+
+
+def _running_am() -> tuple[str, ...]:
+    """Return the am running now: its script (``bin/am``), the one beside this Python, else Python with ``-m``."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "am" and script.is_file() and os.access(script, os.X_OK):
+        return (str(script.absolute()),)
+    beside = Path(sys.executable).parent / "am"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return (str(beside.absolute()),)
+    return (str(Path(sys.executable).absolute()), "-m", "am.cli.main")
+
+
+def server_env() -> tuple[tuple[str, str], ...]:
+    """Return the variables a server needs from the config: ``AM_HOME`` when it is not the default (~/.am).
+
+    Clients pass a server only a few variables of their own (the TypeScript SDK's, as in the MCP Inspector,
+    and Codex's: HOME, PATH, USER and the like), so a user's ``AM_HOME`` would not reach it. ``AM_VAULT``
+    needs no entry: the configuration names the vault, or the server finds it from its folder.
+    """
+    from am.registry import am_home
+
+    home = am_home()
+    default = (Path.home() / ".am").expanduser()
+    if not os.environ.get("AM_HOME") or home.resolve() == default.resolve():
+        return ()
+    return (("AM_HOME", str(home.resolve())),)
 
 
 def apply(changes: list[FileChange]) -> list[FileChange]:
