@@ -100,8 +100,6 @@ def _typed(args: dict[str, str]) -> dict[str, Any]:
     return {k: int(v) if v.isdigit() else v for k, v in args.items()}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 33 item 1 (the MCP tools' world, am/mcp/tools.py): until it lands, "
-                                       "MCP search ignores the clone's branch; remove this mark when it does")
 def test_the_inspectors_search_on_main_finds_what_am_search_finds_there(clients: Path, tmp_path: Path) -> None:
     user = User(tmp_path, am_on_path=True)
     _vault, clone = demo(user, tmp_path)
