@@ -163,7 +163,9 @@ def fill_world(repo: str | None, branch: str | None, commit: str | None, *, cwd:
     name, checkout = found
     if branch is None and commit is None:
         branch, commit = checkout.head()
-        if branch is not None:
+        if commit is None:  # an unborn branch (a new project, no commit yet): no branch to judge by, the repo alone
+            branch = None
+        elif branch is not None:
             commit = None  # a checked-out branch's HEAD is its tip: the world is the branch
     return name, branch, commit
 
