@@ -47,7 +47,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone

@@ -25,6 +25,7 @@ from am.clock import now
 from am.errors import NotFoundError, UsageError
 from am.records.model import STATUSES, Fact, Record, Relation, Topic
 from am.cache.textseg import _CJK_RANGES, id_prefix_terms
+from am.cache.rerank import DEPTH, FLOOR, rerank
 from am.cache.timephrases import TimeRange, parse_query, parse_time
 
 if TYPE_CHECKING:
@@ -176,15 +177,20 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         for term in ids:
             hits += index.ids_with_prefix(term, limit=limit, **filters)  # type: ignore[arg-type]
     seen = {h.id for h in hits}
-    hits += [h for h in index.search(parsed.text, limit=limit, sort=sort, mode=mode, **filters)  # type: ignore[arg-type]
+    ranked = sort == "rank" and mode == "ranked" and bool(parsed.text.strip())
+    # Ranked: a fixed depth of candidates, re-ranked, so the first hits never depend on --limit.
+    depth = max(limit, DEPTH) if ranked else limit
+    words = [h for h in index.search(parsed.text, limit=depth, sort=sort, mode=mode, **filters)  # type: ignore[arg-type]
              if h.id not in seen]
-    found = {(h.id, str(h.path)): ("id" if h.matched < 0 else "full-text") for h in hits}
+    found = {(h.id, str(h.path)): ("id" if h.matched < 0 else "full-text") for h in [*hits, *words]}
     levels: list[str] = [vector_note] if vector_note else []
-    if embedder is not None and sort == "rank" and mode == "ranked" and parsed.text.strip():
-        hits, more = _hybrid(index, embedder, parsed.text, hits, found, limit, vector_budget_s, filters,
-                             once=vector_once)
+    if embedder is not None and ranked:
+        words, more = _hybrid(index, embedder, parsed.text, words, found, depth, vector_budget_s, filters,
+                              once=vector_once)
         levels += more
-    hits = hits[:limit]
+    elif ranked:
+        words = rerank(index, parsed.text, words)
+    hits = (hits + words)[:limit]
     without: int | None = None
     if not hits and parsed.range is not None and parsed.text.strip():
         # A phrase in the query that leaves nothing says so, and the words' matches from any time
@@ -218,11 +224,15 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
 
 
 def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found: dict[tuple[str, str], str],
-            limit: int, budget_s: float | None, filters: Mapping[str, object], *,
+            depth: int, budget_s: float | None, filters: Mapping[str, object], *,
             once: bool = False) -> tuple[list[Hit], list[str]]:
-    """Return the full-text hits fused with the vector ones (``found`` learns how each was found), and notes.
+    """Return the full-text candidates and the vector ones re-ranked together (am/cache/rerank.py), and notes;
+    ``found`` learns how each was found.
 
-    Never raises: a model or cache that fails leaves the full-text hits and a note.
+    A record found by meaning alone joins only at or above ``rerank.FLOOR``; meaning otherwise
+    only adds to a candidate's score, so a query nothing answers by meaning is served by
+    full text, or by nothing. Never raises: a model or cache that fails leaves the full-text
+    candidates (re-ranked) and a note.
     """
     from dataclasses import replace
 
@@ -230,27 +240,23 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
 
     try:
         status = vectors.ensure(index, embedder, budget_s=budget_s)
-        near = vectors.search(index, embedder, text, limit=limit, once=once, **filters)  # type: ignore[arg-type]
+        near = vectors.search(index, embedder, text, limit=depth, once=once, **filters)  # type: ignore[arg-type]
     except Exception as err:  # noqa: BLE001 - an optional level's failure must not cost the user the answer
-        return hits, [f"vector: failed ({type(err).__name__}: {err})"]
+        return rerank(index, text, hits), [f"vector: failed ({type(err).__name__}: {err})"]
     notes = [n for n in (status.note(),) if n]
-    notes.append(f"vector: {len(near)} hits" if near else "vector: no match")
-    key = {(h.id, str(h.path)): h for h in hits}
-    ids = [h for h in hits if h.matched < 0]  # found by their id: first, as without vectors
-    ranked = [f"{h.id}\0{h.path}" for h in hits if h.matched >= 0]
-    for hit, _ in near:
-        k = (hit.id, str(hit.path))
-        if k not in key:
-            key[k] = replace(hit, matched=0, terms=hits[0].terms if hits else 0, tier=3)
-    by = {f"{i}\0{p}": k for k in key for i, p in (k,)}
-    out = list(ids)
-    for joined, how in vectors.fuse(ranked, [f"{h.id}\0{h.path}" for h, _ in near]):
-        k = by[joined]
-        if found.get(k) == "id":
-            continue
-        found[k] = how
-        out.append(key[k])
-    return out[:limit], notes
+    cosines = {(h.id, str(h.path)): score for h, score in near}
+    have = {(h.id, str(h.path)) for h in hits}
+    alone = [replace(h, matched=0, terms=hits[0].terms if hits else 0, tier=3) for h, score in near
+             if (h.id, str(h.path)) not in have and score >= FLOOR]
+    for h in hits:
+        k = (h.id, str(h.path))
+        if k in cosines:
+            found[k] = "full-text+vector"
+    for h in alone:
+        found[(h.id, str(h.path))] = "vector"
+    used = sum(1 for k in cosines if k in have) + len(alone)
+    notes.append(f"vector: {used} hits" if used else "vector: no match")
+    return rerank(index, text, [*hits, *alone], cosines=cosines), notes
 
 
 def _matching(count: int, notes: int) -> str:
