@@ -25,7 +25,8 @@ from am.clock import now
 from am.errors import NotFoundError, UsageError
 from am.records.model import STATUSES, Fact, Record, Relation, Topic
 from am.cache.textseg import _CJK_RANGES, id_prefix_terms
-from am.cache.rerank import DEPTH, FLOOR, rerank
+from am.cache import rerank as reranking
+from am.cache.rerank import DEPTH, rerank
 from am.cache.timephrases import TimeRange, parse_query, parse_time
 
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
     """Return the full-text candidates and the vector ones re-ranked together (am/cache/rerank.py), and notes;
     ``found`` learns how each was found.
 
-    A record found by meaning alone joins only at or above ``rerank.FLOOR``; meaning otherwise
+    A record found by meaning alone joins only at or above ``reranking.FLOOR``; meaning otherwise
     only adds to a candidate's score, so a query nothing answers by meaning is served by
     full text, or by nothing. Never raises: a model or cache that fails leaves the full-text
     candidates (re-ranked) and a note.
@@ -247,7 +248,7 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
     cosines = {(h.id, str(h.path)): score for h, score in near}
     have = {(h.id, str(h.path)) for h in hits}
     alone = [replace(h, matched=0, terms=hits[0].terms if hits else 0, tier=3) for h, score in near
-             if (h.id, str(h.path)) not in have and score >= FLOOR]
+             if (h.id, str(h.path)) not in have and score >= reranking.FLOOR]
     for h in hits:
         k = (h.id, str(h.path))
         if k in cosines:
