@@ -194,15 +194,29 @@ def dated_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("last Friday", ["fact-fri27"]), ("上周五", ["fact-fri20"]), ("先週の金曜日", ["fact-fri20"]),
     ("last night", ["fact-night"]), ("昨晚", ["fact-night"]), ("昨夜", ["fact-night"]),
     ("2 hours ago", ["fact-hour"]), ("2小时前", ["fact-hour"]), ("2時間前", ["fact-hour"]),
-    ("Nov 20", ["fact-fri20"]), ("11月20日", ["fact-fri20"]),
     ("since Friday", ["fact-fri27", "fact-hour", "fact-night"]),
-    ("between Nov 20 and Nov 27", ["fact-fri20", "fact-fri27"]),
 ])
 def test_search_narrows_by_each_phrase(dated_vault: Path, phrase: str, expected: list[str]) -> None:
     out = _am("search", "deploy", phrase, "--format", "json", cwd=dated_vault)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert sorted(h["id"] for h in data["hits"] if h["type"] == "fact") == expected
+
+
+@pytest.mark.parametrize(("phrase", "expected"), [
+    ("Nov 20", ["fact-fri20"]), ("11月20日", ["fact-fri20"]),
+    ("between Nov 20 and Nov 27", ["fact-fri20", "fact-fri27"]),
+    ("before Nov 27", ["fact-fri20", "fact-fri27"]),  # the named day itself stays in (the August 11 case)
+])
+def test_a_calendar_date_ranks_by_closeness_instead_of_cutting(dated_vault: Path, phrase: str,
+                                                               expected: list[str]) -> None:
+    # Issue 35.4: a date in words was a cut ("before August 11" lost what was said on August 11 about
+    # two weeks earlier); now the records of that day (or range) come first and the others follow.
+    out = _am("search", "deploy", phrase, "--format", "json", cwd=dated_vault)
+    assert out.returncode == 0, out.stderr
+    facts = [h["id"] for h in json.loads(out.stdout)["hits"] if h["type"] == "fact"]
+    assert sorted(facts[:len(expected)]) == expected
+    assert sorted(facts) == ["fact-fri20", "fact-fri27", "fact-hour", "fact-night"]
 
 
 def test_recognised_phrase_that_finds_nothing_says_so(dated_vault: Path) -> None:

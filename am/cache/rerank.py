@@ -13,6 +13,8 @@ some. This step orders them again, cheaply, from what the cache already holds:
   the question's words;
 - **meaning**, with vectors: ``VECTOR`` times the record's cosine, and records found by
   meaning alone join only at or above ``FLOOR`` (cosine after centring);
+- **a calendar date** in the query ("on August 11", "before 2026-11-03"): ``CLOSE`` times
+  the record's closeness to it (1 inside, 1/2 a week outside), instead of a cut;
 - **facts before topics and relations that merely name the words** (issue 33.6): a
   topic or relation goes after the facts of its tier unless the query is a name: short
   (at most ``NAME_TERMS`` terms) and held whole by it.
@@ -32,14 +34,17 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from am.cache.index import Hit, Index
+    from am.cache.timephrases import TimeRange
 
-__all__ = ["DEPTH", "FLOOR", "GAP", "NAME_TERMS", "NEIGHBOUR", "VECTOR", "rerank"]
+__all__ = ["CLOSE", "DEPTH", "FLOOR", "GAP", "NAME_TERMS", "NEIGHBOUR", "VECTOR", "closeness", "rerank"]
 
 DEPTH = 50          # candidates taken from each level, whatever the limit
 NEIGHBOUR = 0.3     # weight of the better neighbour's coverage
 VECTOR = 0.1        # weight of the cosine (after centring)
 FLOOR = 0.5         # a record found by meaning alone joins only at or above this cosine
 GAP = 1800.0        # seconds: records further apart are not neighbours
+CLOSE = 0.5         # weight of the closeness to a calendar date the query names
+WEEK = 7 * 86400.0  # closeness halves a week outside the date's range
 NAME_TERMS = 3      # a query of at most this many terms may be a name
 _DF_CAP = 20000     # document frequencies are counted up to this (rarer than that is all that matters)
 
@@ -65,27 +70,28 @@ def _holding(index: Index, matches: Sequence[str], rowids: set[int]) -> dict[int
 
 
 def _neighbours(index: Index, rows: Mapping[int, float | None]) -> dict[int, list[int]]:
-    """Return each fact row's neighbours: the facts written just before and after it, within ``GAP``."""
+    """Return each fact row's neighbours: the facts written just before and after it, within ``GAP`` (one query)."""
+    pairs = [[rowid, ts] for rowid, ts in rows.items() if ts is not None]
+    if not pairs:
+        return {}
     out: dict[int, list[int]] = {}
-    for rowid, ts in rows.items():
-        if ts is None:
-            continue
-        near = []
-        for op, order in (("<", "DESC"), (">", "ASC")):
-            row = index.conn.execute(
-                f"SELECT rowid, created_ts FROM records WHERE type = 'fact' AND created_ts {op} ? "
-                f"ORDER BY created_ts {order} LIMIT 1", (ts,)).fetchone()
-            if row is not None and abs(row[1] - ts) <= GAP:
-                near.append(int(row[0]))
-        out[rowid] = near
+    for rowid, before, after in index.conn.execute(
+            "SELECT json_extract(c.value, '$[0]'), "
+            "(SELECT rowid FROM records WHERE type = 'fact' AND created_ts < json_extract(c.value, '$[1]') "
+            " AND created_ts >= json_extract(c.value, '$[1]') - ? ORDER BY created_ts DESC LIMIT 1), "
+            "(SELECT rowid FROM records WHERE type = 'fact' AND created_ts > json_extract(c.value, '$[1]') "
+            " AND created_ts <= json_extract(c.value, '$[1]') + ? ORDER BY created_ts LIMIT 1) "
+            "FROM json_each(?) c", (GAP, GAP, _json(pairs))):
+        out[int(rowid)] = [int(n) for n in (before, after) if n is not None]
     return out
 
 
 def rerank(index: Index, text: str, hits: Sequence[Hit], *,
-           cosines: Mapping[tuple[str, str], float] | None = None) -> list[Hit]:
+           cosines: Mapping[tuple[str, str], float] | None = None, close: TimeRange | None = None) -> list[Hit]:
     """Return the candidates ordered by tier, then coverage by rarity, the neighbour and meaning (see above).
 
-    ``cosines``: (id, path) -> cosine of the records the vector level found.
+    ``cosines``: (id, path) -> cosine of the records the vector level found; ``close``: a calendar
+    date's range (``TimeRange.soft``), whose records rank first, then the nearer the better.
     Hits found by their id (``matched < 0``) are not candidates here; the caller keeps them first.
     """
     from am.cache.terms import analyse
@@ -119,12 +125,26 @@ def rerank(index: Index, text: str, hits: Sequence[Hit], *,
             score += NEIGHBOUR * max((coverage(n) for n in near[rowid]), default=0.0)
         if cosines is not None:
             score += VECTOR * cosines.get(key, 0.0)
+        if close is not None:
+            score += CLOSE * closeness(close, found.get(key, (None, None))[1])
         group = hit.tier if hit.tier < 2 else 2
         demoted = hit.type in ("topic", "relation") and not (
             rowid is not None and all(w in names.get(rowid, "") for w in folded))
         scored.append((group, demoted, -score, position, hit))
     scored.sort(key=lambda row: row[:4])
     return [replace(row[4], tier=min(row[4].tier, 3)) for row in scored]
+
+
+def closeness(close: TimeRange, ts: float | None) -> float:
+    """Return 1 for a moment inside a calendar date's range (the named day itself included, so "before
+    August 11" keeps what was said on August 11), decaying with the distance outside it: 1/2 a week off."""
+    if ts is None:
+        return 0.0
+    day = 86400.0
+    low = None if close.since is None else close.since.timestamp() - (day if close.until is None else 0.0)
+    high = None if close.until is None else close.until.timestamp() + (day if close.since is None else 0.0)
+    off = (low - ts) if low is not None and ts < low else (ts - high) if high is not None and ts >= high else 0.0
+    return 1.0 / (1.0 + off / WEEK)
 
 
 def _names(index: Index, rowids: Sequence[int]) -> dict[int, str]:

@@ -150,10 +150,13 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     if since_at is not None and until_at is not None and since_at >= until_at:
         raise UsageError(f"--since {since} is not before --until {until}: no time lies between them",
                          hint="give the earlier moment as --since (swap them)")
-    window = _narrow(parsed.range, since_at, until_at)
     from am.cache.terms import analyse
 
     analysed = analyse(parsed.text)
+    # A calendar date ranks by closeness instead of cutting (issue 35.4), when there are words to rank.
+    close = parsed.range if parsed.range is not None and parsed.range.soft and analysed.units and sort == "rank" \
+        and mode == "ranked" else None
+    window = _narrow(None if close else parsed.range, since_at, until_at)
     if not analysed.units and window is None:
         # Nothing to match and no period to list: the newest records would read as an answer.
         raise UsageError(f"the query {query!r} has no word to search for",
@@ -187,17 +190,20 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     levels: list[str] = [vector_note] if vector_note else []
     if embedder is not None and ranked:
         words, more = _hybrid(index, embedder, parsed.text, words, found, depth, vector_budget_s, filters,
-                              once=vector_once)
+                              once=vector_once, close=close)
         levels += more
     elif ranked:
-        words = rerank(index, parsed.text, words)
+        words = rerank(index, parsed.text, words, close=close)
     hits = (hits + words)[:limit]
     without: int | None = None
     if not hits and parsed.range is not None and parsed.text.strip():
         # A phrase in the query that leaves nothing says so, and the words' matches from any time
         # follow ("周五可以发布吗" asks about Fridays, not about what was written on one).
+        # The phrase's words go back into the query ("moved 4 years ago": "years" and "ago" are words again).
         wider = dict(filters, since=since_at, until=until_at)
-        hits = index.search(parsed.text, limit=limit, sort=sort, mode=mode, **wider)  # type: ignore[arg-type]
+        back = " ".join(query.split())
+        hits = index.search(back, limit=depth, sort=sort, mode=mode, **wider)  # type: ignore[arg-type]
+        hits = (rerank(index, back, hits) if ranked else hits)[:limit]
         without = len(hits)
     records = {(r.id, str(p)): r for p, r in index.records(ids=[h.id for h in hits])}
     terms = [u.text for u in analysed.units]
@@ -219,14 +225,15 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         # A time narrows to records; the fallback without the query's phrase searches what the search would.
         out = _with_notes(out, index.search_notes(parsed.text, limit=limit), terms, limit)
         without = None if without is None else len(out)
-    return SearchResult(query=query, text=parsed.text, range=window, ignored=parsed.ignored,
+    return SearchResult(query=query, text=parsed.text, range=_narrow(close, since_at, until_at) if close else window,
+                        ignored=parsed.ignored,
                         statuses=statuses, hits=tuple(out), terms=tuple(terms), dropped=analysed.dropped,
                         without_range=without, levels=tuple(levels))
 
 
 def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found: dict[tuple[str, str], str],
             depth: int, budget_s: float | None, filters: Mapping[str, object], *,
-            once: bool = False) -> tuple[list[Hit], list[str]]:
+            once: bool = False, close: TimeRange | None = None) -> tuple[list[Hit], list[str]]:
     """Return the full-text candidates and the vector ones re-ranked together (am/cache/rerank.py), and notes;
     ``found`` learns how each was found.
 
@@ -243,7 +250,7 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
         status = vectors.ensure(index, embedder, budget_s=budget_s)
         near = vectors.search(index, embedder, text, limit=depth, once=once, **filters)  # type: ignore[arg-type]
     except Exception as err:  # noqa: BLE001 - an optional level's failure must not cost the user the answer
-        return rerank(index, text, hits), [f"vector: failed ({type(err).__name__}: {err})"]
+        return rerank(index, text, hits, close=close), [f"vector: failed ({type(err).__name__}: {err})"]
     notes = [n for n in (status.note(),) if n]
     cosines = {(h.id, str(h.path)): score for h, score in near}
     have = {(h.id, str(h.path)) for h in hits}
@@ -257,7 +264,7 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
         found[(h.id, str(h.path))] = "vector"
     used = sum(1 for k in cosines if k in have) + len(alone)
     notes.append(f"vector: {used} hits" if used else "vector: no match")
-    return rerank(index, text, [*hits, *alone], cosines=cosines), notes
+    return rerank(index, text, [*hits, *alone], cosines=cosines, close=close), notes
 
 
 def _matching(count: int, notes: int) -> str:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 
 from am.clock import wall
@@ -56,6 +56,9 @@ class TimeRange:
     since: datetime | None
     until: datetime | None
     phrase: str
+    # A calendar date ("August 11", "2026-11-03", "before 11月17日"): search ranks records by their
+    # closeness to it instead of cutting at it (what was said that day is often about days before).
+    soft: bool = field(default=False, compare=False)
 
     def describe(self) -> str:
         """Return the range and the phrase it came from, for people."""
@@ -99,6 +102,7 @@ class _Found:
     raw: _Bounds = (None, None)  # the phrase's own range, before a modifier opened it
     modifier: str | None = None
     weak: bool = False  # a phrase only with a modifier or in a range (a bare weekday)
+    absolute: bool = False  # a calendar date in words (August 11, 11月17日): ranked by closeness, not cut
 
 
 # --- calendar arithmetic ---------------------------------------------------
@@ -509,7 +513,8 @@ def _evaluate(rule: _Rule, m: re.Match[str], now: datetime) -> _Found | None:
         since, until = _modify(modifier, since, until)
     phrase_end = m.end() if m["part"] is None else m.start("part")
     return _Found(m.start(), m.end(), m.string[m.start() : phrase_end], since, until, raw,
-                  modifier.lower() if modifier else None, weak=rule.build is _BARE_WEEKDAY and not modifier)
+                  modifier.lower() if modifier else None, weak=rule.build is _BARE_WEEKDAY and not modifier,
+                  absolute=rule.build is _month_day)
 
 
 # Two phrases joined into one range: "between X and Y", "from X to Y", "since X until Y", "X到Y", "XからYまで".
@@ -548,7 +553,8 @@ def _joined(text: str, a: _Found, b: _Found) -> _Found | None:
     start = lead.start() if lead is not None else a.start
     low, high = sorted([a.raw, b.raw], key=lambda r: r[0])  # type: ignore[arg-type, return-value]
     since, until = low[0], max(low[1], high[1])  # type: ignore[type-var]
-    return _Found(start, b.end, text[start : b.start + len(b.phrase)], since, until, (since, until), None)
+    return _Found(start, b.end, text[start : b.start + len(b.phrase)], since, until, (since, until), None,
+                  absolute=a.absolute and b.absolute)
 
 
 def _scan(text: str, now: datetime) -> list[_Found]:
@@ -590,7 +596,7 @@ def parse_query(query: str, *, now: datetime) -> ParsedQuery:
             pieces += [text[position : hit.start], " "]
             position = hit.end
             if applied is None:
-                applied = TimeRange(hit.since, hit.until, hit.phrase)
+                applied = TimeRange(hit.since, hit.until, hit.phrase, soft=hit.absolute)
             else:
                 ignored.append(hit.phrase)
         pieces.append(text[position:])
