@@ -1,7 +1,7 @@
 """Weekdays, parts of a day, month-day dates, hours and ranges, in English, Chinese and Japanese.
 
-A fixed clock: Sunday 2026-11-29 15:30 at +08:00 (so "last Friday" is the 27th, and 上周五 /
-先週の金曜日, Friday of last calendar week, the 20th). The same moment is given to the
+A fixed clock: Sunday 2026-11-29 15:30 at +08:00 (so "last Friday", 上周五 and 先週の金曜日 are
+the Friday of last calendar week, the 20th: one rule, issue 35.4; "since Friday" is the 27th). The same moment is given to the
 command line as AM_NOW.
 """
 
@@ -46,8 +46,8 @@ MON_TO_WED = (at(11, 23), at(11, 26))
 # (phrase, (since, until)); each phrase must be the whole query and be removed from it.
 CASES = [
     # weekdays
-    ("last Friday", FRIDAY_27),
-    ("last Sunday", whole_day(11, 22)),  # strictly before today
+    ("last Friday", FRIDAY_20),  # as 上周五 (issue 35.4: one rule; it was the 27th, two days ago)
+    ("last Sunday", whole_day(11, 22)),  # last calendar week's
     ("since Sunday", (at(11, 29), None)),  # a weekday with a modifier: the latest one, maybe today
     ("since Friday", (FRIDAY_27[0], None)),
     ("this Monday", whole_day(11, 23)),
@@ -157,7 +157,7 @@ def test_not_a_phrase_or_not_a_range(query: str) -> None:
 
 
 def test_parse_time_takes_the_start_of_new_phrases() -> None:
-    assert parse_time("last Friday", now=NOW) == FRIDAY_27[0]
+    assert parse_time("last Friday", now=NOW) == FRIDAY_20[0]
     assert parse_time("上周五", now=NOW) == FRIDAY_20[0]
     assert parse_time("先週の金曜日", now=NOW) == FRIDAY_20[0]
     assert parse_time("last night", now=NOW) == LAST_NIGHT[0]
@@ -191,7 +191,7 @@ def dated_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(("phrase", "expected"), [
-    ("last Friday", ["fact-fri27"]), ("上周五", ["fact-fri20"]), ("先週の金曜日", ["fact-fri20"]),
+    ("last Friday", ["fact-fri20"]), ("上周五", ["fact-fri20"]), ("先週の金曜日", ["fact-fri20"]),
     ("last night", ["fact-night"]), ("昨晚", ["fact-night"]), ("昨夜", ["fact-night"]),
     ("2 hours ago", ["fact-hour"]), ("2小时前", ["fact-hour"]), ("2時間前", ["fact-hour"]),
     ("since Friday", ["fact-fri27", "fact-hour", "fact-night"]),

@@ -383,7 +383,8 @@ _BODIES: list[tuple[str, _Builder]] = [
     (_en("yesterday morning"), _part_of_day(1, "morning")),
     (_en("yesterday afternoon"), _part_of_day(1, "afternoon")),
     (_en("yesterday evening"), _part_of_day(1, "evening")),
-    (_en("last " + _EN_WD), _weekday_before(True)),
+    # One rule for every language: "last Tuesday" is 上周二 and 先週の火曜日, last calendar week's (issue 35.4).
+    (_en("last " + _EN_WD), _weekday_in_week(1)),
     (_en("this " + _EN_WD), _weekday_in_week(0)),
     (_en(_EN_WD), _BARE_WEEKDAY),
     (_en(_EN_MON + " " + _EN_DOM + r"(?:,? (?P<year>[0-9]{4}))?"), _month_day),
