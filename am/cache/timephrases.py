@@ -523,10 +523,36 @@ _JOIN_WORD = re.compile(r"\s*(?:and|to|until|till|through|thru|-|–|—|~|～|�
 _JOIN_LEAD = re.compile(r"(?:(?<![0-9A-Za-z_-])(?:between|from)\s+|[从從自])\Z", re.IGNORECASE)
 
 
+# A part of a day right after a day phrase: "last Tuesday evening", "Tuesday night", 上周二晚上, 先週の火曜日の夜.
+_PART_AFTER = (r"(?:\s+(?P<en>morning|afternoon|evening|night)(?![0-9A-Za-z_-])"
+               r"|(?P<zh>早上|上午|下午|晚上|夜里|夜裡|晚)|の?(?P<ja>朝|午前|午後|夜|晩))")
+_PART_COMPILED: list[re.Pattern[str]] = []  # compiled on the first day phrase, not at import
+_PART_NAMES = {"早上": "morning", "上午": "morning", "下午": "afternoon", "晚上": "evening", "夜里": "night",
+               "夜裡": "night", "晚": "evening", "朝": "morning", "午前": "morning", "午後": "afternoon",
+               "夜": "night", "晩": "evening"}
+
+
+def _with_part(text: str, hit: _Found) -> _Found:
+    """Return a one-day phrase narrowed to the part of the day that follows it (one range), or the phrase."""
+    since, until = hit.raw
+    if since is None or until is None or hit.modifier is not None or not (20 <= (until - since).total_seconds()
+                                                                          / 3600 <= 26):
+        return hit
+    if not _PART_COMPILED:
+        _PART_COMPILED.append(re.compile(_PART_AFTER, re.IGNORECASE))
+    m = _PART_COMPILED[0].match(text, hit.start + len(hit.phrase))
+    if m is None:
+        return hit
+    part = (m["en"] or "").lower() or _PART_NAMES[m["zh"] or m["ja"]]
+    start, end = _PARTS[part]
+    bounds = (_at_hour(since, start), _at_hour(since, end))
+    return _Found(hit.start, m.end(), text[hit.start : m.end()], *bounds, bounds, None, absolute=hit.absolute)
+
+
 def _join(text: str, found: list[_Found]) -> list[_Found]:
-    """Merge neighbouring phrases that name the two ends of one range."""
+    """Merge neighbouring phrases that name the two ends of one range, and a day with its part of the day."""
     out: list[_Found] = []
-    for hit in found:
+    for hit in (_with_part(text, h) for h in found):
         prev = out[-1] if out else None
         if prev is not None and (joined := _joined(text, prev, hit)) is not None:
             out[-1] = joined
