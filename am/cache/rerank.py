@@ -12,7 +12,8 @@ some. This step orders them again, cheaply, from what the cache already holds:
   the better of their coverages: an answer is often the reply to the turn that names
   the question's words;
 - **meaning**, with vectors: ``VECTOR`` times the record's cosine, and records found by
-  meaning alone join only at or above ``FLOOR`` (cosine after centring);
+  meaning alone join only at or above ``FLOOR`` (cosine after centring) and ``RELATIVE``
+  times the query's best cosine;
 - **a calendar date** in the query ("on August 11", "before 2026-11-03"): ``CLOSE`` times
   the record's closeness to it (1 inside, 1/2 a week outside), instead of a cut;
 - **facts before topics and relations that merely name the words** (issue 33.6): a
@@ -36,12 +37,13 @@ if TYPE_CHECKING:
     from am.cache.index import Hit, Index
     from am.cache.timephrases import TimeRange
 
-__all__ = ["CLOSE", "DEPTH", "FLOOR", "GAP", "NAME_TERMS", "NEIGHBOUR", "VECTOR", "closeness", "rerank"]
+__all__ = ["CLOSE", "DEPTH", "FLOOR", "GAP", "RELATIVE", "NAME_TERMS", "NEIGHBOUR", "VECTOR", "closeness", "rerank"]
 
 DEPTH = 50          # candidates taken from each level, whatever the limit
 NEIGHBOUR = 0.3     # weight of the better neighbour's coverage
 VECTOR = 0.1        # weight of the cosine (after centring)
-FLOOR = 0.5         # a record found by meaning alone joins only at or above this cosine
+FLOOR = 0.2         # a record found by meaning alone joins only at or above this cosine (after centring)
+RELATIVE = 0.5      # ... and at or above this share of the query's best cosine
 GAP = 1800.0        # seconds: records further apart are not neighbours
 CLOSE = 0.5         # weight of the closeness to a calendar date the query names
 WEEK = 7 * 86400.0  # closeness halves a week outside the date's range

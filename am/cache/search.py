@@ -237,7 +237,8 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
     """Return the full-text candidates and the vector ones re-ranked together (am/cache/rerank.py), and notes;
     ``found`` learns how each was found.
 
-    A record found by meaning alone joins only at or above ``reranking.FLOOR``; meaning otherwise
+    A record found by meaning alone joins only at or above ``reranking.FLOOR`` and half the query's best
+    cosine; meaning otherwise
     only adds to a candidate's score, so a query nothing answers by meaning is served by
     full text, or by nothing. Never raises: a model or cache that fails leaves the full-text
     candidates (re-ranked) and a note.
@@ -254,8 +255,9 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
     notes = [n for n in (status.note(),) if n]
     cosines = {(h.id, str(h.path)): score for h, score in near}
     have = {(h.id, str(h.path)) for h in hits}
+    floor = max(reranking.FLOOR, reranking.RELATIVE * max((score for _, score in near), default=0.0))
     alone = [replace(h, matched=0, terms=hits[0].terms if hits else 0, tier=3) for h, score in near
-             if (h.id, str(h.path)) not in have and score >= reranking.FLOOR]
+             if (h.id, str(h.path)) not in have and score >= floor]
     for h in hits:
         k = (h.id, str(h.path))
         if k in cosines:
