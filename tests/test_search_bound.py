@@ -111,11 +111,17 @@ def test_a_level_past_the_bound_ranks_the_topics_and_newest_matches_by_bm25(
     # Exact BM25: the title hit first, then the shortest body ("Session cache.", the oldest fact).
     assert exact[:2] == ["tool-session-cache", "f-old-short"]
     assert sorted(exact) == sorted(["tool-session-cache", *(f[0] for f in FACTS)])
+    # The bound is the index level's: search() asks it for a fixed depth of candidates (rerank.DEPTH,
+    # whatever the limit), so the bounded level is read from the index itself.
+    cache = sessions.cache()
+    assert cache is not None
+    statuses = ("active", "contested", "pending-review")
+    exact_level = [h.id for h in cache.search("session cache", limit=8, statuses=statuses)]
     monkeypatch.setattr(IndexQueries, "BOUND", 4)
-    bounded = _hits(sessions, "session cache", limit=3)
+    bounded = [h.id for h in cache.search("session cache", limit=3, statuses=statuses)]
     # Candidates: the topic and the three newest facts; among them, the exact order.
     candidates = {"tool-session-cache", "f-newest", "f-new-b", "f-new-a"}
-    assert bounded == [i for i in exact if i in candidates][:3]
+    assert bounded == [i for i in exact_level if i in candidates][:3]
     assert "f-old-short" not in bounded
     # Under the bound, nothing changes.
     monkeypatch.setattr(IndexQueries, "BOUND", 9)

@@ -1,7 +1,7 @@
 """Weekdays, parts of a day, month-day dates, hours and ranges, in English, Chinese and Japanese.
 
-A fixed clock: Sunday 2026-11-29 15:30 at +08:00 (so "last Friday" is the 27th, and 上周五 /
-先週の金曜日, Friday of last calendar week, the 20th). The same moment is given to the
+A fixed clock: Sunday 2026-11-29 15:30 at +08:00 (so "last Friday", 上周五 and 先週の金曜日 are
+the Friday of last calendar week, the 20th: one rule, issue 35.4; "since Friday" is the 27th). The same moment is given to the
 command line as AM_NOW.
 """
 
@@ -46,8 +46,8 @@ MON_TO_WED = (at(11, 23), at(11, 26))
 # (phrase, (since, until)); each phrase must be the whole query and be removed from it.
 CASES = [
     # weekdays
-    ("last Friday", FRIDAY_27),
-    ("last Sunday", whole_day(11, 22)),  # strictly before today
+    ("last Friday", FRIDAY_20),  # as 上周五 (issue 35.4: one rule; it was the 27th, two days ago)
+    ("last Sunday", whole_day(11, 22)),  # last calendar week's
     ("since Sunday", (at(11, 29), None)),  # a weekday with a modifier: the latest one, maybe today
     ("since Friday", (FRIDAY_27[0], None)),
     ("this Monday", whole_day(11, 23)),
@@ -157,7 +157,7 @@ def test_not_a_phrase_or_not_a_range(query: str) -> None:
 
 
 def test_parse_time_takes_the_start_of_new_phrases() -> None:
-    assert parse_time("last Friday", now=NOW) == FRIDAY_27[0]
+    assert parse_time("last Friday", now=NOW) == FRIDAY_20[0]
     assert parse_time("上周五", now=NOW) == FRIDAY_20[0]
     assert parse_time("先週の金曜日", now=NOW) == FRIDAY_20[0]
     assert parse_time("last night", now=NOW) == LAST_NIGHT[0]
@@ -191,18 +191,32 @@ def dated_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(("phrase", "expected"), [
-    ("last Friday", ["fact-fri27"]), ("上周五", ["fact-fri20"]), ("先週の金曜日", ["fact-fri20"]),
+    ("last Friday", ["fact-fri20"]), ("上周五", ["fact-fri20"]), ("先週の金曜日", ["fact-fri20"]),
     ("last night", ["fact-night"]), ("昨晚", ["fact-night"]), ("昨夜", ["fact-night"]),
     ("2 hours ago", ["fact-hour"]), ("2小时前", ["fact-hour"]), ("2時間前", ["fact-hour"]),
-    ("Nov 20", ["fact-fri20"]), ("11月20日", ["fact-fri20"]),
     ("since Friday", ["fact-fri27", "fact-hour", "fact-night"]),
-    ("between Nov 20 and Nov 27", ["fact-fri20", "fact-fri27"]),
 ])
 def test_search_narrows_by_each_phrase(dated_vault: Path, phrase: str, expected: list[str]) -> None:
     out = _am("search", "deploy", phrase, "--format", "json", cwd=dated_vault)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert sorted(h["id"] for h in data["hits"] if h["type"] == "fact") == expected
+
+
+@pytest.mark.parametrize(("phrase", "expected"), [
+    ("Nov 20", ["fact-fri20"]), ("11月20日", ["fact-fri20"]),
+    ("between Nov 20 and Nov 27", ["fact-fri20", "fact-fri27"]),
+    ("before Nov 27", ["fact-fri20", "fact-fri27"]),  # the named day itself stays in (the August 11 case)
+])
+def test_a_calendar_date_ranks_by_closeness_instead_of_cutting(dated_vault: Path, phrase: str,
+                                                               expected: list[str]) -> None:
+    # Issue 35.4: a date in words was a cut ("before August 11" lost what was said on August 11 about
+    # two weeks earlier); now the records of that day (or range) come first and the others follow.
+    out = _am("search", "deploy", phrase, "--format", "json", cwd=dated_vault)
+    assert out.returncode == 0, out.stderr
+    facts = [h["id"] for h in json.loads(out.stdout)["hits"] if h["type"] == "fact"]
+    assert sorted(facts[:len(expected)]) == expected
+    assert sorted(facts) == ["fact-fri20", "fact-fri27", "fact-hour", "fact-night"]
 
 
 def test_recognised_phrase_that_finds_nothing_says_so(dated_vault: Path) -> None:

@@ -25,6 +25,8 @@ from am.clock import now
 from am.errors import NotFoundError, UsageError
 from am.records.model import STATUSES, Fact, Record, Relation, Topic
 from am.cache.textseg import _CJK_RANGES, id_prefix_terms
+from am.cache import rerank as reranking
+from am.cache.rerank import DEPTH, rerank
 from am.cache.timephrases import TimeRange, parse_query, parse_time
 
 if TYPE_CHECKING:
@@ -148,10 +150,13 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
     if since_at is not None and until_at is not None and since_at >= until_at:
         raise UsageError(f"--since {since} is not before --until {until}: no time lies between them",
                          hint="give the earlier moment as --since (swap them)")
-    window = _narrow(parsed.range, since_at, until_at)
     from am.cache.terms import analyse
 
     analysed = analyse(parsed.text)
+    # A calendar date ranks by closeness instead of cutting (issue 35.4), when there are words to rank.
+    close = parsed.range if parsed.range is not None and parsed.range.soft and analysed.units and sort == "rank" \
+        and mode == "ranked" else None
+    window = _narrow(None if close else parsed.range, since_at, until_at)
     if not analysed.units and window is None:
         # Nothing to match and no period to list: the newest records would read as an answer.
         raise UsageError(f"the query {query!r} has no word to search for",
@@ -176,21 +181,29 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         for term in ids:
             hits += index.ids_with_prefix(term, limit=limit, **filters)  # type: ignore[arg-type]
     seen = {h.id for h in hits}
-    hits += [h for h in index.search(parsed.text, limit=limit, sort=sort, mode=mode, **filters)  # type: ignore[arg-type]
+    ranked = sort == "rank" and mode == "ranked" and bool(parsed.text.strip())
+    # Ranked: a fixed depth of candidates, re-ranked, so the first hits never depend on --limit.
+    depth = max(limit, DEPTH) if ranked else limit
+    words = [h for h in index.search(parsed.text, limit=depth, sort=sort, mode=mode, **filters)  # type: ignore[arg-type]
              if h.id not in seen]
-    found = {(h.id, str(h.path)): ("id" if h.matched < 0 else "full-text") for h in hits}
+    found = {(h.id, str(h.path)): ("id" if h.matched < 0 else "full-text") for h in [*hits, *words]}
     levels: list[str] = [vector_note] if vector_note else []
-    if embedder is not None and sort == "rank" and mode == "ranked" and parsed.text.strip():
-        hits, more = _hybrid(index, embedder, parsed.text, hits, found, limit, vector_budget_s, filters,
-                             once=vector_once)
+    if embedder is not None and ranked:
+        words, more = _hybrid(index, embedder, parsed.text, words, found, depth, vector_budget_s, filters,
+                              once=vector_once, close=close)
         levels += more
-    hits = hits[:limit]
+    elif ranked:
+        words = rerank(index, parsed.text, words, close=close)
+    hits = (hits + words)[:limit]
     without: int | None = None
     if not hits and parsed.range is not None and parsed.text.strip():
         # A phrase in the query that leaves nothing says so, and the words' matches from any time
         # follow ("周五可以发布吗" asks about Fridays, not about what was written on one).
+        # The phrase's words go back into the query ("moved 4 years ago": "years" and "ago" are words again).
         wider = dict(filters, since=since_at, until=until_at)
-        hits = index.search(parsed.text, limit=limit, sort=sort, mode=mode, **wider)  # type: ignore[arg-type]
+        back = " ".join(query.split())
+        hits = index.search(back, limit=depth, sort=sort, mode=mode, **wider)  # type: ignore[arg-type]
+        hits = (rerank(index, back, hits) if ranked else hits)[:limit]
         without = len(hits)
     records = {(r.id, str(p)): r for p, r in index.records(ids=[h.id for h in hits])}
     terms = [u.text for u in analysed.units]
@@ -212,17 +225,23 @@ def search(index: Index, query: str, *, topic: str | None = None, status: str | 
         # A time narrows to records; the fallback without the query's phrase searches what the search would.
         out = _with_notes(out, index.search_notes(parsed.text, limit=limit), terms, limit)
         without = None if without is None else len(out)
-    return SearchResult(query=query, text=parsed.text, range=window, ignored=parsed.ignored,
+    return SearchResult(query=query, text=parsed.text, range=_narrow(close, since_at, until_at) if close else window,
+                        ignored=parsed.ignored,
                         statuses=statuses, hits=tuple(out), terms=tuple(terms), dropped=analysed.dropped,
                         without_range=without, levels=tuple(levels))
 
 
 def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found: dict[tuple[str, str], str],
-            limit: int, budget_s: float | None, filters: Mapping[str, object], *,
-            once: bool = False) -> tuple[list[Hit], list[str]]:
-    """Return the full-text hits fused with the vector ones (``found`` learns how each was found), and notes.
+            depth: int, budget_s: float | None, filters: Mapping[str, object], *,
+            once: bool = False, close: TimeRange | None = None) -> tuple[list[Hit], list[str]]:
+    """Return the full-text candidates and the vector ones re-ranked together (am/cache/rerank.py), and notes;
+    ``found`` learns how each was found.
 
-    Never raises: a model or cache that fails leaves the full-text hits and a note.
+    A record found by meaning alone joins only at or above ``reranking.FLOOR`` and half the query's best
+    cosine; meaning otherwise
+    only adds to a candidate's score, so a query nothing answers by meaning is served by
+    full text, or by nothing. Never raises: a model or cache that fails leaves the full-text
+    candidates (re-ranked) and a note.
     """
     from dataclasses import replace
 
@@ -230,27 +249,24 @@ def _hybrid(index: Index, embedder: Embedder, text: str, hits: list[Hit], found:
 
     try:
         status = vectors.ensure(index, embedder, budget_s=budget_s)
-        near = vectors.search(index, embedder, text, limit=limit, once=once, **filters)  # type: ignore[arg-type]
+        near = vectors.search(index, embedder, text, limit=depth, once=once, **filters)  # type: ignore[arg-type]
     except Exception as err:  # noqa: BLE001 - an optional level's failure must not cost the user the answer
-        return hits, [f"vector: failed ({type(err).__name__}: {err})"]
+        return rerank(index, text, hits, close=close), [f"vector: failed ({type(err).__name__}: {err})"]
     notes = [n for n in (status.note(),) if n]
-    notes.append(f"vector: {len(near)} hits" if near else "vector: no match")
-    key = {(h.id, str(h.path)): h for h in hits}
-    ids = [h for h in hits if h.matched < 0]  # found by their id: first, as without vectors
-    ranked = [f"{h.id}\0{h.path}" for h in hits if h.matched >= 0]
-    for hit, _ in near:
-        k = (hit.id, str(hit.path))
-        if k not in key:
-            key[k] = replace(hit, matched=0, terms=hits[0].terms if hits else 0, tier=3)
-    by = {f"{i}\0{p}": k for k in key for i, p in (k,)}
-    out = list(ids)
-    for joined, how in vectors.fuse(ranked, [f"{h.id}\0{h.path}" for h, _ in near]):
-        k = by[joined]
-        if found.get(k) == "id":
-            continue
-        found[k] = how
-        out.append(key[k])
-    return out[:limit], notes
+    cosines = {(h.id, str(h.path)): score for h, score in near}
+    have = {(h.id, str(h.path)) for h in hits}
+    floor = max(reranking.FLOOR, reranking.RELATIVE * max((score for _, score in near), default=0.0))
+    alone = [replace(h, matched=0, terms=hits[0].terms if hits else 0, tier=3) for h, score in near
+             if (h.id, str(h.path)) not in have and score >= floor]
+    for h in hits:
+        k = (h.id, str(h.path))
+        if k in cosines:
+            found[k] = "full-text+vector"
+    for h in alone:
+        found[(h.id, str(h.path))] = "vector"
+    used = sum(1 for k in cosines if k in have) + len(alone)
+    notes.append(f"vector: {used} hits" if used else "vector: no match")
+    return rerank(index, text, [*hits, *alone], cosines=cosines, close=close), notes
 
 
 def _matching(count: int, notes: int) -> str:

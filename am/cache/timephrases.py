@@ -40,10 +40,39 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, tzinfo
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 
 from am.clock import wall
+from am.cache.timecalendar import (  # noqa: F401 - the rules below name them
+    _BARE_WEEKDAY,
+    _CJK_DIGITS,
+    _EN_MONTHS,
+    _EN_NUMBERS,
+    _EN_WEEKDAYS,
+    _JA_WEEKDAYS,
+    _PARTS,
+    _UNIT_BUILDERS,
+    _ZH_WEEKDAYS,
+    _at_hour,
+    _days_ago,
+    _hours,
+    _hours_ago,
+    _midnight,
+    _month_day,
+    _month_start,
+    _months_ago,
+    _number,
+    _part_of_day,
+    _past_days,
+    _past_h,
+    _past_hours,
+    _weekday_before,
+    _weekday_in_week,
+    _weekday_of,
+    _weeks_ago,
+    _years_ago,
+)
 from am.errors import UsageError
 
 __all__ = ["TimeRange", "ParsedQuery", "parse_query", "parse_time"]
@@ -56,6 +85,9 @@ class TimeRange:
     since: datetime | None
     until: datetime | None
     phrase: str
+    # A calendar date ("August 11", "2026-11-03", "before 11月17日"): search ranks records by their
+    # closeness to it instead of cutting at it (what was said that day is often about days before).
+    soft: bool = field(default=False, compare=False)
 
     def describe(self) -> str:
         """Return the range and the phrase it came from, for people."""
@@ -99,189 +131,7 @@ class _Found:
     raw: _Bounds = (None, None)  # the phrase's own range, before a modifier opened it
     modifier: str | None = None
     weak: bool = False  # a phrase only with a modifier or in a range (a bare weekday)
-
-
-# --- calendar arithmetic ---------------------------------------------------
-
-
-def _midnight(day: date, tz: tzinfo | None) -> datetime:
-    # combine() rather than now - timedelta: a day is not always 24 hours (DST).
-    return wall(datetime.combine(day, time(0)), tz)
-
-
-
-
-def _days_ago(n: int, now: datetime) -> _Bounds:
-    day = now.date() - timedelta(days=n)
-    return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
-
-
-def _weeks_ago(n: int, now: datetime) -> _Bounds:
-    monday = now.date() - timedelta(days=now.weekday() + 7 * n)
-    return _midnight(monday, now.tzinfo), _midnight(monday + timedelta(days=7), now.tzinfo)
-
-
-def _month_start(year: int, month0: int, tz: tzinfo | None) -> datetime:
-    carry, month0 = divmod(month0, 12)
-    return _midnight(date(year + carry, month0 + 1, 1), tz)
-
-
-def _months_ago(n: int, now: datetime) -> _Bounds:
-    month0 = now.month - 1 - n
-    return (
-        _month_start(now.year, month0, now.tzinfo),
-        _month_start(now.year, month0 + 1, now.tzinfo),
-    )
-
-
-def _years_ago(n: int, now: datetime) -> _Bounds:
-    year = now.year - n
-    return _midnight(date(year, 1, 1), now.tzinfo), _midnight(date(year + 1, 1, 1), now.tzinfo)
-
-
-def _past_days(n: int, now: datetime) -> _Bounds:
-    if n < 1:
-        raise ValueError("past 0 days is empty")
-    return _midnight(now.date() - timedelta(days=n - 1), now.tzinfo), now
-
-
-def _hours_ago(n: int, now: datetime) -> _Bounds:
-    # The clock hour n hours back, as "3 days ago" is the calendar day: [13:00, 14:00) at 15:30 for 2.
-    hour = (now - timedelta(hours=n)).replace(minute=0, second=0, microsecond=0)
-    return hour, hour + timedelta(hours=1)
-
-
-def _past_hours(n: int, now: datetime) -> _Bounds:
-    if n < 1:
-        raise ValueError("past 0 hours is empty")
-    return now - timedelta(hours=n), now
-
-
-# Parts of a day, as hours after the day's midnight (a night runs into the next morning).
-_PARTS = {"morning": (6, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30)}
-
-
-def _part_of_day(days_back: int, part: str) -> _Builder:
-    start, end = _PARTS[part]
-
-    def build(_m: re.Match[str], now: datetime) -> _Bounds:
-        day = _midnight(now.date() - timedelta(days=days_back), now.tzinfo)
-        return _at_hour(day, start), _at_hour(day, end)
-
-    return build
-
-
-def _at_hour(midnight: datetime, hours: int) -> datetime:
-    # combine() on the right calendar day keeps wall-clock hours right across a DST change.
-    extra, hour = divmod(hours, 24)
-    return datetime.combine(midnight.date() + timedelta(days=extra), time(hour), tzinfo=midnight.tzinfo)
-
-
-_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6}
-_JA_WEEKDAYS = {"月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5, "日": 6}
-
-
-def _weekday_of(m: re.Match[str]) -> int:
-    names = m.groupdict()
-    if names.get("wd"):
-        return _EN_WEEKDAYS.index(m["wd"].lower())
-    if names.get("zwd"):
-        return _ZH_WEEKDAYS[m["zwd"]]
-    return _JA_WEEKDAYS[m["jwd"]]
-
-
-def _weekday_in_week(weeks_back: int) -> _Builder:
-    """That weekday of the calendar week ``weeks_back`` weeks before this one (上周五: last week's Friday)."""
-
-    def build(m: re.Match[str], now: datetime) -> _Bounds:
-        monday = now.date() - timedelta(days=now.weekday() + 7 * weeks_back)
-        day = monday + timedelta(days=_weekday_of(m))
-        return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
-
-    return build
-
-
-def _weekday_before(strictly: bool) -> _Builder:
-    """The latest such weekday before today (``strictly``: "last Friday") or on or before it ("Friday")."""
-
-    def build(m: re.Match[str], now: datetime) -> _Bounds:
-        back = (now.weekday() - _weekday_of(m)) % 7
-        if strictly and back == 0:
-            back = 7
-        day = now.date() - timedelta(days=back)
-        return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
-
-    return build
-
-
-# A weekday alone ("Friday", 周五, 金曜日) is as often what a question is about ("are deploys allowed on
-# Friday?") as when something was written; it is a time phrase only with a modifier or as a range's
-# end ("since Monday", 周一以来, 月曜日から, "between Monday and Wednesday"): the latest such day.
-_BARE_WEEKDAY = _weekday_before(False)
-
-
-_EN_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-
-
-def _month_day(m: re.Match[str], now: datetime) -> _Bounds:
-    """A month and day (Nov 17, 11月17日): in the year given, else the latest one not after today."""
-    month_word = m["mon"]
-    month = _EN_MONTHS.index(month_word[:3].lower()) + 1 if month_word.isascii() and month_word.isalpha() \
-        else _number(month_word)
-    dom = _number(m["dom"])
-    if m["year"]:
-        day = date(int(m["year"]), month, dom)
-    else:
-        for year in range(now.year, now.year - 9, -1):
-            try:
-                day = date(year, month, dom)
-            except ValueError:
-                continue  # 29 February: the latest leap year
-            if day <= now.date():
-                break
-        else:
-            raise ValueError("no such day")
-    return _midnight(day, now.tzinfo), _midnight(day + timedelta(days=1), now.tzinfo)
-
-
-def _hours(m: re.Match[str], now: datetime) -> _Bounds:
-    return _hours_ago(_number(m["n"]), now)
-
-
-def _past_h(m: re.Match[str], now: datetime) -> _Bounds:
-    return _past_hours(_number(m["n"]), now)
-
-
-_UNIT_BUILDERS: dict[str, Callable[[int, datetime], _Bounds]] = {
-    "day": _days_ago,
-    "week": _weeks_ago,
-    "month": _months_ago,
-    "year": _years_ago,
-}
-
-
-# --- numbers ---------------------------------------------------------------
-
-_EN_NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
-    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-}  # fmt: skip
-_CJK_DIGITS = {
-    "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
-}  # fmt: skip
-
-
-def _number(word: str) -> int:
-    lowered = word.lower()
-    if lowered in _EN_NUMBERS:
-        return _EN_NUMBERS[lowered]
-    if "十" in word:
-        tens, _, units = word.partition("十")
-        return (_CJK_DIGITS[tens] if tens else 1) * 10 + (_CJK_DIGITS[units] if units else 0)
-    if word in _CJK_DIGITS:
-        return _CJK_DIGITS[word]
-    return int(word)  # int() reads full-width digits as well
+    absolute: bool = False  # a calendar date in words (August 11, 11月17日): ranked by closeness, not cut
 
 
 # --- patterns --------------------------------------------------------------
@@ -379,7 +229,8 @@ _BODIES: list[tuple[str, _Builder]] = [
     (_en("yesterday morning"), _part_of_day(1, "morning")),
     (_en("yesterday afternoon"), _part_of_day(1, "afternoon")),
     (_en("yesterday evening"), _part_of_day(1, "evening")),
-    (_en("last " + _EN_WD), _weekday_before(True)),
+    # One rule for every language: "last Tuesday" is 上周二 and 先週の火曜日, last calendar week's (issue 35.4).
+    (_en("last " + _EN_WD), _weekday_in_week(1)),
     (_en("this " + _EN_WD), _weekday_in_week(0)),
     (_en(_EN_WD), _BARE_WEEKDAY),
     (_en(_EN_MON + " " + _EN_DOM + r"(?:,? (?P<year>[0-9]{4}))?"), _month_day),
@@ -431,19 +282,53 @@ _BODIES: list[tuple[str, _Builder]] = [
     (_ISO_BEFORE + _ISO_DATE.format("1") + _ISO_AFTER, _iso),
 ]  # fmt: skip
 
-_RULES: list[_Rule] = []
 # Every rule needs a digit, one of these English words, or a non-ASCII character; a query
 # without any skips compiling the rules (~50 ms, paid by every `am search` process otherwise).
 _MAY_HOLD_A_PHRASE = re.compile(r"[0-9]|day|week|month|year|hour|night|morning|evening|afternoon|[^\x00-\x7f]",
                                 re.IGNORECASE)
+_EN_TRIGGERS = ("day", "week", "month", "year", "hour", "hr", "night", "evening", "morning", "afternoon")
+_DIGIT = re.compile(r"[0-9]")
 
 
-def _rules() -> list[_Rule]:
-    """Return the compiled rules, compiling them on first use."""
-    if not _RULES:
-        _RULES.extend(_Rule(re.compile(_PREFIX + f"(?:{body})" + _SUFFIX + _PARTICLE, re.IGNORECASE), build)
-                      for body, build in _BODIES)
-    return _RULES
+def _trigger(body: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Return what a rule's match must hold: one of these characters, or one of these English words.
+
+    Every Chinese or Japanese rule's match holds one of the characters its pattern spells out
+    (a unit, 月, 日, 周, 前, ...; look-behinds are not matched text), every English rule's one
+    of the words its alternatives spell (a weekday holds "day"), and a date or ISO rule a digit
+    ("digit"). A query holding none of them cannot match the rule, so it is not compiled for that
+    query (issue 39: compiling all 59 cost 31-51 ms a Chinese query, ~50 ms an English one).
+    """
+    if body.startswith((_EN_BEFORE, _ISO_BEFORE)):
+        if "(?P<dom>" in body or "(?P<y1>" in body:
+            return frozenset(), ("digit",)
+        spelled = re.sub(r"\(\?P<\w+>|\(\?<!\[[^\]]*\]\)|\(\?!\[[^\]]*\]\)", "", body).lower()
+        return frozenset(), tuple(w for w in _EN_TRIGGERS if w in spelled)
+    spelled = re.sub(r"\(\?<!\[[^\]]*\]\)", "", body)
+    return frozenset(c for c in spelled if ord(c) > 0x7F), ()
+
+
+_TRIGGERS = [_trigger(body) for body, _ in _BODIES]
+_COMPILED: dict[int, _Rule] = {}
+
+
+def _rule(n: int) -> _Rule:
+    """Return rule ``n``, compiling it on first use."""
+    rule = _COMPILED.get(n)
+    if rule is None:
+        body, build = _BODIES[n]
+        rule = _COMPILED[n] = _Rule(re.compile(_PREFIX + f"(?:{body})" + _SUFFIX + _PARTICLE, re.IGNORECASE), build)
+    return rule
+
+
+def _rules(text: str) -> list[_Rule]:
+    """Return the rules that may match ``text``, each compiled only when its trigger occurs in it."""
+    chars = frozenset(text)
+    lower = text.lower()
+    digit = _DIGIT.search(text) is not None
+    return [_rule(n) for n, (cjk, words) in enumerate(_TRIGGERS)
+            if (cjk & chars) or any(digit if w == "digit" else w in lower for w in words)]
+
 
 _SINCE_START = {"since", "以来", "以降", "から"}
 _SINCE_END = {"after", "之后", "以后"}
@@ -475,7 +360,8 @@ def _evaluate(rule: _Rule, m: re.Match[str], now: datetime) -> _Found | None:
         since, until = _modify(modifier, since, until)
     phrase_end = m.end() if m["part"] is None else m.start("part")
     return _Found(m.start(), m.end(), m.string[m.start() : phrase_end], since, until, raw,
-                  modifier.lower() if modifier else None, weak=rule.build is _BARE_WEEKDAY and not modifier)
+                  modifier.lower() if modifier else None, weak=rule.build is _BARE_WEEKDAY and not modifier,
+                  absolute=rule.build is _month_day)
 
 
 # Two phrases joined into one range: "between X and Y", "from X to Y", "since X until Y", "X到Y", "XからYまで".
@@ -483,10 +369,36 @@ _JOIN_WORD = re.compile(r"\s*(?:and|to|until|till|through|thru|-|–|—|~|～|�
 _JOIN_LEAD = re.compile(r"(?:(?<![0-9A-Za-z_-])(?:between|from)\s+|[从從自])\Z", re.IGNORECASE)
 
 
+# A part of a day right after a day phrase: "last Tuesday evening", "Tuesday night", 上周二晚上, 先週の火曜日の夜.
+_PART_AFTER = (r"(?:\s+(?P<en>morning|afternoon|evening|night)(?![0-9A-Za-z_-])"
+               r"|(?P<zh>早上|上午|下午|晚上|夜里|夜裡|晚)|の?(?P<ja>朝|午前|午後|夜|晩))")
+_PART_COMPILED: list[re.Pattern[str]] = []  # compiled on the first day phrase, not at import
+_PART_NAMES = {"早上": "morning", "上午": "morning", "下午": "afternoon", "晚上": "evening", "夜里": "night",
+               "夜裡": "night", "晚": "evening", "朝": "morning", "午前": "morning", "午後": "afternoon",
+               "夜": "night", "晩": "evening"}
+
+
+def _with_part(text: str, hit: _Found) -> _Found:
+    """Return a one-day phrase narrowed to the part of the day that follows it (one range), or the phrase."""
+    since, until = hit.raw
+    if since is None or until is None or hit.modifier is not None or not (20 <= (until - since).total_seconds()
+                                                                          / 3600 <= 26):
+        return hit
+    if not _PART_COMPILED:
+        _PART_COMPILED.append(re.compile(_PART_AFTER, re.IGNORECASE))
+    m = _PART_COMPILED[0].match(text, hit.start + len(hit.phrase))
+    if m is None:
+        return hit
+    part = (m["en"] or "").lower() or _PART_NAMES[m["zh"] or m["ja"]]
+    start, end = _PARTS[part]
+    bounds = (_at_hour(since, start), _at_hour(since, end))
+    return _Found(hit.start, m.end(), text[hit.start : m.end()], *bounds, bounds, None, absolute=hit.absolute)
+
+
 def _join(text: str, found: list[_Found]) -> list[_Found]:
-    """Merge neighbouring phrases that name the two ends of one range."""
+    """Merge neighbouring phrases that name the two ends of one range, and a day with its part of the day."""
     out: list[_Found] = []
-    for hit in found:
+    for hit in (_with_part(text, h) for h in found):
         prev = out[-1] if out else None
         if prev is not None and (joined := _joined(text, prev, hit)) is not None:
             out[-1] = joined
@@ -514,7 +426,8 @@ def _joined(text: str, a: _Found, b: _Found) -> _Found | None:
     start = lead.start() if lead is not None else a.start
     low, high = sorted([a.raw, b.raw], key=lambda r: r[0])  # type: ignore[arg-type, return-value]
     since, until = low[0], max(low[1], high[1])  # type: ignore[type-var]
-    return _Found(start, b.end, text[start : b.start + len(b.phrase)], since, until, (since, until), None)
+    return _Found(start, b.end, text[start : b.start + len(b.phrase)], since, until, (since, until), None,
+                  absolute=a.absolute and b.absolute)
 
 
 def _scan(text: str, now: datetime) -> list[_Found]:
@@ -522,7 +435,7 @@ def _scan(text: str, now: datetime) -> list[_Found]:
         return []
     found = [
         hit
-        for rule in _rules()
+        for rule in _rules(text)
         for m in rule.pattern.finditer(text)
         if (hit := _evaluate(rule, m, now)) is not None
     ]
@@ -556,7 +469,7 @@ def parse_query(query: str, *, now: datetime) -> ParsedQuery:
             pieces += [text[position : hit.start], " "]
             position = hit.end
             if applied is None:
-                applied = TimeRange(hit.since, hit.until, hit.phrase)
+                applied = TimeRange(hit.since, hit.until, hit.phrase, soft=hit.absolute)
             else:
                 ignored.append(hit.phrase)
         pieces.append(text[position:])
