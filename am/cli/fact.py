@@ -138,16 +138,21 @@ def expire(ctx: click.Context, fact_id: str, reason: str, fmt: str) -> None:
 @click.argument("fact_id", metavar="ID")
 @click.argument("text")
 @click.option("--allow-secret", is_flag=True, help="Write even if the text looks like a credential.")
+@click.option("--provenance", default=None,
+              help="Where the new text comes from (default: session:ACTOR for --actor/AM_ACTOR, else human).")
 @FORMAT_OPTION
 @click.pass_context
-def edit(ctx: click.Context, fact_id: str, text: str, allow_secret: bool, fmt: str) -> None:
+def edit(ctx: click.Context, fact_id: str, text: str, allow_secret: bool, provenance: str | None, fmt: str) -> None:
     """Fix a typo in a fact's text, keeping its id (one commit). TEXT - reads standard input.
 
-    A change of meaning is a new fact: use am fact supersede.
+    The text is then yours: the fact's provenance becomes --provenance, else
+    yours (session:ACTOR for --actor/AM_ACTOR, else human), and the commit's
+    reason names the one it was. A change of meaning is a new fact: use am fact supersede.
 
     Example: am fact edit f-20260923-1630-3f0e99 "Alpha on main offers getUser(id)."
     """
-    result = open_vault(ctx).edit_fact(fact_id, read_text_arg(text), allow_secrets=allow_secret)
+    result = open_vault(ctx).edit_fact(fact_id, read_text_arg(text), allow_secrets=allow_secret,
+                                       provenance=provenance)
     report_write(result, fmt, "edited")
 
 
