@@ -230,7 +230,7 @@ class Vault(CountsUses):
 
     def known_repos(self) -> set[str]:
         """Return the code-repo names this vault knows: registered here, in .am/vault.yml, or named by records."""
-        from am.writes.worldwrites import known_repos
+        from am.writes.lookup import known_repos
 
         return known_repos(self.files)
 

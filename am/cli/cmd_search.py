@@ -77,7 +77,9 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         raise click.MissingParameter(ctx=ctx, param=ctx.command.params[0])
     cache = _cache(ctx)
     vault = open_vault(ctx)
-    _check_filters(vault, repo, topic)
+    from am.writes.lookup import check_filters
+
+    check_filters(vault.files, repo=repo, topic=topic)  # refused, with the closest name, as am slice refuses it
     marks = _world_marks(vault, repo, branch)
     if marks is not None:
         repo = marks.setup.world.repo
@@ -138,23 +140,6 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         note = None if marks is None else marks.mark(h.id)
         if note:
             click.echo(f"  {note}")
-
-
-def _check_filters(vault: Any, repo: str | None, topic: str | None) -> None:
-    """Refuse a --repo or --topic that names nothing (a typo would only find fewer records), suggesting the closest."""
-    from am.cache.search import topic_named
-
-    if repo is not None:
-        from am.worlds.branches import check_repo_known
-
-        check_repo_known(repo, vault.known_repos())  # exit 13, as am slice
-    cache = vault.cache() if topic is not None else None
-    # A topic only facts name (no file of its own) still narrows: the rule am.cache.search applies, said here
-    # first with the closest topic.
-    if topic is not None and cache is not None and not topic_named(cache, topic):
-        from am.errors import NotFoundError
-
-        raise NotFoundError(f"unknown topic {topic!r}", hint=vault.topic_hint(topic) + "list them with: am topic list")
 
 
 def _embedder(vault: Any, sort: str) -> tuple[Any, str]:

@@ -37,7 +37,7 @@ MAX_RECORD_BYTES = 1024 * 1024
 
 _TOPIC_KEYS = ("type", "id", "kind", "title", "aliases", "tags", "status", "created")
 _FACT_KEYS = (
-    "type", "id", "topics", "status", "confidence", "provenance", "repo", "version", "commit",
+    "type", "id", "topics", "status", "confidence", "provenance", "repo", "version", "commit", "dirty",
     "until_commit", "axis", "valid_from", "valid_until", "supersedes", "superseded_by", "reason",
     "paths", "tags", "pinned", "created",
 )
@@ -177,6 +177,9 @@ def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: 
         pinned = meta.get("pinned", False)
         if not isinstance(pinned, bool):
             raise InvalidRecordError("must be true or false", path=path, field="pinned")
+        dirty = meta.get("dirty", False)
+        if not isinstance(dirty, bool):
+            raise InvalidRecordError("must be true or false", path=path, field="dirty")
         fact = Fact(
             id=rid, topics=_list(meta, "topics", path, links=True), body=body, status=status,
             confidence=s("confidence") or "medium", provenance=s("provenance") or "human",
@@ -184,7 +187,7 @@ def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: 
             created=s("created"), valid_from=s("valid_from"), valid_until=s("valid_until"),
             until_commit=s("until_commit"), supersedes=_list(meta, "supersedes", path, links=True),
             superseded_by=_opt_link(s("superseded_by")), reason=s("reason"), paths=_list(meta, "paths", path),
-            tags=_list(meta, "tags", path), pinned=pinned, extra=extra, eol=eol,
+            tags=_list(meta, "tags", path), pinned=pinned, extra=extra, eol=eol, dirty=dirty,
         )
         _check_required(meta, rtype, path)  # after the shape of each key: a wrong key is named before a missing one
         return fact
@@ -221,7 +224,7 @@ def record_to_meta(record: Record) -> dict[str, Any]:
         meta.update(
             topics=list(record.topics), status=record.status, confidence=record.confidence,
             provenance=record.provenance, repo=record.repo, version=record.version,
-            commit=record.commit, until_commit=record.until_commit, axis=record.axis,
+            commit=record.commit, dirty=record.dirty or None, until_commit=record.until_commit, axis=record.axis,
             valid_from=record.valid_from, valid_until=record.valid_until,
             supersedes=list(record.supersedes), superseded_by=record.superseded_by,
             reason=record.reason, paths=list(record.paths), tags=list(record.tags),
