@@ -230,7 +230,7 @@ class Vault(CountsUses):
 
     def known_repos(self) -> set[str]:
         """Return the code-repo names this vault knows: registered here, in .am/vault.yml, or named by records."""
-        from am.writes.worldwrites import known_repos
+        from am.writes.lookup import known_repos
 
         return known_repos(self.files)
 
@@ -325,11 +325,12 @@ class Vault(CountsUses):
 
         return record_repo(self.writer, name, remote)
 
-    def edit_fact(self, fact_id: str, text: str, *, allow_secrets: bool = False) -> WriteResult:
-        """Fix a fact's text (a typo) in one commit, keeping its id; a change of meaning is a supersede."""
+    def edit_fact(self, fact_id: str, text: str, *, allow_secrets: bool = False,
+                  provenance: str | None = None) -> WriteResult:
+        """Fix a fact's text (a typo) in one commit, keeping its id; its provenance becomes the editor's."""
         from am.writes.renames import edit_fact
 
-        return edit_fact(self.writer, fact_id, text, allow_secrets=allow_secrets)
+        return edit_fact(self.writer, fact_id, text, allow_secrets=allow_secrets, provenance=provenance)
 
     def rename_topic(self, old_id: str, new_id: str, *, title: str | None = None) -> WriteResult:
         """Rename a topic and rewrite every reference to it (facts, relations, wikilinks) in one commit."""

@@ -175,7 +175,7 @@ def test_old_shims_still_work(hooked: Path) -> None:
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     (hooked / "facts").mkdir(exist_ok=True)
     (hooked / "facts" / "bad.md").write_text("---\ntype: fact\nid: bad\ntopics: [project-alpha]\n"
-                                             "confidence: very\ncreated: 2026-11-02\n---\nx\n")
+                                             "status: active\nconfidence: very\nprovenance: human\ncreated: 2026-11-02\n---\nx\n")
     run_git(hooked, "add", "-A")
     done = commit(hooked, "-m", "old shim")
     assert done.returncode != 0 and "bad.md" in done.stderr and "confidence" in done.stderr

@@ -55,14 +55,16 @@ def _entity(name: str, **extra: object) -> str:
     ("lossless", '{"id": "r1", "text": "' + "x" * 10 + '", "more": ' + DEEP + "}"),
     ("lossless", '{"id": "r2", "text": "half \\udc00 a pair"}'),
     ("jsonl", DEEP),
-    ("jsonl", ('{"meta": {"type": "fact", "id": "fact-s", "topics": ["project-alpha"], "created": "2026-11-30"},'
+    ("jsonl", ('{"meta": {"type": "fact", "id": "fact-s", "topics": ["project-alpha"], "status": "active",'
+               ' "confidence": "medium", "provenance": "human", "created": "2026-11-30"},'
                ' "body": "bad \\ud800 text"}')),
 ])
 def test_a_line_am_cannot_hold_is_left_aside_naming_it(alpha: Vault, vault_path: Path, tmp_path: Path,
                                                        system: str, line: str) -> None:
     good = _entity("Fine") if system == "mcp-memory" else (
         json.dumps({"id": "ok", "text": "A fine record."}) if system == "lossless" else
-        json.dumps({"meta": {"type": "fact", "id": "fact-ok", "topics": ["project-alpha"],
+        json.dumps({"meta": {"type": "fact", "id": "fact-ok", "topics": ["project-alpha"], "status": "active",
+                             "confidence": "medium", "provenance": "human",
                              "created": "2026-11-30T10:00:00+00:00"}, "body": "A fine fact.\n"}))
     source = tmp_path / "src.jsonl"
     source.write_text(good + "\n" + line + "\n", encoding="utf-8")

@@ -88,7 +88,7 @@ def test_a_key_no_yaml_line_can_hold_is_refused_naming_it() -> None:
 
 
 def test_a_hand_written_quoted_key_keeps_its_place_when_am_changes_the_file() -> None:
-    text = ('---\ntype: fact\nid: fact-k\ntopics: [project-x]\n"a\\"b": 1\n\'it\'\'s\': 2\n"x\\u2028y": 3\n'
+    text = ('---\ntype: fact\nid: fact-k\ntopics: [project-x]\nstatus: active\nconfidence: medium\nprovenance: human\n"a\\"b": 1\n\'it\'\'s\': 2\n"x\\u2028y": 3\n'
             "created: 2026-11-30T10:00:00+00:00\n---\nA fact.\n")
     record = parse_record(text, path="facts/2026/11/30/fact-k.md")
     assert record.extra == {'a"b': 1, "it's": 2, "x\u2028y": 3}

@@ -169,7 +169,7 @@ def test_hooks_survive_a_moved_virtualenv_and_say_how_to_fix_it(alpha: object, v
                           CliRunner().invoke(cli, ["--vault", str(vault_path), "doctor", "--format", "json"]).stdout)
     kinds = {(Path(f["path"]).name, f["kind"]) for f in findings["findings"]}
     assert ("pre-commit", "hook-broken") in kinds and ("post-commit", "hook-broken") in kinds
-    bad = "---\ntype: fact\nid: fact-bad\ntopics: [project-alpha]\nconfidence: very\ncreated: 2026-11-02\n---\nx\n"
+    bad = "---\ntype: fact\nid: fact-bad\ntopics: [project-alpha]\nstatus: active\nconfidence: very\nprovenance: human\ncreated: 2026-11-02\n---\nx\n"
     (vault_path / "facts").mkdir(exist_ok=True)
     (vault_path / "facts" / "fact-bad.md").write_text(bad)
     bare_path = {**os.environ, **GIT_IDENTITY, "PATH": "/usr/bin:/bin"}
@@ -242,7 +242,8 @@ def test_post_commit_warnings_land_in_the_health_note(alpha: object, vault_path:
     am("--vault", str(vault_path), "hooks", "install")
     (vault_path / "facts").mkdir(exist_ok=True)
     (vault_path / "facts" / "fact-orphan.md").write_text(
-        "---\ntype: fact\nid: fact-orphan\ntopics: [project-nowhere]\nstatus: active\ncreated: 2026-11-02\n---\n"
+        "---\ntype: fact\nid: fact-orphan\ntopics: [project-nowhere]\nstatus: active\nconfidence: medium\n"
+        "provenance: human\ncreated: 2026-11-02\n---\n"
         "See [[ghost]].\n")
     proc = _commit(vault_path, "orphan", {**os.environ, **GIT_IDENTITY})
     assert proc.returncode == 0, proc.stderr

@@ -20,6 +20,8 @@ type: fact
 id: fact-x
 topics: [project-alpha]
 status: active
+confidence: medium
+provenance: human
 tags: [a, b]
 created: 2026-09-23T16:30:00+08:00
 ---
@@ -43,7 +45,7 @@ def fact(text: str) -> Fact:
 
 
 def test_keys_changed_on_one_side_each_take_that_side() -> None:
-    ours = BASE.replace("status: active", "status: active\nconfidence: high")
+    ours = BASE.replace("confidence: medium", "confidence: high")
     theirs = BASE.replace("Alpha offers getUser(id).", "Alpha offers getUser(id) only.")
     merged = fact(merge_record(PATH, BASE, ours, theirs).text)
     assert merged.confidence == "high" and merged.body == "Alpha offers getUser(id) only.\n"

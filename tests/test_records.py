@@ -115,7 +115,7 @@ def test_invalid_files_name_file_and_line(text: str, needle: str, line: int | No
 
 
 def test_obsidian_link_values_in_frontmatter() -> None:
-    text = "---\ntype: relation\nid: a--part-of--b\nrel: part-of\nfrom: \"[[a]]\"\nto: \"[[b|B]]\"\n---\n"
+    text = "---\ntype: relation\nid: a--part-of--b\nrel: part-of\nfrom: \"[[a]]\"\nto: \"[[b|B]]\"\nstatus: active\n---\n"
     rel = parse_record(text)
     assert isinstance(rel, Relation) and rel.from_ == "a" and rel.to == "b"
 

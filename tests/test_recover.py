@@ -144,7 +144,7 @@ def test_doctor_finds_and_fixes_debris(alpha: Vault, vault_path: Path) -> None:
     (facts / "fact-orphan.md").write_text(render_record(orphan))
     # A person's note, not canonical: left alone.
     (facts / "fact-person.md").write_text("---\ntype: fact\nid: fact-person\ntopics: [project-alpha]\n"
-                                          "status: active\ncreated: 2026-11-01\n---\nMy draft.\n")
+                                          "status: active\nprovenance: human\nconfidence: low\ncreated: 2026-11-01\n---\nMy draft.\n")
     # A half-written temp file of a dead process.
     dead = subprocess.run([PYTHON, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     temp = facts / f".fact-x.md.am-{dead.stdout.strip()}.tmp"

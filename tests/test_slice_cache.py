@@ -86,10 +86,13 @@ def _requests(rng: random.Random, commits: dict[str, str], k: int) -> list[Slice
         at = rng.choice([None, "2026-03-01", "2026-07-01T09:00:00+08:00"])
         repo = rng.choice([None, "project-alpha", "project-alpha", "project-beta"])
         branch = rng.choice([None, "main", "feat", "gone"])
+        commit = rng.choice([None, None, None, commits["c1"][:8], commits["f1"]])
+        if repo == "project-alpha" and branch == "main" and commit == commits["f1"]:
+            branch = "feat"  # f1 is not on main: that world is refused since issue 33.4 (tests/test_refusals.py)
         out.append(SliceRequest(
             # A branch the registered clone lacks is an error of its own (tested in _assert_same's first call).
             repo=repo, branch=None if (branch == "gone" and repo == "project-alpha") else branch,
-            commit=rng.choice([None, None, None, commits["c1"][:8], commits["f1"]]),
+            commit=commit,
             at=None if at is None else to_moment(at), at_label=at or "now",
             include_pending=rng.random() < 0.3, max_tokens=rng.choice([0, 250, 600, 1500, 8000])))
     return out

@@ -20,7 +20,10 @@ _WORLDS: list[tuple[str | None, str | None, str | None]] = [
     (None, None, None),
     ("project-alpha", "main", None), ("project-alpha", "feat-batch", None), ("project-alpha", "feat-rate-limit", None),
     *[("project-alpha", None, sha) for sha in DEMO_CODE_COMMITS.values()],
-    *[("project-alpha", "main", sha[:7]) for sha in DEMO_CODE_COMMITS.values()],
+    # A branch with a commit of its own: C4 is on feat-rate-limit only, and (main, C4) is refused since issue 33.4
+    # (a commit off the branch named with it; tests/test_refusals.py).
+    *[("project-alpha", "feat-rate-limit" if label == "C4" else "main", sha[:7])
+      for label, sha in DEMO_CODE_COMMITS.items()],
 ]
 
 

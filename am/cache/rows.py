@@ -30,7 +30,7 @@ __all__ = [
     "record_names", "name_refs", "resolve_refs", "NOTE_ERROR", "OWN", "by_id", "UNREADABLE_WHERE", "note_row", "statement_key",
 ]
 
-SCHEMA_VERSION = 17  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 18  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)

@@ -29,7 +29,9 @@ def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--branch", default=None, help="World: the branch or tag where it was observed."),
         click.option("--commit", "commit_", default=None, help="World: the commit where it was observed."),
         click.option("--here", is_flag=True,
-                     help="Fill --repo, --branch and --commit from the Git repository of the current folder."),
+                     help="Fill --repo, --branch and --commit from the Git repository of the current folder "
+                          "(with uncommitted changes in the --path files, or anywhere without --path: a warning, "
+                          "and dirty: true in the fact)."),
         click.option("--path", "paths", multiple=True, help="Code path the fact is about, watched for staleness."),
         click.option("--valid-from", default=None, help="Valid time: holds from (ISO date or date-time)."),
         click.option("--valid-until", default=None, help="Valid time: holds until (exclusive)."),
@@ -49,24 +51,31 @@ def _fact_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _world(here: bool, repo: str | None, branch: str | None,
-           commit: str | None) -> tuple[str | None, str | None, str | None]:
-    if not here:
-        return repo, branch, commit
-    from am.worlds.here import world_here
+def _say_observed_at(draft: FactDraft, result: Any) -> None:
+    """Say on stderr which commit a fact with --repo and --path but no --branch or --commit was recorded at."""
+    from am.writes.worldwrites import observed_at_head
 
-    found = world_here()
-    return repo or found[0], branch or found[1], commit or found[2]
+    said = observed_at_head(draft, result.records[0]) if result.created else None
+    if said:
+        click.echo(f"note: {said}", err=True)
 
 
 def _draft(text: str, confidence: str | None, kw: dict[str, Any]) -> FactDraft:
-    repo, branch, commit = _world(kw.pop("here"), kw.pop("repo"), kw.pop("branch"), kw.pop("commit_"))
-    return FactDraft(
+    here = kw.pop("here")
+    draft = FactDraft(
         text=read_text_arg(text), topics=kw.pop("topics"), id=kw.pop("fact_id"), confidence=confidence,
-        provenance=kw.pop("provenance"), repo=repo, branch=branch, commit=commit, paths=kw.pop("paths"),
-        valid_from=kw.pop("valid_from"), valid_until=kw.pop("valid_until"), tags=kw.pop("tags"),
-        pin=kw.pop("pin"), axis=kw.pop("axis"),
+        provenance=kw.pop("provenance"), repo=kw.pop("repo"), branch=kw.pop("branch"), commit=kw.pop("commit_"),
+        paths=kw.pop("paths"), valid_from=kw.pop("valid_from"), valid_until=kw.pop("valid_until"),
+        tags=kw.pop("tags"), pin=kw.pop("pin"), axis=kw.pop("axis"),
     )
+    if not here:
+        return draft
+    from am.writes.worldwrites import draft_here
+
+    draft, warning = draft_here(draft)  # the world of the clone around us; dirty: true over uncommitted work
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+    return draft
 
 
 @click.group()
@@ -95,6 +104,7 @@ def add(ctx: click.Context, /, text: str, confidence: str | None, fmt: str, **kw
     result = vault.add_fact(draft, create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"),
                             unverified=kw.pop("unverified"))
     report_write(result, fmt, "added", adds=True)
+    _say_observed_at(draft, result)
 
 
 @fact.command("supersede")
@@ -120,6 +130,7 @@ def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confid
     result = vault.supersede_fact(old_id, draft, reason=reason, create_topics=kw.pop("create_topic"),
                                   allow_secrets=kw.pop("allow_secret"), unverified=kw.pop("unverified"))
     report_write(result, fmt, "superseded by")
+    _say_observed_at(draft, result)
 
 
 @fact.command("expire")
@@ -139,16 +150,21 @@ def expire(ctx: click.Context, fact_id: str, reason: str, fmt: str) -> None:
 @click.argument("fact_id", metavar="ID")
 @click.argument("text")
 @click.option("--allow-secret", is_flag=True, help="Write even if the text looks like a credential.")
+@click.option("--provenance", default=None,
+              help="Where the new text comes from (default: session:ACTOR for --actor/AM_ACTOR, else human).")
 @FORMAT_OPTION
 @click.pass_context
-def edit(ctx: click.Context, fact_id: str, text: str, allow_secret: bool, fmt: str) -> None:
+def edit(ctx: click.Context, fact_id: str, text: str, allow_secret: bool, provenance: str | None, fmt: str) -> None:
     """Fix a typo in a fact's text, keeping its id (one commit). TEXT - reads standard input.
 
-    A change of meaning is a new fact: use am fact supersede.
+    The text is then yours: the fact's provenance becomes --provenance, else
+    yours (session:ACTOR for --actor/AM_ACTOR, else human), and the commit's
+    reason names the one it was. A change of meaning is a new fact: use am fact supersede.
 
     Example: am fact edit f-20260923-1630-3f0e99 "Alpha on main offers getUser(id)."
     """
-    result = open_vault(ctx).edit_fact(fact_id, read_text_arg(text), allow_secrets=allow_secret)
+    result = open_vault(ctx).edit_fact(fact_id, read_text_arg(text), allow_secrets=allow_secret,
+                                       provenance=provenance)
     report_write(result, fmt, "edited")
 
 
@@ -322,11 +338,19 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
           limit: int | None, fmt: str) -> None:
     """List facts, oldest first, each with its status and world (repo@branch@commit).
 
+    A --repo, --branch or --topic that names nothing (a typo) is refused, with the
+    closest name, as am slice refuses it (exit 13, or 4 for a topic).
+
     Example: am fact list --topic project-alpha --status active --repo project-alpha --branch main
     """
-    facts = open_vault(ctx).list_facts(topic=topic, status=status, repo=repo)
+    vault = open_vault(ctx)
+    facts = vault.list_facts(topic=topic, status=status, repo=repo)
     if branch is not None:
         facts = [f for f in facts if f.version == branch]
+    if not facts and (repo or branch or topic):  # a filter that matched something names something
+        from am.writes.lookup import check_filters
+
+        check_filters(vault.files, repo=repo, topic=topic, branch=branch)
     if limit is not None:
         facts = facts[-limit:]
     if fmt == "json":

@@ -49,7 +49,12 @@ def list_(ctx: click.Context, topic: str | None, show_all: bool, fmt: str) -> No
     Example: am relation list --topic project-alpha
     """
     vault = open_vault(ctx)
-    rels = [r for r in vault.list_relations(topic=topic) if show_all or r.status != "expired"]
+    found = vault.list_relations(topic=topic)
+    if topic is not None and not found:  # a typo would read as "no relations"
+        from am.writes.lookup import check_record_named
+
+        check_record_named(vault.files, topic)
+    rels = [r for r in found if show_all or r.status != "expired"]
     if fmt == "json":
         emit_json([record_dict(r) for r in rels])
         return

@@ -169,7 +169,8 @@ class Dispatcher:
                     vault.actor = Authorship.check_actor(actor)
                 else:
                     vault.authorship.forget_actor()  # $AM_ACTOR
-            return tool.run(Call(vault, self.here, self.memo, self.fill, self.options.link_vaults), args)
+            return tool.run(Call(vault, self.here, self.memo, self.fill, self.options.link_vaults, self.options.folder),
+                            args)
         except AmError as err:
             return f"Error: {in_tool_words(str(err), tool)}"
         except Exception as err:

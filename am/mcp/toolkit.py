@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
@@ -45,6 +45,7 @@ class Call:
     memo: PackMemo | None = None  # packs already rendered (am.mcp.memo)
     fill: Callable[[str | None, str | None, str | None], World] | None = None  # defaults, as the CLI fills them
     link_vaults: tuple[str, ...] = ()  # the other vaults follow_links may read (the server's --link-vault)
+    folder: Path | None = None  # the server's folder: here: true's clone and work tree
 
     def world(self, args: Mapping[str, Any]) -> World:
         """Return the world named in the arguments, filled from the server's clone as the CLI fills it."""

@@ -21,6 +21,7 @@ from am.records.properties import LINK_KEYS, link_target, link_value, update_fro
 
 __all__ = [
     "MAX_RECORD_BYTES",
+    "REQUIRED_KEYS",
     "split_frontmatter",
     "parse_record",
     "parse_meta",
@@ -36,7 +37,7 @@ MAX_RECORD_BYTES = 1024 * 1024
 
 _TOPIC_KEYS = ("type", "id", "kind", "title", "aliases", "tags", "status", "created")
 _FACT_KEYS = (
-    "type", "id", "topics", "status", "confidence", "provenance", "repo", "version", "commit",
+    "type", "id", "topics", "status", "confidence", "provenance", "repo", "version", "commit", "dirty",
     "until_commit", "axis", "valid_from", "valid_until", "supersedes", "superseded_by", "reason",
     "paths", "tags", "pinned", "created",
 )
@@ -134,6 +135,23 @@ def _opt_link(value: str | None) -> str | None:
     return None if value is None else link_target(value)
 
 
+# The keys a record of each type must state: with one missing, am would have to guess (active, medium, human) and
+# trust the guess. A file that skipped the hooks (git commit --no-verify, a phone's Obsidian, an agent writing
+# files) is invalid instead: in no pack, named by am check and by every listing's unreadable note.
+REQUIRED_KEYS = {"fact": ("status", "confidence", "provenance"), "relation": ("status",)}
+_REQUIRED_HINT = {"status": "active", "confidence": "medium", "provenance": "human"}
+
+
+def _check_required(meta: dict[str, Any], rtype: str, path: str | None) -> None:
+    missing = [key for key in REQUIRED_KEYS.get(rtype, ()) if meta.get(key) in (None, "")]
+    if missing:
+        lines = ", ".join(f"{key}: {_REQUIRED_HINT[key]}" for key in missing)
+        raise InvalidRecordError(
+            "is required: without it the record holds nowhere (am does not guess it)", path=path, field=missing[0],
+            hint=f"add the missing key{'s' * (len(missing) > 1)} to its frontmatter, with the right values "
+                 f"(e.g. {lines}), and commit; the pre-commit hook (am hooks install) checks this")
+
+
 def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: str | None = None) -> Record:
     """Build a record from loaded frontmatter and body; raise naming the field on bad shape."""
     rtype = _str(meta, "type", path, required=True)
@@ -159,22 +177,29 @@ def record_from_meta(meta: dict[str, Any], body: str, *, eol: str = "\n", path: 
         pinned = meta.get("pinned", False)
         if not isinstance(pinned, bool):
             raise InvalidRecordError("must be true or false", path=path, field="pinned")
-        return Fact(
+        dirty = meta.get("dirty", False)
+        if not isinstance(dirty, bool):
+            raise InvalidRecordError("must be true or false", path=path, field="dirty")
+        fact = Fact(
             id=rid, topics=_list(meta, "topics", path, links=True), body=body, status=status,
             confidence=s("confidence") or "medium", provenance=s("provenance") or "human",
             repo=s("repo"), version=s("version"), commit=s("commit"), axis=s("axis"),
             created=s("created"), valid_from=s("valid_from"), valid_until=s("valid_until"),
             until_commit=s("until_commit"), supersedes=_list(meta, "supersedes", path, links=True),
             superseded_by=_opt_link(s("superseded_by")), reason=s("reason"), paths=_list(meta, "paths", path),
-            tags=_list(meta, "tags", path), pinned=pinned, extra=extra, eol=eol,
+            tags=_list(meta, "tags", path), pinned=pinned, extra=extra, eol=eol, dirty=dirty,
         )
-    return Relation(
+        _check_required(meta, rtype, path)  # after the shape of each key: a wrong key is named before a missing one
+        return fact
+    relation = Relation(
         id=rid, rel=s("rel", True) or "", from_=link_target(s("from", True) or ""),
         to=link_target(s("to", True) or ""), body=body, status=status, created=s("created"),
         repo=s("repo"), version=s("version"), commit=s("commit"), until_commit=s("until_commit"),
         axis=s("axis"), valid_from=s("valid_from"), valid_until=s("valid_until"),
         reason=s("reason"), tags=_list(meta, "tags", path), extra=extra, eol=eol,
     )
+    _check_required(meta, rtype, path)
+    return relation
 
 
 def parse_record(text: str, path: str | None = None) -> Record:
@@ -199,7 +224,7 @@ def record_to_meta(record: Record) -> dict[str, Any]:
         meta.update(
             topics=list(record.topics), status=record.status, confidence=record.confidence,
             provenance=record.provenance, repo=record.repo, version=record.version,
-            commit=record.commit, until_commit=record.until_commit, axis=record.axis,
+            commit=record.commit, dirty=record.dirty or None, until_commit=record.until_commit, axis=record.axis,
             valid_from=record.valid_from, valid_until=record.valid_until,
             supersedes=list(record.supersedes), superseded_by=record.superseded_by,
             reason=record.reason, paths=list(record.paths), tags=list(record.tags),

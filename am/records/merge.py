@@ -71,6 +71,9 @@ LIFECYCLE = ("active", "pending-review", "contested", "expired", "superseded")
 _CLAIM_KEYS = frozenset({"repo", "version", "commit", "until_commit", "axis", "valid_from", "valid_until"})
 # Keys a contested copy does not take over: a supersession names the original file, not the copy.
 _NOT_COPIED = ("supersedes", "superseded_by", "pinned")
+# Keys that say who wrote a fact's text and how sure they were: in a split, each copy keeps its own side's, so
+# Bob's text is never shown as session:alice (nor Alice's as Bob's, by "a key changed on one side takes it").
+_WRITER_KEYS = ("provenance", "confidence")
 _CONFIDENCE = ("low", "medium", "high")
 
 MERGED_BEGIN = "<!-- am:merged-begin"
@@ -318,7 +321,7 @@ def _split(path: str, rid: str, base: dict[str, Any] | None, ours: tuple[dict[st
         meta = _merge_meta(base, keep[0], other[0], rtype="split", notes=notes, rivals=rivals)  # no further split
     except _Conflict:  # pragma: no cover - only facts split
         meta = dict(keep[0])
-    for key in _CLAIM_KEYS:
+    for key in (*_CLAIM_KEYS, *_WRITER_KEYS):
         if key in keep[0]:
             meta[key] = keep[0][key]
         else:

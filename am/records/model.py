@@ -89,6 +89,7 @@ class Fact:
     pinned: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     eol: str = "\n"
+    dirty: bool = False  # written with --here over uncommitted changes: the commit may not hold what it says
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,7 @@ class FactDraft:
     tags: tuple[str, ...] = ()
     pin: bool = False
     axis: str | None = None
+    dirty: bool = False  # observed in a work tree with uncommitted changes (filled by worldwrites.draft_here)
 
     def __post_init__(self) -> None:
         for name in _TUPLE_FIELDS:  # callers pass lists; the value stays hashable and immutable

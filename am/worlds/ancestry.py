@@ -374,6 +374,19 @@ def _cached_tip(store: GitStore, commit: str, cache_dir: Path | None) -> str | N
     return None
 
 
+def _check_branch_of(store: GitStore, repo: str, branch: str, commit: str) -> None:
+    """Refuse a world that names a branch the clone lacks, or a commit not on it (the rule of a write's world)."""
+    from am.worlds.branches import branch_names, branch_tip, check_on_branch, closest_hint, known_list
+
+    tip = branch_tip(store, branch)
+    if tip is None:
+        names = branch_names(store)
+        raise UnknownWorldError(
+            f"branch {branch} is not in the clone of {repo} at {store.root} (branches: {known_list(names)})",
+            hint=closest_hint(branch, names, "fetch it, or check the name"))
+    check_on_branch(store, repo, branch, tip, commit)
+
+
 def _current_branch(store: GitStore) -> str | None:
     try:
         return store.head_ref().removeprefix("refs/heads/")
@@ -422,6 +435,8 @@ def setup_world(repo: str | None, branch: str | None = None, commit: str | None 
             if tip is None:
                 raise UnknownWorldError(f"commit {commit} is not in the clone of {repo} at {store.root}",
                                         hint="fetch it, or check the id (git log --oneline)")
+            if branch is not None:  # both given: the commit must be on the branch, as a write's must
+                _check_branch_of(store, repo, branch, tip)
         elif branch is not None:
             tip, source = branch_tip(store, branch), "branch tip"
             if tip is None:

@@ -19,7 +19,8 @@ from am.errors import UnknownWorldError
 if TYPE_CHECKING:
     from am.git import GitStore
 
-__all__ = ["branch_names", "branch_tip", "check_repo_known", "closest_hint", "did_you_mean", "known_list"]
+__all__ = ["branch_names", "branch_tip", "check_on_branch", "check_repo_known", "closest_hint", "did_you_mean",
+           "known_list"]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -70,3 +71,17 @@ def branch_tip(store: GitStore, branch: str) -> str | None:
         if tip is not None:
             return tip
     return None
+
+
+def check_on_branch(store: GitStore, repo: str, branch: str, tip: str, commit: str, *, fix: str = "") -> None:
+    """Refuse a world that names ``branch`` (whose tip is ``tip``) at a ``commit`` not on it (UnknownWorldError).
+
+    One rule for every door, write or read: ``am fact add`` would file a fact under a branch it does not hold
+    on, and ``am slice`` would title a pack "@ main" while judging it at another branch's commit.
+    ``fix``: what else the door offers (a write: ", or --unverified").
+    """
+    if commit == tip or store.is_ancestor(commit, tip):
+        return
+    raise UnknownWorldError(
+        f"commit {commit[:10]} is not on branch {branch!r} of {repo} (its tip is {tip[:10]})",
+        hint=f"pass the branch the commit is on (git branch --contains {commit[:10]}){fix}")

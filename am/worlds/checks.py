@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from am.errors import UnknownWorldError
 from am.registry import Registry
-from am.worlds.branches import branch_names, branch_tip, closest_hint, known_list
+from am.worlds.branches import branch_names, branch_tip, check_on_branch, closest_hint, known_list
 
 if TYPE_CHECKING:
     from am.git import GitStore
 
-__all__ = ["CheckedWorld", "branches_with", "check_confirm", "home_branch", "keeps_branch", "main_line", "verify_world"]
+__all__ = ["CheckedWorld", "branches_with", "check_confirm", "clone_head", "home_branch", "keeps_branch", "main_line", "verify_world"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,14 @@ def check_confirm(store: GitStore, fact_id: str, branch: str | None, observed: s
              f"am fact supersede {fact_id} \"what holds there\" --branch {other} --reason \"...\"")
 
 
+def clone_head(repo: str, registry: Registry | None = None) -> str | None:
+    """Return the commit the registered clone of ``repo`` has checked out (its HEAD), or None."""
+    from am.worlds.ancestry import open_clone
+
+    store, _ = open_clone(repo, registry)
+    return None if store is None else store.head()
+
+
 def verify_world(repo: str | None, branch: str | None, commit: str | None, *, unverified: bool = False,
                  registry: Registry | None = None) -> CheckedWorld:
     """Check a write's world against the registered clone; return what to record."""
@@ -151,11 +159,9 @@ def verify_world(repo: str | None, branch: str | None, commit: str | None, *, un
             raise UnknownWorldError(
                 f"commit {commit!r} is not in the clone of {repo} at {store.root}",
                 hint="give a commit id the clone has (git log --oneline), fetch it, or pass --unverified")
-        if tip is not None and not _on_branch(store, tip, full):
+        if tip is not None and branch is not None:
             # The fact would name a branch it does not hold on: it holds only where its commit is.
-            raise UnknownWorldError(
-                f"commit {full[:10]} is not on branch {branch!r} of {repo} (its tip is {tip[:10]})",
-                hint=f"pass the branch the commit is on (git branch --contains {full[:10]}), or --unverified")
+            check_on_branch(store, repo, branch, tip, full, fix=", or --unverified")
         return CheckedWorld(repo, branch, full, True)
     if tip is None and branch is None:
         return CheckedWorld(repo, None, None, True)

@@ -13,6 +13,7 @@ Decisions: docs/decisions/worlds.md.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from am.errors import AmError, NotFoundError, UsageError
 from am.git.refs import UNKNOWN, read_ref
 from am.registry import Registry
 
-__all__ = ["Checkout", "World", "fill_world", "find_checkout", "registered_here", "vault_here", "world_here"]
+__all__ = ["Checkout", "World", "fill_world", "find_checkout", "registered_here", "uncommitted_in", "vault_here",
+           "world_here"]
 
 World = tuple[str | None, str | None, str | None]  # (repo, branch, commit); None where not known
 
@@ -168,6 +170,19 @@ def fill_world(repo: str | None, branch: str | None, commit: str | None, *, cwd:
         elif branch is not None:
             commit = None  # a checked-out branch's HEAD is its tip: the world is the branch
     return name, branch, commit
+
+
+def uncommitted_in(top: Path, watched: Sequence[str] = ()) -> list[str]:
+    """Return the files of the work tree at ``top`` that differ from HEAD (changed, staged, new or deleted),
+    only those under a ``watched`` path (a file, folder or glob, as staleness matches them) when given.
+
+    Read with libgit2 (pygit2's status), which runs none of the clone's hooks, filters or fsmonitor.
+    """
+    from am.git import GitStore
+    from am.worlds.stale import path_matches
+
+    changed = GitStore.open_code(top).work_tree_status()
+    return sorted(p for p in changed if not watched or any(path_matches(w, p) for w in watched))
 
 
 def vault_here(cwd: Path | None = None, registry: Registry | None = None) -> Path | None:

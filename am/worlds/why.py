@@ -77,9 +77,13 @@ class Explanation:
                    f"holds here (shown under: {heading})" if heading else "holds here (shown under its topic)")
         lines = [f"{self.fact_id} in {where}: {verdict}"]
         for step in self.steps:
-            mark = {True: "pass", False: "FAIL", None: "skip"}[step.passed]
+            mark = "note" if step.rule in _NOTES else {True: "pass", False: "FAIL", None: "skip"}[step.passed]
             lines.append(f"  {mark:<4}  {step.rule:<12} {step.evidence}")
         return "\n".join(lines) + "\n"
+
+
+# Steps that decide nothing and say something the reader must know (passed is None).
+_NOTES = frozenset({"dirty"})
 
 
 def _short(commit: str | None) -> str:
@@ -159,6 +163,10 @@ def explain(fact: Fact, world: World, oracle: AncestryOracle | None, *, supersed
                 add("branch", True, f"branch {fact.version} is the world's branch")
             else:
                 add("branch", False, f"branch {fact.version}, but the world's branch is {world.branch or 'none'}")
+    if fact.dirty:  # decides nothing; said whatever the verdict
+        steps.append(Step("dirty", None, f"written with uncommitted changes in the clone's work tree (dirty: true): "
+                                         f"{_short(fact.commit)} may not hold what it says, and the work may have "
+                                         f"been discarded; once it is committed: am fact confirm {fact.id} --commit C"))
     # 5. valid time
     if fact.valid_from is None and fact.valid_until is None:
         add("time", None, "no valid time set")

@@ -187,7 +187,7 @@ def _new_fact(writer: RecordWriter, draft: FactDraft, *, supersedes: Sequence[st
         provenance=draft.provenance or writer.authorship.provenance(),
         repo=draft.repo, version=draft.branch, commit=draft.commit, axis=axis, created=format_timestamp(now),
         valid_from=draft.valid_from, valid_until=draft.valid_until, supersedes=tuple(supersedes),
-        paths=draft.paths, tags=draft.tags, pinned=draft.pin,
+        paths=draft.paths, tags=draft.tags, pinned=draft.pin, dirty=draft.dirty,
     )
 
 

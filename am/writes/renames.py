@@ -30,16 +30,26 @@ if TYPE_CHECKING:
 __all__ = ["edit_fact", "rename_topic", "rewrite_links"]
 
 
-def edit_fact(writer: RecordWriter, fact_id: str, text: str, *, allow_secrets: bool = False) -> WriteResult:
-    """Fix a fact's text (a typo) in one commit, keeping its id; a change of meaning is a supersede."""
+def edit_fact(writer: RecordWriter, fact_id: str, text: str, *, allow_secrets: bool = False,
+              provenance: str | None = None) -> WriteResult:
+    """Fix a fact's text (a typo) in one commit, keeping its id; a change of meaning is a supersede.
+
+    The text is now the editor's: the fact's ``provenance`` becomes ``provenance``, else the editor's own
+    (``session:ACTOR``, or ``human``), as a new fact's would, and the commit's reason names the one it replaces.
+    """
     if not text.strip():
         raise UsageError("the fact's text is empty", hint="say it in one to three sentences")
     path, fact, base = writer.existing_for_update(fact_id, Fact, "fact")
     body = (text.replace("\r\n", "\n").strip("\n") + "\n").replace("\n", fact.eol)  # the file's line ends
     if fact.body == body:
         raise UsageError(f"{fact_id} already says that", hint="nothing to change")
-    return writer.write([(path, replace(fact, body=body), base)], noun="fact", verb="edit",
-                        ids=[fact_id], summary=text, allow_secrets=allow_secrets)
+    from am.records.writes import check_one_line
+
+    check_one_line("--provenance", provenance)
+    source = provenance or writer.authorship.provenance()
+    reason = None if source == fact.provenance else f"text by {source}; it was by {fact.provenance}"
+    return writer.write([(path, replace(fact, body=body, provenance=source), base)], noun="fact", verb="edit",
+                        ids=[fact_id], summary=text, reason=reason, allow_secrets=allow_secrets)
 
 
 def rewrite_links(body: str, names: set[str], new: str) -> str:

@@ -3,8 +3,7 @@
 ``checked_draft`` turns the repo, branch and commit a draft names into what is
 recorded, or refuses them (DESIGN §5.7); ``confirm_fact`` re-observes a fact at
 a newer commit in one commit (DESIGN §5.6); ``record_repo`` writes a code
-repo's remote URL into ``.am/vault.yml`` in one commit; ``known_repos`` lists
-the repo names a vault knows of. Each takes the vault's ``RecordWriter`` or
+repo's remote URL into ``.am/vault.yml`` in one commit. Each takes the vault's ``RecordWriter`` or
 ``RecordFiles``; none calls back into the facade.
 
 Decisions: docs/decisions/writes.md.
@@ -13,17 +12,16 @@ Decisions: docs/decisions/writes.md.
 from __future__ import annotations
 
 from dataclasses import replace as replace_draft
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from am.errors import UsageError
 
 if TYPE_CHECKING:
-    from am.cache.recordfiles import RecordFiles
     from am.records.writes import FactDraft, WriteResult
     from am.writes.writer import RecordWriter
 
-__all__ = ["checked_draft", "confirm_fact", "known_repos", "pin_fact", "record_repo"]
+__all__ = ["checked_draft", "confirm_fact", "draft_here", "observed_at_head", "pin_fact", "record_repo"]
 
 
 def checked_draft(draft: FactDraft, repo: str | None, *, unverified: bool) -> FactDraft:
@@ -37,22 +35,54 @@ def checked_draft(draft: FactDraft, repo: str | None, *, unverified: bool) -> Fa
     if not (draft.repo or draft.branch or draft.commit):
         return draft
     world = verify_world(draft.repo or repo, draft.branch, draft.commit, unverified=unverified)
-    return replace_draft(draft, repo=world.repo, branch=world.branch, commit=world.commit)
+    commit = world.commit
+    if world.verified and world.repo and commit is None and world.branch is None and draft.paths:
+        # Watched paths need a commit to be judged from: without one the fact could never go stale. It was
+        # observed in the clone as it is, so at its HEAD (the door says which: observed_at_head).
+        from am.worlds.checks import clone_head
+
+        commit = clone_head(world.repo)
+    return replace_draft(draft, repo=world.repo, branch=world.branch, commit=commit)
 
 
-def known_repos(files: RecordFiles) -> set[str]:
-    """Return the code-repo names a vault knows: registered here, in .am/vault.yml, or named by records."""
-    from am.records.model import Fact, Relation
-    from am.records.vaultfile import repos_of
-    from am.registry import Registry
+def draft_here(draft: FactDraft, cwd: Path | None = None) -> tuple[FactDraft, str | None]:
+    """Fill a draft's repo, branch and commit from the registered clone (or worktree) around ``cwd`` (``--here``).
 
-    names = set(Registry.load().repos) | set(repos_of(files.settings))
-    cache = files.cache()
-    if cache is not None and hasattr(cache, "repo_names"):
-        names |= set(cache.repo_names())
-    else:
-        names |= {r.repo for _, r in files.iter_records() if isinstance(r, (Fact, Relation)) and r.repo}
-    return names
+    Values the draft gives win. When the commit is the checkout's HEAD and the work tree has uncommitted changes
+    in the draft's watched paths (or anywhere, when it watches none), the fact is marked ``dirty: true`` and
+    the warning to show is returned: HEAD may not hold what the fact says, and the work may be discarded.
+    Every door's ``here`` comes through this (the CLI's --here, MCP's here: true).
+    """
+    from am.worlds.here import find_checkout, uncommitted_in, world_here
+
+    repo, branch, commit = world_here(cwd)
+    filled = replace_draft(draft, repo=draft.repo or repo, branch=draft.branch or branch,
+                           commit=draft.commit or commit)
+    checkout = find_checkout(cwd)
+    if draft.commit is not None or checkout is None:  # a commit given: the work tree is not what it names
+        return filled, None
+    changed = uncommitted_in(checkout.top, draft.paths)
+    if not changed:
+        return filled, None
+    named = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    where = f"in the watched paths ({', '.join(draft.paths)})" if draft.paths else "(the fact watches no --path)"
+    return replace_draft(filled, dirty=True), (
+        f"the work tree at {checkout.top} has uncommitted changes {where}: {named}. The fact is recorded at HEAD "
+        f"{commit[:10]} with dirty: true (am why says so); if that work is discarded, it describes code that "
+        "never was. Commit the work first (then am fact confirm ID --commit C), or expire the fact if it goes")
+
+
+def observed_at_head(draft: FactDraft, record: object) -> str | None:
+    """Say which commit a fact given --repo and --path but no branch or commit was recorded at, or None."""
+    from am.records.model import Fact
+
+    if draft.branch or draft.commit or not draft.repo or not draft.paths:
+        return None
+    if not isinstance(record, Fact) or not record.commit:
+        return None
+    return (f"observed at the HEAD of the clone of {draft.repo}, {record.commit[:10]}: a change to "
+            f"{', '.join(draft.paths)} after it makes the fact stale there (to say where it was observed: "
+            "--branch B or --commit C)")
 
 
 def confirm_fact(writer: RecordWriter, fact_id: str, *, commit: str | None = None,
@@ -103,7 +133,7 @@ def confirm_fact(writer: RecordWriter, fact_id: str, *, commit: str | None = Non
                          hint="to re-observe it, pass --commit a newer commit")
     status = "active" if fact.status == "pending-review" else fact.status
     reason = f"confirmed at {fact.repo}@{new_commit[:12]}"
-    updated = replace(fact, commit=new_commit, status=status)
+    updated = replace(fact, commit=new_commit, status=status, dirty=False)  # observed again, at a commit
     return writer.write([(path, updated, base)], noun="fact", verb="confirm", ids=[fact_id], reason=reason,
                         subject=f"fact: confirm {fact_id} at {new_commit[:12]}")
 
