@@ -455,10 +455,12 @@ def _kind(entry: tuple[bytes, bytes] | None) -> str | None:
 
 
 def tree_blob_ids(repo: pygit2.Repository, tree: pygit2.Tree | None, paths: Iterable[str], *,
-                  kinds: tuple[str, ...] | None = ("blob",)) -> dict[str, str | None]:
+                  kinds: tuple[str, ...] | None = ("blob",),
+                  modes: dict[str, int] | None = None) -> dict[str, str | None]:
     """Return each path's blob id under ``tree`` (None: no file there, or no tree), finding each folder's tree once.
 
     ``kinds``: the entry types that count (None: any, a folder's tree id too).
+    ``modes`` receives Git's mode of each file found that is not 100644 (an executable, a symbolic link).
 
     A lookup by full path (``tree["facts/2026/05/01/f-x.md"]``) goes through
     libgit2's object cache for every folder on the way. An import's day folder
@@ -484,6 +486,8 @@ def tree_blob_ids(repo: pygit2.Repository, tree: pygit2.Tree | None, paths: Iter
             found[path] = None
             continue
         found[path] = str(entry.id) if kinds is None or entry.type_str in kinds else None
+        if modes is not None and entry.filemode in _BLOB_MODES and entry.filemode != _FILE:
+            modes[path] = int(entry.filemode)
     return found
 
 

@@ -35,8 +35,9 @@ from am.errors import GitError, UsageError
 from am.git.incoming import check_incoming
 from am.git.common import _fsync_dir, _Moved
 from am.git.refs import UNKNOWN
+from am.git.reading import tree_blob_ids
 from am.git.program.transport import JOURNAL, PushResult
-from am.git.values import failpoint, hash_blob
+from am.git.values import failpoint, hash_blob, worktree_blob_id
 
 if TYPE_CHECKING:
     from am.git.program.prewrite import Prewrite
@@ -464,34 +465,26 @@ def restage_lagging(store: GitStore, old: str | None, new: str, tip: str) -> lis
     index = store.staging.read_index()
     entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
     removed: list[PurePosixPath] = []
-    for path, _ in store.tree_changes(old, new):
-        was, now = _blob_at(old_tree, path), _blob_at(tip_tree, path)
+    paths = [path for path, _ in store.tree_changes(old, new)]
+    modes: dict[str, int] = {}  # tip's mode of each file set back that is not 100644: it goes with tip's blob
+    before = tree_blob_ids(store.repo, old_tree, paths)
+    after = tree_blob_ids(store.repo, tip_tree, paths, modes=modes)
+    root = f"{store.root}/"
+    for path in paths:
+        was, now = before[path], after[path]
         staged = index.staged(path)
-        if staged == now or staged != was:
-            continue
-        try:
-            with open(os.path.join(str(store.root), path), "rb") as handle:
-                on_disk: str | None = hash_blob(handle.read())
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            on_disk = None
-        if on_disk != now:
+        if staged == now or staged != was or worktree_blob_id(root + path) != now:
             continue
         if now is None:
             removed.append(PurePosixPath(path))
         else:
             entries.append((PurePosixPath(path), pygit2.Oid(hex=now)))
     if entries or removed:
-        store.staging.update_index(entries, removed)
+        store.staging.update_index(entries, removed, modes={str(p): modes[str(p)] for p, _ in entries
+                                                            if str(p) in modes})
         common.log.warning("Git's index lagged the branch for %d files a killed sync brought; set to HEAD's",
                            len(entries) + len(removed))
     return [str(p) for p, _ in entries] + [str(p) for p in removed]
-
-
-def _blob_at(tree: pygit2.Tree | None, path: str) -> str | None:
-    try:
-        return None if tree is None else str(tree[path].id)
-    except KeyError:
-        return None
 
 
 _PACK_NAME = re.compile(r"pack-[0-9a-f]{40}")
