@@ -25,6 +25,7 @@ __all__ = [
     "UnknownWorldError",
     "UsageError",
     "storage_error",
+    "explained",
     "storage_trouble",
 ]
 
@@ -205,6 +206,13 @@ def storage_trouble(folder: object) -> str | None:
     if limit != resource.RLIM_INFINITY and limit < 1 << 30:
         return f"this process may write no file over {limit // 1024} KiB (ulimit -f)"
     return None
+
+
+def explained(err: object, folder: object) -> str:
+    """Return an error's words, with ``storage_trouble(folder)`` after them when it finds one (SQLite says only
+    "disk I/O error" for a full disk or a file size limit)."""
+    trouble = storage_trouble(folder)
+    return f"{err}: {trouble}" if trouble else str(err)
 
 
 class UnknownWorldError(NotFoundError):
