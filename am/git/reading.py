@@ -161,6 +161,13 @@ class Reader:
         """Return the size in bytes of an object by id, without reading it."""
         return int(self.repo.odb.read_header(pygit2.Oid(hex=oid))[1])
 
+    def blob_size(self, oid: str) -> int:
+        """Return a blob's size without reading it; 0 when it is not here (a partial clone's, fetched when read)."""
+        try:
+            return int(self.repo.odb.read_header(pygit2.Oid(hex=oid))[1])
+        except KeyError:
+            return 0
+
     def blob_id(self, path: PurePosixPath | str, *, commit: str | None = None) -> str | None:
         """Return the blob id of a path in a commit (HEAD by default), or None."""
         commit = commit or self.head()

@@ -32,7 +32,7 @@ import am.git.formats.packs as packs
 import am.git.movefiles as movefiles
 import am.git.program.transport as transport
 from am.errors import GitError, UsageError
-from am.git.incoming import check_incoming
+from am.git.incoming import check_incoming, check_record_sizes
 from am.git.common import _fsync_dir, _Moved
 from am.git.refs import UNKNOWN
 from am.git.reading import tree_blob_ids
@@ -49,6 +49,7 @@ __all__ = [
     "StagedMerge",
     "advance",
     "check_incoming",
+    "check_record_sizes",
     "clear_remote_lock",
     "fetch",
     "merge_base",
@@ -326,6 +327,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
         modes: dict[str, int] = dict(staged.modes) if staged is not None else {}
         changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target, modes=modes)
         check_incoming(changes, source or target)
+        check_record_sizes(changes, store.blob_size, source or target)
         movefiles.check_clean(store, expected, changes, again)
         journal = store._am_dir / JOURNAL
         note: dict[str, object] = {"ref": ref, "from": expected, "to": target, "reflog": reflog}
