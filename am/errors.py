@@ -25,6 +25,8 @@ __all__ = [
     "UnknownWorldError",
     "UsageError",
     "storage_error",
+    "explained",
+    "storage_trouble",
 ]
 
 
@@ -170,6 +172,47 @@ def storage_error(err: OSError, what: str, *, then: str | None = None) -> Storag
     else:
         hint = fix + retry.get(err.errno or 0, "") if fix else "nothing was changed; retry"
     return StorageError(f"could not {what}{where}: {reason}", hint=hint)
+
+
+def storage_trouble(folder: object) -> str | None:
+    """Say why files cannot be written in ``folder`` (a full or read-only file system, ulimit -f), or None.
+
+    What a failure's own words hide: SQLite reports a full disk or a file size
+    limit as "disk I/O error". One statvfs and one getrlimit.
+    """
+    import os
+
+    path = os.fspath(folder)  # type: ignore[call-overload]
+    while path and not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        return f"the file system holding {folder} is read-only"
+    free = st.f_bavail * st.f_frsize
+    if free < 1 << 20:
+        return f"the file system holding {folder} is full ({free // 1024} KiB free)"
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    if limit != resource.RLIM_INFINITY and limit < 1 << 30:
+        return f"this process may write no file over {limit // 1024} KiB (ulimit -f)"
+    return None
+
+
+def explained(err: object, folder: object) -> str:
+    """Return an error's words, with ``storage_trouble(folder)`` after them when it finds one (SQLite says only
+    "disk I/O error" for a full disk or a file size limit)."""
+    trouble = storage_trouble(folder)
+    return f"{err}: {trouble}" if trouble else str(err)
 
 
 class UnknownWorldError(NotFoundError):

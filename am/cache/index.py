@@ -64,7 +64,7 @@ from am.cache.rows import (_SCHEMA, NOTE_ERROR, SCHEMA_VERSION, TOPS, Hit, Index
                            record_rows, resolve_refs, segment)
 from am.cache.scan import FolderScans, Payload, blob_of, folder_names_for
 from am.cache.statements import StatementQueries
-from am.errors import AmError
+from am.errors import AmError, explained
 from am.git import hash_blob
 from am.git.program.sparse import refuse_hidden
 from am.git.workfiles import UNREAD_BLOB, WorkFile, WorkTreeReader
@@ -102,7 +102,7 @@ def open_cache(vault: VaultFiles) -> Index | None:
         try:
             index = Index.open(vault)
         except (AmError, OSError, sqlite3.Error) as err:
-            log.warning("the search cache cannot be used (%s); reading the files instead", err)
+            log.warning("the search cache cannot be used (%s); reading the files instead", explained(err, vault.root / CACHE_DIR))
             state["_cache_failed"] = True
             return None
         state["_cache"] = index

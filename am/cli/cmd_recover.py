@@ -55,6 +55,11 @@ def recover(ctx: click.Context, apply_: bool, reflog_only: bool, fmt: str) -> No
         ctx.exit(9)
 
 
+# What --fix does for a finding, where "repairs it" would not say: an orphan is a write that was never
+# acknowledged, which --fix commits (the killed command may have been run again since).
+_FIXES = {"orphan": "am doctor --fix commits it; delete the file instead if the write was made again since"}
+
+
 @click.command("doctor")
 @click.option("--fix", is_flag=True, help="Repair what is safe to repair.")
 @FORMAT_OPTION
@@ -82,8 +87,17 @@ def doctor(ctx: click.Context, fix: bool, fmt: str) -> None:
     else:
         for line in done:
             click.echo(f"fixed: {line}")
+        trouble = None
+        if not fix and any(f.fixable for f in findings):
+            from am.errors import storage_trouble
+
+            trouble = storage_trouble(vault.root)  # a repair writes: on a full disk it would fail
         for f in findings:
-            hint = " (am doctor --fix repairs it)" if f.fixable and not fix else ""
+            hint = ""
+            if f.fixable and not fix:
+                hint = f" ({_FIXES.get(f.kind, 'am doctor --fix repairs it')})"
+                if trouble:
+                    hint = f" ({trouble}: make room, then {_FIXES.get(f.kind, 'am doctor --fix repairs it')})"
             click.echo(f"{f.kind}: {f.path}: {f.message}{hint}")
         if not findings:
             click.echo("all good")

@@ -20,8 +20,12 @@ def _cache(ctx: click.Context) -> Any:
     vault = open_vault(ctx)  # which also has a rebuild show a bar (am.cache.progress.progress_hook)
     cache = vault.cache()
     if cache is None:
-        raise AmError("the search cache cannot be opened (see the warning above)",
-                      hint="check that .am/cache/ is writable, then run: am index rebuild")
+        from am.errors import storage_trouble
+
+        trouble = storage_trouble(vault.root / ".am" / "cache")
+        hint = ("check that .am/cache/ is writable, then run: am index rebuild" if trouble is None else
+                f"{trouble}: make room (or raise the limit), then retry; am rebuilds the cache by itself")
+        raise AmError("the search cache cannot be opened (see the warning above)", hint=hint)
     return cache
 
 

@@ -34,6 +34,7 @@ __all__ = ["check_message", "check_no_git_operation", "check_path", "check_queue
 # Top-level folders of the records a grouped write may touch (am/records/ids.py RECORD_DIRS).
 RECORD_TOPS = frozenset({"topics", "facts", "relations"})
 _PART = re.compile(r"[A-Za-z0-9._-]{1,255}\Z")
+_SAFE_PART = re.compile(r"[^\x00-\x1f\x7f/\\:]+\Z")  # am/records/ids.py's: what a direct write's path may hold
 _BAD_IN_NAME = re.compile(r"[\x00-\x1f\x7f<>]+")
 _MAX_MESSAGE = 1 << 16
 # What Git keeps in a work tree's own Git folder while an operation of its stands unfinished: (name, what, finish,
@@ -53,6 +54,30 @@ def _is_dotgit(part: str) -> bool:
     return low in (".git", "git~1")
 
 
+def _is_record_part(part: str) -> bool:
+    """Whether a part of a record's path is one a direct write may name (am/records/ids.py ``check_record_path``).
+
+    Spaces and letters of any script pass (a topic's file named after its
+    title); a leading '.', control characters, '\\' and ':', a device name
+    (CON, nul.txt), an invisible format character (a zero-width joiner, a bidi
+    control: what makes ``\u200c.git`` read as ``.git`` on some file systems),
+    a lone surrogate or a name over 255 bytes do not. A plain ASCII name (every
+    id's) is judged by one match.
+    """
+    from am.records.ids import is_device_name
+
+    if _PART.match(part):
+        return not part.startswith(".") and not is_device_name(part)
+    import unicodedata
+
+    try:
+        size = len(part.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return (size <= 255 and not part.startswith(".") and _SAFE_PART.match(part) is not None
+            and not is_device_name(part) and not any(unicodedata.category(ch) == "Cf" for ch in part))
+
+
 def check_path(path: PurePosixPath | str, *, records_only: bool = False) -> PurePosixPath:
     """Return the path if a write may put a file there; raise UsageError naming it otherwise."""
     text = str(path)
@@ -65,7 +90,7 @@ def check_path(path: PurePosixPath | str, *, records_only: bool = False) -> Pure
     elif any(_is_dotgit(p) for p in parts):
         why = "it is inside Git's own folder"
     elif records_only and (parts[0] not in RECORD_TOPS or not text.endswith(".md")
-                           or not all(_PART.match(p) for p in parts)):
+                           or not all(_is_record_part(p) for p in parts)):
         why = "it is not a record file under topics/, facts/ or relations/"
     if why is not None:
         raise UsageError(f"refused to write {text!r}: {why}", hint="only am's own record files are written")

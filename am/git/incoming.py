@@ -11,11 +11,12 @@ Decisions: docs/decisions/sync.md.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 
 from am.errors import GitError
 from am.git.checks import _is_dotgit
 
-__all__ = ["check_incoming", "link_inside", "refused_path"]
+__all__ = ["check_incoming", "check_record_sizes", "link_inside", "refused_path"]
 
 # Code points HFS+ ignores in a file name (git's is_hfs_dotgit): ".g\u200cit" is ".git" on a Mac.
 _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
@@ -54,6 +55,32 @@ def check_incoming(changes: list[tuple[str, str | None]], commit: str | None) ->
         "am sync did not merge it",
         hint="whoever pushed it removes the path in a new commit on that branch "
              f"(git rm -r --cached -- {bad[0]!r}, git commit, git push), then run am sync again; nothing was changed here")
+
+
+def check_record_sizes(changes: Iterable[tuple[str, str | None]], size_of: Callable[[str], int],
+                       commit: str | None) -> None:
+    """Refuse a commit that brings a record file larger than am reads (1 MiB), naming it, before anything is read.
+
+    ``size_of``: a blob's size from its header (the blob is not read). A file
+    that is not a record may be of any size: Git's business, copied by git
+    (am/git/program/catfile.py). A record that large is no record am wrote, and
+    merging it would hold it whole in memory, several times.
+    """
+    from am.records.codec import MAX_RECORD_BYTES
+    from am.records.merge import is_record_path
+
+    big = [(path, size) for path, new in changes if new is not None and is_record_path(path)
+           and (size := size_of(new)) > MAX_RECORD_BYTES]
+    if not big:
+        return
+    path, size = big[0]
+    more = f" (and {len(big) - 1} more)" if len(big) > 1 else ""
+    where = f"the commit {commit}" if commit else "the commit being merged"
+    raise GitError(
+        f"{where} has {path}{more}, {size // 1024} KiB: larger than a record am reads "
+        f"({MAX_RECORD_BYTES // 1024} KiB); am sync did not merge it",
+        hint="whoever pushed it moves it out of topics/, facts/ and relations/ (or makes it smaller) in a new commit "
+             "on that branch, then run am sync again; nothing was changed here")
 
 
 def link_inside(folder: str, target: bytes) -> bool:

@@ -26,7 +26,8 @@ import am.git.common as common
 from am.errors import DirtyFileError
 from am.git.common import log
 from am.git.incoming import link_inside
-from am.git.values import hash_blob
+from am.git.program.catfile import STREAM_OVER, stream_blob
+from am.git.values import hash_blob, hash_fd
 
 if TYPE_CHECKING:
     from am.git.program.prewrite import Prewrite
@@ -68,10 +69,11 @@ def work_blob(full: str, path: str) -> str | None:
             raise
         return hash_blob(os.fsencode(os.readlink(full)))
     try:
-        with open(fd, "rb") as handle:
-            return hash_blob(handle.read())
-    except IsADirectoryError:
-        raise DirtyFileError(f"{path} is a folder in the work tree") from None
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise DirtyFileError(f"{path} is a folder in the work tree")
+        return hash_fd(fd)  # a mebibyte at a time: a large file is never held whole
+    finally:
+        os.close(fd)
 
 
 class Links:
@@ -150,8 +152,15 @@ def write_folder(store: GitStore, folder: str, files: list[tuple[str, str | None
                     os.unlink(name, dir_fd=dir_fd)
             elif mode != FILE_MODE or ahead is None or not ahead.take(new, dir_fd, name):
                 data = made.get(new)
-                data = store.read_object(new) if data is None else data
                 tag = f".am-{os.getpid()}.tmp"
+                if data is None and store.blob_size(new) > STREAM_OVER:
+                    if mode == LINK_MODE:  # no system makes a link of megabytes: what git writes, a file of it
+                        log.warning("%s is a symbolic link of %d bytes: written as a file holding its target; the "
+                                    "commit keeps it a link", path, store.blob_size(new))
+                    stream_atomic(store, dir_fd, name, new, tag=tag, sync=sync_each,
+                                  perms=0o777 if mode == EXEC_MODE else 0o644)
+                    continue
+                data = store.read_object(new) if data is None else data
                 if mode == LINK_MODE and links is not None and links.enabled and link_inside(folder, data):
                     link_atomic(dir_fd, name, data, tag=tag)
                     continue
@@ -182,6 +191,23 @@ def link_atomic(dir_fd: int, name: str, target: bytes, *, tag: str) -> None:
     except BaseException:
         os.unlink(tmp, dir_fd=dir_fd)
         raise
+
+
+def stream_atomic(store: GitStore, dir_fd: int, name: str, blob: str, *, tag: str, sync: bool,
+                  perms: int = 0o644) -> None:
+    """As ``write_atomic``, the bytes copied from the blob by ``git cat-file``, never held in memory (a large file)."""
+    tmp = f".{name}{tag}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, perms, dir_fd=dir_fd)
+    try:
+        stream_blob(str(store.root), blob, fd)
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def write_atomic(dir_fd: int, name: str, data: bytes, *, tag: str, sync: bool, perms: int = 0o644) -> None:

@@ -161,6 +161,13 @@ class Reader:
         """Return the size in bytes of an object by id, without reading it."""
         return int(self.repo.odb.read_header(pygit2.Oid(hex=oid))[1])
 
+    def blob_size(self, oid: str) -> int:
+        """Return a blob's size without reading it; 0 when it is not here (a partial clone's, fetched when read)."""
+        try:
+            return int(self.repo.odb.read_header(pygit2.Oid(hex=oid))[1])
+        except KeyError:
+            return 0
+
     def blob_id(self, path: PurePosixPath | str, *, commit: str | None = None) -> str | None:
         """Return the blob id of a path in a commit (HEAD by default), or None."""
         commit = commit or self.head()
@@ -455,10 +462,12 @@ def _kind(entry: tuple[bytes, bytes] | None) -> str | None:
 
 
 def tree_blob_ids(repo: pygit2.Repository, tree: pygit2.Tree | None, paths: Iterable[str], *,
-                  kinds: tuple[str, ...] | None = ("blob",)) -> dict[str, str | None]:
+                  kinds: tuple[str, ...] | None = ("blob",),
+                  modes: dict[str, int] | None = None) -> dict[str, str | None]:
     """Return each path's blob id under ``tree`` (None: no file there, or no tree), finding each folder's tree once.
 
     ``kinds``: the entry types that count (None: any, a folder's tree id too).
+    ``modes`` receives Git's mode of each file found that is not 100644 (an executable, a symbolic link).
 
     A lookup by full path (``tree["facts/2026/05/01/f-x.md"]``) goes through
     libgit2's object cache for every folder on the way. An import's day folder
@@ -484,6 +493,8 @@ def tree_blob_ids(repo: pygit2.Repository, tree: pygit2.Tree | None, paths: Iter
             found[path] = None
             continue
         found[path] = str(entry.id) if kinds is None or entry.type_str in kinds else None
+        if modes is not None and entry.filemode in _BLOB_MODES and entry.filemode != _FILE:
+            modes[path] = int(entry.filemode)
     return found
 
 

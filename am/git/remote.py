@@ -32,11 +32,12 @@ import am.git.formats.packs as packs
 import am.git.movefiles as movefiles
 import am.git.program.transport as transport
 from am.errors import GitError, UsageError
-from am.git.incoming import check_incoming
+from am.git.incoming import check_incoming, check_record_sizes
 from am.git.common import _fsync_dir, _Moved
 from am.git.refs import UNKNOWN
+from am.git.reading import tree_blob_ids
 from am.git.program.transport import JOURNAL, PushResult
-from am.git.values import failpoint, hash_blob
+from am.git.values import failpoint, hash_blob, worktree_blob_id
 
 if TYPE_CHECKING:
     from am.git.program.prewrite import Prewrite
@@ -48,6 +49,7 @@ __all__ = [
     "StagedMerge",
     "advance",
     "check_incoming",
+    "check_record_sizes",
     "clear_remote_lock",
     "fetch",
     "merge_base",
@@ -325,6 +327,7 @@ def advance(store: GitStore, target: str, *, expected: str | None, reflog: str,
         modes: dict[str, int] = dict(staged.modes) if staged is not None else {}
         changes = list(staged.changes) if staged is not None else store.tree_changes(expected, target, modes=modes)
         check_incoming(changes, source or target)
+        check_record_sizes(changes, store.blob_size, source or target)
         movefiles.check_clean(store, expected, changes, again)
         journal = store._am_dir / JOURNAL
         note: dict[str, object] = {"ref": ref, "from": expected, "to": target, "reflog": reflog}
@@ -464,34 +467,26 @@ def restage_lagging(store: GitStore, old: str | None, new: str, tip: str) -> lis
     index = store.staging.read_index()
     entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
     removed: list[PurePosixPath] = []
-    for path, _ in store.tree_changes(old, new):
-        was, now = _blob_at(old_tree, path), _blob_at(tip_tree, path)
+    paths = [path for path, _ in store.tree_changes(old, new)]
+    modes: dict[str, int] = {}  # tip's mode of each file set back that is not 100644: it goes with tip's blob
+    before = tree_blob_ids(store.repo, old_tree, paths)
+    after = tree_blob_ids(store.repo, tip_tree, paths, modes=modes)
+    root = f"{store.root}/"
+    for path in paths:
+        was, now = before[path], after[path]
         staged = index.staged(path)
-        if staged == now or staged != was:
-            continue
-        try:
-            with open(os.path.join(str(store.root), path), "rb") as handle:
-                on_disk: str | None = hash_blob(handle.read())
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            on_disk = None
-        if on_disk != now:
+        if staged == now or staged != was or worktree_blob_id(root + path) != now:
             continue
         if now is None:
             removed.append(PurePosixPath(path))
         else:
             entries.append((PurePosixPath(path), pygit2.Oid(hex=now)))
     if entries or removed:
-        store.staging.update_index(entries, removed)
+        store.staging.update_index(entries, removed, modes={str(p): modes[str(p)] for p, _ in entries
+                                                            if str(p) in modes})
         common.log.warning("Git's index lagged the branch for %d files a killed sync brought; set to HEAD's",
                            len(entries) + len(removed))
     return [str(p) for p, _ in entries] + [str(p) for p in removed]
-
-
-def _blob_at(tree: pygit2.Tree | None, path: str) -> str | None:
-    try:
-        return None if tree is None else str(tree[path].id)
-    except KeyError:
-        return None
 
 
 _PACK_NAME = re.compile(r"pack-[0-9a-f]{40}")

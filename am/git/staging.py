@@ -27,8 +27,8 @@ from am.errors import AmError, GitError, LockTimeoutError, storage_error
 from am.git.common import _Moved, _StatEntry, log
 from am.git.formats.gitindex import GitIndex, IndexUnsupported
 from am.git.coord.group import Group, group_for
-from am.git.reading import Reader
-from am.git.values import failpoint, hash_blob
+from am.git.reading import Reader, tree_blob_ids
+from am.git.values import failpoint, worktree_blob_id
 
 # An index at least this large is freed off the write path (see _install_staged).
 _FREE_LATER = 1 << 20
@@ -394,34 +394,37 @@ class Staging:
             return None
 
     def _restage_to_head(self, paths: Sequence[PurePosixPath], ours: dict[PurePosixPath, pygit2.Oid]) -> None:
-        """Make Git's index agree with HEAD for these paths (HEAD moved to another branch while am wrote)."""
+        """Make Git's index agree with HEAD for these paths (HEAD moved to another branch while am wrote).
+
+        An entry set back takes HEAD's mode with HEAD's blob: an executable stays 100755, a link 120000.
+        """
         head = self.reader.head()
         tree = None if head is None else self.repo[head].peel(pygit2.Tree)
         index = self.read_index()
+        modes: dict[str, int] = {}
+        blobs = tree_blob_ids(self.repo, tree, [str(p) for p in paths], modes=modes)
         entries: list[tuple[PurePosixPath, pygit2.Oid]] = []
         removed: list[PurePosixPath] = []
+        root = f"{self.root}/"
         for p in paths:
-            try:
-                blob = None if tree is None else tree[str(p)].id
-            except KeyError:
-                blob = None
+            blob = blobs[str(p)]
             staged = index.staged(str(p))
             if blob is None:
                 if staged is not None and staged == str(ours.get(p)):
                     removed.append(p)
-            elif staged != str(blob):
-                try:
-                    if hash_blob((self.root / p).read_bytes()) == str(blob):
-                        entries.append((p, blob))
-                except OSError:
-                    pass
+            elif staged != blob and worktree_blob_id(root + str(p)) == blob:
+                entries.append((p, pygit2.Oid(hex=blob)))
         if entries or removed:
-            self.update_index(entries, removed)
+            self.update_index(entries, removed, modes={str(p): modes[str(p)] for p, _ in entries if str(p) in modes})
 
     def update_index(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
-                      removed: Sequence[PurePosixPath] = ()) -> None:
-        """Set Git's index entries for these paths, holding index.lock as git does (for repairs and late fixes)."""
-        self.finish_index(self.stage_index(entries, removed), entries, removed)
+                      removed: Sequence[PurePosixPath] = (), *, modes: Mapping[str, int] | None = None) -> None:
+        """Set Git's index entries for these paths, holding index.lock as git does (for repairs and late fixes).
+
+        ``modes``: Git's mode of each entry that is not a 100644 file (HEAD's, for an entry set back to HEAD).
+        """
+        modes = modes or None
+        self.finish_index(self.stage_index(entries, removed, modes=modes), entries, removed, modes=modes)
 
     def _update_index_libgit2(self, entries: Sequence[tuple[PurePosixPath, pygit2.Oid]],
                               removed: Sequence[PurePosixPath], tmp: Path, *,

@@ -168,6 +168,10 @@ class GitStore:
         """Return the size in bytes of an object by id, without reading it."""
         return self.reader.object_size(oid)
 
+    def blob_size(self, oid: str) -> int:
+        """Return a blob's size without reading it; 0 when it is not here (a partial clone's, fetched when read)."""
+        return self.reader.blob_size(oid)
+
     def blob_id(self, path: PurePosixPath | str, *, commit: str | None = None) -> str | None:
         """Return the blob id of a path in a commit (HEAD by default), or None."""
         return self.reader.blob_id(path, commit=commit)

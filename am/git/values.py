@@ -16,7 +16,8 @@ from pathlib import Path, PurePosixPath
 
 from am.git.refs import failpoint
 
-__all__ = ["FAILPOINTS", "Change", "CommitInfo", "failpoint", "hash_blob", "hash_fd", "hash_file"]
+__all__ = ["FAILPOINTS", "Change", "CommitInfo", "failpoint", "hash_blob", "hash_fd", "hash_file",
+           "worktree_blob_id"]
 
 FAILPOINTS = (
     "before-write",      # lock held, nothing written
@@ -36,6 +37,30 @@ def hash_blob(data: bytes | memoryview) -> str:
     digest = hashlib.sha1(b"blob %d\x00" % len(data))
     digest.update(data)
     return digest.hexdigest()
+
+
+def worktree_blob_id(path: str) -> str | None:
+    """Return the Git blob id of the work-tree entry at ``path`` as Git would stage it, or None (none, or a folder).
+
+    A symbolic link's blob is its target, never the file it points to (what
+    ``git add`` stores under mode 120000); a file's is its bytes.
+    """
+    import os
+    import stat
+
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            return hash_blob(os.fsencode(os.readlink(path)))
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        return hash_fd(fd)
+    finally:
+        os.close(fd)
 
 
 def hash_fd(fd: int) -> str:

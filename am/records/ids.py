@@ -128,10 +128,14 @@ def topic_id(kind: str, title: str) -> str:
 
 
 def new_fact_id(now: datetime) -> str:
-    """Return a time-sortable, collision-safe fact id such as ``f-20260923-1630-3f0e99``."""
+    """Return a time-sortable, collision-safe fact id such as ``f-20260923-1630-3f0e99``, its minute UTC's.
+
+    Drawn from UTC, never the machine's zone: ids written at the same moment on
+    clones in Tokyo and Samoa name the same minute and sort by time together.
+    """
     import secrets  # imported by the writes that need it, not by every command
 
-    return f"f-{now:%Y%m%d-%H%M}-{secrets.token_hex(3)}"
+    return f"f-{now.astimezone(UTC):%Y%m%d-%H%M}-{secrets.token_hex(3)}"
 
 
 def relation_id(from_id: str, rel: str, to_id: str) -> str:

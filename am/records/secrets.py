@@ -134,8 +134,42 @@ _L = r"(?<![A-Za-z0-9_\-])"
 _R = r"(?![A-Za-z0-9_\-])"
 
 
+# What each token family's match holds, lower-cased (the literals am/sessions/redaction.py looks for):
+# a family's expression runs only on a text that holds one. Python's re tries a pattern that opens with a
+# look-behind at every position, ~15 us for an ordinary 120-character fact, ~0.4 ms for the thirty families.
+_STARTS: dict[str, tuple[str, ...]] = {
+    "GCP service-account private key": ("-----begin",),
+    "private key block": ("-----begin",),
+    "AWS access key id": ("akia", "asia", "abia", "acca"),
+    "AWS secret access key": ("aws_secret", "awssecret", "secret_access", "secretaccess"),
+    "GCP API key": ("aiza",),
+    "Azure storage account key": ("accountkey",),
+    "Azure SAS token": ("sig=",),
+    "GitHub token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "GitLab token": ("glpat-", "glptt-", "gldt-", "glrt-", "glsoat-", "glft-", "glcbt-"),
+    "Anthropic API key": ("sk-ant-",),
+    "OpenAI API key": ("sk-",),
+    "Slack token": ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xapp-"),
+    "Slack webhook URL": ("hooks.slack.com",),
+    "Discord webhook URL": ("discord",),
+    "Stripe live key": ("sk_live_", "rk_live_"),
+    "Stripe webhook secret": ("whsec_",),
+    "npm token": ("npm_",),
+    "PyPI token": ("pypi-",),
+    "Hugging Face token": ("hf_",),
+    "SendGrid API key": ("sg.",),
+    "Google OAuth client secret": ("gocspx-",),
+    "DigitalOcean token": ("doo_v1_", "dop_v1_", "dor_v1_"),
+    "Telegram bot token": (":aa",),
+    "JSON Web Token": ("eyj",),
+    "password in URL": ("://",),
+    "HTTP bearer token": ("bearer",),
+    "HTTP basic auth credentials": ("basic",),
+}
+
+
 def _family(kind: str, pattern: str, check: _Check | None = None, needs: tuple[str, ...] = ()) -> _Family:
-    return _Family(kind, re.compile(pattern), check, needs)
+    return _Family(kind, re.compile(pattern), check, needs or _STARTS[kind])
 
 
 # Most specific first: where two families claim the same characters, the
@@ -474,13 +508,19 @@ KINDS: tuple[str, ...] = tuple(
 )
 
 
+# Every family's literals once: a text is searched for each (a C-level search, ~60 ns), and only the families
+# whose literal it holds run their expression. An ordinary fact holds none and runs none.
+_FAMILY_WORDS: tuple[str, ...] = tuple(sorted({word for family in _FAMILIES for word in family.needs}))
+
+
 def _family_hits(text: str) -> Iterator[_Hit]:
-    lowered: str | None = None
+    lowered = text.lower()
+    present = {word for word in _FAMILY_WORDS if word in lowered}
+    if not present:
+        return
     for family in _FAMILIES:
-        if family.needs:
-            lowered = text.lower() if lowered is None else lowered
-            if not any(word in lowered for word in family.needs):
-                continue
+        if present.isdisjoint(family.needs):
+            continue
         for match in family.pattern.finditer(text):
             if family.check is None or family.check(match, text):
                 yield family.kind, match.start("secret"), match.end("secret")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from am.records.secrets import _ASSIGNMENT, _FAMILIES, _judge
+from am.sessions.streams import Rewrite, echoes, stream_rewrites
 
 __all__ = ["Redacted", "mark", "redact_log", "redact_log_to", "redact_string"]
 
@@ -354,14 +355,28 @@ def _fix_line(original: bytes, masked: bytes, spans: list[tuple[int, int, str]],
     return masked
 
 
+def _plan(data: bytes) -> tuple[list[tuple[int, int, str]], dict[int, Rewrite], dict[bytes, str]]:
+    """Return the spans to mask in place, the stream lines to write again, and every value masked (streams.py)."""
+    spans = _spans(data)
+    rewrites, values = stream_rewrites(data, _spans)
+    if not spans and not rewrites:
+        return spans, rewrites, values
+    for s, e, kind in spans:
+        values.setdefault(data[s:e], kind)
+    spans = sorted(spans + echoes(data, values, spans, rewrites))
+    if rewrites:  # a line written again is masked whole there, as JSON
+        spans = [sp for sp in spans if data.rfind(b"\n", 0, sp[0]) + 1 not in rewrites]
+    return spans, rewrites, values
+
+
 def redact_log(data: bytes) -> Redacted:
     """Return the log with every suspected credential masked; ``data`` itself when there is none."""
-    spans = _spans(data)
-    if not spans:
+    spans, rewrites, values = _plan(data)
+    if not spans and not rewrites:
         return Redacted(data)
     counts: Counter[str] = Counter()
     with memoryview(data) as view:  # pieces are views of the log, not copies: the result is the one new copy
-        out = b"".join(list(_pieces(data, view, spans, counts)))
+        out = b"".join(list(_pieces(data, view, spans, counts, rewrites, values)))
     return Redacted(out, counts)
 
 
@@ -373,21 +388,55 @@ def redact_log_to(data: bytes, out: BinaryIO) -> Counter[str] | None:
     in memory beside the log: an ingest reads it back once the log is let go
     (the peak memory of ``am ingest``, bench/bench_sessions.py).
     """
-    spans = _spans(data)
-    if not spans:
+    spans, rewrites, values = _plan(data)
+    if not spans and not rewrites:
         return None
     counts: Counter[str] = Counter()
     with memoryview(data) as view:
-        out.writelines(_pieces(data, view, spans, counts))
+        out.writelines(_pieces(data, view, spans, counts, rewrites, values))
     return counts
 
 
-def _pieces(data: bytes, view: memoryview, spans: list[tuple[int, int, str]],
-            counts: Counter[str]) -> Iterator[bytes | memoryview]:
-    """Yield the masked log in order: views of the lines without secrets, and each line with secrets masked."""
+def _rewritten(rewrite: Rewrite, values: dict[bytes, str], counts: Counter[str]) -> bytes:
+    """Return a stream line written again: its event masked (what crossed its lines, and all else) as JSON."""
+    counts.update(rewrite.kinds)
+    known = [(v.decode("utf-8", "surrogateescape"), mark(k), k) for v, k in values.items() if len(v) >= 8]
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            value = redact_string(value, counts)
+            for secret, marker, kind in known:
+                if secret in value:
+                    counts[kind] += value.count(secret)
+                    value = value.replace(secret, marker)
+            return value
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    text = json.dumps(walk(rewrite.event), ensure_ascii=False, separators=(",", ":"))
+    return rewrite.prefix + text.encode("utf-8", "surrogatepass")
+
+
+def _pieces(data: bytes, view: memoryview, spans: list[tuple[int, int, str]], counts: Counter[str],
+            rewrites: dict[int, Rewrite] | None = None,
+            values: dict[bytes, str] | None = None) -> Iterator[bytes | memoryview]:
+    """Yield the masked log in order: views of the lines without secrets, each line with secrets masked, and
+    each stream line written again."""
     done = 0
     i = 0
-    while i < len(spans):
+    pending = sorted((rewrites or {}).values(), key=lambda r: r.start)
+    r = 0
+    while i < len(spans) or r < len(pending):
+        if r < len(pending) and (i == len(spans) or pending[r].start <= spans[i][0]):
+            rewrite = pending[r]
+            r += 1
+            yield view[done:rewrite.start]
+            yield _rewritten(rewrite, values or {}, counts)
+            done = rewrite.end
+            continue
         line_start = data.rfind(b"\n", 0, spans[i][0]) + 1
         line_end = data.find(b"\n", spans[i][0])
         line_end = len(data) if line_end == -1 else line_end

@@ -97,6 +97,7 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
     mine = dict(store.tree_changes(base, ours, modes=mine_modes))
     other_changes = store.tree_changes(base, theirs, modes=other_modes)
     remote.check_incoming(other_changes, theirs)  # before any of it reaches the merge's tree
+    remote.check_record_sizes(other_changes, store.blob_size, theirs)  # before the merge reads one whole
     other = dict(other_changes)
     both = [p for p in other if p in mine and mine[p] != other[p]]
     base_ids = {p: (store.blob_id(p, commit=base) if base is not None else None) for p in both}
@@ -112,6 +113,9 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
         # Not a record (.gitignore, .gitattributes, .am/vault.yml): Git's line merge, when the lines do not clash.
         old, mine_id, other_id = base_ids.get(path), mine[path], other[path]
         assert mine_id is not None and other_id is not None
+        if any(store.blob_size(b) > _TEXT_MERGE_MAX for b in (old, mine_id, other_id) if b is not None):
+            unmerged.append(path)  # a large file changed on both sides: Git's to merge, not held in memory here
+            continue
         text = transport.merge_text(None if old is None else store.read_object(old), store.read_object(mine_id),
                                     store.read_object(other_id))
         if text is None:
@@ -134,6 +138,9 @@ def plan_merge(store: GitStore, ours: str | None, theirs: str | None) -> MergePl
 
 
 _FILE, _LINK = 0o100644, 0o120000
+# A file that is not a record and changed on both sides is merged line by line by git merge-file, which am feeds
+# from memory: above this size it is left to a person (git merge), as a conflict, never read whole.
+_TEXT_MERGE_MAX = 8 << 20
 
 
 def _merged_modes(store: GitStore, base: str | None, files: dict[str, bytes | str | None], mine: dict[str, str | None],
@@ -267,8 +274,8 @@ def marked_records(store: GitStore, old: str | None, new: str) -> list[str]:
         return []
     found = []
     for path, blob in store.tree_changes(old, new):
-        if blob is None or path not in touched or not is_record_path(path):
-            continue
+        if blob is None or path not in touched or not is_record_path(path) or store.blob_size(blob) > _TEXT_MERGE_MAX:
+            continue  # (a file that large is no record am reads: not read whole to look for markers)
         data = store.read_object(blob)
         if b"<<<<<<<" in data or b">>>>>>>" in data:
             line = conflict_marker_line(data.decode("utf-8", "replace"))

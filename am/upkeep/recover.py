@@ -441,7 +441,11 @@ def _cache_findings(vault: Any) -> list[Finding]:
     except Exception as err:  # the cache is disposable; report and let the next command rebuild it
         return [Finding("cache", ".am/cache", f"the cache could not be opened: {err}", True)]
     if index is None:
-        return [Finding("cache", ".am/cache", "the cache cannot be used; am reads the files instead", True)]
+        from am.errors import storage_trouble
+
+        trouble = storage_trouble(Path(vault.root) / ".am" / "cache")
+        return [Finding("cache", ".am/cache", "the cache cannot be used" + (f" ({trouble})" if trouble else "")
+                        + "; am reads the files instead", True)]
     rebuilt = getattr(index, "rebuilt", None)
     if rebuilt and rebuilt != "missing":
         return [Finding("cache-rebuilt", ".am/cache", f"the cache was {rebuilt}; moved aside and rebuilt", False)]

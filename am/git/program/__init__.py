@@ -9,7 +9,8 @@
   fetches it;
 * ``patchids``: patch ids of a code repository's commits (``git patch-id``);
 * ``cligit``: what a Git hook reads of its repository through the git CLI;
-* ``sparse``: a sparse checkout that leaves a record folder out of the work tree.
+* ``sparse``: a sparse checkout that leaves a record folder out of the work tree;
+* ``catfile``: a large blob copied into its file by ``git cat-file``, never held in memory.
 
 These are the light paths of ``am.git``: none imports pygit2 when it is
 imported (``patchids`` opens a clone with it only when asked), and this

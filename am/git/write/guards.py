@@ -39,7 +39,7 @@ from am.git.coord.group import Request
 from am.git.reading import Reader, tree_blob_ids
 from am.git.staging import IndexView, Staging
 from am.git.formats.trees import Kept
-from am.git.values import Change, hash_blob, hash_file
+from am.git.values import Change, hash_blob, hash_file, worktree_blob_id
 from am.git.write.worktree import WorkTree
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -70,6 +70,9 @@ class Guards:
         self.gitdir = reader.gitdir
         self._am_dir = staging.am_dir
         self._signing_memo: tuple[float, bool] | None = None
+        # Git's mode of each entry ``to_heal`` returned last that is not a 100644 file (a killed sync's
+        # executables and links): staged with that mode, as HEAD's tree has it.
+        self.heal_modes: dict[str, int] = {}
 
     def check_not_dirty(self, changes: Sequence[Change], base_tree: pygit2.Tree | None, index: IndexView, *,
                          odb: pygit2.Repository | None = None, kept: Kept | None = None) -> list[frozenset[str | None]]:
@@ -218,23 +221,30 @@ class Guards:
         tree = self.repo[tip].peel(pygit2.Tree)
         index = self.staging.read_index()
         out = []
+        modes: dict[str, int] = {}
         # Each folder's tree found once: a killed import's note holds a whole batch of one large folder.
-        committed = tree_blob_ids(self.repo, tree, [str(path) for path, _ in note.entries], kinds=None)
+        committed = tree_blob_ids(self.repo, tree, [str(path) for path, _ in note.entries], kinds=None, modes=modes)
+        root = f"{self.root}/"
         for path, oid in note.entries:
             if committed[str(path)] != oid:
                 continue
             if index.staged(str(path)) == oid:
                 continue
             try:
-                if hash_blob((self.root / path).read_bytes()) != oid:
+                if worktree_blob_id(root + str(path)) != oid:  # a link's blob is its target, as Git stages it
                     continue
             except OSError:
                 continue
             out.append((path, pygit2.Oid(hex=oid)))
+        self.heal_modes = {str(p): modes[str(p)] for p, _ in out if str(p) in modes}
         return out
 
     def to_heal(self) -> list[tuple[PurePosixPath, pygit2.Oid]]:
-        """Return the index entries an unfinished earlier write left out (held write lock: no batch is under way)."""
+        """Return the index entries an unfinished earlier write left out (held write lock: no batch is under way).
+
+        Their modes, where not 100644, are left in ``heal_modes`` for the index to take with them.
+        """
+        self.heal_modes = {}
         note = inflight.read(self._am_dir)
         if note is None:
             return []

@@ -272,7 +272,10 @@ class Writer:
                 failpoint("after-commit")
                 ours = [(c.path, r.blobs[tuple(c.path.parts)]) for r in done for c in r.changes]
                 try:
-                    self.staging.finish_index(staged, ours + [h for h in heal if h[0] not in dict(ours)], ref=ref)
+                    mine = dict(ours)
+                    self.staging.finish_index(staged, ours + [h for h in heal if h[0] not in mine], ref=ref,
+                                              modes={p: m for p, m in self.guards.heal_modes.items()
+                                                     if PurePosixPath(p) not in mine} or None)
                     inflight.clear(self.staging.am_dir)
                 except (AmError, OSError) as err:
                     # The writes are committed and durable: reported as done, never as failed (a retry
@@ -306,7 +309,9 @@ class Writer:
         entries = [(c.path, r.blobs[tuple(c.path.parts)]) for r in live for c in r.changes]
         mine = {p for p, _ in entries}
         entries += [h for h in heal if h[0] not in mine]
-        staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each)
+        # A killed sync's executables and links keep their modes (a file this batch writes is 100644).
+        modes = {p: m for p, m in self.guards.heal_modes.items() if PurePosixPath(p) not in mine} or None
+        staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each, modes=modes)
         objects = self.staging.batch_objects()
         outcomes: list[pygit2.Oid | AmError] = []
         parent = tip
@@ -337,7 +342,7 @@ class Writer:
                            if not isinstance(o, AmError) for c in r.changes]
                 mine = {p for p, _ in entries}
                 entries += [h for h in heal if h[0] not in mine]
-                staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each)
+                staged = self.staging.stage_index(entries, sync=sync_each, early=not sync_each, modes=modes)
         except BaseException:
             self.staging.drop_staged(staged)
             raise
@@ -375,7 +380,7 @@ class Writer:
     def _heal_now(self, heal: Sequence[tuple[PurePosixPath, pygit2.Oid]]) -> None:
         """Set the index entries an unfinished write left out, in a batch that commits nothing itself."""
         try:
-            self.staging.update_index(heal)
+            self.staging.update_index(heal, modes=self.guards.heal_modes)
             inflight.clear(self.staging.am_dir)
         except (AmError, OSError) as err:
             log.warning("could not set Git's index entries an unfinished write left out (%s)", err)

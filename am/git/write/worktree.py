@@ -271,6 +271,8 @@ class WorkTree:
             if self.read_or_none(c.path) != c.data or c.path not in previous:
                 continue
             before = previous[c.path]
+            if before == c.data:
+                continue  # the file holds what it held before (an orphan committed as it was): nothing to put back
             # Checked as any write is: a person's edit that reaches the file meanwhile is kept.
             try:
                 if before is None:
