@@ -121,3 +121,23 @@ def test_a_server_that_refuses_the_update_without_moving_is_named_not_retried(
     assert "kept moving" not in done.stderr
     assert run_git(bare, "rev-parse", "main").strip() == before
     assert "fact-b" in ids_in(b.root)  # merged locally, nothing lost
+
+
+def test_a_lock_of_the_servers_gc_is_not_taken_for_the_branchs(racing: tuple[Vault, Vault, Path]) -> None:
+    # After a push, even one whose ref update failed, git receive-pack runs `git gc --auto` and passes on what
+    # it says. Here gc is due (pushes kept as packs, one allowed) and another gc holds gc.pid.lock, so
+    # it dies with "Unable to create '.../gc.pid.lock': File exists" beside the lost race. The soak's 16 clones
+    # met it: am named that file as the lock that stopped the push and said to remove it from the server.
+    a, b, bare = racing
+    for key, value in (("receive.unpackLimit", "1"), ("gc.autoPackLimit", "1"), ("gc.autoDetach", "false")):
+        run_git(bare, "config", key, value)
+    a.add_fact("A learned again.", topics=["project-alpha"], id="fact-a-2")
+    run_git(a.root, "push", "-q", "origin", "HEAD:refs/heads/extra")
+    (bare / "gc.pid.lock").write_text("")
+    _hook(bare, "pre-receive", _MOVE_ONCE)
+    done = am_sync(b.root)
+    assert done.returncode == 0, done.stderr
+    assert '"rounds": 2' in done.stdout
+    assert "gc.pid.lock" not in done.stderr
+    assert {"fact-a", "fact-b"} <= ids_in(bare, "main")
+    only_fast_forwards(bare)
