@@ -402,6 +402,7 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
     report = SyncReport(remote=name, branch=remote_branch, dry_run=dry_run, before=store.branch_tip(ref))
     with store.write_lock(op="sync"):
         remote.resume_advance(store)  # a sync killed while moving the branch is finished first
+    lost: tuple[transport.PushResult, str | None] | None = None  # a push the server failed to take, and its tip then
     for round_ in range(1, max_rounds + 1):
         report.rounds = round_
         if round_ == 1 and fetched is not None and fetched[2] != UNKNOWN:
@@ -417,6 +418,10 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
             failpoint("sync-fetched")
         if round_ == 1:
             report.remote_before = theirs
+        if lost is not None and lost[1] == theirs:  # the branch did not move: the server refused the update
+            raise GitError(f"{name} refused the push of {remote_branch}: {lost[0].message}",
+                           hint="the vault is merged locally; fix what the remote says, then run am sync again")
+        lost = None
         with store.write_lock(op="sync"):
             ours = store.branch_tip(ref)
             refuse_markers(store, ours, theirs)
@@ -449,6 +454,9 @@ def _sync(vault: Vault, remote_arg: str | None, fetched: tuple[str, str, str | N
         if result.status in ("ok", "up-to-date"):
             report.pushed = result.status == "ok"
             return report
+        if result.status == "raced":  # another push may have landed first: the next round's fetch tells
+            lost = (result, theirs)
+            continue
         if result.status == "refused" and result.lock is not None:
             raise GitError(
                 f"{name} refused the push of {remote_branch}: its lock file {result.lock} is there (a push or "

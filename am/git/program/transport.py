@@ -96,7 +96,8 @@ def _check_names(remote: str, branch: str) -> None:
 
 
 class PushResult:
-    """How a push of one ref went: ok, up-to-date, rejected (the remote moved: fetch and merge again) or refused."""
+    """How a push of one ref went: ok, up-to-date, rejected (the remote moved: fetch and merge again), raced
+    (the server failed to update its branch, which another push may have moved meanwhile) or refused."""
 
     __slots__ = ("lock", "message", "status")
 
@@ -328,17 +329,33 @@ def push(root: Path, remote: str, commit: str, branch: str) -> PushResult:
             return PushResult("up-to-date", summary)
         if flag == "!" and ("fetch first" in summary or "non-fast-forward" in summary):
             return PushResult("rejected", summary)
-        return PushResult("refused", summary, lock=_held_lock(proc.stderr))
-    return PushResult("refused", _last_line(proc.stderr), lock=_held_lock(proc.stderr))
+        lock = _held_lock(proc.stderr, target)
+        if flag == "!" and lock is None and _LOST_RACE.search(summary):
+            return PushResult("raced", summary)
+        return PushResult("refused", summary, lock=lock)
+    return PushResult("refused", _last_line(proc.stderr), lock=_held_lock(proc.stderr, target))
 
 
+# How a server says its branch was not where the push expected it when it came to update it (another push landed
+# between the two): git receive-pack's "failed to update ref" (its error: "cannot lock ref ...: is at X but expected
+# Y"), and the wording of hosts that put the cause in the summary.
+_LOST_RACE = re.compile(r"failed to update ref|failed to lock|cannot lock ref|incorrect old value")
 _HELD_LOCK = re.compile(r"Unable to create '([^'\n]+\.lock)': File exists")
 
 
-def _held_lock(stderr: str) -> str | None:
-    """Return the lock file a remote named as held ("Unable to create '...lock': File exists"), or None."""
-    found = _HELD_LOCK.search(stderr)
-    return None if found is None else os.path.normpath(found[1])
+def _held_lock(stderr: str, target: str) -> str | None:
+    """Return the lock file of ref ``target`` (or packed-refs) a remote named as held ("Unable to create '...lock':
+    File exists"), or None.
+
+    Only those stop the ref's update. The same output may name another: after a push, even a failed one, the
+    server's `git receive-pack` runs `git gc --auto` and passes on what it says, such as its ``gc.pid.lock``
+    held by another gc.
+    """
+    for found in _HELD_LOCK.finditer(stderr):
+        path = os.path.normpath(found[1])
+        if path.endswith(f"/{target}.lock") or path.endswith("/packed-refs.lock"):
+            return path
+    return None
 
 
 
