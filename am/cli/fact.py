@@ -130,7 +130,11 @@ def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confid
     draft = _draft(text, confidence, kw)
     result = vault.supersede_fact(old_id, draft, reason=reason, create_topics=kw.pop("create_topic"),
                                   allow_secrets=kw.pop("allow_secret"), unverified=kw.pop("unverified"))
-    report_write(result, fmt, "superseded by")
+    if fmt == "json" or not result.created or len(result.records) < 2:
+        report_write(result, fmt, "superseded by")
+        return
+    new, old = result.records[0], result.records[1]  # said in the order it happened: OLD is replaced by NEW
+    click.echo(f"superseded fact {old.id} with fact {new.id} ({result.paths[0]}) in commit {result.commit[:10]}")
     _say_observed_at(draft, result)
 
 
