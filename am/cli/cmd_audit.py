@@ -117,9 +117,17 @@ def undo(ctx: click.Context, commit: str, fmt: str) -> None:
 
     Example: am undo 3f0e99a
     """
+    from am.upkeep.audit import AlreadyUndoneError
     from am.upkeep.audit import undo as undo_commit
 
-    result = undo_commit(open_vault(ctx), commit)
+    try:
+        result = undo_commit(open_vault(ctx), commit)
+    except AlreadyUndoneError as done:  # what was asked already holds: not a failure a script should stop on
+        if fmt == "json":
+            emit_json({"undone": False, "already": True, "note": done.message})
+        else:
+            click.echo(f"note: {done.message}; nothing to do")
+        return
     if fmt == "json":
         emit_json(result.to_json())
         return

@@ -6,10 +6,12 @@ Decisions: docs/decisions/recall.md.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import click
 
+from am.cli.filters import fact_filter, search_filter_options
 from am.cli.context import FORMAT_OPTION, emit_json, open_vault, progress_bar
 from am.errors import UsageError
 
@@ -50,12 +52,13 @@ def _cache(ctx: click.Context) -> Any:
 @click.option("--around", type=click.IntRange(0, 1000), default=None, metavar="N",
               help="With each session hit, the N turns before and after it, in order (implies --session).")
 @click.option("--full", is_flag=True, help="With each session hit, its whole session, in order (implies --session).")
+@search_filter_options
 @FORMAT_OPTION
 @click.pass_context
-def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status: str | None, repo: str | None,
+def search(ctx: click.Context, /, query: tuple[str, ...], topic: str | None, status: str | None, repo: str | None,
            branch: str | None, since: str | None, until: str | None, include_superseded: bool, limit: int,
            sort: str, sessions: bool, in_session: str | None, role: str | None, around: int | None, full: bool,
-           fmt: str) -> None:
+           fmt: str, **filters: Any) -> None:
     """Search facts, topics and relations (English, Chinese, Japanese; ranked).
 
     Words are matched in any form (hook finds hooks) and stop words (how, the,
@@ -93,11 +96,15 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
     cache = _cache(ctx)
     vault = open_vault(ctx)
     embedder, vector_note = _embedder(vault, sort)
+    chosen = fact_filter(filters)
     # The world (--branch, or the registered clone here) through the code the MCP search tool runs too.
     found = search_world(vault, cache, SearchQuery(" ".join(query), topic=topic, status=status, repo=repo,
                                                    branch=branch, since=since, until=until,
-                                                   include_superseded=include_superseded, limit=limit, sort=sort),
+                                                   include_superseded=include_superseded,
+                                                   limit=max(limit * 5, 200) if chosen else limit, sort=sort),
                          embedder=embedder, vector_note=vector_note, vector_once=True)
+    if chosen:  # only facts pass a fact filter; the first --limit of those that do, in rank order
+        found = replace(found, result=replace(found.result, hits=_filtered(vault, found.result.hits, chosen, limit)))
     result, marks = found.result, found.marks
     vault.note_uses([h.id for h in result.hits if h.type == "fact"], repo=found.repo,
                     branch=None if marks is None else marks.setup.world.branch)
@@ -124,6 +131,22 @@ def search(ctx: click.Context, query: tuple[str, ...], topic: str | None, status
         note = None if marks is None else marks.mark(h.id)
         if note:
             click.echo(f"  {note}")
+
+
+def _filtered(vault: Any, hits: Any, chosen: Any, limit: int) -> tuple[Any, ...]:
+    """The fact hits whose records pass the filter, at most ``limit``."""
+    from am.errors import AmError
+
+    facts = []
+    for hit in hits:
+        if hit.type != "fact":
+            continue
+        try:
+            facts.append((hit, vault.get_fact(hit.id)))
+        except AmError:
+            continue
+    kept = {f.id for f in chosen.apply(vault, [f for _, f in facts])}
+    return tuple(h for h, f in facts if f.id in kept)[:limit]
 
 
 def _embedder(vault: Any, sort: str) -> tuple[Any, str]:

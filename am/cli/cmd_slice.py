@@ -36,7 +36,7 @@ def _time(value: str | None, flag: str) -> tuple[object, str | None]:
               help="Valid time: what holds at this moment (ISO date, date-time or a phrase; default: now).")
 @click.option("--as-of", "as_of", default=None, metavar="TIME",
               help="Record time: read the vault as it was at its last commit at or before TIME.")
-@click.option("--topic", default=None, metavar="ID", help="Only the neighbourhood of this topic.")
+@click.option("--topic", default=None, metavar="ID", help="Only the neighbourhood of this topic (id, title or alias).")
 @click.option("--depth", default=1, show_default=True, type=click.IntRange(0, 10),
               help="How many hops of relations and [[links]] --topic reaches.")
 @click.option("--query", default=None, metavar="TEXT", help="Only records about this query (vector, full text, graph).")
@@ -78,6 +78,10 @@ def slice_(ctx: click.Context, repo: str | None, branch: str | None, commit_: st
     repo, branch, commit_ = here_world(repo, branch, commit_)
     at_moment, at_label = _time(at, "--at")
     as_of_moment, as_of_label = _time(as_of, "--as-of")
+    if topic is not None:
+        from am.writes.lookup import topic_named
+
+        topic = topic_named(vault.files, topic)  # an id, a title or an alias
     request = SliceRequest(
         repo=repo, branch=branch, commit=commit_, at=at_moment, at_label=at_label or "now",  # type: ignore[arg-type]
         as_of=as_of_moment, as_of_label=as_of_label, topic=topic, depth=depth, query=query,  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from am.cli.filters import fact_filter, fact_filter_options
 from am.cli.context import (FORMAT_OPTION, describe, emit_json, open_vault, read_text_arg, record_dict, report_write,
                             unreadable_note)
 from am.records.codec import conflict_marker_line
@@ -129,7 +130,11 @@ def supersede(ctx: click.Context, /, old_id: str, text: str, reason: str, confid
     draft = _draft(text, confidence, kw)
     result = vault.supersede_fact(old_id, draft, reason=reason, create_topics=kw.pop("create_topic"),
                                   allow_secrets=kw.pop("allow_secret"), unverified=kw.pop("unverified"))
-    report_write(result, fmt, "superseded by")
+    if fmt == "json" or not result.created or len(result.records) < 2:
+        report_write(result, fmt, "superseded by")
+        return
+    new, old = result.records[0], result.records[1]  # said in the order it happened: OLD is replaced by NEW
+    click.echo(f"superseded fact {old.id} with fact {new.id} ({result.paths[0]}) in commit {result.commit[:10]}")
     _say_observed_at(draft, result)
 
 
@@ -332,10 +337,11 @@ def world_of(fact: Any) -> str:
 @click.option("--repo", default=None, help="Only facts of this code repository (its repo: field).")
 @click.option("--branch", default=None, help="Only facts recorded on this branch (their branch: field).")
 @click.option("--limit", default=None, type=click.IntRange(1), help="At most this many (the newest).")
+@fact_filter_options
 @FORMAT_OPTION
 @click.pass_context
-def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str | None, branch: str | None,
-          limit: int | None, fmt: str) -> None:
+def list_(ctx: click.Context, /, topic: str | None, status: str | None, repo: str | None, branch: str | None,
+          limit: int | None, fmt: str, **filters: Any) -> None:
     """List facts, oldest first, each with its status and world (repo@branch@commit).
 
     A --repo, --branch or --topic that names nothing (a typo) is refused, with the
@@ -347,6 +353,8 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
     facts = vault.list_facts(topic=topic, status=status, repo=repo)
     if branch is not None:
         facts = [f for f in facts if f.version == branch]
+    chosen = fact_filter(filters)
+    facts = chosen.apply(vault, facts)
     if not facts and (repo or branch or topic):  # a filter that matched something names something
         from am.writes.lookup import check_filters
 
@@ -369,7 +377,7 @@ def list_(ctx: click.Context, topic: str | None, status: str | None, repo: str |
             first = first[:71] + "…"
         click.echo(f"{f.id:<{id_width}} {f.status:<14} {world:<{world_width}} {first}")
     if not facts:
-        click.echo("no facts match", err=True)
+        click.echo("no facts match" + (f" {chosen.describe()}" if chosen else ""), err=True)
     _unreadable_note(ctx)
 
 

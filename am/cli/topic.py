@@ -67,14 +67,16 @@ def rename(ctx: click.Context, old_id: str, new_id: str, title: str | None, fmt:
 @FORMAT_OPTION
 @click.pass_context
 def show(ctx: click.Context, topic_id: str, fmt: str) -> None:
-    """Show one topic.
+    """Show one topic, named by its id, its title or an alias.
 
     Example: am topic show project-alpha
     """
     vault = open_vault(ctx)
     from am.records.model import Topic
 
-    path, record = vault.get_typed(topic_id, Topic, "topic")
+    from am.writes.lookup import topic_named
+
+    path, record = vault.get_typed(topic_named(vault.files, topic_id), Topic, "topic")  # an id, title or alias
     if fmt == "json":
         emit_json(record_dict(record, path))
     else:

@@ -40,9 +40,11 @@ def _install_hooks(vault: Any) -> str | None:
 @click.option("--obsidian", "for_obsidian", is_flag=True,
               help="Also add Obsidian templates and settings (as am obsidian setup does).")
 @click.option("--replace", is_flag=True, help="Point the name at PATH even if it is registered for another vault.")
+@click.option("--nested", is_flag=True, help="Make the vault even inside another vault's folder.")
 @NO_HOOKS_OPTION
 @click.pass_context
-def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, replace: bool, no_hooks: bool) -> None:
+def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, replace: bool, nested: bool,
+         no_hooks: bool) -> None:
     """Create a vault in PATH (default: here), or adopt the Git repository there.
 
     Registers the vault by name in $AM_HOME (default ~/.am), and installs am's
@@ -54,6 +56,7 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, r
     from am.vault import Vault
 
     _refuse_vault_option(ctx)
+    _refuse_nested(path, nested)
     vault = Vault.init(path, name=name, actor=ctx.obj.actor, replace=replace)
     if for_obsidian:
         vault.setup_obsidian()
@@ -64,6 +67,18 @@ def init(ctx: click.Context, path: Path, name: str | None, for_obsidian: bool, r
     click.echo(f"next: am --vault {registered} topic add project-x --title 'Project X'")
     if registered != vault.name:
         _clone_notes(registered, vault.root)
+
+
+def _refuse_nested(path: Path, nested: bool) -> None:
+    """Refuse a new vault inside another vault's folder (its files would be the outer vault's notes too)."""
+    from am.errors import UsageError
+    from am.registry import find_vault_root
+
+    target = path.expanduser().resolve()
+    outer = find_vault_root(target.parent)
+    if outer is not None and not nested and not (target / ".am" / "vault.yml").is_file():
+        raise UsageError(f"{target} is inside the vault at {outer}: a vault there would nest in it",
+                         hint="make it elsewhere (am init ~/vaults/NAME), or pass --nested to mean it")
 
 
 def _refuse_vault_option(ctx: click.Context) -> None:

@@ -33,12 +33,17 @@ __all__ = [
     "parse_since",
     "shallow_note",
     "SHALLOW_OP",
+    "AlreadyUndoneError",
 ]
 
 _TOPS = tuple(RECORD_DIRS.values())
 # The op of a record's oldest version in a shallow clone: as it was at the commit the clone's history stops at.
 SHALLOW_OP = "shallow-base"
 SHALLOW_ACTOR = "(shallow)"  # who wrote it is beyond the clone
+
+
+class AlreadyUndoneError(UsageError):
+    """The commit to undo is undone already: nothing to do, which `am undo` reports as done (exit 0)."""
 
 
 @dataclass(frozen=True)
@@ -416,8 +421,8 @@ def _refuse_if_undone(store: Any, commit: str, parent: str, head: str, changed: 
         if any(k == "Am-Reverts" and v.strip() == commit for k, v in later.trailers()):
             by = f" by {later.id[:10]} ({later.subject})"
             break
-    raise UsageError(f"{commit[:10]} is already undone{by}: its files are as they were before it",
-                     hint="nothing to do; see am log for what changed since")
+    raise AlreadyUndoneError(f"{commit[:10]} is already undone{by}: its files are as they were before it",
+                             hint="nothing to do; see am log for what changed since")
 
 
 def undo(vault: Any, rev: str) -> UndoResult:
@@ -454,7 +459,7 @@ def undo(vault: Any, rev: str) -> UndoResult:
         new = store.commit_tree(lambda tip: store.revert_tree(commit, tip), message=message,
                                 author=vault.authorship.author(), committer=vault.authorship.committer())
         if new is None:
-            raise UsageError(f"{commit[:10]} is already undone: reverting it changes nothing")
+            raise AlreadyUndoneError(f"{commit[:10]} is already undone: reverting it changes nothing")
         touched = [PurePosixPath(p) for p, _ in store.changed_files(new)]
         vault.writer.after_write(new, touched)
     return UndoResult(new, commit, tuple(ids), tuple(str(p) for p in touched))

@@ -141,3 +141,25 @@ def known_repos(files: RecordFiles) -> set[str]:
     else:
         names |= {r.repo for _, r in files.iter_records() if isinstance(r, (Fact, Relation)) and r.repo}
     return names
+
+
+def topic_named(files: RecordFiles, name: str) -> str:
+    """Return the id of the topic ``name`` names: its id, else its title or an alias (as a [[link]] resolves them).
+
+    A name that is no topic's is returned as given, so the caller's own "no topic" error (with its hint) says so.
+    """
+    from am.records.ids import is_valid_id
+    from am.records.names import name_key
+
+    if is_valid_id(name) and files.locate(name) is not None:
+        return name
+    index = files.cache()
+    found = index.resolve_name_key(name_key(name)) if index is not None else None
+    if found is not None:
+        try:
+            _, record = get(files, found)
+        except NotFoundError:
+            return name
+        if isinstance(record, Topic):
+            return found
+    return name
