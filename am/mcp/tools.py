@@ -126,6 +126,9 @@ _FACT_ADD_OUT = _obj({"commit": {"type": ["string", "null"], "description": "The
                                   "(same text, topics, repo and branch, still holding); records holds it."},
                       "id": _s("The fact already recorded (when created is false)."),
                       "note": _s("What to do instead (when created is false)."),
+                      "similar": {"type": "array", "items": {"type": "object"}, "description": "Holding facts it looks "
+                                  "like: id, text, why, kind (same: a restatement, nothing written; candidate: an "
+                                  "update or contradiction, written beside it) and next: the call that supersedes it."},
                       "records": {"type": "array", "items": _RECORD}}, ("commit", "created", "records"))
 _SUPERSEDE_OUT = _obj({"commit": {"type": ["string", "null"], "description": "The commit that made the write; "
                                    "null when nothing was written (a retry: the old fact is superseded already)."},
@@ -385,12 +388,17 @@ def _fact_add(call: Call, args: dict[str, Any]) -> ToolOutput:
     from am.records.model import Fact
     from am.writes.duplicates import recorded_hint
 
-    draft = _draft(call, args)
+    draft = dataclasses.replace(_draft(call, args), if_similar=args.get("if_similar"))
     result = call.vault.add_fact(draft, create_topics=args.get("create_topics", False))
     if not result.created and isinstance(result.records[0], Fact):  # say what to do in tools, not commands
         result = dataclasses.replace(result, note=recorded_hint(result.records[0], draft, tools=True))
     output = _written(call, result, "added")
     output.data.setdefault("created", True)
+    if result.similar:  # holding facts it looks like (am/writes/judge.py), with the call that supersedes one
+        output.data["similar"] = [s.as_dict(tools=True) for s in result.similar]
+        output = ToolOutput(output.text + "".join(f"  similar: fact {s.id} holds and says {s.text!r} ({s.why})\n"
+                                                  f"    {s.tool}\n" for s in result.similar if s.kind == "candidate"),
+                            output.data)
     return output
 
 
@@ -537,9 +545,13 @@ TOOLS: tuple[Tool, ...] = (
          _check),
     Tool("fact_add", "Record a fact (one commit): one self-contained statement of 1-3 sentences about one or more "
          "topics. Pass here=true to place it at the server's clone's branch and commit. If it replaces an existing "
-         "fact, use fact_supersede instead. The same fact already recorded (a retry) writes nothing and returns "
-         "its id with created false.",
-         _obj({"text": _s("The statement, 1-3 sentences, understandable on its own."), **_FACT_FIELDS},
+         "fact, use fact_supersede instead. The same fact already recorded (a retry), or said again in other words, "
+         "writes nothing and returns its id with created false; a likely update of a holding fact is written and "
+         "that fact named in similar, with the call that supersedes it.",
+         _obj({"text": _s("The statement, 1-3 sentences, understandable on its own."), **_FACT_FIELDS,
+               "if_similar": {"type": "string", "enum": ["warn", "refuse", "allow"], "description":
+                              "A holding fact it looks like: warn (default: the vault's) writes an update beside it "
+                              "and names it in similar, refuse writes nothing, allow does not look."}},
               ("text", "topics")), _FACT_ADD_OUT, _fact_add, writes=True),
     Tool("fact_supersede", "Replace a fact that no longer holds with a new one (one commit touching both). "
          "The new fact inherits the old one's topics and world unless given: pass here=true when the new text "
