@@ -34,16 +34,15 @@ class StatementQueries:
         The facts a similar-fact check (am/writes/similar.py) compares ``text`` with. The topics' members
         are read whole through ``members`` when they are at most ``NEAR_CAP`` (~0.2 ms at 100k facts);
         a bigger topic is searched instead, for the facts holding every word of ``text`` and then every
-        word but its numbers (an update's "3 retries" -> "5 retries"), at most 200 a search.
+        word but its numbers (an update's "3 retries" -> "5 retries"), at most 200 a search. No ``topics``:
+        the facts of any topic that search finds (a session's proposal, which names its session).
         """
         import json
 
-        if not topics:
-            return []
         world = [json.dumps(list(statuses)), repo or "", version or ""]
         marks = ",".join("?" * len(topics))
         size = self.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM members WHERE topic IN ({marks}) LIMIT ?)",
-                                 [*topics, self.NEAR_CAP + 1]).fetchone()[0]
+                                 [*topics, self.NEAR_CAP + 1]).fetchone()[0] if topics else self.NEAR_CAP + 1
         if size <= self.NEAR_CAP:
             rows = self.conn.execute(f"SELECT DISTINCT {_NEAR_COLUMNS} FROM members m JOIN records r ON r.rowid = m.rowid "
                                      f"WHERE m.topic IN ({marks}) AND {_NEAR_WORLD} ORDER BY r.id, r.path",
@@ -59,10 +58,10 @@ class StatementQueries:
                     "SELECT rowid FROM search WHERE search MATCH ? LIMIT 200", (every,))))
         if not found:
             return []
+        shared = f" AND EXISTS (SELECT 1 FROM members m WHERE m.rowid = r.rowid AND m.topic IN ({marks}))" if topics else ""
         rows = self.conn.execute(
-            f"SELECT {_NEAR_COLUMNS} FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?)) AND {_NEAR_WORLD} "
-            f"AND EXISTS (SELECT 1 FROM members m WHERE m.rowid = r.rowid AND m.topic IN ({marks})) ORDER BY r.id, r.path",
-            [json.dumps(list(found)), *world, *topics]).fetchall()
+            f"SELECT {_NEAR_COLUMNS} FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?)) AND {_NEAR_WORLD}"
+            f"{shared} ORDER BY r.id, r.path", [json.dumps(list(found)), *world, *topics]).fetchall()
         return [(PurePosixPath(p), i, b or "") for p, i, b in rows]
 
     def facts_stating(self, text: str) -> list[tuple[PurePosixPath, Fact]]:

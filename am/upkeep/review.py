@@ -220,6 +220,8 @@ def review_queue(vault: Any, *, repo: str | None = None, branch: str | None = No
             kind = "proposal" if proposal else "pending"
             if kind in kinds:
                 note = f"from {fact.provenance}" if proposal else ""
+                if fact.extra.get("proposed_supersedes"):  # the clerk's update of a holding fact
+                    note += f"; accepting it supersedes {', '.join(map(str, fact.extra['proposed_supersedes']))}"
                 queue.items.append(ReviewItem(kind, fact.id, (fact,), note=note))
     if "contested" in kinds:
         queue.items.extend(_contested(vault))
@@ -322,7 +324,37 @@ def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None
     if fact.status != "pending-review":
         raise UsageError(f"{fact_id} is {fact.status}, not waiting for review",
                          hint="accept takes proposals, pending and contested facts")
+    if fact.extra.get("proposed_supersedes"):
+        return _accept_superseding(vault, fact, reason)
     return _set(vault, fact, "active", "accept", reason=reason)
+
+
+def _accept_superseding(vault: Any, fact: Fact, reason: str | None) -> WriteResult:
+    """Accept a proposal that replaces holding facts (the clerk's ``proposed_supersedes``): it becomes active and
+    supersedes them, in one commit (a fact no longer holding is left alone)."""
+    from am.records.writes import one_line
+    from am.writes.duplicates import HOLDING, holds_everywhere
+
+    why = one_line(reason or f"accepted in review: {fact.id} replaces it")
+    path, current, base = vault.writer.existing_for_update(fact.id, Fact, "fact")
+    if current.status != "pending-review":
+        raise UsageError(f"{fact.id} changed while being reviewed (now {current.status})", hint="list the queue again")
+    extra = {k: v for k, v in current.extra.items() if k != "proposed_supersedes"}
+    items: list[tuple[PurePosixPath, Any, str | None]] = []
+    ended: list[str] = []
+    for old_id in current.extra.get("proposed_supersedes") or ():
+        o_path, old, o_base = vault.writer.existing_for_update(str(old_id), Fact, "fact")
+        if old.status not in HOLDING or old.superseded_by:
+            continue
+        status = "superseded" if holds_everywhere(current, old) else old.status
+        items.append((o_path, replace(old, superseded_by=fact.id, reason=why, status=status), o_base))
+        ended.append(old.id)
+    accepted = replace(current, status="active", extra=extra, supersedes=(*current.supersedes, *ended),
+                       reason=one_line(reason) if reason else current.reason)
+    items.insert(0, (path, accepted, base))
+    return vault.writer.write(items, noun="review", verb="accept", ids=[fact.id, *ended],  # type: ignore[no-any-return]
+                              reason=reason, subject=f"review: accept {fact.id}"
+                              + (f" superseding {', '.join(ended)}" if ended else "") + f" (by {vault.actor})")
 
 
 def _decide_pair(vault: Any, decision: str, fact_id: str, reason: str | None) -> WriteResult:

@@ -18,6 +18,8 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import NamedTuple
 
+from am.cache.stems import stem
+
 __all__ = ["STOP_WORDS", "Token", "Verdict", "classify", "content_words", "normalise", "quick_overlap", "rough", "rough_alike",
            "tokens"]
 
@@ -26,7 +28,16 @@ STOP_WORDS = frozenset(
     "a an the is are was were be been being am to of in on at by for and or that this these those it its "
     "we our us you your they their there here then so as with from into onto about also just really "
     "very please now currently do does did has have had will shall would should can could may might "
-    "的 了 是 在 着 过 吧 呢 啊 呀 也 都 就 会 要 把 被 让 给 和 与 及 我们 我 你 他 她 它 们 这 那 个 一个 所以 现在 目前 请".split())
+    "的 了 是 在 着 过 吧 呢 啊 呀 也 都 就 会 要 把 被 让 给 和 与 及 我们 我 你 他 她 它 们 这 那 个 一个 所以 现在 目前 请 "
+    "必 须 可 以 能".split())  # 必须 / 可以 / 能: modals, as "must" and "can" are
+
+# A word and its opposite: the opposite is read as the word negated ("private" says "not public").
+ANTONYMS = {"private": "public", "forbidden": "allowed", "forbid": "allow", "disallowed": "allowed",
+            "disabled": "enabled", "disable": "enable", "stateful": "stateless", "optional": "required",
+            "manual": "automatic", "manually": "automatically", "off": "on", "closed": "open", "false": "true",
+            "unsupported": "supported", "deprecated": "supported", "sync": "async", "synchronous": "asynchronous"}
+_CJK_ANTONYMS = (("私有", "不公开"), ("禁止", "不允许"), ("有状态", "不无状态"), ("关闭", "不开启"), ("手动", "不自动"),
+                 ("没有", "没"), ("不要", "不"), ("不会", "不"))
 
 NEGATIONS = frozenset("not no never none nothing nobody neither nor without 不 没 没有 未 无 非 别 勿 不要 不能 不会 禁止".split())
 
@@ -55,7 +66,8 @@ _PARTS = re.compile(
 
 
 # A name: a capitalised word (not a sentence's first), camelCase, snake_case, ALL CAPS; after any non-letter (CJK too).
-_CAPITAL = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Z][\w.-]*|[a-z]+[A-Z]\w*|\w+_\w+)")
+_CAPITAL = re.compile(rf"(?<![A-Za-z0-9_])(?:[A-Z][^\W{_CJK}]*(?:[.-][^\W{_CJK}]+)*|[a-z]+[A-Z][^\W{_CJK}]*"
+                      rf"|[^\W{_CJK}]+_[^\W{_CJK}]+)")
 _ROUGH = re.compile(rf"[a-z]{{1,5}}[a-z]*|\d+|[{_CJK}]")
 
 
@@ -114,6 +126,8 @@ class Verdict:
 def normalise(text: str) -> str:
     """Return text as compared: NFKC, case folded, contractions opened ("don't" -> "do not"), spaces single."""
     text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+    for word, opposite in _CJK_ANTONYMS:
+        text = text.replace(word, opposite)
     text = re.sub(r"\bcan't\b|\bcannot\b", "can not", text)
     text = re.sub(r"\bwon't\b", "will not", text)
     text = re.sub(r"n't\b", " not", text)
@@ -134,8 +148,6 @@ def _cn_number(run: str) -> str:
 
 
 def _stem(word: str) -> str:
-    from am.cache.stems import stem
-
     return stem(word) if word.isascii() and word.isalpha() else word
 
 
@@ -145,7 +157,7 @@ def tokens(text: str) -> tuple[Token, ...]:
     original = unicodedata.normalize("NFKC", text)
     folded = normalise(text)
     # Names are judged on the original's case, so find the capitalised words first (not a sentence's first word).
-    capital = {m.group().casefold() for m in _CAPITAL.finditer(original)
+    capital = {m.group().casefold().rstrip(".-") for m in _CAPITAL.finditer(original)
                if m.start() > 0 and original[:m.start()].rstrip()[-1:] not in (".", "!", "?", ":", "")}
     out: list[Token] = []
     for m in _PARTS.finditer(folded):
@@ -169,10 +181,13 @@ def tokens(text: str) -> tuple[Token, ...]:
                 out.append(Token(f"day{day}", "weekday", value))
             elif word in NEGATIONS:
                 out.append(Token("not", "neg", value))
+            elif word in ANTONYMS:
+                out.append(Token(_stem(ANTONYMS[word]), "word", value))
+                out.append(Token("not", "neg", value))
             elif word in STOP_WORDS:
                 out.append(Token(word, "stop", value))
             elif word in capital or not word.isalpha():
-                out.append(Token(word, "name", value))
+                out.append(Token(_stem(word), "name", value))  # keyed as a word: "GitHub" and "github" are one
             else:
                 out.append(Token(_stem(word), "word", value))
     return tuple(_joined_negations(out))
