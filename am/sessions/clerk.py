@@ -44,7 +44,8 @@ from am.records.sessionlog import Message, log_file, messages
 if TYPE_CHECKING:
     from am.vault import Vault
 
-__all__ = ["PROTOCOL", "ClerkReport", "Proposal", "deterministic", "find_session", "proposal_id", "propose", "run_extractor"]
+__all__ = ["PROTOCOL", "ClerkReport", "Proposal", "deterministic", "find_session", "proposal_id", "propose",
+           "propose_all", "run_extractor", "unproposed"]
 
 PROTOCOL = "am.propose/1"
 MAX_TEXT = 600
@@ -350,6 +351,25 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     return report
 
 
+def unproposed(vault: Vault) -> list[Topic]:
+    """Return the session topics the clerk has not read as they are now: never, or before the log grew."""
+    out = []
+    for topic in vault.list_topics(kind="session"):
+        last = topic.extra.get("clerk_last")
+        lines = topic.extra.get("lines")
+        if topic.extra.get("file") and not (isinstance(last, dict) and last.get("lines") == lines):
+            out.append(topic)
+    return out
+
+
+def propose_all(vault: Vault, **options: Any) -> list[ClerkReport]:
+    """Run the clerk over every session not proposed from yet (``unproposed``): one commit a session.
+
+    Run again, it finds none: each run records the lines it read in the session topic's ``clerk_last``.
+    """
+    return [propose(vault, topic.id, **options) for topic in unproposed(vault)]
+
+
 def _judged(vault: Vault, p: Proposal, text: str, topics: Sequence[str], repo: str | None,
             branch: str | None) -> tuple[str | None, tuple[str, ...]]:
     """Return (why a proposal is skipped, or None; the holding facts accepting it supersedes).
@@ -428,7 +448,7 @@ def _write(vault: Vault, session: Topic, facts: list[Fact], report: ClerkReport)
 
     runs = session.extra.get("clerk_runs")
     entry = {"at": format_timestamp(_now()), "extractor": report.extractor, "read": report.read_messages,
-             "proposed": len(report.proposed), "skipped": len(report.skipped)}
+             "proposed": len(report.proposed), "skipped": len(report.skipped), "lines": report.read_lines}
     extra = {**session.extra, "clerk_runs": (int(runs) if isinstance(runs, int) else 0) + 1, "clerk_last": entry}
     topic = replace(session, extra=extra)
     topic_path, _, base = vault.writer.existing_for_update(session.id, Topic, "topic")
