@@ -125,10 +125,7 @@ _FACT_ADD_OUT = _obj({"commit": {"type": ["string", "null"], "description": "The
                       "created": {"type": "boolean", "description": "False: the same fact was already recorded "
                                   "(same text, topics, repo and branch, still holding); records holds it."},
                       "id": _s("The fact already recorded (when created is false)."),
-                      "note": _s("What to do instead (when created is false)."),
-                      "similar": {"type": "array", "items": {"type": "object"}, "description": "Holding facts it looks "
-                                  "like: id, text, why, kind (same: a restatement, nothing written; candidate: an "
-                                  "update or contradiction, written beside it) and next: the call that supersedes it."},
+                      "note": _s("What to do instead (when created is false)."), "similar": {"type": "array"},
                       "records": {"type": "array", "items": _RECORD}}, ("commit", "created", "records"))
 _SUPERSEDE_OUT = _obj({"commit": {"type": ["string", "null"], "description": "The commit that made the write; "
                                    "null when nothing was written (a retry: the old fact is superseded already)."},
@@ -179,7 +176,7 @@ def _as_data(data: dict[str, Any]) -> ToolOutput:
 
 
 def _written(call: Call, result: Any, verb: str) -> ToolOutput:
-    data = {"commit": result.commit,
+    data = {"commit": result.commit, **result.similar_json(tools=True),  # holding facts it looks like, if any
             "records": [record_dict(r, p) for r, p in zip(result.records, result.paths)]}
     first = result.records[0]
     if not result.created:  # found already recorded (a retried add: nothing written; a supersede: no twin)
@@ -190,7 +187,7 @@ def _written(call: Call, result: Any, verb: str) -> ToolOutput:
     text = f"{verb} {first.type} {first.id} ({result.paths[0]}) in commit {result.commit[:10]}"
     for record, path in zip(result.records[1:], result.paths[1:]):
         text += f"\n  also wrote {record.type} {record.id} ({path})"
-    return ToolOutput(text + "\n", data)
+    return ToolOutput(text + "\n" + result.similar_text(tools=True), data)
 
 
 def _time(value: str | None, name: str) -> Any:
@@ -394,11 +391,6 @@ def _fact_add(call: Call, args: dict[str, Any]) -> ToolOutput:
         result = dataclasses.replace(result, note=recorded_hint(result.records[0], draft, tools=True))
     output = _written(call, result, "added")
     output.data.setdefault("created", True)
-    if result.similar:  # holding facts it looks like (am/writes/judge.py), with the call that supersedes one
-        output.data["similar"] = [s.as_dict(tools=True) for s in result.similar]
-        output = ToolOutput(output.text + "".join(f"  similar: fact {s.id} holds and says {s.text!r} ({s.why})\n"
-                                                  f"    {s.tool}\n" for s in result.similar if s.kind == "candidate"),
-                            output.data)
     return output
 
 
@@ -544,14 +536,10 @@ TOOLS: tuple[Tool, ...] = (
                "total": _TOTAL, "issues": {"type": "array", "items": {"type": "object"}}}, ("ok", "total", "issues")),
          _check),
     Tool("fact_add", "Record a fact (one commit): one self-contained statement of 1-3 sentences about one or more "
-         "topics. Pass here=true to place it at the server's clone's branch and commit. If it replaces an existing "
-         "fact, use fact_supersede instead. The same fact already recorded (a retry), or said again in other words, "
-         "writes nothing and returns its id with created false; a likely update of a holding fact is written and "
-         "that fact named in similar, with the call that supersedes it.",
+         "topics. Pass here=true to place it at the server's clone's branch and commit. If it replaces a fact, use "
+         "fact_supersede. Already held or restated: nothing written (created false); an update: named in similar.",
          _obj({"text": _s("The statement, 1-3 sentences, understandable on its own."), **_FACT_FIELDS,
-               "if_similar": {"type": "string", "enum": ["warn", "refuse", "allow"], "description":
-                              "A holding fact it looks like: warn (default: the vault's) writes an update beside it "
-                              "and names it in similar, refuse writes nothing, allow does not look."}},
+               "if_similar": _s("A look-alike holding fact: warn (default), refuse, allow", enum=["warn", "refuse", "allow"])},
               ("text", "topics")), _FACT_ADD_OUT, _fact_add, writes=True),
     Tool("fact_supersede", "Replace a fact that no longer holds with a new one (one commit touching both). "
          "The new fact inherits the old one's topics and world unless given: pass here=true when the new text "

@@ -64,6 +64,15 @@ class WriteResult:
     def record(self) -> Record:
         return self.records[0]
 
+    def similar_json(self, *, tools: bool = False) -> dict[str, Any]:
+        """Return ``{"similar": [...]}`` for a write's JSON answer (CLI, MCP), or {} when it looks like nothing."""
+        return {"similar": [s.as_dict(tools=tools) for s in self.similar]} if self.similar else {}
+
+    def similar_text(self, *, tools: bool = False) -> str:
+        """Return the lines that name a likely update's holding facts, and the next step (CLI: a command; MCP: a call)."""
+        return "".join(f"  similar: fact {s.id} holds and says {s.text!r} ({s.why})\n    {s.tool if tools else s.command}\n"
+                       for s in self.similar if s.kind == "candidate")
+
 
 def one_line(text: str, *, limit: int = 200) -> str:
     """Collapse text to one safe line for a commit message (no control or bidi characters)."""
