@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["look", "policy", "refusal", "similar_to"]
 
 _SHOWN = 3  # the closest facts named in an answer
+_CLASSIFIED = 12  # the facts classified at most, the closest by rough words first
 
 
 def policy(files: RecordFiles, draft: FactDraft) -> str:
@@ -53,15 +54,16 @@ def similar_to(files: RecordFiles, text: str, topics: Sequence[str], repo: str |
     a fact saying ``text`` (the write already made it: supersede links the two, no twin).
     """
     from am.writes.duplicates import HOLDING
-    from am.writes.similar import classify, quick_overlap
+    from am.writes.similar import classify, rough_score
 
     cache = files.cache()
     if cache is None or not text.strip():
         return []
+    near = [(score, fid, body) for _path, fid, body in cache.facts_near(text, tuple(topics), repo, branch, HOLDING)
+            if fid not in besides and (score := rough_score(text, body)) > 0]
+    near.sort(key=lambda n: (-n[0], n[1]))
     found: list[tuple[int, float, str, str, str, str]] = []
-    for _path, fid, body in cache.facts_near(text, tuple(topics), repo, branch, HOLDING):
-        if fid in besides or not quick_overlap(text, body):
-            continue
+    for _score, fid, body in near[:_CLASSIFIED]:  # the closest by rough words: a bound on the write's cost
         verdict = classify(text, body)
         if verdict.kind is not None:
             found.append((0 if verdict.kind == "same" else 1, -verdict.score, fid, body.strip(), verdict.why,

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from am.cache.stems import stem
 
-__all__ = ["STOP_WORDS", "Token", "Verdict", "classify", "content_words", "normalise", "quick_overlap", "rough", "rough_alike",
+__all__ = ["STOP_WORDS", "Token", "Verdict", "classify", "content_words", "normalise", "quick_overlap", "rough", "rough_alike", "rough_score",
            "tokens"]
 
 # Words whose presence or absence does not change a claim. Never a negation, a quantifier or a direction.
@@ -86,6 +86,13 @@ def _rough(text: str) -> set[str]:
 
 
 _ROUGH_STOPS = frozenset(w[:5] for w in STOP_WORDS if len(w) > 1 or not w.isascii()) | frozenset("的了是在")
+
+
+def rough_score(new: str, old: str) -> float:
+    """Return the share of their rough words two texts have in common (Jaccard), 0.0 when ``rough_alike`` says no."""
+    a, b = _rough_new(new), _rough(old)
+    both = len(a & b)
+    return both / (len(a) + len(b) - both) if rough_alike(a, b, both) else 0.0
 
 
 def quick_overlap(new: str, old: str) -> bool:
