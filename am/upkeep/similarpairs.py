@@ -15,9 +15,12 @@ Decisions: docs/decisions/upkeep.md.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from am.errors import UsageError
@@ -63,9 +66,11 @@ def kept_pairs(root: Any) -> set[frozenset[str]]:
 
 
 def similar_pairs(vault: Any) -> list[SimilarPair]:
-    """Return the vault's pairs of look-alike holding facts not kept by a review, newer fact's id first."""
-    from am.writes.similar import classify, rough, rough_alike
+    """Return the vault's pairs of look-alike holding facts not kept by a review, newer fact's id first.
 
+    Each group's pairs (world and topic) are kept in ``<gitdir>/am/similar-memo`` by a hash of its facts'
+    ids, times and texts: a check after one fact changed classifies that fact's groups only.
+    """
     index = vault.cache()
     if index is None:
         return []
@@ -75,36 +80,84 @@ def similar_pairs(vault: Any) -> list[SimilarPair]:
     for n, (_p, _i, repo, version, topics, _b, _c) in enumerate(rows):
         for topic in json.loads(topics):
             groups.setdefault((repo, version, topic), []).append(n)
-    roughs: dict[int, set[str]] = {}
-    seen: set[tuple[int, int]] = set()
+    memo_file = Path(vault.store.gitdir) / "am" / _MEMO
+    old = _read_memo(memo_file)
+    new: dict[str, list[list[str]]] = {}
+    by_id = {row[1]: row for row in rows}
+    seen: set[tuple[str, str]] = set()
     found: list[SimilarPair] = []
     for members in groups.values():
         if len(members) < 2:
             continue
-        posting: dict[str, list[int]] = {}
-        for n in members:  # ascending id: each fact meets the older ones before it
-            words = roughs.get(n)
-            if words is None:
-                words = roughs[n] = rough(rows[n][5])
-            shared: dict[int, int] = {}
-            for w in words:
-                for m in posting.get(w, ()):
-                    shared[m] = shared.get(m, 0) + 1
-            for m, count in shared.items():
-                if rough_alike(words, roughs[m], count) and (m, n) not in seen:
-                    seen.add((m, n))
-                    if frozenset((rows[m][1], rows[n][1])) in kept or rows[m][1] == rows[n][1]:
-                        continue
-                    verdict = classify(rows[n][5], rows[m][5])
-                    if verdict.kind is not None:
-                        found.append(SimilarPair(_one(rows[n]), _one(rows[m]), verdict.kind, verdict.why,
-                                                 ordered=rows[n][6] != rows[m][6] or not rows[n][6]))
-            for w in words:
-                bucket = posting.setdefault(w, [])
-                if len(bucket) <= _COMMON:
-                    bucket.append(n)
+        key = _group_key([rows[n] for n in members])
+        pairs = old.get(key)
+        if pairs is None:
+            pairs = _group_pairs([rows[n] for n in members])
+        new[key] = pairs
+        for newer, older, kind, why in pairs:
+            if (newer, older) in seen or frozenset((newer, older)) in kept:
+                continue
+            seen.add((newer, older))
+            a, b = by_id[newer], by_id[older]
+            found.append(SimilarPair(_one(a), _one(b), kind, why, ordered=a[6] != b[6] or not a[6]))
+    if new.keys() != old.keys():
+        _write_memo(memo_file, new)
     found.sort(key=lambda p: (p.newer[0], p.older[0]))
     return found
+
+
+_MEMO = "similar-memo"  # under <gitdir>/am/: derived, deleting it changes no output
+_MEMO_VERSION = "1"  # raised when the classifier's verdicts change
+
+
+def _group_key(rows: list[tuple[str, str, str, str, str, str, str]]) -> str:
+    digest = hashlib.blake2b(_MEMO_VERSION.encode(), digest_size=16)
+    for row in rows:
+        digest.update(f"{row[1]}\x00{row[6]}\x00{row[5]}\x01".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _group_pairs(rows: list[tuple[str, str, str, str, str, str, str]]) -> list[list[str]]:
+    """Return [newer id, older id, kind, why] of a group's look-alike pairs (rows oldest first)."""
+    from am.writes.similar import classify, rough, rough_alike
+
+    words_of = [rough(row[5]) for row in rows]
+    posting: dict[str, list[int]] = {}
+    out: list[list[str]] = []
+    for n, words in enumerate(words_of):  # each fact meets the older ones before it
+        shared: dict[int, int] = {}
+        for w in words:
+            for m in posting.get(w, ()):
+                shared[m] = shared.get(m, 0) + 1
+        for m, count in shared.items():
+            if rough_alike(words, words_of[m], count) and rows[m][1] != rows[n][1]:
+                verdict = classify(rows[n][5], rows[m][5])
+                if verdict.kind is not None:
+                    out.append([rows[n][1], rows[m][1], verdict.kind, verdict.why])
+        for w in words:
+            bucket = posting.setdefault(w, [])
+            if len(bucket) <= _COMMON:
+                bucket.append(n)
+    return out
+
+
+def _read_memo(file: Path) -> dict[str, list[list[str]]]:
+    try:
+        data = json.loads(file.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and all(isinstance(v, list) for v in data.values()) else {}
+
+
+def _write_memo(file: Path, memo: dict[str, list[list[str]]]) -> None:
+    temp = file.with_name(f"{file.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_bytes(json.dumps(memo, ensure_ascii=True, separators=(",", ":")).encode("ascii"))
+        os.replace(temp, file)
+    except OSError:  # derived data: the next check computes it again
+        with contextlib.suppress(OSError):
+            temp.unlink()
 
 
 def pair_issues(vault: Any) -> list[Issue]:
