@@ -16,7 +16,7 @@ from am.records.model import Fact
 __all__ = ["StatementQueries"]
 
 
-_NEAR_COLUMNS = "r.path, r.id, json_extract(r.data, '$[2]')"  # the body: RECORD_FIELDS[Fact][2] (a test holds it)
+_NEAR_COLUMNS = "r.id, json_extract(r.data, '$[2]')"  # the body: RECORD_FIELDS[Fact][2] (a test holds it)
 _NEAR_WORLD = ("r.type = 'fact' AND r.status IN (SELECT value FROM json_each(?)) AND COALESCE(r.repo, '') = ? "
                "AND COALESCE(r.version, '') = ?")
 
@@ -28,8 +28,8 @@ class StatementQueries:
     NEAR_CAP = 300  # a topic with more facts than this is searched, not read whole
 
     def facts_near(self, text: str, topics: list[str] | tuple[str, ...], repo: str | None, version: str | None,
-                   statuses: tuple[str, ...]) -> list[tuple[PurePosixPath, str, str]]:
-        """Return (path, id, text) of facts in one world (``statuses``, repo, branch) sharing a topic with a new fact.
+                   statuses: tuple[str, ...]) -> list[tuple[str, str]]:
+        """Return (id, text) of facts in one world (``statuses``, repo, branch) sharing a topic with a new fact.
 
         The facts a similar-fact check (am/writes/similar.py) compares ``text`` with. The topics' members
         are read whole through ``members`` when they are at most ``NEAR_CAP`` (~0.2 ms at 100k facts);
@@ -45,9 +45,9 @@ class StatementQueries:
                                  [*topics, self.NEAR_CAP + 1]).fetchone()[0] if topics else self.NEAR_CAP + 1
         if size <= self.NEAR_CAP:
             rows = self.conn.execute(f"SELECT DISTINCT {_NEAR_COLUMNS} FROM members m JOIN records r ON r.rowid = m.rowid "
-                                     f"WHERE m.topic IN ({marks}) AND {_NEAR_WORLD} ORDER BY r.id, r.path",
+                                     f"WHERE m.topic IN ({marks}) AND {_NEAR_WORLD} ORDER BY r.id",
                                      [*topics, *world]).fetchall()
-            return [(PurePosixPath(p), i, b or "") for p, i, b in rows]
+            return [(i, b or "") for i, b in rows]
         from am.cache.terms import analyse
 
         found: dict[int, None] = {}
@@ -61,8 +61,8 @@ class StatementQueries:
         shared = f" AND EXISTS (SELECT 1 FROM members m WHERE m.rowid = r.rowid AND m.topic IN ({marks}))" if topics else ""
         rows = self.conn.execute(
             f"SELECT {_NEAR_COLUMNS} FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?)) AND {_NEAR_WORLD}"
-            f"{shared} ORDER BY r.id, r.path", [json.dumps(list(found)), *world, *topics]).fetchall()
-        return [(PurePosixPath(p), i, b or "") for p, i, b in rows]
+            f"{shared} ORDER BY r.id", [json.dumps(list(found)), *world, *topics]).fetchall()
+        return [(i, b or "") for i, b in rows]
 
     def facts_stating(self, text: str) -> list[tuple[PurePosixPath, Fact]]:
         """Return (path, fact) of every fact whose text is ``text`` up to whitespace, sorted by id then path."""

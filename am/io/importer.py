@@ -326,7 +326,8 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
     from am.records.writes import FactDraft
     from am.writes.judge import policy, similar_to
 
-    judged = cache is not None and policy(vault.files, FactDraft(text="")) != "allow"
+    # A vault without facts has none to restate (a first import pays nothing for the check).
+    judged = cache is not None and bool(keys) and policy(vault.files, FactDraft(text="")) != "allow"
     kept: list[Item] = []
     for item in items:
         r = item.record

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["look", "policy", "refusal", "similar_to"]
 
 _SHOWN = 3  # the closest facts named in an answer
-_CLASSIFIED = 12  # the facts classified at most, the closest by rough words first
+_CLASSIFIED = 5  # the facts classified at most, the closest by rough words first
 
 
 def policy(files: RecordFiles, draft: FactDraft) -> str:
@@ -59,7 +59,7 @@ def similar_to(files: RecordFiles, text: str, topics: Sequence[str], repo: str |
     cache = files.cache()
     if cache is None or not text.strip():
         return []
-    near = [(score, fid, body) for _path, fid, body in cache.facts_near(text, tuple(topics), repo, branch, HOLDING)
+    near = [(score, fid, body) for fid, body in cache.facts_near(text, tuple(topics), repo, branch, HOLDING)
             if fid not in besides and (score := rough_score(text, body)) > 0]
     near.sort(key=lambda n: (-n[0], n[1]))
     found: list[tuple[int, float, str, str, str, str]] = []
