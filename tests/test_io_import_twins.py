@@ -4,7 +4,8 @@ A re-import of the same ids wrote nothing (the ids are the import's memory), but
 statement the vault already holds (the duplicate rule of am/writes/duplicates.py: whitespace collapsed, case
 kept, same topics, repo and branch, holding) were written again: importing a second export of one memory
 doubled the vault's facts. Now such a fact, and one that repeats an earlier fact of the same import, is
-skipped and counted (`skipped_duplicates`); the import stays one commit a batch. The git CLI is the oracle.
+skipped and counted (`skipped_duplicates`); the import stays one commit a batch. Since issue 34 so is a
+restatement of a holding fact of the same world sharing a topic (am/writes/judge.py). The git CLI is the oracle.
 """
 
 from __future__ import annotations
@@ -56,29 +57,30 @@ def test_facts_the_vault_or_the_import_already_holds_are_skipped_and_counted(
         _fact("fact-i1", "Alpha  deploys on\nFridays.", ["project-alpha"]),  # the vault's, spaced otherwise
         _fact("fact-i2", "Alpha pages on-call after 5 errors.", ["project-alpha"]),
         _fact("fact-i3", "Alpha pages on-call after 5 errors.", ["project-alpha"]),  # an earlier one's twin
-        _fact("fact-i4", "Alpha deploys on Fridays.", ["project-alpha", "project-beta"]),  # other topics
-        _fact("fact-i5", "alpha deploys on fridays.", ["project-alpha"]),  # case counts
+        _fact("fact-i4", "Alpha deploys on Fridays.", ["project-alpha", "project-beta"]),  # a topic shared (issue 34)
+        _fact("fact-i5", "alpha deploys on fridays.", ["project-alpha"]),  # a restatement (issue 34)
+        _fact("fact-i7", "Alpha deploys on Fridays.", ["project-beta"]),  # another topic: news
         _fact("fact-i6", "Alpha deploys on Fridays.", ["project-alpha"], repo="alpha", version="main"),  # a world
     ])
     out = _import(vault_path, source)
-    assert out["skipped_duplicates"] == 2 and out["made"] == {"topic": 0, "fact": 4, "relation": 0}, out
+    assert out["skipped_duplicates"] == 4 and out["made"] == {"topic": 0, "fact": 3, "relation": 0}, out
     assert run_git(vault_path, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
     after = _facts(vault_path)
-    assert len(after) == len(before) + 4
-    assert not any("fact-i1" in p or "fact-i3" in p for p in after)
+    assert len(after) == len(before) + 3
+    assert not any(f"fact-i{n}" in p for p in after for n in (1, 3, 4, 5))
     # The text summary says it too.
     dry = _am(vault_path, "import", "jsonl", str(source), "--dry-run")
-    assert "skipped duplicates: 2 facts" in dry.stdout, dry.stdout
+    assert "skipped duplicates: 4 facts" in dry.stdout, dry.stdout
     # The same file again: nothing written (its ids are there, its twins still are).
     again = _import(vault_path, source)
-    assert again["commits"] == [] and again["already_imported"] == 4 and again["skipped_duplicates"] == 2, again
+    assert again["commits"] == [] and again["already_imported"] == 3 and again["skipped_duplicates"] == 4, again
     # A second export of the same memory under new ids: not one fact more.
     head = run_git(vault_path, "rev-parse", "HEAD").strip()
     lines = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
     for line in lines:
         line["meta"]["id"] = str(line["meta"]["id"]).replace("fact-i", "fact-j")
     out = _import(vault_path, _write(tmp_path / "two.jsonl", lines))
-    assert out["skipped_duplicates"] == 6 and out["made"]["fact"] == 0 and out["commits"] == [], out
+    assert out["skipped_duplicates"] == 7 and out["made"]["fact"] == 0 and out["commits"] == [], out
     assert run_git(vault_path, "rev-parse", "HEAD").strip() == head and _facts(vault_path) == after
 
 

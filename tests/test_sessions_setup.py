@@ -69,7 +69,7 @@ def _setup(vault: Vault, *args: str) -> str:
 
 def _ours(settings: dict[str, object]) -> list[dict[str, object]]:
     groups = settings["hooks"]["SessionEnd"]  # type: ignore[index]
-    return [h for g in groups for h in g["hooks"] if " ingest -" in h["command"]]
+    return [h for g in groups for h in g["hooks"] if " ingest --propose -" in h["command"]]
 
 
 def test_the_session_end_hook_is_written_in_claude_codes_shape_once_and_removed_byte_for_byte(

@@ -20,7 +20,7 @@ from am.cli.context import (
 )
 from am.errors import UsageError
 
-_KINDS = ("proposal", "pending", "stale", "contested")
+_KINDS = ("proposal", "pending", "stale", "contested", "similar")
 
 
 def _world(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -115,7 +115,7 @@ def _decision(name: str, doc: str, *, reason: bool = False, text: bool = False,
         result = decide(open_vault(ctx), name, fact_id, reason=kw.get("reason"), text=kw.get("text"),
                         repo=repo, branch=branch, commit=commit)
         report_write(result, fmt, {"accept": "accepted", "confirm": "confirmed", "supersede": "superseded",
-                                   "expire": "expired", "reject": "rejected"}[name])
+                                   "expire": "expired", "reject": "rejected", "keep-both": "kept both of"}[name])
 
     run.__doc__ = doc
     command = click.pass_context(run)
@@ -123,7 +123,8 @@ def _decision(name: str, doc: str, *, reason: bool = False, text: bool = False,
     if world:
         command = _world(command)
     if text:
-        command = click.option("--text", required=name == "supersede", help="The corrected text.")(command)
+        command = click.option("--text", help="The corrected text (required, except for the newer fact of a similar "
+                                              "pair: then its older fact is superseded by it).")(command)
     if reason:
         command = click.option("--reason", required=name == "expire", help="Why (kept in the fact and the commit).")(
             command)
@@ -154,6 +155,12 @@ _decision("supersede", """Replace a fact with a corrected text (it inherits topi
 
     Example: am review supersede f-20261130-1000-3f0e99 --text "getUser allows 200 requests a minute"
     """, reason=True, text=True, world=True, fill=False)
+_decision("keep-both", """Keep both facts of a similar pair (ID: the newer, as am review list shows it).
+
+    Recorded in .am/kept-similar.txt in one commit, so no machine asks about the pair again.
+
+    Example: am review keep-both f-20261130-1000-3f0e99 --reason "staging and production differ"
+    """, reason=True)
 _decision("expire", """Expire a fact: it no longer holds anywhere (it stays in the vault).
 
     Example: am review expire fact-alpha-getuser-main --reason "the endpoint was removed"
@@ -224,7 +231,7 @@ def _interactive(ctx: click.Context, answers: _Answers, repo: str | None, branch
     if not queue.items:
         click.echo("nothing waits for review")
         return
-    keys = {"a": "accept", "c": "confirm", "s": "supersede", "e": "expire", "r": "reject"}
+    keys = {"a": "accept", "c": "confirm", "s": "supersede", "e": "expire", "r": "reject", "k": "keep-both"}
     done = 0
     for n, item in enumerate(queue.items, start=1):
         click.echo(f"\n({n}/{len(queue.items)}) " + "\n".join(item.render()))
@@ -247,7 +254,7 @@ def _interactive(ctx: click.Context, answers: _Answers, repo: str | None, branch
             if item.kind == "contested" and len(item.facts) > 1 and decision == "accept":
                 ids = click.Choice([f.id for f in item.facts])
                 asked["keep which fact"] = answers.text("keep which fact", type=ids)
-            if decision == "supersede":
+            if decision == "supersede" and item.kind != "similar":  # a similar pair's: the older ends, no text
                 asked["corrected text"] = answers.text("corrected text")
             if decision in ("expire", "reject", "supersede"):
                 asked["reason"] = answers.text("reason", default="" if decision != "expire" else None)

@@ -21,8 +21,11 @@ from am.cli.context import FORMAT_OPTION, emit_json, open_vault
 @click.option("--format", "formats", type=click.Choice(["text", "json", "claude-code", "codex", "jsonl"]),
               multiple=True, help="Output for people (text, the default) or programs (json). A log format here "
                                   "(claude-code, codex, jsonl) is still read as --log-format, as before.")
+@click.option("--propose", "then_propose", is_flag=True,
+              help="Then run the default clerk over each session ingested (am propose), one commit a session.")
 @click.pass_context
-def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tuple[str, ...]) -> None:
+def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tuple[str, ...],
+           then_propose: bool) -> None:
     """Keep an agent's session log in the vault, byte for byte, with a session topic: one commit a session.
 
     FILE is a Claude Code transcript (~/.claude/projects/<project>/<id>.jsonl),
@@ -35,6 +38,9 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
     masked ([redacted:<family>]; the topic counts them). The same log again
     writes nothing; a log that grew is appended in a new commit. A last line
     still being written (no newline, not JSON) is held back until it is.
+    --propose then proposes facts from each session ingested (the SessionEnd
+    hook's "am ingest --propose -"); the clerk reads a session again only when
+    its log grew.
 
     Example: am ingest --log-format codex --format json ~/.codex/sessions/2026/11/29/rollout-2026-11-29T08-22-53-019a2d7a.jsonl
     """
@@ -52,9 +58,12 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
             else:
                 click.echo(note)
             return
-    results, skipped = run(open_vault(ctx), target, fmt=log_format)
+    vault = open_vault(ctx)
+    results, skipped = run(vault, target, fmt=log_format)
+    reports = _proposed(vault, {r.topic for r in results}) if then_propose else []
     if fmt == "json":
-        emit_json({"sessions": [r.to_json() for r in results], "skipped": skipped})
+        emit_json({"sessions": [r.to_json() for r in results], "skipped": skipped,
+                   **({"proposed": [r.to_json() for r in reports]} if then_propose else {})})
         return
     for r in results:
         note = f", {sum(r.redacted.values())} secret(s) masked" if r.redacted else ""
@@ -63,6 +72,15 @@ def ingest(ctx: click.Context, target: Path, log_format: str | None, formats: tu
         click.echo(f"{r.action}: {r.session} -> {r.path}, {r.lines} line{'' if r.lines == 1 else 's'}, {r.bytes} bytes{note}{where}{held}")
     for line in skipped:
         click.echo(f"skipped: {line}")
+    for report in reports:
+        click.echo("\n".join(report.lines()[:2]) + (f" (commit {report.commit[:10]})" if report.commit else ""))
+
+
+def _proposed(vault: Any, topics: set[str]) -> list[Any]:
+    """Run the default clerk over the ingested sessions whose logs it has not read as they are (am/sessions/clerk.py)."""
+    from am.sessions.clerk import propose, unproposed
+
+    return [propose(vault, t.id) for t in unproposed(vault) if t.id in topics]
 
 
 _HOOK_LIMIT = 1 << 20  # a hook's JSON is a few hundred bytes; standard input is read no further than this
@@ -101,7 +119,9 @@ def _split_formats(formats: tuple[str, ...], log_format: str | None = None) -> t
 
 
 @click.command("propose")
-@click.argument("session", metavar="SESSION")
+@click.argument("session", metavar="SESSION", required=False)
+@click.option("--all", "every", is_flag=True,
+              help="Every session not proposed from yet (or whose log grew since): one commit a session.")
 @click.option("--extractor", default=None, metavar="CMD",
               help="A program that reads the session as JSON on stdin and prints proposals as JSON "
                    "(docs/sessions.md); default: the deterministic clerk.")
@@ -114,7 +134,7 @@ def _split_formats(formats: tuple[str, ...], log_format: str | None = None) -> t
 @click.option("--dry-run", is_flag=True, help="Report what would be proposed; write nothing.")
 @FORMAT_OPTION
 @click.pass_context
-def propose(ctx: click.Context, session: str, extractor: str | None, topics: tuple[str, ...], repo: str | None,
+def propose(ctx: click.Context, session: str | None, every: bool, extractor: str | None, topics: tuple[str, ...], repo: str | None,
             branch: str | None, commit_: str | None, unverified: bool, timeout: float, dry_run: bool,
             fmt: str) -> None:
     """Turn an ingested session into proposed facts (pending-review), with a report of what was read and why.
@@ -124,21 +144,32 @@ def propose(ctx: click.Context, session: str, extractor: str | None, topics: tup
     ...") in the agent's final message; --extractor CMD asks any program. A
     proposal cites its session lines and reaches no pack until accepted in
     `am review`. One commit holds the proposals and the report; running the
-    clerk again proposes nothing twice.
+    clerk again proposes nothing twice. --all runs it over every session not
+    proposed from yet, or whose log grew since (one commit each; run again, it
+    finds none).
 
     Example: am propose 5f0c3e2a-1b7d-4c1e-9a31-2d6f0e8b7c11 --topic project-alpha
     """
+    from am.errors import UsageError
     from am.sessions.clerk import propose as run
+    from am.sessions.clerk import propose_all
 
-    report = run(open_vault(ctx), session, extractor=extractor, topics=topics, repo=repo, branch=branch,
-                 commit=commit_, unverified=unverified, dry_run=dry_run, timeout=timeout)
+    if every == (session is not None):
+        raise UsageError("name one SESSION or pass --all", hint="am propose SESSION, or am propose --all")
+    options: dict[str, Any] = {"extractor": extractor, "topics": topics, "repo": repo, "branch": branch,
+                               "commit": commit_, "unverified": unverified, "dry_run": dry_run, "timeout": timeout}
+    vault = open_vault(ctx)
+    reports = propose_all(vault, **options) if session is None else [run(vault, session, **options)]
     if fmt == "json":
-        emit_json(report.to_json())
+        emit_json(reports[0].to_json() if session is not None else {"sessions": [r.to_json() for r in reports]})
         return
-    for line in report.lines():
-        click.echo(line)
-    if report.commit:
-        click.echo(f"commit {report.commit[:10]}; review with: am review")
+    if not reports:
+        click.echo("every session is proposed from already")
+    for report in reports:
+        for line in report.lines():
+            click.echo(line)
+        if report.commit:
+            click.echo(f"commit {report.commit[:10]}; review with: am review")
 
 
 def print_session_search(vault: Any, query: str, *, role: str | None, session: str | None, limit: int,

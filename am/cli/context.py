@@ -128,6 +128,7 @@ def report_write(result: WriteResult, fmt: str, verb: str, *, adds: bool = False
             **({"created": result.created} if adds or not result.created else {}),
             "records": [record_dict(r, p) for r, p in zip(result.records, result.paths)],
             **({} if result.created else {"id": first.id, "note": result.note}),
+            **result.similar_json(),
         })
         return
     if not result.created:  # a supersede by a fact that already said it wrote the two files, no twin
@@ -138,6 +139,7 @@ def report_write(result: WriteResult, fmt: str, verb: str, *, adds: bool = False
     click.echo(f"{verb} {first.type} {first.id} ({result.paths[0]}) in commit {result.commit[:10]}")
     for record, path in zip(result.records[1:], result.paths[1:]):
         click.echo(f"  also wrote {record.type} {record.id} ({path})")
+    click.echo(result.similar_text(), nl=False)  # holding facts it may update or contradict (am/writes/judge.py)
 
 
 def describe(record: Record, path: PurePosixPath | None = None) -> str:

@@ -90,18 +90,28 @@ def fact() -> None:
 @fact.command("add")
 @click.argument("text")
 @_fact_options
+@click.option("--if-similar", type=click.Choice(["warn", "refuse", "allow"]), default=None,
+              help="What a holding fact that looks like this one does (default: the vault's similar:, else warn): "
+                   "warn writes a likely update beside it and names it, refuse writes nothing, allow does not look. "
+                   "A restatement is never written twice, except under allow.")
 @click.pass_context
-def add(ctx: click.Context, /, text: str, confidence: str | None, fmt: str, **kw: Any) -> None:
+def add(ctx: click.Context, /, text: str, confidence: str | None, fmt: str, if_similar: str | None,
+        **kw: Any) -> None:
     """Add a fact (one commit). TEXT is 1-3 sentences, or - to read standard input.
 
     The same fact already recorded (the same text up to whitespace, the same topics, repo and
     branch, and still active, contested or pending review) writes nothing: its id is printed, with
     the command that records it still holds at a newer commit (am fact confirm ID --commit C); exit 0.
+    So does a restatement of a holding fact of the same world sharing a topic (other case, punctuation,
+    stop words). A likely update or contradiction of one (another number, date, weekday, name, or a
+    negation) is written and the holding fact named, with the command that supersedes it instead.
 
     Example: am fact add "Alpha on main only offers getUser(id)" --topic project-alpha --repo project-alpha --branch main
     """
+    from dataclasses import replace
+
     vault = open_vault(ctx)
-    draft = _draft(text, confidence, kw)
+    draft = replace(_draft(text, confidence, kw), if_similar=if_similar)
     result = vault.add_fact(draft, create_topics=kw.pop("create_topic"), allow_secrets=kw.pop("allow_secret"),
                             unverified=kw.pop("unverified"))
     report_write(result, fmt, "added", adds=True)

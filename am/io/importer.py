@@ -292,7 +292,9 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
     """Drop the holding facts that a holding fact of the vault, or an earlier one of this import, already says.
 
     The rule of a fact add (am/writes/duplicates.py): the statement with every run of
-    whitespace one space (case counts), the same topics, repo and branch. An ended
+    whitespace one space (case counts), the same topics, repo and branch; and, unless the
+    vault's ``similar:`` is allow, a holding fact of the vault's that says it in other words
+    (am/writes/judge.py: same world, a shared topic; counted as a duplicate). An ended
     (superseded, expired) fact is history and is written; so is a fact another record of
     the import names (a supersession, a relation's end), so that its link holds. The
     vault is asked only for statements it has (one query for all keys, then one indexed
@@ -321,12 +323,21 @@ def _without_twins(vault: Vault, items: list[Item], summary: ImportSummary) -> l
         ids = {i.record.id for i in items}
         seen = {said(f) for _, f in vault.iter_records() if isinstance(f, Fact) and f.status in HOLDING
                 and f.id not in ids}
+    from am.records.writes import FactDraft
+    from am.writes.judge import policy, similar_to
+
+    # A vault without facts has none to restate (a first import pays nothing for the check).
+    judged = cache is not None and bool(keys) and policy(vault.files, FactDraft(text="")) != "allow"
     kept: list[Item] = []
     for item in items:
         r = item.record
         if isinstance(r, Fact) and r.status in HOLDING and r.id not in named:
             if said(r) in seen or (statement_key(r.body) in keys
                                    and recorded(vault.files, r.body, r.topics, r.repo, r.version, besides=r.id) is not None):
+                summary.duplicates += 1
+                continue
+            if judged and (like := similar_to(vault.files, r.body, r.topics, r.repo, r.version, besides=(r.id,))) \
+                    and like[0].kind == "same":  # a holding fact says it in other words (am/writes/judge.py)
                 summary.duplicates += 1
                 continue
             seen.add(said(r))

@@ -58,6 +58,8 @@ FACT_ADD_OUT = obj({"commit": {"type": ["string", "null"], "description": "The c
                       "id": string("The fact already recorded (when created is false)."),
                       "note": string("What to do instead (when created is false)."),
                       "warning": string("here: true over uncommitted work: the fact is marked dirty, and why."),
+                      "similar": {"type": "array", "description": "Holding facts this one looks like: "
+                                  "[{id, text, why, kind, next}]; next is the call that supersedes or keeps both."},
                       "records": {"type": "array", "items": RECORD}}, ("commit", "created", "records"))
 SUPERSEDE_OUT = obj({"commit": {"type": ["string", "null"], "description": "The commit that made the write; "
                                    "null when nothing was written (a retry: the old fact is superseded already)."},

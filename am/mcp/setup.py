@@ -6,7 +6,7 @@ agents when to read a slice and when to record or supersede a fact:
 
 - claude-code: ``.mcp.json`` (``mcpServers``, project scope), a SessionStart
   hook in ``.claude/settings.json`` that puts the slice into context, a
-  SessionEnd hook there that keeps the session's log (``am ingest -`` reads the
+  SessionEnd hook there that keeps the session's log (``am ingest --propose -`` reads the
   hook's JSON, ``transcript_path``, on stdin), and CLAUDE.md;
 - codex: ``$CODEX_HOME/config.toml`` (default ``~/.codex/config.toml``),
   table ``[mcp_servers.am]``, and AGENTS.md. The file is the user's, shared by
@@ -163,7 +163,7 @@ def _hook_entry(request: SetupRequest) -> dict[str, Any]:
 
 def _end_hook_entry(request: SetupRequest) -> dict[str, Any]:
     """Claude Code's SessionEnd hook: its JSON (``transcript_path``, ``session_id``, ``reason``) goes to stdin."""
-    command = f"{_am_line(request)} --vault {_shell(request.vault)} ingest -"
+    command = f"{_am_line(request)} --vault {_shell(request.vault)} ingest --propose -"
     return {"hooks": [{"type": "command", "command": command, "timeout": END_HOOK_TIMEOUT,
                        "statusMessage": END_HOOK_STATUS}]}
 

@@ -116,7 +116,7 @@ def as_data(data: dict[str, Any]) -> ToolOutput:
 
 
 def written(call: Call, result: Any, verb: str) -> ToolOutput:
-    data = {"commit": result.commit,
+    data = {"commit": result.commit, **result.similar_json(tools=True),  # holding facts it looks like, if any
             "records": [record_dict(r, p) for r, p in zip(result.records, result.paths)]}
     first = result.records[0]
     if not result.created:  # found already recorded (a retried add: nothing written; a supersede: no twin)
@@ -127,7 +127,7 @@ def written(call: Call, result: Any, verb: str) -> ToolOutput:
     text = f"{verb} {first.type} {first.id} ({result.paths[0]}) in commit {result.commit[:10]}"
     for record, path in zip(result.records[1:], result.paths[1:]):
         text += f"\n  also wrote {record.type} {record.id} ({path})"
-    return ToolOutput(text + "\n", data)
+    return ToolOutput(text + "\n" + result.similar_text(tools=True), data)
 
 
 def time_arg(value: str | None, name: str) -> Any:

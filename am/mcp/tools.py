@@ -61,11 +61,13 @@ TOOLS: tuple[Tool, ...] = (
          check_tool),
     Tool("fact_add", "Record a fact (one commit): one self-contained statement of 1-3 sentences about one or more "
          "topics. Its world defaults to the server's clone: that repo and current branch (from a feature branch, it "
-         "holds on that branch until merged); here=false for a fact that holds in every world. If it replaces an existing "
-         "fact, use fact_supersede instead. The same fact already recorded (a retry) writes nothing and returns "
-         "its id with created false.",
-         obj({"text": string("The statement, 1-3 sentences, understandable on its own."), **FACT_FIELDS},
-              ("text", "topics")), FACT_ADD_OUT, fact_add, writes=True),
+         "holds on that branch until merged); here=false for a fact that holds in every world. If it replaces a "
+         "fact, use fact_supersede. Already held or restated: nothing written (created false); an update or a "
+         "contradiction of a holding fact: written, and named in similar with the call that settles it.",
+         obj({"text": string("The statement, 1-3 sentences, understandable on its own."), **FACT_FIELDS,
+              "if_similar": string("A look-alike holding fact: warn (default), refuse, allow",
+                                   enum=["warn", "refuse", "allow"])},
+             ("text", "topics")), FACT_ADD_OUT, fact_add, writes=True),
     Tool("fact_supersede", "Replace a fact that no longer holds with a new one (one commit touching both). "
          "The new fact inherits the old one's topics and world unless given: pass here=true when the new text "
          "describes the code at the server's clone, else it stays observed at the old fact's commit (and stale "

@@ -53,6 +53,7 @@ def fact_add(call: Call, args: dict[str, Any]) -> ToolOutput:
     from am.writes.duplicates import recorded_hint
 
     draft, warning = draft_of(call, args, default_world=True)
+    draft = dataclasses.replace(draft, if_similar=args.get("if_similar"))
     result = call.vault.add_fact(draft, create_topics=args.get("create_topics", False),
                                  unverified=args.get("unverified", False))
     if not result.created and isinstance(result.records[0], Fact):  # say what to do in tools, not commands

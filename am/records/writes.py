@@ -17,10 +17,31 @@ from am.records.model import Fact, Record, Relation, Topic
 if TYPE_CHECKING:
     from am.records.secrets import SecretFinding
 
-__all__ = ["RECORD_TRAILERS_BUDGET", "FactDraft", "WriteResult", "batch_bounds", "check_no_secret", "check_one_line",
+__all__ = ["RECORD_TRAILERS_BUDGET", "SIMILAR_POLICIES", "FactDraft", "Similar", "WriteResult", "batch_bounds", "check_no_secret", "check_one_line",
            "one_line", "check_to_write", "check_trailers", "scan_record", "with_fresh_ids"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]+")
+
+
+SIMILAR_POLICIES = ("warn", "refuse", "allow")
+
+
+@dataclass(frozen=True)
+class Similar:
+    """A holding fact a new one looks like (am/writes/similar.py): ``kind`` 'same' (a restatement) or 'candidate'
+    (an update or contradiction), ``why`` in a few words, and ``command``/``tool``: the one step that supersedes
+    it (or, for a restatement, what to do instead), for a person and for an agent's tools."""
+
+    id: str
+    text: str
+    why: str
+    kind: str
+    command: str = ""
+    tool: str = ""
+
+    def as_dict(self, *, tools: bool = False) -> dict[str, str]:
+        return {"id": self.id, "text": self.text, "why": self.why, "kind": self.kind,
+                "next": self.tool if tools else self.command}
 
 
 @dataclass(frozen=True)
@@ -37,10 +58,20 @@ class WriteResult:
     paths: tuple[PurePosixPath, ...]
     created: bool = True
     note: str | None = None
+    similar: tuple[Similar, ...] = ()  # holding facts the new one looks like (written anyway: a candidate)
 
     @property
     def record(self) -> Record:
         return self.records[0]
+
+    def similar_json(self, *, tools: bool = False) -> dict[str, Any]:
+        """Return ``{"similar": [...]}`` for a write's JSON answer (CLI, MCP), or {} when it looks like nothing."""
+        return {"similar": [s.as_dict(tools=tools) for s in self.similar]} if self.similar else {}
+
+    def similar_text(self, *, tools: bool = False) -> str:
+        """Return the lines that name a likely update's holding facts, and the next step (CLI: a command; MCP: a call)."""
+        return "".join(f"  similar: fact {s.id} holds and says {s.text!r} ({s.why})\n    {s.tool if tools else s.command}\n"
+                       for s in self.similar if s.kind == "candidate")
 
 
 def one_line(text: str, *, limit: int = 200) -> str:
@@ -133,6 +164,7 @@ class FactDraft:
     pin: bool = False
     axis: str | None = None
     dirty: bool = False  # observed in a work tree with uncommitted changes (filled by worldwrites.draft_here)
+    if_similar: str | None = None  # warn / refuse / allow: this write's policy (None: the vault's, ``similar:``)
 
     def __post_init__(self) -> None:
         for name in _TUPLE_FIELDS:  # callers pass lists; the value stays hashable and immutable

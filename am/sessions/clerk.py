@@ -8,8 +8,9 @@ and ``source_lines`` citing the log lines it came from.
 Two extractors:
 
 * the **default**, deterministic: explicit markers said by the user or the
-  agent (a line ``remember: ...`` or ``fact: ...``), and decisions stated in
-  the agent's final message (``Decision: ...``, ``Decided: ...``);
+  agent (``remember: ...`` or ``fact: ...`` where a sentence starts: a line's
+  start, or after a sentence's ``.``/``!``/``?``), and decisions stated in the
+  agent's final message (``Decision: ...``, ``Decided: ...``), to the line's end;
 * ``--extractor CMD``: any program speaking the JSON protocol of
   docs/sessions.md on stdin/stdout (an LLM of the user's choice).
 
@@ -43,12 +44,15 @@ from am.records.sessionlog import Message, log_file, messages
 if TYPE_CHECKING:
     from am.vault import Vault
 
-__all__ = ["PROTOCOL", "ClerkReport", "Proposal", "deterministic", "find_session", "proposal_id", "propose", "run_extractor"]
+__all__ = ["PROTOCOL", "ClerkReport", "Proposal", "deterministic", "find_session", "proposal_id", "propose",
+           "propose_all", "run_extractor", "unproposed"]
 
 PROTOCOL = "am.propose/1"
 MAX_TEXT = 600
-_MARKER = re.compile(r"^\s*(?:[-*>]\s*)?(?:\*\*)?(remember|fact)(?:\*\*)?\s*:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)
-_DECISION = re.compile(r"^\s*(?:[-*>]\s*)?(?:\*\*)?(decision|decided)(?:\*\*)?\s*:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)
+# A marker where a sentence starts: a line's start (after a list mark or a quote), or after a sentence's end.
+_START = r"(?:^\s*(?:[-*>]\s*)?|(?<=[.!?;])\s+|(?<=[。！？；]))"
+_MARKER = re.compile(_START + r"(?:\*\*)?\b(remember|fact)(?:\*\*)?\s*:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)
+_DECISION = re.compile(_START + r"(?:\*\*)?\b(decision|decided)(?:\*\*)?\s*:\s*(?P<text>\S.*?)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Proposal:
     topics: tuple[str, ...] = ()
     confidence: str | None = None
     paths: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()  # holding facts it replaces: accepting it supersedes them
 
 
 @dataclass
@@ -121,7 +126,7 @@ def deterministic(said: Sequence[Message]) -> tuple[list[Proposal], list[tuple[s
     skipped: list[tuple[str, tuple[int, ...], str]] = []
     for m in said:
         for raw in m.text.splitlines():
-            hit = _MARKER.match(raw)
+            hit = _MARKER.search(raw)
             if hit and m.role in ("user", "assistant"):
                 found.append(Proposal(hit.group("text"), (m.line,), why=f"{hit.group(1).lower()}: said by {m.role}",
                                       confidence="high" if m.role == "user" else "medium"))
@@ -130,7 +135,7 @@ def deterministic(said: Sequence[Message]) -> tuple[list[Proposal], list[tuple[s
     final = next((m for m in reversed(said) if m.role == "assistant"), None)
     if final is not None:
         for raw in final.text.splitlines():
-            hit = _DECISION.match(raw)
+            hit = _DECISION.search(raw)
             if hit:
                 found.append(Proposal(hit.group("text"), (final.line,), why="a decision in the agent's final message"))
     return found, skipped
@@ -184,9 +189,14 @@ def run_extractor(command: str, session: Topic, said: Sequence[Message], *,
             kind = "line numbers" if wrong[0] == "lines" else "strings"
             skipped.append((item["text"], lines or (), f"'{wrong[0]}' is not a list of {kind}"))
             continue
+        replaces = item.get("supersedes")
+        replaces = [replaces] if isinstance(replaces, str) else replaces
+        if replaces is not None and not (isinstance(replaces, list) and all(isinstance(r, str) for r in replaces)):
+            skipped.append((item["text"], lines or (), "'supersedes' is not a fact id or a list of them"))
+            continue
         found.append(Proposal(item["text"], lines or (), why=str(item.get("why", "")), topics=topics or (),
                               confidence=item.get("confidence") if isinstance(item.get("confidence"), str) else None,
-                              paths=paths or ()))
+                              paths=paths or (), supersedes=tuple(replaces or ())))
     for item in answer.get("skipped", []) if isinstance(answer.get("skipped"), list) else []:
         if isinstance(item, dict):
             skipped.append((str(item.get("text", "")), _listed(item, "lines", int) or (),
@@ -311,6 +321,9 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
             why = f"already proposed as {fid}"
         if why is None and (known := recorded(vault.files, text, None, world.repo, world.branch)) is not None:
             why = f"already recorded as {known[1].id} ({known[1].status})"  # about any topics: a proposal names its session too
+        replaces = p.supersedes
+        if why is None:  # a restatement is skipped, a likely update proposed as the holding fact's supersession
+            why, replaces = _judged(vault, p, text, (*extra_topics, *p.topics), world.repo, world.branch)
         if why is None and scan_fields({"body": text}):
             why = "it looks like it holds a credential"
         if why is not None:
@@ -322,7 +335,8 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
         fact = Fact(id=fid, topics=fact_topics, body=text + "\n", status="pending-review",
                     confidence=confidence, provenance=f"session:{sid}", repo=world.repo, version=world.branch,
                     commit=world.commit, axis="subject" if (world.repo or world.commit) else None,
-                    created=format_timestamp(_now()), paths=p.paths, extra={"source_lines": list(p.lines)})
+                    created=_said_at(said, p.lines), paths=p.paths,
+                    extra={"source_lines": list(p.lines), **({"proposed_supersedes": list(replaces)} if replaces else {})})
         try:  # one proposal the format or a write refuses (a control character, an empty or '..' path) is skipped
             FactDraft(text, paths=p.paths).check_lines()  # the checks every other new fact's values pass
             check_record(fact)
@@ -335,6 +349,62 @@ def propose(vault: Vault, name: str, *, extractor: str | None = None, topics: It
     if not dry_run:
         report.commit = _write(vault, session, facts, report)
     return report
+
+
+def unproposed(vault: Vault) -> list[Topic]:
+    """Return the session topics the clerk has not read as they are now: never, or before the log grew."""
+    out = []
+    for topic in vault.list_topics(kind="session"):
+        last = topic.extra.get("clerk_last")
+        lines = topic.extra.get("lines")
+        if topic.extra.get("file") and not (isinstance(last, dict) and last.get("lines") == lines):
+            out.append(topic)
+    return out
+
+
+def propose_all(vault: Vault, **options: Any) -> list[ClerkReport]:
+    """Run the clerk over every session not proposed from yet (``unproposed``): one commit a session.
+
+    Run again, it finds none: each run records the lines it read in the session topic's ``clerk_last``.
+    """
+    return [propose(vault, topic.id, **options) for topic in unproposed(vault)]
+
+
+def _judged(vault: Vault, p: Proposal, text: str, topics: Sequence[str], repo: str | None,
+            branch: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """Return (why a proposal is skipped, or None; the holding facts accepting it supersedes).
+
+    A restatement of a holding fact of the proposal's world is skipped; a likely update of one
+    (am/writes/judge.py) is proposed as its supersession, unless the extractor named its own. An
+    extractor's ``supersedes`` must name facts that hold.
+    """
+    from am.records.writes import FactDraft
+    from am.writes.duplicates import HOLDING
+    from am.writes.judge import policy, similar_to
+
+    for fid in p.supersedes:
+        try:
+            old = vault.get_fact(fid)
+        except AmError:
+            return f"supersedes {fid}, which is no fact of the vault", ()
+        if old.status not in HOLDING:
+            return f"supersedes {fid}, which is {old.status}", ()
+    if policy(vault.files, FactDraft(text="")) == "allow":
+        return None, p.supersedes
+    like = similar_to(vault.files, text, topics, repo, branch)
+    if like and like[0].kind == "same":
+        return f"restates {like[0].id} ({like[0].why})", ()
+    return None, p.supersedes or tuple(s.id for s in like[:1])
+
+
+def _said_at(said: Sequence[Message], lines: Sequence[int]) -> str:
+    """Return when a proposal's first cited line was said (its message's time), else now."""
+    at = {m.line: m.ts for m in said}
+    for n in lines:
+        moment = stored_moment(at.get(n))
+        if moment is not None:
+            return format_timestamp(moment)
+    return format_timestamp(_now())
 
 
 def _topic(vault: Vault, name: str) -> bool:
@@ -378,7 +448,7 @@ def _write(vault: Vault, session: Topic, facts: list[Fact], report: ClerkReport)
 
     runs = session.extra.get("clerk_runs")
     entry = {"at": format_timestamp(_now()), "extractor": report.extractor, "read": report.read_messages,
-             "proposed": len(report.proposed), "skipped": len(report.skipped)}
+             "proposed": len(report.proposed), "skipped": len(report.skipped), "lines": report.read_lines}
     extra = {**session.extra, "clerk_runs": (int(runs) if isinstance(runs, int) else 0) + 1, "clerk_last": entry}
     topic = replace(session, extra=extra)
     topic_path, _, base = vault.writer.existing_for_update(session.id, Topic, "topic")

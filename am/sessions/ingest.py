@@ -49,7 +49,8 @@ from am.records.sessionlog import (
 if TYPE_CHECKING:
     from am.vault import Vault
 
-__all__ = ["CLIENT_NAMES", "IngestResult", "ingest", "ingest_file", "session_files", "session_topic_id"]
+__all__ = ["CLIENT_NAMES", "IngestResult", "day_sessions", "ingest", "ingest_file", "ingest_source", "session_files",
+           "session_topic_id"]
 
 CLIENT_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "jsonl": "Agent"}
 SESSIONS_DIR = "sessions"
@@ -94,14 +95,14 @@ def ingest(vault: Vault, target: Path, *, fmt: str | None = None) -> tuple[list[
     """Ingest a log, or every log in a folder; return the results and, for a folder, the files skipped and why."""
     files = session_files(target)
     if target.is_file():
-        return [ingest_file(vault, target, fmt=fmt)], []
+        return ingest_source(vault, target, fmt=fmt), []
     results, skipped = [], []
     for path in files:
         if path.is_symlink():
             skipped.append(f"{path}: a symbolic link; am does not follow it (ingest the file it points to)")
             continue
         try:
-            results.append(ingest_file(vault, path, fmt=fmt))
+            results.extend(ingest_source(vault, path, fmt=fmt))
         except AmError as err:
             skipped.append(f"{path}: {err.message}")
     return results, skipped
@@ -148,18 +149,59 @@ def _line_count(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> IngestResult:
-    """Store one session log (masked) and its topic in one commit; nothing when it is already there."""
+def ingest_source(vault: Vault, source: Path, *, fmt: str | None = None) -> list[IngestResult]:
+    """Ingest one file: a session's log, or a day file of several sessions (``{ts, role, text, session}`` lines of
+    more than one ``session``, as lossless-memory writes a day), each of them kept as its own session."""
+    if fmt in (None, "jsonl"):
+        try:
+            data = source.read_bytes()
+        except OSError as err:
+            raise UsageError(f"cannot read {source}: {err.strerror}", hint="pass a readable session log") from None
+        parts = day_sessions(_complete_lines(data)[0]) if (fmt or _recognised(data)) == "jsonl" else []
+        if len(parts) > 1:
+            return [ingest_file(vault, source, fmt="jsonl", data=part, fallback=sid) for sid, part in parts]
+    return [ingest_file(vault, source, fmt=fmt)]
+
+
+def day_sessions(data: bytes) -> list[tuple[str, bytes]]:
+    """Split ``{ts, role, text, session}`` lines by their ``session`` (or ``session_id``), in order of first line.
+
+    A line without one (or not JSON) goes with the line before it. One session (or none): one part, the data.
+    """
+    parts: dict[str, list[bytes]] = {}
+    current: str | None = None
+    for line in data.splitlines(keepends=True):
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            obj = None
+        sid = (obj.get("session") or obj.get("session_id")) if isinstance(obj, dict) else None
+        if isinstance(sid, str) and safe_session_id(sid):
+            current = sid
+        parts.setdefault(current or "", []).append(line)
+    if "" in parts and len(parts) > 1:  # lines before any session's first: the first session's
+        first = next(k for k in parts if k)
+        parts[first] = parts.pop("") + parts[first]
+    return [(sid, b"".join(lines)) for sid, lines in parts.items()]
+
+
+def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None, data: bytes | None = None,
+                fallback: str | None = None) -> IngestResult:
+    """Store one session log (masked) and its topic in one commit; nothing when it is already there.
+
+    ``data``: the log's bytes, when they are one session of a day file (``fallback``: its id), not the file.
+    """
     from am.git.formats.bigblob import LARGE, store_blob
     from am.records.schemas import check_record
     from am.sessions.redaction import redact_log_to
 
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"unknown session format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
-    try:
-        data = source.read_bytes()
-    except OSError as err:
-        raise UsageError(f"cannot read {source}: {err.strerror}", hint="pass a readable session log") from None
+    if data is None:
+        try:
+            data = source.read_bytes()
+        except OSError as err:
+            raise UsageError(f"cannot read {source}: {err.strerror}", hint="pass a readable session log") from None
     if not data or data.isspace():
         raise UsageError(f"{source} is empty", hint="ingest it once the session has written something")
     data, unfinished = _complete_lines(data)
@@ -171,7 +213,7 @@ def ingest_file(vault: Vault, source: Path, *, fmt: str | None = None) -> Ingest
         raise UsageError(f"{source} is a {written_as} log: none of its first lines reads as {fmt}; nothing was "
                          "written", hint=f"leave out --log-format, or name --log-format {written_as}")
     fmt = fmt or detect(data)
-    meta = read_meta(data, fmt, fallback_id=source.stem)
+    meta = read_meta(data, fmt, fallback_id=fallback or source.stem)
     sid = _session_id(meta, source)
     tid = session_topic_id(sid)
     digest = hashlib.sha256(data).hexdigest()

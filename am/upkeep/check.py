@@ -3,7 +3,8 @@
 Per file: UTF-8, frontmatter, the JSON Schema of its type, the seven relation
 types, id <-> file name, the folder it sits in. Across files: duplicate ids,
 relations and facts naming records that do not exist, dangling ``[[links]]``,
-supersede cycles and half-finished supersessions.
+supersede cycles and half-finished supersessions; pairs of holding facts that
+restate or may contradict each other (am/upkeep/similarpairs.py, warnings).
 
 A check of the whole vault keeps each file's own findings, and the gist of
 its record that the checks across files read (am/upkeep/checklinks.py), by the
@@ -374,6 +375,9 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         from am.upkeep.worldcheck import world_issues
 
         unread += world_issues(parsed)
+        from am.upkeep.similarpairs import pair_issues
+
+        unread += pair_issues(vault)  # look-alike holding facts (DESIGN §13), through the cache
     unread += session_file_issues(root, parsed)
     if not unread:
         return report

@@ -7,7 +7,9 @@ The queue holds four kinds of item, each with its evidence:
 * ``pending`` - a fact set to ``pending-review`` by hand or by an import;
 * ``stale`` - a fact that holds in the world asked about while code it watches
   changed since its commit (am/worlds/stale.py): the code diff since then;
-* ``contested`` - two facts a merge could not choose between: both texts.
+* ``contested`` - two facts a merge could not choose between: both texts;
+* ``similar`` - two holding facts that look alike: a restatement or a likely update or contradiction
+  (am/upkeep/similarpairs.py), both texts; the item's id is the newer fact's.
 
 A decision is one commit, its author the reviewer (``--actor``/``AM_ACTOR``,
 named again in the ``Am-Actor`` trailer):
@@ -18,7 +20,9 @@ named again in the ``Am-Actor`` trailer):
   there; a pending fact becomes active);
 * ``supersede`` - replace it with a corrected text;
 * ``expire`` - it no longer holds (with a reason);
-* ``reject`` - a proposal or pending fact was wrong: expired, with the reason.
+* ``reject`` - a proposal or pending fact was wrong: expired, with the reason;
+* ``keep-both`` - of a similar pair, both hold: recorded in ``.am/kept-similar.txt`` (asked no more).
+  ``supersede`` of a similar pair's newer fact without a text supersedes the older by it.
 
 Shared by the CLI (``am review``) and the MCP server (``review_list``,
 ``review_decide``). Floor: upkeep (takes the vault as an argument).
@@ -41,12 +45,13 @@ if TYPE_CHECKING:
 __all__ = ["CHOICES", "DECISIONS", "ReviewItem", "ReviewQueue", "cited_by_fact", "cited_lines", "decide", "proposals",
            "review_queue", "stale_choices"]
 
-DECISIONS = ("accept", "confirm", "supersede", "expire", "reject")
+DECISIONS = ("accept", "confirm", "supersede", "expire", "reject", "keep-both")
 CHOICES = {
     "proposal": ("accept", "supersede", "reject"),
     "pending": ("accept", "confirm", "supersede", "expire", "reject"),
     "stale": ("confirm", "supersede", "expire"),
     "contested": ("accept", "supersede", "expire"),
+    "similar": ("supersede", "keep-both"),
 }
 
 
@@ -75,7 +80,7 @@ class ReviewItem:
     def render(self) -> list[str]:
         """Return the item as lines for a person: what it is, the text(s), the evidence."""
         head = {"proposal": "proposed", "pending": "pending review", "stale": "stale here",
-                "contested": "contested"}[self.kind]
+                "contested": "contested", "similar": "similar"}[self.kind]
         out = [f"[{head}] {self.id}" + (f" - {self.note}" if self.note else "")]
         for f in self.facts:
             prefix = f"  {f.id}: " if len(self.facts) > 1 else "  "
@@ -215,9 +220,13 @@ def review_queue(vault: Any, *, repo: str | None = None, branch: str | None = No
             kind = "proposal" if proposal else "pending"
             if kind in kinds:
                 note = f"from {fact.provenance}" if proposal else ""
+                if fact.extra.get("proposed_supersedes"):  # the clerk's update of a holding fact
+                    note += f"; accepting it supersedes {', '.join(map(str, fact.extra['proposed_supersedes']))}"
                 queue.items.append(ReviewItem(kind, fact.id, (fact,), note=note))
     if "contested" in kinds:
         queue.items.extend(_contested(vault))
+    if "similar" in kinds:
+        queue.items.extend(_similar(vault))
     if "stale" in kinds and repo is not None:
         room = None if limit is None else max(limit - len(queue.items), 0)
         stale, queue.world = _stale_items(vault, repo, branch, commit, diff, room)
@@ -264,6 +273,18 @@ def _contested(vault: Any) -> list[ReviewItem]:
     return items
 
 
+def _similar(vault: Any) -> list[ReviewItem]:
+    from am.upkeep.similarpairs import similar_pairs
+
+    items = []
+    for pair in similar_pairs(vault):
+        facts = (vault.get_fact(pair.newer[0]), vault.get_fact(pair.older[0]))
+        word = "restates" if pair.kind == "same" else "may update or contradict"
+        items.append(ReviewItem("similar", pair.newer[0], facts, note=f"{word} {pair.older[0]} ({pair.why}); "
+                                f"supersede: {pair.older[0]} ends, keep-both: both hold"))
+    return items
+
+
 def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None, text: str | None = None,
            repo: str | None = None, branch: str | None = None, commit: str | None = None,
            door: str = "review") -> WriteResult:
@@ -280,6 +301,8 @@ def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None
         raise UsageError(f"{door} {decision} takes no {', '.join(world)}: only confirm and supersede have a world",
                          hint="leave them out")
     fact = vault.get_fact(fact_id)
+    if decision == "keep-both" or (decision == "supersede" and not text):
+        return _decide_pair(vault, decision, fact_id, reason)
     if decision == "confirm":
         return _confirm(vault, fact, repo, branch, commit)
     if decision == "supersede":
@@ -301,7 +324,55 @@ def decide(vault: Any, decision: str, fact_id: str, *, reason: str | None = None
     if fact.status != "pending-review":
         raise UsageError(f"{fact_id} is {fact.status}, not waiting for review",
                          hint="accept takes proposals, pending and contested facts")
+    if fact.extra.get("proposed_supersedes"):
+        return _accept_superseding(vault, fact, reason)
     return _set(vault, fact, "active", "accept", reason=reason)
+
+
+def _accept_superseding(vault: Any, fact: Fact, reason: str | None) -> WriteResult:
+    """Accept a proposal that replaces holding facts (the clerk's ``proposed_supersedes``): it becomes active and
+    supersedes them, in one commit (a fact no longer holding is left alone)."""
+    from am.records.writes import one_line
+    from am.writes.duplicates import HOLDING, holds_everywhere
+
+    why = one_line(reason or f"accepted in review: {fact.id} replaces it")
+    path, current, base = vault.writer.existing_for_update(fact.id, Fact, "fact")
+    if current.status != "pending-review":
+        raise UsageError(f"{fact.id} changed while being reviewed (now {current.status})", hint="list the queue again")
+    extra = {k: v for k, v in current.extra.items() if k != "proposed_supersedes"}
+    items: list[tuple[PurePosixPath, Any, str | None]] = []
+    ended: list[str] = []
+    for old_id in current.extra.get("proposed_supersedes") or ():
+        o_path, old, o_base = vault.writer.existing_for_update(str(old_id), Fact, "fact")
+        if old.status not in HOLDING or old.superseded_by:
+            continue
+        status = "superseded" if holds_everywhere(current, old) else old.status
+        items.append((o_path, replace(old, superseded_by=fact.id, reason=why, status=status), o_base))
+        ended.append(old.id)
+    accepted = replace(current, status="active", extra=extra, supersedes=(*current.supersedes, *ended),
+                       reason=one_line(reason) if reason else current.reason)
+    items.insert(0, (path, accepted, base))
+    return vault.writer.write(items, noun="review", verb="accept", ids=[fact.id, *ended],  # type: ignore[no-any-return]
+                              reason=reason, subject=f"review: accept {fact.id}"
+                              + (f" superseding {', '.join(ended)}" if ended else "") + f" (by {vault.actor})")
+
+
+def _decide_pair(vault: Any, decision: str, fact_id: str, reason: str | None) -> WriteResult:
+    """Decide a similar pair by its newer fact: supersede the older by it, or keep both (am/upkeep/similarpairs.py)."""
+    from am.records.writes import WriteResult
+    from am.upkeep.similarpairs import keep_both, pair_of, supersede_older
+
+    pair = pair_of(vault, fact_id)
+    if pair is None:
+        if decision == "supersede":
+            raise UsageError("a supersede needs the corrected text", hint="pass --text 'what holds now'")
+        raise UsageError(f"{fact_id} is not the newer fact of a similar pair",
+                         hint="am review list --kind similar lists the pairs; keep-both takes the id shown")
+    if decision == "supersede":
+        return supersede_older(vault, pair, reason=reason)
+    commit = keep_both(vault, pair, reason=reason)
+    newer, older = vault.get_fact(pair.newer[0]), vault.get_fact(pair.older[0])
+    return WriteResult(commit, (newer, older), (PurePosixPath(pair.newer[1]), PurePosixPath(pair.older[1])))
 
 
 def _set(vault: Any, fact: Fact, status: str, verb: str, *, reason: str | None) -> WriteResult:

@@ -20,16 +20,17 @@ from am.clock import now as _now
 from am.errors import InvalidRecordError, NotFoundError, UsageError
 from am.records.ids import check_id, format_timestamp, new_fact_id, record_path
 from am.records.model import CONFIDENCES, STATUSES, TOPIC_KINDS, Fact, Record, Topic, replace
-from am.records.writes import FactDraft, WriteResult, one_line, with_fresh_ids
+from am.records.writes import FactDraft, Similar, WriteResult, one_line, with_fresh_ids
 from am.writes.duplicates import adding, holds_everywhere, superseded_already, superseding
 from am.writes.forms import check_names_free, topic_names
+from am.writes.judge import look
 from am.writes.lookup import topic_hint
 from am.writes.worldwrites import checked_draft
 
 if TYPE_CHECKING:
     from am.writes.writer import RecordWriter
 
-__all__ = ["add_fact", "body_of", "check_topics", "set_fact_status", "supersede_fact"]
+__all__ = ["add_fact", "body_of", "check_topics", "restated", "set_fact_status", "supersede_fact"]
 
 
 def add_fact(writer: RecordWriter, draft: FactDraft, *, create_topics: bool = False, allow_secrets: bool = False,
@@ -44,6 +45,9 @@ def add_fact(writer: RecordWriter, draft: FactDraft, *, create_topics: bool = Fa
     with adding(writer, draft) as known:  # the same statement's adds one at a time: a twin finds the first
         if known is not None:
             return known
+        similar = look(writer.files, draft)  # a restatement answered, a change named (am/writes/judge.py)
+        if similar and similar[0].kind == "same":
+            return restated(writer, draft, similar[0])
         if draft.id:
             writer.ensure_new(check_id(draft.id))
 
@@ -55,7 +59,20 @@ def add_fact(writer: RecordWriter, draft: FactDraft, *, create_topics: bool = Fa
             return writer.write(items, noun="fact", verb="add", ids=[fact.id] + [t.id for _, t in new_topics],
                                 summary=draft.text, allow_secrets=allow_secrets)
 
-        return with_fresh_ids(attempt, generated=not draft.id)
+        result = with_fresh_ids(attempt, generated=not draft.id)
+        return replace(result, similar=tuple(similar)) if similar else result
+
+
+def restated(writer: RecordWriter, draft: FactDraft, same: Similar) -> WriteResult:
+    """Return a fact add's answer when a holding fact already says the draft in other words: nothing written."""
+    from am.writes.duplicates import recorded_hint
+
+    path = writer.files.locate(same.id)
+    fact = writer.files.read_path(path) if path is not None else None
+    if path is None or not isinstance(fact, Fact):
+        raise NotFoundError(f"fact {same.id} (which says this) could not be read", hint="run am check")
+    return WriteResult("", (fact,), (path,), created=False, similar=(same,),
+                       note=f"{fact.id} already says this ({same.why}); {recorded_hint(fact, draft)}")
 
 
 def supersede_fact(writer: RecordWriter, old_id: str, draft: FactDraft, *, reason: str, create_topics: bool = False,
