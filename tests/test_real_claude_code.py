@@ -103,8 +103,9 @@ def test_claude_code_with_am_only_in_a_venv_connects_runs_both_hooks_and_forgets
     assert start["exit_code"] == 0 and start["outcome"] == "success", start  # main: /bin/sh: 1: am: not found
     assert start["stdout"].startswith("# Context pack: project-alpha @ main"), start["stdout"][:300]
     [session] = {e["session_id"] for e in events if "session_id" in e}
-    assert run_git(vault, "rev-list", "--count", "HEAD").strip() == str(int(before) + 1), done.stderr
-    assert run_git(vault, "log", "-1", "--format=%s").startswith(f"session: ingest {session}")
+    # The log kept, then the clerk's proposals from it (the hook runs am ingest --propose, issue 34.4).
+    assert run_git(vault, "rev-list", "--count", "HEAD").strip() == str(int(before) + 2), done.stderr
+    assert run_git(vault, "log", "-1", "--skip=1", "--format=%s").startswith(f"session: ingest {session}")
     assert "failed" not in done.stderr.lower(), done.stderr
 
     user.am("--vault", "demo", "setup", "claude-code", "--remove", cwd=clone)

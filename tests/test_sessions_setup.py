@@ -83,7 +83,8 @@ def test_the_session_end_hook_is_written_in_claude_codes_shape_once_and_removed_
     settings = json.loads(path.read_text())
     jsonschema.validate(settings, SETTINGS)
     [hook] = _ours(settings)
-    assert shlex.split(hook["command"]) == ["am", "--vault", "test", "ingest", "-"]  # the registered vault's name
+    # The registered vault's name; --propose: the clerk reads the session as it is kept (issue 34.4).
+    assert shlex.split(hook["command"]) == ["am", "--vault", "test", "ingest", "--propose", "-"]
     assert hook["timeout"] == 60  # past SessionEnd's 1.5 s default budget
     assert settings["model"] == "opus"
     assert any(h["command"] == "echo bye" for g in settings["hooks"]["SessionEnd"] for h in g["hooks"])
@@ -127,12 +128,13 @@ def test_running_the_installed_hook_with_a_session_end_payload_ingests_the_trans
     done = subprocess.run(hook["command"], shell=True, cwd=project, env=env, input=json.dumps(payload),
                           capture_output=True, text=True, timeout=hook["timeout"], check=False)
     assert done.returncode == 0, done.stderr
-    assert int(run_git(vault.root, "rev-list", "--count", "HEAD").strip()) == before + 1
-    assert run_git(vault.root, "log", "-1", "--format=%s").startswith(f"session: ingest {CLAUDE_SESSION}")
+    # Two commits: the log kept, then the clerk's proposals from it (ingest --propose, issue 34.4).
+    assert int(run_git(vault.root, "rev-list", "--count", "HEAD").strip()) == before + 2
+    assert run_git(vault.root, "log", "-1", "--skip=1", "--format=%s").startswith(f"session: ingest {CLAUDE_SESSION}")
     stored = f"sessions/2026/11/30/{CLAUDE_SESSION}.jsonl"
     assert run_git(vault.root, "show", f"HEAD:{stored}").encode() == transcript.read_bytes()
     # The session ending again (resumed, then ended) with nothing new adds no commit.
     again = subprocess.run(hook["command"], shell=True, cwd=project, env=env, input=json.dumps(payload),
                            capture_output=True, text=True, timeout=hook["timeout"], check=False)
     assert again.returncode == 0, again.stderr
-    assert int(run_git(vault.root, "rev-list", "--count", "HEAD").strip()) == before + 1
+    assert int(run_git(vault.root, "rev-list", "--count", "HEAD").strip()) == before + 2
