@@ -188,7 +188,10 @@ def read_basic_memory(path: Path) -> SourceRead:
             extra = {"category": observation["category"] or "Note"}
             if observation["context"]:
                 extra["context"] = observation["context"]
-            b.fact(relink(observation["content"], where), key=(tid, extra["category"], observation["content"]),
+            # The context qualifies the statement ("(for light roasts)"): it stays in the fact's text, so a pack
+            # states the fact with its qualifier; it is also kept as `context`.
+            said = observation["content"] + (f" ({observation['context']})" if observation["context"] else "")
+            b.fact(relink(said, where), key=(tid, extra["category"], observation["content"]),
                    topics=[tid], origin=where, created=note_time, tags=observation["tags"], extra=extra)
         text = "\n".join(kept).strip("\n")
         if text.strip():
