@@ -34,6 +34,7 @@ from am.io.source import (
     plain_value,
     to_timestamp,
 )
+from am.records.ids import slugify
 from am.records.model import STATUSES
 
 __all__ = ["read_openclaw"]
@@ -108,7 +109,7 @@ def _entity_topic(b: Builder, folder: Path, entity: str, origin: str) -> str:
     if heading:
         title = heading.group(1).strip()
     return b.topic(entity, kind=kind, origin=origin, namespace="entity", title=title, body=summary,
-                   extra={"source_entity": entity})
+                   extra={"source_entity": entity}, id=f"{kind}-{slugify(parts[-1])}")
 
 
 def _item(b: Builder, item: Any, origin: str, entity: str, entity_topic: str | None) -> str | None:
