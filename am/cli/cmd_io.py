@@ -88,6 +88,7 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
     """
     from am.cli.cmd_slice import _time
     from am.io import ExportWorld, export_pairs, render_export
+    from am.io.export import export_file_items
 
     if output is not None:
         check_output(output)
@@ -97,7 +98,8 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
     world = ExportWorld(repo=repo, branch=branch, commit=commit_, at=at_moment,  # type: ignore[arg-type]
                         as_of=as_of_moment, include_pending=include_pending)  # type: ignore[arg-type]
     pairs = export_pairs(vault, world)
-    pieces = render_export(pairs, fmt, vault_name=vault.name)
+    files = export_file_items(vault, world) if fmt in ("jsonl", "json") else []  # session logs, settings
+    pieces = render_export(pairs, fmt, vault_name=vault.name, files=files)
     if output is None:
         out = getattr(sys.stdout, "buffer", None)
         for piece in pieces:
@@ -112,7 +114,8 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
         for piece in pieces:
             handle.write(piece.encode("utf-8"))
     tmp.replace(output)
-    click.echo(f"exported {len(pairs)} records to {output}", err=True)
+    click.echo(f"exported {len(pairs)} records" + (f" and {len(files)} files" if files else "") + f" to {output}",
+               err=True)
 
 
 COMMANDS = [import_, export]

@@ -56,6 +56,7 @@ class ImportSummary:
     already: int = 0
     duplicates: int = 0
     redacted: int = 0
+    restored: int = 0  # files of am's own export (session logs, settings) written
     aside: list[Aside] = field(default_factory=list)
     commits: list[str] = field(default_factory=list)
     dry_run: bool = False
@@ -64,7 +65,7 @@ class ImportSummary:
         """Return the stable JSON shape of the summary."""
         return {
             "system": self.system, "source": self.source, "read": dict(sorted(self.read.items())),
-            "made": self.made, "merged": self.merged, "updated": self.updated,
+            "made": self.made, "restored_files": self.restored, "merged": self.merged, "updated": self.updated,
             "already_imported": self.already, "skipped_duplicates": self.duplicates, "redacted": self.redacted,
             "left_aside": [{"origin": a.origin, "reason": a.reason} for a in self.aside],
             "commits": self.commits, "dry_run": self.dry_run,
@@ -87,6 +88,9 @@ class ImportSummary:
         if self.duplicates:
             out.append(f"skipped duplicates: {self.duplicates} fact{'s' * (self.duplicates != 1)} the vault (or this "
                        "import) already holds: same statement, topics, repo and branch (not written)")
+        if self.restored:
+            out.append(f"{'would restore' if self.dry_run else 'restored'}: {self.restored} "
+                       f"file{'s' * (self.restored != 1)} (session logs, settings)")
         if self.redacted:
             out.append(f"redacted: {self.redacted} record{'s' * (self.redacted != 1)} had credentials masked")
         out.append(f"left aside: {len(self.aside)}")
@@ -420,7 +424,7 @@ def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptio
     read = read_source(system, path)
     plan = _plan(vault, read, path.name or str(path), options)
     if options.dry_run or not plan.writes:
-        return plan.summary
+        return _with_files(vault, read, plan.summary, path, options)
     total = len(plan.writes)
     done = 0
     bounds = batch_bounds([r.id for _, r, _ in plan.writes], options.batch_size)
@@ -432,4 +436,20 @@ def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptio
         done += len(chunk)
         if progress is not None:
             progress(done, total)
-    return plan.summary
+    return _with_files(vault, read, plan.summary, path, options)
+
+
+def _with_files(vault: Vault, read: SourceRead, summary: ImportSummary, path: Path,
+                options: ImportOptions) -> ImportSummary:
+    """Restore the session logs and settings am's own export carries, after its records (one commit)."""
+    if not read.files:
+        return summary
+    from am.io.vaultfiles import restore_files
+
+    count, aside, commit = restore_files(vault, read.files, source=f"{read.system} {path.name}",
+                                         dry_run=options.dry_run)
+    summary.restored = count
+    summary.aside += aside
+    if commit is not None:
+        summary.commits.append(commit)
+    return summary

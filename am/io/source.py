@@ -38,6 +38,7 @@ __all__ = [
     "SYSTEMS",
     "Aside",
     "Builder",
+    "FileItem",
     "Item",
     "SourceRead",
     "confidence_of",
@@ -198,6 +199,16 @@ class Aside:
     reason: str
 
 
+@dataclass(frozen=True)
+class FileItem:
+    """A file of a vault that is not a record (a session log, the settings), as am's own export carries it."""
+
+    kind: str
+    path: PurePosixPath
+    data: bytes
+    origin: str
+
+
 @dataclass
 class SourceRead:
     """Everything a reader made of one source."""
@@ -206,6 +217,7 @@ class SourceRead:
     items: list[Item]
     aside: list[Aside]
     read: Counter[str]
+    files: list[FileItem] = field(default_factory=list)  # am's own export only (am/io/vaultfiles.py)
 
     def counts(self) -> dict[str, int]:
         """Return how many records of each type the source gave."""
