@@ -30,11 +30,13 @@ def _bar(label: str) -> Callable[[int, int], None] | None:
               help="Mask suspected credentials and import the record (default: leave such records aside).")
 @click.option("--allow-secret", is_flag=True, help="Import text that looks like a credential as it is.")
 @click.option("--dry-run", is_flag=True, help="Read and plan only: say what would be written, write nothing.")
+@click.option("--map", "maps", multiple=True, metavar="NAME=ID",
+              help="The source's topic NAME is the vault's topic ID (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="The summary for people (text) or programs (json).")
 @click.pass_context
 def import_(ctx: click.Context, system: str, path: Path, batch_size: int, redact_secrets: bool,
-            allow_secret: bool, dry_run: bool, fmt: str) -> None:
+            allow_secret: bool, dry_run: bool, maps: tuple[str, ...], fmt: str) -> None:
     """Import memory kept by another system: one commit per batch, provenance import:SYSTEM.
 
     SYSTEM is the source's format: openchronicle (a memory folder), openclaw
@@ -53,7 +55,10 @@ def import_(ctx: click.Context, system: str, path: Path, batch_size: int, redact
         raise UsageError("--redact-secrets and --allow-secret contradict each other", hint="give one of them")
     vault = open_vault(ctx)
     policy = "redact" if redact_secrets else "allow" if allow_secret else "refuse"
-    options = ImportOptions(batch_size=batch_size, secrets=policy, dry_run=dry_run)
+    from am.io.names import parse_map
+
+    options = ImportOptions(batch_size=batch_size, secrets=policy, dry_run=dry_run,
+                            topic_map=tuple(parse_map(maps).items()))
     summary = import_source(vault, system, path, options=options, progress=_bar("importing"))
     if fmt == "json":
         emit_json(summary.to_json())

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.errors import InvalidRecordError, UsageError
+from am.io.names import refuse_clashes, resolve_topics
 from am.io.source import SYSTEMS, Aside, Item, SourceRead
 from am.records.ids import check_record_path, record_path
 from am.records.model import Fact, Record, Relation, Topic, replace
@@ -41,6 +42,7 @@ class ImportOptions:
     batch_size: int = 1000
     secrets: str = "refuse"
     dry_run: bool = False
+    topic_map: tuple[tuple[str, str], ...] = ()  # --map NAME=ID: (name key, the vault's topic id)
 
 
 @dataclass
@@ -168,7 +170,7 @@ def _as_left(item: Item, left: tuple[PurePosixPath, Record] | None) -> Item:
     if left is None or left[1].created == item.record.created:
         return item
     record = replace(item.record, created=left[1].created)
-    return Item(record, item.origin, item.path) if record == left[1] else item
+    return Item(record, item.origin, item.path, item.defined) if record == left[1] else item
 
 
 def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, bool]:
@@ -226,7 +228,7 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
                 summary.aside.append(Aside(item.origin, why or "refused"))
                 continue
             summary.redacted += redacted
-            new.append(Item(screened, item.origin, item.path))
+            new.append(Item(screened, item.origin, item.path, item.defined))
             continue
         path, old = there
         if old.type != record.type:
@@ -240,11 +242,19 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
                                                 reason=old.reason or record.reason))
         else:
             summary.already += 1
-    if read.system != "jsonl":  # am's own export is written as it was, references and all
-        new = _consistent(new, set(existing), summary)
+    # References to topics the source only names reach the vault's topics of those names (and --map's).
+    new, resolved, renamed = resolve_topics(vault, new, dict(options.topic_map), summary.aside)
+    summary.merged += len(resolved)
+    if renamed:  # a relation now between the vault's topics may be one the vault holds
+        held = _existing(vault, sorted(renamed))[0]
+        summary.already += sum(item.record.id in held for item in new)
+        new = [item for item in new if item.record.id not in held]
+    before = len(summary.aside)
+    new = refuse_clashes(vault, new, summary.aside, _path_of)  # a clashing topic is refused alone
+    if read.system != "jsonl" or len(summary.aside) > before:  # am's own export is written as it was
+        new = _consistent(new, set(existing) | set(resolved.values()), summary)
     new = _without_twins(vault, new, summary)
     _check_keys(new)
-    _check_names(vault, new)
     writes: list[tuple[PurePosixPath, Record, str | None]] = []
     for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
         item = _as_left(item, left.get(item.record.id))
@@ -282,7 +292,7 @@ def _consistent(items: list[Item], existing: set[str], summary: ImportSummary) -
                     status = "active" if r.status == "superseded" and by is None else r.status
                     r = replace(r, supersedes=tuple(s for s in r.supersedes if s in present), superseded_by=by,
                                 status=status, extra=extra)
-                    item = Item(r, item.origin, item.path)
+                    item = Item(r, item.origin, item.path, item.defined)
             elif isinstance(r, Relation) and (r.from_ not in present or r.to not in present):
                 summary.aside.append(Aside(item.origin, f"relation {r.id}: an end was left aside"))
                 continue
@@ -366,40 +376,6 @@ def _check_keys(items: list[Item]) -> None:
                                  "write so that it reads back; nothing was written:\n  " + "\n  ".join(refused),
                                  hint="rename the key in the source (at most 1,024 characters as written, no lone "
                                       "surrogate) or drop it, flatten a value nested that deep; then import again")
-
-
-def _check_names(vault: Vault, items: list[Item]) -> None:
-    """Refuse the import when a new topic would answer to a name another record of the vault answers to.
-
-    The name rule of every new record (am/writes/forms.py ``check_names_free``): its id, file
-    name, title or aliases equal to, or looking like (Unicode TS #39), a name in use would make
-    ``[[Name]]`` links ambiguous. Every clash is named at once, before anything is written
-    (docs/import.md). A topic already in the vault under the same id is merged, never new here.
-    """
-    from am.errors import CollisionError
-    from am.writes.forms import check_names_free, topic_names
-
-    cache = vault.cache()
-    topics = [item for item in items if isinstance(item.record, Topic)]
-    if cache is None or not topics:
-        return
-    foreign = cache.foreign_names()
-    clashes: list[str] = []
-    for item in topics:
-        topic = item.record
-        assert isinstance(topic, Topic)
-        try:
-            check_names_free(vault.files, topic.id, topic_names(topic, _path_of(item)), one_script=False, foreign=foreign)
-        except CollisionError as err:
-            clashes.append(f"topic {topic.id} ({item.origin}): {err.message}")
-    if clashes:
-        s = "s" * (len(clashes) != 1)
-        raise CollisionError(f"{len(clashes)} topic{s} of the import would answer to a name another record of the "
-                             f"vault answers to; nothing was written:\n  " + "\n  ".join(clashes),
-                             hint="map each to the vault's topic in the source (give it that topic's id: in am's "
-                                  "own jsonl export its id, and in the records that name it; from another system "
-                                  "the name and type that make it, <kind>-<slug of the name>) so that it merges, "
-                                  "or rename it in the source; then import again")
 
 
 def _path_of(item: Item) -> PurePosixPath:

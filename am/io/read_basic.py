@@ -153,7 +153,7 @@ def read_basic_memory(path: Path) -> SourceRead:
         # A forward reference: basic-memory resolves it when the note appears.
         b.read["targets no note defines"] += 1
         found = b.topic(f"forward:{name}", title=name.strip(), origin=origin, id=f"concept-{slugify(name)}",
-                        extra={"source_forward_reference": True})
+                        extra={"source_forward_reference": True}, defined=False)
         by_name[name.strip().lower()] = found
         return found
 
