@@ -119,11 +119,8 @@ def _settings_for(ours: bytes | None, theirs: bytes) -> bytes | None:
 
 def restore_files(vault: Vault, files: list[FileItem], *, source: str, dry_run: bool) -> tuple[int, list[Aside], str | None]:
     """Write the export's files the vault lacks, in one commit: (how many, left aside, commit or None)."""
-    from am.git import Change
-    from am.git.light import hash_blob
-
     aside: list[Aside] = []
-    changes: list[Change] = []
+    writes: list[tuple[PurePosixPath, bytes, str | None]] = []
     store = vault.store
     for item in files:
         base = store.blob_id(item.path)
@@ -136,25 +133,14 @@ def restore_files(vault: Vault, files: list[FileItem], *, source: str, dry_run: 
                     aside.append(Aside(item.origin, f"{item.path}: the vault has settings of its own (kept; compare "
                                                     "them with the export's and edit by hand)"))
                 continue
-        elif base is not None and hash_blob(item.data) != base:
+        elif ours is not None and ours != item.data:
             aside.append(Aside(item.origin, f"{item.path}: the vault holds another {item.kind} there (kept)"))
             continue
-        if data is None or (base is not None and hash_blob(data) == base):
+        if data is None or ours == data:
             continue  # already there, byte for byte
-        changes.append(Change(item.path, data, base=base))
-    if dry_run or not changes:
-        return len(changes), aside, None
-    from am.records.writes import one_line
-
-    vault.writer.check_writable([])  # the vault's format (a log is no record: its size is not a record's)
-    kinds = sorted({_kind_of(c.path) or "" for c in changes})
-    message = "\n".join([one_line(f"import: {len(changes)} files from {source} ({', '.join(kinds)})", limit=120), "",
-                         *(f"File: {c.path}" for c in changes), "",
-                         "Am-Op: import.files", f"Am-Actor: {vault.actor}"]) + "\n"
-    with store.write_lock(op="import.files"):
-        commit = store.commit(changes, message=message, author=vault.authorship.author(),
-                              committer=vault.authorship.committer())
-    vault.writer.after_write(commit, [c.path for c in changes])
-    if any(c.path == SETTINGS for c in changes):
-        vault.files.settings = vault.files.read_settings()  # as the other writes of .am/vault.yml do
-    return len(changes), aside, commit
+        writes.append((item.path, data, base))
+    if dry_run or not writes:
+        return len(writes), aside, None
+    kinds = sorted({_kind_of(path) or "" for path, _, _ in writes})
+    commit = vault.write_files(writes, subject=f"import: {len(writes)} files from {source} ({', '.join(kinds)})")
+    return len(writes), aside, commit
