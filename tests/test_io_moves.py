@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conftest import run_git
 from session_samples import claude_lines, codex_lines, write_log
+from test_cli import am
 from test_io_export import _every_kind
 
 from am.io import ExportWorld, export_pairs, import_source, render_export
@@ -81,6 +82,9 @@ def test_export_carries_sessions_and_settings_and_import_restores_them(vault: Va
     assert other.store.read_blob(".am/vault.yml") == full.store.read_blob(".am/vault.yml")
     for query in ("rate limit getUser", "users handler", "Alpha"):
         assert _hits(other, query) == _hits(full, query) != []
+    # The command itself, on each vault: the same lines.
+    said = [am("--vault", str(v.root), "search", "rate limit", "--session", "--format", "json") for v in (full, other)]
+    assert said[0][0] == said[1][0] == 0 and said[0][1] == said[1][1] and "getUser" in said[0][1]
 
     before = run_git(other.root, "rev-list", "--count", "HEAD")
     again = import_source(other, "jsonl", dump)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from am.errors import UsageError
 from am.io.source import Aside, Item
-from am.records.ids import is_valid_id
+from am.records.ids import MAX_ID_LENGTH, is_valid_id
 from am.records.model import Fact, Relation, Topic, replace
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ def _retarget(items: list[Item], targets: dict[str, str]) -> tuple[list[Item], s
         elif isinstance(r, Relation) and (r.from_ in targets or r.to in targets):
             parts = r.id.split("--")
             rid = "--".join(to(p) for p in parts) if len(parts) >= 3 else r.id
+            rid = rid if len(rid) <= MAX_ID_LENGTH and is_valid_id(rid) else r.id
             r = replace(r, id=rid, from_=to(r.from_), to=to(r.to), body=relink(r.body))
             renamed.add(rid)
         out.append(Item(r, item.origin, item.path, item.defined))
