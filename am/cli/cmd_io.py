@@ -40,11 +40,16 @@ def import_(ctx: click.Context, system: str, path: Path, batch_size: int, redact
     """Import memory kept by another system: one commit per batch, provenance import:SYSTEM.
 
     SYSTEM is the source's format: openchronicle (a memory folder), openclaw
-    (items.json), lossless (JSONL), supermemory (JSON export), basic-memory (a
-    folder of notes), mcp-memory (memory.jsonl), markdown (CLAUDE.md, AGENTS.md
-    or an ADR folder: proposals to review) or jsonl (am's own export).
+    (a memory folder of entity folders, or one items.json), lossless (its
+    day files, JSONL), supermemory (the skill's V1.3 export, or the API's
+    JSON), basic-memory (a folder of notes), mcp-memory (memory.jsonl),
+    markdown (CLAUDE.md, AGENTS.md or an ADR folder: proposals to review) or
+    jsonl (am's own export, session logs and settings too).
     Importing the same source again writes nothing new; an interrupted import
-    finishes when run again. Every entry not imported is listed, with why.
+    finishes when run again. Every entry not imported is listed, with why. A
+    link target the source does not define is the vault's topic of that
+    name; a topic the source defines whose name the vault uses is left aside
+    (map it with --map NAME=ID).
 
     Example: am import mcp-memory ~/.mcp/memory.jsonl
     """
@@ -84,8 +89,9 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
            commit_: str | None, at: str | None, as_of: str | None, include_pending: bool) -> None:
     """Export the vault, or what holds in one world of it, as am's JSONL or another format.
 
-    jsonl and json keep every record whole (frontmatter, body, path): `am import
-    jsonl` reads them back, and export -> import -> export gives the same bytes.
+    jsonl and json keep every record whole (frontmatter, body, path), and for
+    a whole vault its session logs and settings: `am import jsonl` reads them
+    back, and export -> import -> export gives the same bytes.
     mcp-memory writes topics as entities and facts that hold as observations;
     markdown writes one document for people.
 
