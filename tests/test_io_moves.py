@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import run_git
-from session_samples import claude_lines, codex_lines, write_log
+from session_samples import AWS_KEY, claude_lines, codex_lines, write_log
 from test_cli import am
 from test_io_export import _every_kind
 
@@ -43,7 +43,8 @@ def _full(vault: Vault, git: Git, tmp_path: Path) -> Vault:
                           Fact(id="fact-linked", topics=("project-alpha",), pinned=True,
                                body="Alpha's billing lives in [[work:project-billing]].\n",
                                created="2026-09-23T12:00:00+08:00")], source="test")
-    ingest_file(vault, write_log(tmp_path / "logs" / "claude.jsonl", claude_lines()))
+    # A credential said in the session: ingest keeps the masked copy, which travels and is restored.
+    ingest_file(vault, write_log(tmp_path / "logs" / "claude.jsonl", claude_lines(extra_user=f"the key is {AWS_KEY}")))
     ingest_file(vault, write_log(tmp_path / "logs" / "codex.jsonl", codex_lines()))
     settings = vault.root / ".am" / "vault.yml"
     settings.write_text(settings.read_text(encoding="utf-8") + "confidence: auto\n", encoding="utf-8")
@@ -124,6 +125,18 @@ def test_a_vault_keeps_its_own_name_and_settings_and_logs(vault: Vault, git: Git
     assert len(reasons) == 2 and "settings of its own" in reasons[1] and "another purge-log" in reasons[0]
     assert own.files.read_settings().get("confidence") == "high"
     assert (own.root / ".am" / "purges.jsonl").read_text(encoding="utf-8") == "{}\n"
+
+
+def test_a_log_that_holds_a_credential_is_restored_only_when_allowed(vault: Vault, tmp_path: Path) -> None:
+    from am.io import ImportOptions
+
+    log = {"type": "user", "message": {"role": "user", "content": f"my key is {AWS_KEY}"}}
+    dump = tmp_path / "leak.jsonl"
+    dump.write_text(json.dumps({"kind": "session-log", "path": "sessions/2026/01/01/s.jsonl",
+                                "text": json.dumps(log) + "\n"}) + "\n", encoding="utf-8")
+    summary = import_source(vault, "jsonl", dump)
+    assert summary.restored == 0 and summary.commits == [] and "credential" in summary.aside[0].reason
+    assert import_source(vault, "jsonl", dump, options=ImportOptions(secrets="allow")).restored == 1
 
 
 def test_a_file_line_outside_its_place_is_left_aside(vault: Vault, tmp_path: Path) -> None:

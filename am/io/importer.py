@@ -423,7 +423,7 @@ def _with_files(vault: Vault, read: SourceRead, summary: ImportSummary, path: Pa
     from am.io.vaultfiles import restore_files
 
     count, aside, commit = restore_files(vault, read.files, source=f"{read.system} {path.name}",
-                                         dry_run=options.dry_run)
+                                         dry_run=options.dry_run, secrets=options.secrets)
     summary.restored = count
     summary.aside += aside
     if commit is not None:

@@ -117,8 +117,21 @@ def _settings_for(ours: bytes | None, theirs: bytes) -> bytes | None:
     return text.encode("utf-8")
 
 
-def restore_files(vault: Vault, files: list[FileItem], *, source: str, dry_run: bool) -> tuple[int, list[Aside], str | None]:
-    """Write the export's files the vault lacks, in one commit: (how many, left aside, commit or None)."""
+def _credential(item: FileItem) -> str | None:
+    """Say what looks like a credential in a file (the first), else None."""
+    from am.records.secrets import scan_text
+
+    found = scan_text(item.data.decode("utf-8", "replace"), field=str(item.path))
+    return found[0].describe() if found else None
+
+
+def restore_files(vault: Vault, files: list[FileItem], *, source: str, dry_run: bool,
+                  secrets: str = "refuse") -> tuple[int, list[Aside], str | None]:
+    """Write the export's files the vault lacks, in one commit: (how many, left aside, commit or None).
+
+    ``secrets`` (the import's policy): unless ``allow``, a file that looks like it holds a credential is
+    left aside (an am export carries the masked copies ``am ingest`` keeps; a log is not re-masked here).
+    """
     aside: list[Aside] = []
     writes: list[tuple[PurePosixPath, bytes, str | None]] = []
     store = vault.store
@@ -138,6 +151,10 @@ def restore_files(vault: Vault, files: list[FileItem], *, source: str, dry_run: 
             continue
         if data is None or ours == data:
             continue  # already there, byte for byte
+        if secrets != "allow" and (why := _credential(item)) is not None:
+            aside.append(Aside(item.origin, f"{why} (an am export carries masked logs; pass --allow-secret to "
+                                            "restore it as it is, or mask it in the source)"))
+            continue
         writes.append((item.path, data, base))
     if dry_run or not writes:
         return len(writes), aside, None
