@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from am.errors import NotFoundError
 from am.io.files import load_json, read_text, source_time, walk_files
 from am.io.source import (
     Builder,
@@ -57,6 +58,9 @@ def read_openclaw(path: Path) -> SourceRead:
     files = [path / "items.json"] if path.is_dir() and (path / "items.json").is_file() else \
         walk_files(path, suffix="items.json") if path.is_dir() else [path]
     files = [f for f in files if f.name == "items.json" or f == path]
+    if not files:
+        raise NotFoundError(f"{path} holds no items.json",
+                            hint="give an OpenClaw memory folder (<kind>/<entity>/items.json), or an items.json")
     b = Builder(SYSTEM, source_time(files[0] if len(files) == 1 else path))
     base = path if path.is_dir() else path.parent
     links: list[tuple[str, str, str, list[str], list[str]]] = []
