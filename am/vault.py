@@ -319,6 +319,12 @@ class Vault(CountsUses):
 
         return pin_fact(self.writer, fact_id, pinned=pinned)
 
+    def write_files(self, files: Sequence[tuple[PurePosixPath, bytes, str | None]], *, subject: str) -> str:
+        """Commit files that are not records (session logs, settings) as they are (am/writes/filewrites.py)."""
+        from am.writes.filewrites import write_files
+
+        return write_files(self.writer, files, subject=subject)
+
     def record_repo(self, name: str, remote: str | None) -> str | None:
         """Write a code repo's remote URL into .am/vault.yml in one commit; None when it names one already."""
         from am.writes.worldwrites import record_repo

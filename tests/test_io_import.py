@@ -160,7 +160,8 @@ def test_basic_memory_observations_and_relations(vault: Vault, tmp_path: Path) -
     facts = {f.body.strip(): f for f in vault.list_facts()}
     temp = facts["Water temperature at 205°F extracts optimal compounds #brewing"]
     assert temp.tags == ("brewing",) and temp.extra["category"] == "technique"
-    assert facts["埃塞俄比亚豆子适合浅烘"].extra == {"category": "偏好", "context": "personal experience"}
+    # The observation's context stays in the fact's text (a pack states the qualifier), and is kept as a key.
+    assert facts["埃塞俄比亚豆子适合浅烘 (personal experience)"].extra == {"category": "偏好", "context": "personal experience"}
     rels = {r.extra.get("source_rel", r.rel): r for r in vault.list_relations()}
     assert rels["requires"].rel == "depends-on" and rels["requires"].extra["context"] == "burr grinder"
     assert rels["works_at"].rel == "belongs-to" and rels["part_of"].rel == "part-of"

@@ -1,10 +1,12 @@
-"""`am import` keeps the name rule: a topic whose name another record answers to is refused, nothing written.
+"""`am import` keeps the name rule: a topic the source defines whose name another record answers to is refused.
 
 A `[[Name]]` link resolves by file name, id, title, alias (am/records/names.py); `am topic add` refuses a
 name another record already answers to, or one that looks like it (am/records/lookalikes.py). An import
 wrote such topics (the mcp-memory entity "Redis" of an unknown type is `concept-redis`, titled "Redis",
-beside the vault's `tool-redis` "Redis"), so `[[Redis]]` became ambiguous. Now the import is refused before
-any commit, naming each clashing topic, the record it clashes with and the fix (docs/import.md).
+beside the vault's `tool-redis` "Redis"), so `[[Redis]]` became ambiguous. Such a topic is refused alone,
+left aside naming the record it clashes with and the fix (`--map NAME=ID`), with what hangs on it; the
+rest of the import is written (issue 38.2; it was refused whole before). A topic the source only names
+(a link or relation target it does not define) is the vault's topic of that name (tests/test_io_populated.py).
 Re-importing the same export (the same ids) still writes nothing and succeeds.
 """
 
@@ -43,24 +45,46 @@ def _setup(vault: Vault) -> None:
     vault.add_fact("Alpha caches sessions in [[Redis]].", topics=["tool-redis"])
 
 
-def test_an_import_whose_topics_take_names_in_use_is_refused_whole(vault: Vault, vault_path: Path,
-                                                                    tmp_path: Path) -> None:
+def test_a_defined_topic_whose_name_is_in_use_is_refused_alone(vault: Vault, vault_path: Path,
+                                                               tmp_path: Path) -> None:
     _setup(vault)
     source = _memory(tmp_path / "memory.jsonl", ("Kafka", "software"), ("Redis", "thing"), ("pg", "thing"),
                      ("Rеdis", "software"))  # the last with a Cyrillic е
     before = _state(vault_path)
-    for extra in ([], ["--dry-run"]):
-        done = _am(vault_path, "import", "mcp-memory", str(source), *extra)
-        assert done.returncode == 6, done.stdout + done.stderr
-        err = done.stderr
-        assert "Traceback" not in err
-        assert "concept-redis" in err and "'Redis' is already a name of tool-redis" in err
-        assert "concept-pg" in err and "'pg' is already a name of tool-postgres" in err
+    dry = _am(vault_path, "import", "mcp-memory", str(source), "--dry-run", "--format", "json")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert _state(vault_path) == before
+    done = _am(vault_path, "import", "mcp-memory", str(source), "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    for out in (json.loads(dry.stdout), json.loads(done.stdout)):
+        assert out["made"] == {"topic": 1, "fact": 1, "relation": 0}  # Kafka and its observation
+        reasons = "\n".join(a["reason"] for a in out["left_aside"])
+        assert "topic concept-redis refused" in reasons and "'Redis' is already a name of tool-redis" in reasons
+        assert "topic concept-pg refused" in reasons and "'pg' is already a name of tool-postgres" in reasons
         # The look-alike (Cyrillic е) is named with the name it looks like.
-        assert "topic tool-rdis" in err and "Rеdis" in err and "looks like 'redis'" in err
-        assert "kafka" not in err.lower()  # only the clashing topics are named
-        assert "nothing was written" in err and "rename it in the source" in err
-        assert _state(vault_path) == before
+        assert "topic tool-rdis refused" in reasons and "Rеdis" in reasons and "looks like 'redis'" in reasons
+        assert "--map 'Redis=ID'" in reasons and "rename it in the source" in reasons
+        assert "kafka" not in reasons.lower()  # only the clashing topics (and their facts) are left aside
+        assert sum("its topic" in a["reason"] for a in out["left_aside"]) == 3
+    assert vault.get_topic("tool-kafka").title == "Kafka"
+    check = _am(vault_path, "check", "--strict")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_map_sends_a_defined_topic_to_the_vaults(vault: Vault, vault_path: Path, tmp_path: Path) -> None:
+    _setup(vault)
+    source = _memory(tmp_path / "memory.jsonl", ("Redis", "thing"), ("pg", "thing"))
+    done = _am(vault_path, "import", "mcp-memory", str(source), "--map", "redis=tool-redis",
+               "--map", "PG=tool-postgres", "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    assert out["made"] == {"topic": 0, "fact": 2, "relation": 0} and out["left_aside"] == [] and out["merged"] == 2
+    said = {f.body.strip(): f.topics for f in vault.list_facts()}
+    assert said["Redis is used here."] == ("tool-redis",) and said["pg is used here."] == ("tool-postgres",)
+    bad = _am(vault_path, "import", "mcp-memory", str(source), "--map", "Redis=tool-nope")
+    assert bad.returncode != 0 and "the vault has no topic tool-nope" in bad.stderr and "Traceback" not in bad.stderr
+    assert _am(vault_path, "import", "mcp-memory", str(source), "--map", "Redis").returncode != 0
 
 
 def test_the_same_names_under_the_same_ids_merge(vault: Vault, vault_path: Path, tmp_path: Path) -> None:

@@ -30,19 +30,26 @@ def _bar(label: str) -> Callable[[int, int], None] | None:
               help="Mask suspected credentials and import the record (default: leave such records aside).")
 @click.option("--allow-secret", is_flag=True, help="Import text that looks like a credential as it is.")
 @click.option("--dry-run", is_flag=True, help="Read and plan only: say what would be written, write nothing.")
+@click.option("--map", "maps", multiple=True, metavar="NAME=ID",
+              help="The source's topic NAME is the vault's topic ID (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="The summary for people (text) or programs (json).")
 @click.pass_context
 def import_(ctx: click.Context, system: str, path: Path, batch_size: int, redact_secrets: bool,
-            allow_secret: bool, dry_run: bool, fmt: str) -> None:
+            allow_secret: bool, dry_run: bool, maps: tuple[str, ...], fmt: str) -> None:
     """Import memory kept by another system: one commit per batch, provenance import:SYSTEM.
 
     SYSTEM is the source's format: openchronicle (a memory folder), openclaw
-    (items.json), lossless (JSONL), supermemory (JSON export), basic-memory (a
-    folder of notes), mcp-memory (memory.jsonl), markdown (CLAUDE.md, AGENTS.md
-    or an ADR folder: proposals to review) or jsonl (am's own export).
+    (a memory folder of entity folders, or one items.json), lossless (its
+    day files, JSONL), supermemory (the skill's V1.3 export, or the API's
+    JSON), basic-memory (a folder of notes), mcp-memory (memory.jsonl),
+    markdown (CLAUDE.md, AGENTS.md or an ADR folder: proposals to review) or
+    jsonl (am's own export, session logs and settings too).
     Importing the same source again writes nothing new; an interrupted import
-    finishes when run again. Every entry not imported is listed, with why.
+    finishes when run again. Every entry not imported is listed, with why. A
+    link target the source does not define is the vault's topic of that
+    name; a topic the source defines whose name the vault uses is left aside
+    (map it with --map NAME=ID).
 
     Example: am import mcp-memory ~/.mcp/memory.jsonl
     """
@@ -53,7 +60,10 @@ def import_(ctx: click.Context, system: str, path: Path, batch_size: int, redact
         raise UsageError("--redact-secrets and --allow-secret contradict each other", hint="give one of them")
     vault = open_vault(ctx)
     policy = "redact" if redact_secrets else "allow" if allow_secret else "refuse"
-    options = ImportOptions(batch_size=batch_size, secrets=policy, dry_run=dry_run)
+    from am.io.names import parse_map
+
+    options = ImportOptions(batch_size=batch_size, secrets=policy, dry_run=dry_run,
+                            topic_map=tuple(parse_map(maps).items()))
     summary = import_source(vault, system, path, options=options, progress=_bar("importing"))
     if fmt == "json":
         emit_json(summary.to_json())
@@ -79,8 +89,9 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
            commit_: str | None, at: str | None, as_of: str | None, include_pending: bool) -> None:
     """Export the vault, or what holds in one world of it, as am's JSONL or another format.
 
-    jsonl and json keep every record whole (frontmatter, body, path): `am import
-    jsonl` reads them back, and export -> import -> export gives the same bytes.
+    jsonl and json keep every record whole (frontmatter, body, path), and for
+    a whole vault its session logs and settings: `am import jsonl` reads them
+    back, and export -> import -> export gives the same bytes.
     mcp-memory writes topics as entities and facts that hold as observations;
     markdown writes one document for people.
 
@@ -88,6 +99,7 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
     """
     from am.cli.cmd_slice import _time
     from am.io import ExportWorld, export_pairs, render_export
+    from am.io.export import export_file_items
 
     if output is not None:
         check_output(output)
@@ -97,7 +109,8 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
     world = ExportWorld(repo=repo, branch=branch, commit=commit_, at=at_moment,  # type: ignore[arg-type]
                         as_of=as_of_moment, include_pending=include_pending)  # type: ignore[arg-type]
     pairs = export_pairs(vault, world)
-    pieces = render_export(pairs, fmt, vault_name=vault.name)
+    files = export_file_items(vault, world) if fmt in ("jsonl", "json") else []  # session logs, settings
+    pieces = render_export(pairs, fmt, vault_name=vault.name, files=files)
     if output is None:
         out = getattr(sys.stdout, "buffer", None)
         for piece in pieces:
@@ -112,7 +125,8 @@ def export(ctx: click.Context, fmt: str, output: Path | None, repo: str | None, 
         for piece in pieces:
             handle.write(piece.encode("utf-8"))
     tmp.replace(output)
-    click.echo(f"exported {len(pairs)} records to {output}", err=True)
+    click.echo(f"exported {len(pairs)} records" + (f" and {len(files)} files" if files else "") + f" to {output}",
+               err=True)
 
 
 COMMANDS = [import_, export]

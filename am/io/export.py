@@ -4,7 +4,9 @@ One JSONL line per record: ``{"meta": <frontmatter, in file order>, "body": ...,
 "path": ...}`` (and ``"eol"`` for a file with CRLF line endings), records in
 type order (topics, facts, relations), then by id and path. ``am import jsonl``
 writes each record back at its path, so export -> import -> export gives the
-same bytes. ``json`` is the same records in one document; ``mcp-memory`` and
+same bytes. A whole vault's export also carries its files that are not records
+(session logs, settings: am/io/vaultfiles.py), as lines of their own kinds after
+the records. ``json`` is the same records (and files) in one document; ``mcp-memory`` and
 ``markdown`` are for other tools and people, and lose what they cannot hold
 (docs/import.md says what).
 
@@ -21,13 +23,14 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.errors import UsageError
+from am.io.source import FileItem
 from am.records.codec import record_to_meta
 from am.records.model import Fact, Record, Relation, Topic
 
 if TYPE_CHECKING:
     from am.vault import Vault
 
-__all__ = ["EXPORT_FORMATS", "ExportWorld", "export_pairs", "record_line", "render_export"]
+__all__ = ["EXPORT_FORMATS", "ExportWorld", "export_file_items", "export_pairs", "record_line", "render_export"]
 
 EXPORT_FORMATS = ("jsonl", "json", "mcp-memory", "markdown")
 _ORDER = {"topic": 0, "fact": 1, "relation": 2}
@@ -85,6 +88,20 @@ def export_pairs(vault: Vault, world: ExportWorld = ExportWorld()) -> list[Pair]
     return _sort(pairs)
 
 
+def export_file_items(vault: Vault, world: ExportWorld = ExportWorld()) -> list[FileItem]:
+    """Return the session logs and settings a whole-vault export carries (none for one world of it)."""
+    from am.io.vaultfiles import export_files
+
+    if not world.is_whole_vault or world.include_pending:
+        return []
+    commit = None
+    if world.as_of is not None:
+        commit = vault.store.last_commit_at(world.as_of.timestamp())
+        if commit is None:
+            return []
+    return list(export_files(vault, commit))
+
+
 def _in_world(vault: Vault, pairs: list[Pair], world: ExportWorld) -> list[Pair]:
     """Keep the records that hold in the world (the rules a slice uses)."""
     from am.worlds.ancestry import now, setup_world
@@ -113,15 +130,22 @@ def record_line(path: PurePosixPath, record: Record) -> dict[str, Any]:
     return line
 
 
-def render_export(pairs: Sequence[Pair], fmt: str, *, vault_name: str) -> Iterator[str]:
-    """Yield the export's text in pieces (each ends with a newline)."""
+def render_export(pairs: Sequence[Pair], fmt: str, *, vault_name: str,
+                  files: Sequence[FileItem] = ()) -> Iterator[str]:
+    """Yield the export's text in pieces (each ends with a newline); ``files`` go after the records (jsonl, json)."""
+    from am.io.vaultfiles import file_line
+
     if fmt == "jsonl":
         for path, record in pairs:
             yield json.dumps(record_line(path, record), ensure_ascii=False, separators=(",", ":")) + "\n"
+        for item in files:
+            yield json.dumps(file_line(item), ensure_ascii=False, separators=(",", ":")) + "\n"
     elif fmt == "json":
         records = [record_line(p, r) for p, r in pairs]
-        yield json.dumps({"format": "am-export", "version": 1, "records": records},
-                         ensure_ascii=False, indent=1) + "\n"
+        doc: dict[str, Any] = {"format": "am-export", "version": 1, "records": records}
+        if files:
+            doc["files"] = [file_line(item) for item in files]
+        yield json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
     elif fmt == "mcp-memory":
         yield from _mcp_lines(pairs)
     elif fmt == "markdown":

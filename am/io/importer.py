@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from am.errors import InvalidRecordError, UsageError
+from am.io.names import refuse_clashes, resolve_topics
 from am.io.source import SYSTEMS, Aside, Item, SourceRead
 from am.records.ids import check_record_path, record_path
 from am.records.model import Fact, Record, Relation, Topic, replace
@@ -41,6 +42,7 @@ class ImportOptions:
     batch_size: int = 1000
     secrets: str = "refuse"
     dry_run: bool = False
+    topic_map: tuple[tuple[str, str], ...] = ()  # --map NAME=ID: (name key, the vault's topic id)
 
 
 @dataclass
@@ -56,6 +58,7 @@ class ImportSummary:
     already: int = 0
     duplicates: int = 0
     redacted: int = 0
+    restored: int = 0  # files of am's own export (session logs, settings) written
     aside: list[Aside] = field(default_factory=list)
     commits: list[str] = field(default_factory=list)
     dry_run: bool = False
@@ -64,7 +67,7 @@ class ImportSummary:
         """Return the stable JSON shape of the summary."""
         return {
             "system": self.system, "source": self.source, "read": dict(sorted(self.read.items())),
-            "made": self.made, "merged": self.merged, "updated": self.updated,
+            "made": self.made, "restored_files": self.restored, "merged": self.merged, "updated": self.updated,
             "already_imported": self.already, "skipped_duplicates": self.duplicates, "redacted": self.redacted,
             "left_aside": [{"origin": a.origin, "reason": a.reason} for a in self.aside],
             "commits": self.commits, "dry_run": self.dry_run,
@@ -87,6 +90,9 @@ class ImportSummary:
         if self.duplicates:
             out.append(f"skipped duplicates: {self.duplicates} fact{'s' * (self.duplicates != 1)} the vault (or this "
                        "import) already holds: same statement, topics, repo and branch (not written)")
+        if self.restored:
+            out.append(f"{'would restore' if self.dry_run else 'restored'}: {self.restored} "
+                       f"file{'s' * (self.restored != 1)} (session logs, settings)")
         if self.redacted:
             out.append(f"redacted: {self.redacted} record{'s' * (self.redacted != 1)} had credentials masked")
         out.append(f"left aside: {len(self.aside)}")
@@ -164,7 +170,7 @@ def _as_left(item: Item, left: tuple[PurePosixPath, Record] | None) -> Item:
     if left is None or left[1].created == item.record.created:
         return item
     record = replace(item.record, created=left[1].created)
-    return Item(record, item.origin, item.path) if record == left[1] else item
+    return Item(record, item.origin, item.path, item.defined) if record == left[1] else item
 
 
 def _screen(record: Record, policy: str) -> tuple[Record | None, str | None, bool]:
@@ -222,7 +228,7 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
                 summary.aside.append(Aside(item.origin, why or "refused"))
                 continue
             summary.redacted += redacted
-            new.append(Item(screened, item.origin, item.path))
+            new.append(Item(screened, item.origin, item.path, item.defined))
             continue
         path, old = there
         if old.type != record.type:
@@ -236,11 +242,19 @@ def _plan(vault: Vault, read: SourceRead, source: str, options: ImportOptions) -
                                                 reason=old.reason or record.reason))
         else:
             summary.already += 1
-    if read.system != "jsonl":  # am's own export is written as it was, references and all
-        new = _consistent(new, set(existing), summary)
+    # References to topics the source only names reach the vault's topics of those names (and --map's).
+    new, resolved, renamed = resolve_topics(vault, new, dict(options.topic_map), summary.aside)
+    summary.merged += len(resolved)
+    if renamed:  # a relation now between the vault's topics may be one the vault holds
+        held = _existing(vault, sorted(renamed))[0]
+        summary.already += sum(item.record.id in held for item in new)
+        new = [item for item in new if item.record.id not in held]
+    before = len(summary.aside)
+    new = refuse_clashes(vault, new, summary.aside, _path_of)  # a clashing topic is refused alone
+    if read.system != "jsonl" or len(summary.aside) > before:  # am's own export is written as it was
+        new = _consistent(new, set(existing) | set(resolved.values()), summary)
     new = _without_twins(vault, new, summary)
     _check_keys(new)
-    _check_names(vault, new)
     writes: list[tuple[PurePosixPath, Record, str | None]] = []
     for item in sorted(new, key=lambda i: _ORDER[i.record.type]):
         item = _as_left(item, left.get(item.record.id))
@@ -278,7 +292,7 @@ def _consistent(items: list[Item], existing: set[str], summary: ImportSummary) -
                     status = "active" if r.status == "superseded" and by is None else r.status
                     r = replace(r, supersedes=tuple(s for s in r.supersedes if s in present), superseded_by=by,
                                 status=status, extra=extra)
-                    item = Item(r, item.origin, item.path)
+                    item = Item(r, item.origin, item.path, item.defined)
             elif isinstance(r, Relation) and (r.from_ not in present or r.to not in present):
                 summary.aside.append(Aside(item.origin, f"relation {r.id}: an end was left aside"))
                 continue
@@ -375,40 +389,6 @@ def _check_keys(items: list[Item]) -> None:
                                       "surrogate) or drop it, flatten a value nested that deep; then import again")
 
 
-def _check_names(vault: Vault, items: list[Item]) -> None:
-    """Refuse the import when a new topic would answer to a name another record of the vault answers to.
-
-    The name rule of every new record (am/writes/forms.py ``check_names_free``): its id, file
-    name, title or aliases equal to, or looking like (Unicode TS #39), a name in use would make
-    ``[[Name]]`` links ambiguous. Every clash is named at once, before anything is written
-    (docs/import.md). A topic already in the vault under the same id is merged, never new here.
-    """
-    from am.errors import CollisionError
-    from am.writes.forms import check_names_free, topic_names
-
-    cache = vault.cache()
-    topics = [item for item in items if isinstance(item.record, Topic)]
-    if cache is None or not topics:
-        return
-    foreign = cache.foreign_names()
-    clashes: list[str] = []
-    for item in topics:
-        topic = item.record
-        assert isinstance(topic, Topic)
-        try:
-            check_names_free(vault.files, topic.id, topic_names(topic, _path_of(item)), one_script=False, foreign=foreign)
-        except CollisionError as err:
-            clashes.append(f"topic {topic.id} ({item.origin}): {err.message}")
-    if clashes:
-        s = "s" * (len(clashes) != 1)
-        raise CollisionError(f"{len(clashes)} topic{s} of the import would answer to a name another record of the "
-                             f"vault answers to; nothing was written:\n  " + "\n  ".join(clashes),
-                             hint="map each to the vault's topic in the source (give it that topic's id: in am's "
-                                  "own jsonl export its id, and in the records that name it; from another system "
-                                  "the name and type that make it, <kind>-<slug of the name>) so that it merges, "
-                                  "or rename it in the source; then import again")
-
-
 def _path_of(item: Item) -> PurePosixPath:
     home = record_path(item.record.type, item.record.id, item.record.created)
     if item.path is not None:
@@ -431,7 +411,7 @@ def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptio
     read = read_source(system, path)
     plan = _plan(vault, read, path.name or str(path), options)
     if options.dry_run or not plan.writes:
-        return plan.summary
+        return _with_files(vault, read, plan.summary, path, options)
     total = len(plan.writes)
     done = 0
     bounds = batch_bounds([r.id for _, r, _ in plan.writes], options.batch_size)
@@ -443,4 +423,20 @@ def import_source(vault: Vault, system: str, path: Path, *, options: ImportOptio
         done += len(chunk)
         if progress is not None:
             progress(done, total)
-    return plan.summary
+    return _with_files(vault, read, plan.summary, path, options)
+
+
+def _with_files(vault: Vault, read: SourceRead, summary: ImportSummary, path: Path,
+                options: ImportOptions) -> ImportSummary:
+    """Restore the session logs and settings am's own export carries, after its records (one commit)."""
+    if not read.files:
+        return summary
+    from am.io.vaultfiles import restore_files
+
+    count, aside, commit = restore_files(vault, read.files, source=f"{read.system} {path.name}",
+                                         dry_run=options.dry_run, secrets=options.secrets)
+    summary.restored = count
+    summary.aside += aside
+    if commit is not None:
+        summary.commits.append(commit)
+    return summary

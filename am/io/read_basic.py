@@ -153,7 +153,7 @@ def read_basic_memory(path: Path) -> SourceRead:
         # A forward reference: basic-memory resolves it when the note appears.
         b.read["targets no note defines"] += 1
         found = b.topic(f"forward:{name}", title=name.strip(), origin=origin, id=f"concept-{slugify(name)}",
-                        extra={"source_forward_reference": True})
+                        extra={"source_forward_reference": True}, defined=False)
         by_name[name.strip().lower()] = found
         return found
 
@@ -188,7 +188,10 @@ def read_basic_memory(path: Path) -> SourceRead:
             extra = {"category": observation["category"] or "Note"}
             if observation["context"]:
                 extra["context"] = observation["context"]
-            b.fact(relink(observation["content"], where), key=(tid, extra["category"], observation["content"]),
+            # The context qualifies the statement ("(for light roasts)"): it stays in the fact's text, so a pack
+            # states the fact with its qualifier; it is also kept as `context`.
+            said = observation["content"] + (f" ({observation['context']})" if observation["context"] else "")
+            b.fact(relink(said, where), key=(tid, extra["category"], observation["content"]),
                    topics=[tid], origin=where, created=note_time, tags=observation["tags"], extra=extra)
         text = "\n".join(kept).strip("\n")
         if text.strip():

@@ -37,6 +37,7 @@ _PREFIX_KIND = {"user": "person", "project": "project", "tool": "tool", "topic":
 _HEADING = re.compile(r"^##\s*\[(?P<ts>[^\]]+)\]\s*\{id:\s*(?P<id>[a-zA-Z0-9\-]+)\}(?P<tags>[^\n]*)$", re.MULTILINE)
 _LOOSE_HEADING = re.compile(r"^##\s*\[", re.MULTILINE)
 _SUPERSEDES = re.compile(r"<!--\s*supersedes:\s*(?P<id>[A-Za-z0-9\-]+)\s*;\s*reason:\s*(?P<reason>.*?)\s*-->", re.DOTALL)
+_MARKER = re.compile(r"[ \t]*#superseded-by:(?P<id>[A-Za-z0-9\-]+)")
 _STRIKE = re.compile(r"~~(.+?)~~", re.DOTALL)
 _FILE_KEYS = ("description", "tags", "status", "created")
 
@@ -121,6 +122,12 @@ def _read_file(b: Builder, origin: str, stem: str, prefix: str, meta: dict[str, 
         link = _SUPERSEDES.search(text)
         if link is not None:
             text = (text[: link.start()] + text[link.end():]).strip("\n")
+        # OpenChronicle's marker belongs on the heading; one written into the entry's text (by hand, or by a
+        # tool that moved it) is read the same way and never left in the fact's text.
+        marker = _MARKER.search(text)
+        if marker is not None:
+            superseded_by = superseded_by or marker.group("id")
+            text = _MARKER.sub("", text).strip("\n")
         text = _STRIKE.sub(r"\1", text).strip()
         fid = b.fact(text, key=(stem, entry_id), topics=[tid], origin=where, created=when, tags=tags,
                      source_id=f"{stem}#{entry_id}")

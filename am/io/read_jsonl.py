@@ -11,7 +11,8 @@ from typing import Any
 
 from am.errors import InvalidRecordError
 from am.io.files import UnreadableJSON, json_lines, parse_json, read_text
-from am.io.source import Aside, Item, SourceRead
+from am.io.source import Aside, FileItem, Item, SourceRead
+from am.io.vaultfiles import FILE_KINDS, file_item
 from am.records.codec import record_from_meta
 from am.records.schemas import check_record
 
@@ -30,7 +31,9 @@ def _entries(path: Path, text: str) -> list[tuple[str, Any, str | None]]:
         records = doc.get("records") if isinstance(doc, dict) else None
         if not isinstance(records, list):
             return [(path.name, None, "an am export holds a list of records")]
-        return [(f"{path.name}:records[{n}]", r, None) for n, r in enumerate(records)]
+        files = doc.get("files") if isinstance(doc.get("files"), list) else []
+        return [*((f"{path.name}:records[{n}]", r, None) for n, r in enumerate(records)),
+                *((f"{path.name}:files[{n}]", f, None) for n, f in enumerate(files))]
     return [(f"{path.name}:{n}", value, error) for n, value, error in json_lines(text)]
 
 
@@ -40,9 +43,18 @@ def read_jsonl(path: Path) -> SourceRead:
     aside: list[Aside] = []
     read: Counter[str] = Counter()
     seen: dict[str, str] = {}  # id -> where it was first read
+    files: list[FileItem] = []
     for origin, value, error in _entries(path, read_text(path)):
         if error is not None:
             aside.append(Aside(origin, error))
+            continue
+        if isinstance(value, dict) and value.get("kind") in FILE_KINDS:  # a session log, the settings
+            read[f"{value['kind']} files"] += 1
+            got = file_item(value, origin)
+            if isinstance(got, FileItem):
+                files.append(got)
+            else:
+                aside.append(got)
             continue
         meta = value.get("meta") if isinstance(value, dict) else None
         body = value.get("body", "") if isinstance(value, dict) else None
@@ -63,4 +75,4 @@ def read_jsonl(path: Path) -> SourceRead:
         seen[record.id] = origin
         where = value.get("path")
         items.append(Item(record, origin, PurePosixPath(where) if isinstance(where, str) else None))
-    return SourceRead("jsonl", items, aside, read)
+    return SourceRead("jsonl", items, aside, read, files)

@@ -7,11 +7,22 @@ of DESIGN §11 with a record id and the session: ``{"id", "ts", "session",
 list). Every other key is kept. Records are facts waiting for review
 (``pending-review``): raw session records, not yet reviewed knowledge.
 
+lossless-memory itself (aru-labs/lossless-memory, ``ingest.py``) writes one file
+a day, ``main/YYYY-MM-DD.jsonl``, of seven fixed fields: ``ts``, ``actor``,
+``role``, ``type`` (``text``, ``action``, ``meta``), ``text``, ``model`` and
+``session``, with no id. A record without an ``id`` gets one derived from what
+it says (its session, time, actor, role, type and text, and how many times the
+same record came before), so the id does not move when lossless-memory
+rewrites a day file in another order.
+
 Decisions: docs/decisions/portability.md.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +33,12 @@ __all__ = ["read_lossless"]
 
 SYSTEM = "lossless"
 _KEYS = {"id", "ts", "session", "text", "tags", "pinned", "supersedes"}
+# What a seven-field record says, besides its session: the parts of its derived id.
+_SAID = ("ts", "actor", "role", "type", "text", "model")
+
+
+def _said_digest(said: tuple[str, ...], occurrence: int) -> str:
+    return hashlib.sha1("\x1f".join((*said, str(occurrence))).encode("utf-8")).hexdigest()[:16]
 
 
 def read_lossless(path: Path) -> SourceRead:
@@ -29,6 +46,7 @@ def read_lossless(path: Path) -> SourceRead:
     b = Builder(SYSTEM, source_time(path))
     base = path if path.is_dir() else path.parent
     pending: list[tuple[str, str, list[str]]] = []
+    seen: Counter[tuple[str, ...]] = Counter()
     for file in walk_files(path, suffix=".jsonl"):
         name = file.relative_to(base).as_posix()
         for number, value, error in json_lines(read_text(file)):
@@ -44,11 +62,16 @@ def read_lossless(path: Path) -> SourceRead:
             if not isinstance(text, str) or not text.strip():
                 b.leave(origin, "record without text")
                 continue
+            session = value.get("session")
+            session = str(session) if isinstance(session, (str, int)) and str(session) else file.stem
+            derived = rid is None
+            if derived:  # lossless-memory's own seven fields carry no id: one from what the record says
+                said = (session, *(json.dumps(value.get(k), ensure_ascii=False) for k in _SAID))
+                seen[said] += 1
+                rid = _said_digest(said, seen[said])
             if not isinstance(rid, (str, int)) or isinstance(rid, bool) or str(rid) == "":
                 b.leave(origin, "record without an id")
                 continue
-            session = value.get("session")
-            session = str(session) if isinstance(session, (str, int)) and str(session) else file.stem
             tid = b.topic(session, kind="session", origin=origin, namespace="session",
                           title=f"Session {session}", extra={"session": session})
             extra: dict[str, Any] = {extra_key(k): plain_value(v) for k, v in value.items() if k not in _KEYS}
@@ -65,7 +88,8 @@ def read_lossless(path: Path) -> SourceRead:
             older_ids = [str(o) for o in listed if isinstance(o, (str, int)) and not isinstance(o, bool)]
             if older is not None and len(older_ids) != len(listed):
                 extra["source_supersedes"] = plain_value(older)
-            fid = b.fact(text, key=(str(rid),), topics=[tid], origin=origin, source_id=str(rid),
+            fid = b.fact(text, key=(str(rid),), topics=[tid], origin=origin,
+                         source_id=None if derived else str(rid),
                          created=created, status="pending-review", pinned=pinned is True,
                          tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [], extra=extra)
             if fid is not None and older_ids:

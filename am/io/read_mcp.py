@@ -99,7 +99,7 @@ def read_mcp_memory(path: Path) -> SourceRead:
             end = b.topic_id_for(name)
             if end is None:  # the server keeps relations to entities it never made: a topic stands in
                 b.read["entities named only by relations"] += 1
-                end = b.topic(name, origin=origin, extra={"entity_type": None})
+                end = b.topic(name, origin=origin, extra={"entity_type": None}, defined=False)
             ids.append(end)
         extra = {extra_key(k): plain_value(v) for k, v in r.items() if k not in _RELATION_KEYS}
         b.relation(ids[0], rtype, ids[1], origin=origin, extra=extra)

@@ -25,6 +25,7 @@ from am.io.source import (
     keep_time,
     plain_value,
 )
+from am.io.read_supermemory_skill import is_skill_export, read_skill_export
 
 __all__ = ["read_supermemory"]
 
@@ -62,8 +63,10 @@ def _memories_of(data: Any) -> list[tuple[str, dict[str, Any] | None, Any]]:
 
 def read_supermemory(path: Path) -> SourceRead:
     """Read a SuperMemory JSON file into topics (containers, documents), facts (memories) and relations."""
-    b = Builder(SYSTEM, source_time(path))
     data = load_json(path)
+    if is_skill_export(data):
+        return read_skill_export(path, data)
+    b = Builder(SYSTEM, source_time(path))
     dropped: Counter[str] = Counter()
     links: list[tuple[str, str, str, str]] = []  # (origin, this fact, source relation, other source id)
     versions: list[tuple[str, str, str | None, str | None]] = []  # (origin, fact, next version, updated memory)

@@ -38,6 +38,7 @@ __all__ = [
     "SYSTEMS",
     "Aside",
     "Builder",
+    "FileItem",
     "Item",
     "SourceRead",
     "confidence_of",
@@ -188,6 +189,9 @@ class Item:
     record: Record
     origin: str
     path: PurePosixPath | None = None  # where to write it (am's own export); else am's path for it
+    # False for a topic the source only names (a link or relation target no entry of it defines): on import it
+    # resolves to the vault's record of that name, where there is one (am/io/names.py).
+    defined: bool = True
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,16 @@ class Aside:
     reason: str
 
 
+@dataclass(frozen=True)
+class FileItem:
+    """A file of a vault that is not a record (a session log, the settings), as am's own export carries it."""
+
+    kind: str
+    path: PurePosixPath
+    data: bytes
+    origin: str
+
+
 @dataclass
 class SourceRead:
     """Everything a reader made of one source."""
@@ -206,6 +220,7 @@ class SourceRead:
     items: list[Item]
     aside: list[Aside]
     read: Counter[str]
+    files: list[FileItem] = field(default_factory=list)  # am's own export only (am/io/vaultfiles.py)
 
     def counts(self) -> dict[str, int]:
         """Return how many records of each type the source gave."""
@@ -243,8 +258,12 @@ class Builder:
 
     def topic(self, name: str, *, kind: str = "concept", origin: str, namespace: str = "", title: str | None = None,
               body: str = "", tags: Sequence[str] = (), aliases: Sequence[str] = (), created: str | None = None,
-              status: str = "active", extra: Mapping[str, Any] | None = None, id: str | None = None) -> str:
-        """Return the topic id for a source name, making the topic the first time it is named."""
+              status: str = "active", extra: Mapping[str, Any] | None = None, id: str | None = None,
+              defined: bool = True) -> str:
+        """Return the topic id for a source name, making the topic the first time it is named.
+
+        ``defined`` False: the source only names it (a forward reference), it does not define it.
+        """
         known = self._names.get((namespace, name))
         if known is not None:
             return known
@@ -264,7 +283,7 @@ class Builder:
                       aliases=tuple(dict.fromkeys(a for a in aliases if a and a != shown)),
                       status=status if status in STATUSES else "active",
                       created=created or self.default_time, extra=dict(extra or {}))
-        self._topics[tid] = Item(topic, origin)
+        self._topics[tid] = Item(topic, origin, defined=defined)
         self._names[(namespace, name)] = tid
         return tid
 
@@ -282,12 +301,12 @@ class Builder:
                 n += 1
                 name = f"{key}_{n}"
             meta[name] = value
-        self._topics[tid] = Item(replace(item.record, extra=meta), item.origin)
+        self._topics[tid] = Item(replace(item.record, extra=meta), item.origin, defined=item.defined)
 
     def set_body(self, tid: str, text: str) -> None:
         """Set the body of a topic made here."""
         item = self._topics[tid]
-        self._topics[tid] = Item(replace(item.record, body=_body(text)), item.origin)
+        self._topics[tid] = Item(replace(item.record, body=_body(text)), item.origin, defined=item.defined)
 
     # ------------------------------------------------------------ facts
 
