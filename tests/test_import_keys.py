@@ -59,7 +59,8 @@ def _round_trip(record: Fact | Topic) -> None:
     except InvalidRecordError as err:
         assert err.field in record.extra, err
         key = err.field
-        assert len(key) > 1000 or _surrogate(key) or _surrogate(record.extra[key]) or "nested" in err.message, err
+        assert len(key) > 1000 or _surrogate(key) or _surrogate(record.extra[key]) or "nested" in err.message \
+            or "reads as text" in err.message, err  # a fact's "aliases: false": another type's text field
         return
     text.encode("utf-8")  # what the writer does with it
     assert parse_record(text, path=path) == record, text
@@ -108,6 +109,7 @@ _values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_siz
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(extra=st.dictionaries(_keys, _values, max_size=4))
 @example(extra={"!x": "v", "": 1, " lead": [1], "a\u2028b": {"[k]": "x"}})
+@example(extra={"aliases": False})  # a topic's text field on a fact: refused by name, not read back as 'false'
 def test_every_key_and_value_rendered_reads_back(extra: dict[str, Any]) -> None:
     known = {"type", "id", "topics", "status", "confidence", "provenance", "created", "body", "pinned", "tags",
              "repo", "version", "commit", "until_commit", "axis", "valid_from", "valid_until", "supersedes",

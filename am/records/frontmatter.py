@@ -475,6 +475,11 @@ def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozense
     try:
         for key, value in mapping.items():
             name = format_key(key)
+            if (key in STRING_FIELDS or key in LIST_FIELDS) and not _all_text(value):
+                # Such a key's values are read back as text (a branch "1.10" stays "1.10"): a record type that
+                # has no such field (a fact's "aliases: false") would come back changed.
+                raise InvalidRecordError(f"{key!r} is a key am reads as text: {value!r} would read back as text",
+                                         hint=f"give {key} a text value, or name the key otherwise")
             if isinstance(value, (list, tuple)) and all(
                 v is None or isinstance(v, (str, int, float, bool)) for v in value
             ):
@@ -491,6 +496,17 @@ def dump(mapping: dict[str, Any], *, timestamp_fields: frozenset[str] = frozense
     except InvalidRecordError as err:  # name the key, which the value's own check does not know
         raise InvalidRecordError(err.detail, field=key, hint=err.hint) from None
     return "".join(line + "\n" for line in lines)
+
+
+def _all_text(value: Any) -> bool:
+    """Whether every leaf of a value is a string (what a key read as text gives back unchanged)."""
+    if isinstance(value, str):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_all_text(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _all_text(v) for k, v in value.items())
+    return False
 
 
 # ---------------------------------------------------------------- fast path
