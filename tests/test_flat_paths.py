@@ -45,3 +45,33 @@ def test_slice_checks_an_unknown_repo_without_a_scan(alpha: Any) -> None:
     slice_vault(alpha, SliceRequest(repo="project-alpha", branch="main"))  # a repo the vault names: served
     with pytest.raises(UnknownWorldError, match="project-alpha"):  # the error lists the names it knows
         slice_vault(alpha, SliceRequest(repo="project-alfa", branch="main"))
+
+
+def _groups_read(index: Any, call: Any) -> tuple[Any, bool]:
+    out, ran = _statements(index, call)
+    return out, any("GROUP BY status" in s for s in ran)
+
+
+def test_a_worlds_verdicts_are_kept_until_the_records_or_the_moment_change(alpha: Any) -> None:
+    from datetime import datetime, timezone
+
+    from am.packs.slice import render_markdown
+    from am.packs.worldmemo import forget
+
+    forget()
+    alpha.add_fact("Alpha caches sessions for 30 minutes.", topics=["project-alpha"], repo="project-alpha",
+                   branch="main", unverified=True)
+    alpha.add_fact("Alpha's old endpoint answers until 2030.", topics=["project-alpha"], valid_until="2030-01-01")
+    index = alpha.cache()
+    before = SliceRequest(repo="project-alpha", branch="main", at=datetime(2029, 6, 1, tzinfo=timezone.utc))
+    first, judged = _groups_read(index, lambda: render_markdown(slice_vault(alpha, before)))
+    assert judged and "until 2030" in first
+    again, judged = _groups_read(index, lambda: render_markdown(slice_vault(alpha, before)))
+    assert again == first and not judged  # kept: the same records, world and span of time
+    later = SliceRequest(repo="project-alpha", branch="main", at=datetime(2030, 6, 1, tzinfo=timezone.utc))
+    after, judged = _groups_read(index, lambda: render_markdown(slice_vault(alpha, later)))
+    assert judged and "until 2030" not in after  # past valid_until: judged afresh
+    alpha.add_fact("Alpha moved its cache to Redis.", topics=["project-alpha"])
+    index = alpha.cache()
+    changed, judged = _groups_read(index, lambda: render_markdown(slice_vault(alpha, before)))
+    assert judged and "Redis" in changed  # a new record: judged afresh

@@ -31,7 +31,7 @@ __all__ = [
     "distinct_repos",
 ]
 
-SCHEMA_VERSION = 18  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
+SCHEMA_VERSION = 19  # bump whenever _SCHEMA or what a row holds changes: older caches are rebuilt
 
 TOPS = tuple(RECORD_DIRS.values())
 SLOTS = 256  # files are spread over slots; each command stats a few slots (the rolling sweep)
@@ -81,6 +81,13 @@ CREATE INDEX records_successor ON records(superseded_by, id, status, repo, versi
 CREATE INDEX records_topic ON records(id, path, status) WHERE type = 'topic';
 -- A fact's statement_key: a fact add asks whether the vault already says the same (am/cache/statements.py).
 CREATE INDEX records_statement ON records(statement) WHERE type = 'fact';
+-- Changes whenever a record row comes, goes or changes: what is derived from the records and kept beside
+-- them (a world's verdicts and supersession, am/packs/worldmemo.py) is good while it stays the same.
+CREATE TABLE records_token(n INTEGER NOT NULL);
+INSERT INTO records_token VALUES (random());
+CREATE TRIGGER records_in AFTER INSERT ON records BEGIN UPDATE records_token SET n = random(); END;
+CREATE TRIGGER records_out AFTER DELETE ON records BEGIN UPDATE records_token SET n = random(); END;
+CREATE TRIGGER records_changed AFTER UPDATE ON records BEGIN UPDATE records_token SET n = random(); END;
 -- The code-repo names records give (validating --repo): read a name at a time, never a scan (distinct_repos).
 CREATE INDEX records_repo ON records(repo) WHERE repo IS NOT NULL;
 -- Facts that watch code paths (derived staleness, am/worlds/stale.py): few, and read with their world fields.
