@@ -92,6 +92,14 @@ with Vault.open(sys.argv[1]) as v:
 print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - c}))
 '''
 
+SWEEP = r'''
+import json, sys
+from am.vault import Vault
+with Vault.open(sys.argv[1]) as v:
+    v.cache().refresh(full=True)
+print("{}")
+'''
+
 INPROC = r'''
 import sys, time, json, statistics
 from am.vault import Vault
@@ -167,7 +175,7 @@ def _timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> tupl
     began = time.perf_counter()
     done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True)
     wall = time.perf_counter() - began
-    if done.returncode not in (0, 1):  # am check exits 1 when it has findings
+    if done.returncode and not (cmd[-1] == "check" and done.returncode < 10):  # am check exits 1-5 on findings
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr.decode()[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -186,6 +194,9 @@ def measure(base: Path, facts: int, work: Path, code: Path, rounds: int, only: s
     shutil.rmtree(run, ignore_errors=True)
     subprocess.run(["cp", "-a", str(base), str(run)], check=True)
     env = _env(code, work)
+    # A copy has new inode numbers: without a full sweep now, every command would re-read a slot of the
+    # files (the cache's rolling sweep) until all 256 slots had been seen, which no real vault pays.
+    _child(SWEEP, env, str(run))
     floor_cmd = [sys.executable, "-c", "import pygit2"]
     cmds = {"floor": floor_cmd}
     if "slice" in only:
