@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from am.cache.rows import NOTE_ERROR, OWN, UNREADABLE_WHERE, Hit, IndexedLink, IndexStatus, by_id, record_from_json
+from am.cache.rows import NOTE_ERROR, OWN, UNREADABLE_WHERE, Hit, IndexedLink, IndexStatus, by_id, distinct_repos, record_from_json
 from am.records.model import Record
 from am.cache.textseg import build_match
 
@@ -123,7 +123,7 @@ class IndexQueries:
 
     def repo_names(self) -> list[str]:
         """Return every code-repo name a record names."""
-        return [r for (r,) in self.conn.execute("SELECT DISTINCT repo FROM records WHERE repo IS NOT NULL ORDER BY repo")]
+        return distinct_repos(self.conn)
 
     def dirty_paths(self) -> list[str]:
         """Return the record files whose working tree differs from HEAD's."""
@@ -175,8 +175,8 @@ class IndexQueries:
         promoted, recent, cutoff = set(tiers[0]), set(tiers[1]), tiers[2]
 
         def by_ids(ids: set[str], extra: str, more: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-            rows = self.conn.execute(head + " AND pinned = 0 AND id IN (SELECT value FROM json_each(?))" + extra,
-                                     (*args, json.dumps(sorted(ids)), *more)).fetchall()
+            rows = self.conn.execute(head.replace("records_rank", "records_id") + " AND pinned = 0 AND id IN (SELECT value FROM json_each(?))" + extra,
+                                     (*args, json.dumps(sorted(ids)), *more)).fetchall()  # by id: a seek each, no scan
             return sorted(rows, key=_rank_key)
 
         streams: list[Iterable[tuple[Any, ...]]] = [

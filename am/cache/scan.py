@@ -74,6 +74,10 @@ class FolderScans:
         """The cache's token that changes whenever a row of files or dirs comes or goes."""
         return int(self.conn.execute("SELECT n FROM names_token").fetchone()[0])
 
+    def records_token(self) -> int:
+        """The cache's token that changes whenever a record row comes, goes or changes (one row, no scan)."""
+        return int(self.conn.execute("SELECT n FROM records_token").fetchone()[0])
+
     def _rolling_sweep(self) -> list[str]:
         """Return files of this second's slots whose stat data changed (an in-place save)."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'files'").fetchone()

@@ -38,6 +38,7 @@ from am.cache.rows import record_from_json
 from am.records.model import RELATION_TYPES, Fact, Relation, Topic
 from am.packs.assemble import fill, ids_of, stale_lookup, topic_scope
 from am.packs.pack import Pack, SliceRequest, clean_text
+from am.packs.worldmemo import remembered
 from am.worlds.rules import (
     WHY_PENDING,
     WHY_SUPERSEDED,
@@ -115,7 +116,8 @@ def cached_pack(index: Index, request: SliceRequest, setup: WorldSetup, *, vault
         return None  # the general path names the missing topic
     world = setup.world
     verdict = _Judge(world, setup.oracle)
-    res, never, hidden = _resolution(index, world, verdict)
+    res, never, hidden = remembered(index, world, setup.oracle, False, verdict.known,
+                                    lambda times: _resolution(index, world, verdict, times=times))
     topics = res.topics
     if request.query:
         assert search is not None
@@ -160,7 +162,9 @@ def held_counts(index: Index, setup: WorldSetup) -> tuple[int, int] | None:
     if index.has_twins():
         return None
     world = setup.world
-    res, _, _ = _resolution(index, world, _Judge(world, setup.oracle), counts_only=True)
+    verdict = _Judge(world, setup.oracle)
+    res, _, _ = remembered(index, world, setup.oracle, True, verdict.known,
+                           lambda times: _resolution(index, world, verdict, counts_only=True, times=times))
     return res.fact_counts()
 
 
@@ -196,14 +200,16 @@ def _stale_lookup(index: Any, setup: WorldSetup) -> Any:
     return stale_lookup(setup, watched)
 
 
-def _resolution(index: Index, world: World, verdict: _Judge, *,
-                counts_only: bool = False) -> tuple[Resolution, tuple[str, ...], dict[str, tuple[str, _Key]]]:
+def _resolution(index: Index, world: World, verdict: _Judge, *, counts_only: bool = False,
+                times: list[str | None]) -> tuple[Resolution, tuple[str, ...], dict[str, tuple[str, _Key]]]:
     """Return what holds in the world (facts only counted; topics and relations that hold, unless
-    ``counts_only``), the statuses that never hold there, and the facts superseded here."""
+    ``counts_only``), the statuses that never hold there, and the facts superseded here; the valid-time
+    bounds of every fact and relation judged are added to ``times`` (am/packs/worldmemo.py)."""
     res = Resolution()
     held = contested = 0
     for row in index.fact_world_groups():
         key, count = _key(row), row[7]
+        times += key[5:7]
         found = verdict(key)
         if not found.holds:
             why = found.why or key[0]
@@ -232,6 +238,7 @@ def _resolution(index: Index, world: World, verdict: _Judge, *,
     res.topics = topics
     for rid, rel, src, dst, *fields in index.relation_world_rows():
         key = _key(fields)
+        times += key[5:7]
         if rel in RELATION_TYPES and verdict(key).holds and src not in hidden and dst not in hidden:
             res.relations[rid] = _RelationView(rid, rel, src, dst, key[0])  # type: ignore[assignment]
     return res, never, hidden
