@@ -109,6 +109,9 @@ def test_due_lists_a_fact_whose_watched_file_was_deleted_until_confirmed_here(en
     # Deleting it is a change to the watched path, named for what it is: gone.
     assert [(d["kind"], d["fact"]) for d in due] == [("gone", fid)] and "src/b.py" in due[0]["why"]
     assert f"am fact confirm {fid} --here" in due[0]["settle"]
+    queue = json.loads(e.am("review", "list", "--repo", "code", "--branch", "main", "--kind", "due", "--format",
+                            "json"))
+    assert [(i["kind"], i["id"]) for i in queue["items"]] == [("due", fid)] and "gone" in queue["items"][0]["note"]
     before = int(run_git(e.vault, "rev-list", "--count", "HEAD"))
     proc = e.run("fact", "confirm", fid, "--here", cwd=e.code)
     assert proc.returncode == 0, proc.stderr

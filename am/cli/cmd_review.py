@@ -20,7 +20,7 @@ from am.cli.context import (
 )
 from am.errors import UsageError
 
-_KINDS = ("proposal", "pending", "stale", "contested", "similar")
+_KINDS = ("proposal", "pending", "stale", "contested", "similar", "due")
 
 
 def _world(func: Callable[..., Any]) -> Callable[..., Any]:

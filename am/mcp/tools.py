@@ -98,10 +98,11 @@ TOOLS: tuple[Tool, ...] = (
                "to": string("A topic or fact id."), "note": string("Why the edge holds.")}, ("from", "rel", "to")),
          WRITE_OUT, relation_add, writes=True),
     Tool("review_list", "List what waits on judgement, with its evidence: facts proposed from sessions (with the "
-         "session lines), pending facts, facts stale in the world (with the code diff), contested pairs. Lists the "
+         "session lines), pending facts, facts stale or due in the world, contested and similar pairs. Lists the "
          "first 20 unless limit says otherwise; counts (by kind) and total count the whole queue.",
-         obj({**WORLD, "kinds": {"type": "array", "items": string("A kind.", enum=["proposal", "pending", "stale",
-                                                                                 "contested"])},
+         obj({**WORLD, "kinds": {"type": "array", "description": "Only these kinds (default: all).",
+                                 "items": string("A kind.", enum=["proposal", "pending", "stale", "contested",
+                                                                  "similar", "due"])},
                "diff": {"type": "boolean", "description": "Show the code diff of stale facts (default true)."},
                "limit": limit_in(20, "items")}),
          obj({"note": NOTE, "world": {"type": ["object", "null"]}, "counts": {"type": "object"}, "total": TOTAL,

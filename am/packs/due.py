@@ -88,7 +88,8 @@ def due_in_world(vault: Any, repo: str, branch: str | None, now: datetime, days:
             out.append(DueItem("stale", fid, _first(fact), where,
                                f"{mark.path} changed in {mark.commit[:10]} since it was observed",
                                f"am fact confirm {fid} --here   (or: am fact supersede {fid} TEXT --reason R)"))
-    uses = vault.usage().counts(repo=repo, branch=branch, days=_MONTH, at=now, today=True)
+    # Up to yesterday, as ranking counts them: what a day of reads lists does not change during that day.
+    uses = vault.usage().counts(repo=repo, branch=branch, days=_MONTH, at=now)
     cutoff = now - timedelta(days=days)
     listed = {i.fact for i in out}
     for fid, n in sorted(uses.items()):

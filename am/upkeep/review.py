@@ -8,6 +8,8 @@ The queue holds four kinds of item, each with its evidence:
 * ``stale`` - a fact that holds in the world asked about while code it watches
   changed since its commit (am/worlds/stale.py): the code diff since then;
 * ``contested`` - two facts a merge could not choose between: both texts;
+* ``due`` - a fact ``am due`` lists in the world asked about, other than a stale one (listed as
+  ``stale``): a watched path gone, or used often and last observed long ago (am/packs/due.py);
 * ``similar`` - two holding facts that look alike: a restatement or a likely update or contradiction
   (am/upkeep/similarpairs.py), both texts; the item's id is the newer fact's.
 
@@ -52,6 +54,7 @@ CHOICES = {
     "stale": ("confirm", "supersede", "expire"),
     "contested": ("accept", "supersede", "expire"),
     "similar": ("supersede", "keep-both"),
+    "due": ("confirm", "supersede", "expire"),
 }
 
 
@@ -231,6 +234,9 @@ def review_queue(vault: Any, *, repo: str | None = None, branch: str | None = No
         room = None if limit is None else max(limit - len(queue.items), 0)
         stale, queue.world = _stale_items(vault, repo, branch, commit, diff, room)
         queue.items.extend(stale)
+    if "due" in kinds and repo is not None:  # a fact listed already (stale) is not asked about twice
+        listed = {i.id for i in queue.items}
+        queue.items.extend(i for i in _due(vault, repo, branch) if i.id not in listed)
     queue.counts = _counts(queue.items)
     queue.total = len(queue.items)
     if limit is not None:
@@ -270,6 +276,19 @@ def _contested(vault: Any) -> list[ReviewItem]:
         done.update(f.id for f in facts)
         items.append(ReviewItem("contested", fid, facts, note=f"conflicts with {other}" if other else
                                 "no conflicts-with partner"))
+    return items
+
+
+def _due(vault: Any, repo: str, branch: str | None) -> list[ReviewItem]:
+    """am due's items of one world that the stale kind does not already hold: watched paths gone, old observations."""
+    from am.clock import now
+    from am.packs.due import due_in_world
+
+    items = []
+    for item in due_in_world(vault, repo, branch, now(), 30):
+        if item.kind in ("gone", "unconfirmed"):
+            items.append(ReviewItem("due", item.fact, (vault.get_fact(item.fact),),
+                                    note=f"{item.kind}: {item.why}; settle: {item.settle}"))
     return items
 
 
