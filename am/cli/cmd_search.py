@@ -11,8 +11,7 @@ from typing import Any
 
 import click
 
-from am.cli.filters import fact_filter, search_filter_options
-from am.cli.context import FORMAT_OPTION, emit_json, open_vault, progress_bar
+from am.cli.context import FORMAT_OPTION, emit_json, fact_filter, open_vault, progress_bar, search_filter_options
 from am.errors import UsageError
 
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import click
 
-from am.cli.filters import fact_filter, fact_filter_options
-from am.cli.context import (FORMAT_OPTION, describe, emit_json, open_vault, read_text_arg, record_dict, report_write,
-                            unreadable_note)
+from am.cli.context import (FORMAT_OPTION, describe, emit_json, fact_filter, fact_filter_options, open_vault,
+                            read_text_arg, record_dict, report_write, unreadable_note)
 from am.records.codec import conflict_marker_line
 from am.records.writes import FactDraft
 
