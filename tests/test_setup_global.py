@@ -156,7 +156,7 @@ def test_with_am_off_path_and_another_am_home_each_config_starts_this_am_with_it
         assert server["env"] == env, (path, server)
     settings = json.loads((clone / ".claude" / "settings.json").read_text(encoding="utf-8"))
     jsonschema.validate(settings, SETTINGS)
-    for event, tail in (("SessionStart", ["slice", "--max-tokens", "4000"]), ("SessionEnd", ["ingest", "-"])):
+    for event, tail in (("SessionStart", ["slice", "--max-tokens", "4000"]), ("SessionEnd", ["ingest", "--propose", "-"])):
         [hook] = [h for g in settings["hooks"][event] for h in g["hooks"]]
         assert shlex.split(hook["command"]) == [f"AM_HOME={env['AM_HOME']}", str(VENV_AM), "--vault",
                                                 "billing-vault", *tail]

@@ -123,7 +123,9 @@ def _kill_loop(a: Vault, b: Vault, kills: int, seed: int) -> None:
     for n in range(kills):
         side = (a, b)[n % 2]
         fid = f"fact-{'ab'[n % 2]}-k{n}"
-        assert am(side.root, "fact", "add", f"Learned {n}.", "--topic", "project-alpha", "--id", fid).returncode == 0
+        # Not "Learned 0.": the fixture's "A learned 0." says it (a stop word apart), so nothing would be written.
+        assert am(side.root, "fact", "add", f"Kill round {n} wrote this.", "--topic", "project-alpha", "--id",
+                  fid).returncode == 0
         written.add(fid)
         proc = subprocess.Popen([PYTHON, "-m", "am.cli.main", "--vault", str(side.root), "sync"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=subprocess_env())

@@ -760,9 +760,12 @@ def test_a_fact_already_recorded_writes_nothing_and_returns_the_one_recorded(alp
                           id=first.record.id).created is False
     other.close()
     assert (_head(git), _count(git), git("status", "--porcelain")) == (head, count, "")
-    # Case counts; a different set of topics is a different fact.
-    assert alpha.add_fact("alpha keeps sessions in redis.", topics=["project-alpha", "tool-redis"]).created
-    assert alpha.add_fact("Alpha keeps sessions in Redis.", topics=["project-alpha"]).created
+    # Since issue 34 a restatement is the same fact: case and punctuation aside, or said of fewer of its topics.
+    assert not alpha.add_fact("alpha keeps sessions in redis", topics=["project-alpha", "tool-redis"]).created
+    assert not alpha.add_fact("Alpha keeps sessions in Redis.", topics=["project-alpha"]).created
+    # A topic it does not share is another fact's.
+    alpha.add_topic(title="Beta", kind="project", id="project-beta")
+    assert alpha.add_fact("Alpha keeps sessions in Redis.", topics=["project-beta"]).created
     assert _count(git) == count + 2
 
 

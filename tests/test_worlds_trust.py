@@ -639,10 +639,12 @@ def test_check_counts_unresolved_worlds_on_one_line_per_repo_or_branch_and_all_l
     count and the fix; a group of one stays as it was; --all and --format json list each."""
     vault = world["vault"]
     add = ("--vault", vault, "fact", "add", "--topic", "project-alpha", "--unverified")
-    for n in range(3):
-        ok(*add, f"Beta fact {n}.", "--repo", "project-beta", "--branch", "main", "--id", f"fact-beta-{n}")
-    for n in range(2):
-        ok(*add, f"Unfetched fact {n}.", "--repo", "project-alpha", "--branch", "not-fetched", "--id", f"fact-nf-{n}")
+    # Texts unlike each other: alike ones ("Beta fact 0." / "Beta fact 1.") are also similar-facts (issue 34).
+    beta = ("Beta deploys on Mondays.", "Its logs are shipped to Loki.", "The queue runs on Postgres.")
+    for n, text in enumerate(beta):
+        ok(*add, text, "--repo", "project-beta", "--branch", "main", "--id", f"fact-beta-{n}")
+    for n, text in enumerate(("Tracing is added to every handler.", "The CLI learns a dry-run flag.")):
+        ok(*add, text, "--repo", "project-alpha", "--branch", "not-fetched", "--id", f"fact-nf-{n}")
     ok(*add, "A lone one.", "--repo", "project-alpha", "--branch", "gone-too", "--id", "fact-lone")
     code, out, _ = am("--vault", vault, "check")
     assert code == 0

@@ -377,7 +377,8 @@ def check_vault(vault: Any, *, paths: Iterable[PurePosixPath | str] | None = Non
         unread += world_issues(parsed)
         from am.upkeep.similarpairs import pair_issues
 
-        unread += pair_issues(vault)  # look-alike holding facts (DESIGN §13), through the cache
+        if not any(i.code == "sparse-checkout" for i in unread):  # a vault seen in part has no pairs to judge
+            unread += pair_issues(vault)  # look-alike holding facts (DESIGN §13), through the cache
     unread += session_file_issues(root, parsed)
     if not unread:
         return report

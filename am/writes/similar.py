@@ -274,7 +274,9 @@ def classify(new: str, old: str) -> Verdict:
     if negated or values:
         return Verdict(None, "", ratio)
     if plain_swaps == 0 and plain_extra <= allowed and ratio >= 0.8:
-        return Verdict("same", "near-equal wording (a word added or left out)", ratio)
+        # A content word added or left out may change what it says ("the sync" / "the second sync"): the fact
+        # is written and the pair named, never dropped as a restatement (only the same words are).
+        return Verdict("candidate", "near-equal wording (a word added or left out)", ratio)
     if plain_swaps == 1 and plain_extra == 0 and len(shared) >= 3:
         return Verdict("candidate", f"a differing word: {_swapped(matcher, a, b)}", ratio)
     return Verdict(None, "", ratio)
