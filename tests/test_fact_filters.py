@@ -4,33 +4,24 @@ am fact list and am search; am topic show and am slice --topic by a title or an 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import subprocess_env
+from tests.demo_cli import build_demo, run_am
 
 PYTHON = sys.executable
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    home = tmp_path_factory.mktemp("demo-home")
-    root = tmp_path_factory.mktemp("demo") / "demo"
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "demo", str(root)], capture_output=True, text=True,
-                          check=False, env=subprocess_env(AM_HOME=str(home)))
-    assert proc.returncode == 0, proc.stderr
-    yield root, home
+    yield from build_demo(tmp_path_factory)
 
 
 def am(demo: tuple[Path, Path], *args: str, code: int = 0) -> str:
-    root, home = demo
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), *args], capture_output=True,
-                          text=True, check=False, env=subprocess_env(AM_HOME=str(home)))
-    assert proc.returncode == code, (args, proc.stdout, proc.stderr)
+    proc = run_am(*demo, *args, code=code)
     return proc.stdout + proc.stderr
 
 

@@ -11,26 +11,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import subprocess_env
+from tests.demo_cli import build_demo, run_am
 
 PYTHON = sys.executable
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    home = tmp_path_factory.mktemp("demo-home")
-    root = tmp_path_factory.mktemp("demo") / "demo"
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "demo", str(root)], capture_output=True, text=True,
-                          check=False, env=subprocess_env(AM_HOME=str(home)))
-    assert proc.returncode == 0, proc.stderr
-    yield root, home
+    yield from build_demo(tmp_path_factory)
 
 
 def am(demo: tuple[Path, Path], *args: str, code: int = 0, **env: str) -> str:
-    root, home = demo
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), *args], capture_output=True,
-                          text=True, check=False, env=subprocess_env(AM_HOME=str(home), **env))
-    assert proc.returncode == code, (proc.stdout, proc.stderr)
-    return proc.stdout
+    return run_am(*demo, *args, code=code, **env).stdout
 
 
 def _why_holds(demo: tuple[Path, Path], fact_id: str, branch: str) -> bool:

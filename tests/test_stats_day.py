@@ -11,26 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_git, subprocess_env
+from tests.conftest import run_git
+from tests.demo_cli import build_demo, run_am
 
 PYTHON = sys.executable
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    home = tmp_path_factory.mktemp("demo-home")
-    root = tmp_path_factory.mktemp("demo") / "demo"
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "demo", str(root)], capture_output=True, text=True,
-                          check=False, env=subprocess_env(AM_HOME=str(home)))
-    assert proc.returncode == 0, proc.stderr
-    yield root, home
+    yield from build_demo(tmp_path_factory)
 
 
 def am(root: Path, home: Path, *args: str, code: int = 0, **env: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([PYTHON, "-m", "am.cli.main", "--vault", str(root), *args], capture_output=True,
-                          text=True, check=False, env=subprocess_env(AM_HOME=str(home), **env))
-    assert proc.returncode == code, (proc.stdout, proc.stderr)
-    return proc
+    return run_am(root, home, *args, code=code, **env)
 
 
 def test_stats_counts_match_fact_list(demo: tuple[Path, Path]) -> None:
